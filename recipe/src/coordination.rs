@@ -1,0 +1,258 @@
+//! The `Coordination` trait: everything a lock recipe needs from ZooKeeper, and nothing
+//! else. A recipe written against it runs unchanged on the simulated ZooKeeper, under the
+//! exhaustive explorer, and on a real server.
+
+use crate::types::{CreateMode, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent};
+use crate::ZkError;
+use futures_channel::{mpsc, oneshot};
+use futures_util::StreamExt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// A one-shot watch left by `exists_watch`, `get_data_watch` or `get_children_watch`.
+///
+/// It resolves once, with the event that fired it, or with an error when the session
+/// ends first (`SessionExpired` or `SessionClosed`); after that no event can come.
+/// A watch survives a Disconnected/Connected cycle, as ZooKeeper restores watches on
+/// reconnect.
+#[derive(Debug)]
+#[must_use = "a watch does nothing unless awaited"]
+pub struct Watch {
+    rx: oneshot::Receiver<Result<WatchedEvent, ZkError>>,
+}
+
+/// The runner's end of a [`Watch`].
+#[derive(Debug)]
+pub struct WatchSender {
+    tx: oneshot::Sender<Result<WatchedEvent, ZkError>>,
+}
+
+impl Watch {
+    /// A new watch and the sender that fires it. For runners, not recipes.
+    pub fn channel() -> (WatchSender, Watch) {
+        let (tx, rx) = oneshot::channel();
+        (WatchSender { tx }, Watch { rx })
+    }
+
+    /// The outcome if the watch has already resolved, without waiting.
+    pub fn try_take(&mut self) -> Option<Result<WatchedEvent, ZkError>> {
+        match self.rx.try_recv() {
+            Ok(Some(r)) => Some(r),
+            Ok(None) => None,
+            Err(_) => Some(Err(ZkError::SessionClosed)),
+        }
+    }
+}
+
+impl WatchSender {
+    /// Fires the watch with its event.
+    pub fn fire(self, event: WatchedEvent) {
+        // The receiver may be gone: the recipe stopped caring. That is fine.
+        let _ = self.tx.send(Ok(event));
+    }
+    /// Ends the watch with an error (the session expired or closed).
+    pub fn fail(self, error: ZkError) {
+        let _ = self.tx.send(Err(error));
+    }
+    /// True when the recipe dropped its `Watch`.
+    pub fn is_abandoned(&self) -> bool {
+        self.tx.is_canceled()
+    }
+}
+
+impl Future for Watch {
+    type Output = Result<WatchedEvent, ZkError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(r)) => Poll::Ready(r),
+            // The runner dropped the sender: the session is gone.
+            Poll::Ready(Err(_)) => Poll::Ready(Err(ZkError::SessionClosed)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// A subscription to a session's state changes, from the moment of subscribing.
+#[derive(Debug)]
+pub struct SessionEvents {
+    rx: mpsc::UnboundedReceiver<SessionState>,
+}
+
+impl SessionEvents {
+    /// The next state change; `None` once the session is gone and every change was read.
+    pub async fn next(&mut self) -> Option<SessionState> {
+        self.rx.next().await
+    }
+    /// The next state change if one is already queued.
+    pub fn try_next(&mut self) -> Option<SessionState> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// Fans session state changes out to every subscriber. For runners, not recipes.
+#[derive(Debug, Default)]
+pub struct SessionBroadcast {
+    subscribers: Vec<mpsc::UnboundedSender<SessionState>>,
+}
+
+impl SessionBroadcast {
+    pub fn subscribe(&mut self) -> SessionEvents {
+        let (tx, rx) = mpsc::unbounded();
+        self.subscribers.push(tx);
+        SessionEvents { rx }
+    }
+    pub fn send(&mut self, state: SessionState) {
+        self.subscribers
+            .retain(|tx| tx.unbounded_send(state).is_ok());
+    }
+    /// Ends every subscription (after the terminal state was sent).
+    pub fn close(&mut self) {
+        self.subscribers.clear();
+    }
+}
+
+/// Everything a lock recipe needs from ZooKeeper.
+///
+/// Every request is asynchronous and answers with ZooKeeper's outcome, or with
+/// [`ZkError::ConnectionLoss`] when the client cannot know it: the request may or may not
+/// have been applied. Requests of one client are applied in the order they were issued.
+/// Time comes from [`now`](Coordination::now) and [`sleep`](Coordination::sleep), so a
+/// recipe never touches a runtime or clock of its own.
+pub trait Coordination: Send + Sync {
+    /// This client's session.
+    fn session_id(&self) -> SessionId;
+    /// The session's current state, as this client believes it.
+    fn session_state(&self) -> SessionState;
+    /// Subscribes to session state changes from now on.
+    fn session_events(&self) -> SessionEvents;
+    /// Time since the runner's epoch: virtual in the simulation, monotonic on a real server.
+    fn now(&self) -> Duration;
+    /// Waits for `duration` of the runner's time.
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send;
+
+    /// Creates a znode and returns its path (with the sequential suffix, if any) and stat.
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send;
+    /// Deletes a znode, if `version` is given only at that version.
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send;
+    /// The node's stat, or `None` if it does not exist.
+    fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send;
+    /// As `exists`, and leaves a watch: NodeCreated if absent; NodeDeleted or
+    /// NodeDataChanged if present.
+    fn exists_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send;
+    /// The node's data and stat.
+    fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send;
+    /// As `get_data`, and leaves a data watch (NodeDeleted or NodeDataChanged). No watch is
+    /// left when the node does not exist.
+    fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send;
+    /// The names of the node's children, in no particular order.
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send;
+    /// As `get_children`, and leaves a child watch (NodeChildrenChanged or NodeDeleted).
+    fn get_children_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send;
+    /// Sets the node's data, if `version` is given only at that version.
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, ZkError>> + Send;
+    /// Applies all operations atomically, or none. On failure the error is
+    /// [`ZkError::MultiFailed`] naming the first failing operation (or a connection error).
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send;
+    /// Closes the session: the server deletes its ephemerals at once.
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send;
+}
+
+impl<T: Coordination + ?Sized> Coordination for Arc<T> {
+    fn session_id(&self) -> SessionId {
+        (**self).session_id()
+    }
+    fn session_state(&self) -> SessionState {
+        (**self).session_state()
+    }
+    fn session_events(&self) -> SessionEvents {
+        (**self).session_events()
+    }
+    fn now(&self) -> Duration {
+        (**self).now()
+    }
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
+        (**self).sleep(duration)
+    }
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
+        (**self).create(path, data, mode)
+    }
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send {
+        (**self).delete(path, version)
+    }
+    fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
+        (**self).exists(path)
+    }
+    fn exists_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send {
+        (**self).exists_watch(path)
+    }
+    fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
+        (**self).get_data(path)
+    }
+    fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
+        (**self).get_data_watch(path)
+    }
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
+        (**self).get_children(path)
+    }
+    fn get_children_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
+        (**self).get_children_watch(path)
+    }
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, ZkError>> + Send {
+        (**self).set_data(path, data, version)
+    }
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send {
+        (**self).multi(ops)
+    }
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        (**self).close()
+    }
+}

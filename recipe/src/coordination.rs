@@ -2,8 +2,8 @@
 //! else. A recipe written against it runs unchanged on the simulated ZooKeeper, under the
 //! exhaustive explorer, and on a real server.
 
-use crate::types::{CreateMode, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent};
 use crate::ZkError;
+use crate::types::{CreateMode, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent};
 use futures_channel::{mpsc, oneshot};
 use futures_util::StreamExt;
 use std::future::Future;
@@ -155,7 +155,8 @@ pub trait Coordination: Send + Sync {
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send;
     /// The node's data and stat.
-    fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send;
+    fn get_data(&self, path: &str)
+    -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send;
     /// As `get_data`, and leaves a data watch (NodeDeleted or NodeDataChanged). No watch is
     /// left when the node does not exist.
     fn get_data_watch(
@@ -163,7 +164,8 @@ pub trait Coordination: Send + Sync {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send;
     /// The names of the node's children, in no particular order.
-    fn get_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send;
+    fn get_children(&self, path: &str)
+    -> impl Future<Output = Result<Vec<String>, ZkError>> + Send;
     /// As `get_children`, and leaves a child watch (NodeChildrenChanged or NodeDeleted).
     fn get_children_watch(
         &self,
@@ -223,7 +225,10 @@ impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send {
         (**self).exists_watch(path)
     }
-    fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
+    fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
         (**self).get_data(path)
     }
     fn get_data_watch(
@@ -232,7 +237,10 @@ impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
         (**self).get_data_watch(path)
     }
-    fn get_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
+    fn get_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
         (**self).get_children(path)
     }
     fn get_children_watch(

@@ -5,10 +5,15 @@
 //! exhaustive explorer, and on a real server.
 
 mod coordination;
+pub mod lock;
 pub mod path;
 mod types;
 
 pub use coordination::{Coordination, SessionBroadcast, SessionEvents, Watch, WatchSender};
+pub use lock::{
+    FencingToken, Lock, LockError, LockGuard, LockNode, LockOptions, LostPolicy, LostReason,
+    NodeKind, RetryPolicy, RwLock,
+};
 pub use types::{
     CreateMode, EventType, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent, ZkError,
 };

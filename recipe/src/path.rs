@@ -5,7 +5,11 @@ use crate::ZkError;
 /// Validates a znode path. For a sequential create, the server appends the suffix
 /// before validating, so a trailing `/` is allowed there (`sequential = true`).
 pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
-    let bad = |why: &str| Err(ZkError::BadArguments(format!("invalid path {path:?}: {why}")));
+    let bad = |why: &str| {
+        Err(ZkError::BadArguments(format!(
+            "invalid path {path:?}: {why}"
+        )))
+    };
     if path.is_empty() {
         return bad("path length must be > 0");
     }
@@ -89,7 +93,14 @@ mod tests {
 
     #[test]
     fn accepts_zookeeper_valid_paths() {
-        for p in ["/", "/a", "/a/b", "/a/b-c_d.e", "/zk/lock/_c_x-lock-", "/a/..b"] {
+        for p in [
+            "/",
+            "/a",
+            "/a/b",
+            "/a/b-c_d.e",
+            "/zk/lock/_c_x-lock-",
+            "/a/..b",
+        ] {
             assert_eq!(validate_path(p, false), Ok(()), "{p}");
         }
         assert_eq!(validate_path("/locks/", true), Ok(()));
@@ -98,8 +109,19 @@ mod tests {
     #[test]
     fn rejects_what_zookeeper_rejects() {
         for p in [
-            "", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..", "/a\0b",
-            "/a\u{1}b", "/a\u{7f}b", "/a\u{fff5}",
+            "",
+            "a",
+            "/a/",
+            "//a",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/a/.",
+            "/a/..",
+            "/a\0b",
+            "/a\u{1}b",
+            "/a\u{7f}b",
+            "/a\u{fff5}",
         ] {
             assert!(
                 matches!(validate_path(p, false), Err(ZkError::BadArguments(_))),

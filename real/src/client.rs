@@ -1,0 +1,432 @@
+//! [`ZkClient`]: the `Coordination` trait over a real ZooKeeper session.
+
+use crate::convert::{self, zk_error};
+use crate::error::RealError;
+use crate::watch::WatchForwarder;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+use zklock_recipe::path::validate_path;
+use zklock_recipe::{
+    Coordination, CreateMode, Op, OpResult, SessionBroadcast, SessionEvents, SessionId,
+    SessionState, Stat, Watch, ZkError,
+};
+use zookeeper_client as zk;
+
+/// The process-wide epoch of [`monotonic_now`], so every client of one process (and the
+/// history a real run records) shares one clock.
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+/// Monotonic time since the process-wide epoch (set by the first call, or the first
+/// connect). This is what [`ZkClient::now`](Coordination::now) returns.
+pub fn monotonic_now() -> Duration {
+    EPOCH.get_or_init(Instant::now).elapsed()
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update under these locks is a single assignment, so a poisoned lock still
+    // holds consistent data.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Session state as the broadcast last reported it, with the subscribers.
+#[derive(Debug)]
+struct StateHub {
+    state: SessionState,
+    broadcast: SessionBroadcast,
+}
+
+impl StateHub {
+    /// Moves to `state` and tells subscribers; a terminal state is final.
+    fn advance(&mut self, state: SessionState) {
+        if self.state == state || self.state.is_terminal() {
+            return;
+        }
+        self.state = state;
+        self.broadcast.send(state);
+        if state.is_terminal() {
+            self.broadcast.close();
+        }
+    }
+}
+
+/// The credentials of a live session (its id and password). With them a second client can
+/// attach to the same session, which is how the harness forces an expiry.
+#[derive(Clone, Debug)]
+pub struct SessionCredentials {
+    pub(crate) info: zk::SessionInfo,
+    pub(crate) timeout: Duration,
+}
+
+impl SessionCredentials {
+    /// The session's id.
+    pub fn session_id(&self) -> SessionId {
+        SessionId(self.info.id().0)
+    }
+}
+
+/// A ZooKeeper session through the `zookeeper-client` crate, implementing [`Coordination`].
+///
+/// * Requests are sent when their future is first polled, in that order.
+/// * While the client is disconnected, requests fail at once with
+///   [`ZkError::ConnectionLoss`], as in zklock's simulation; zookeeper-client alone would
+///   queue them until it reconnects.
+/// * Session states come from zookeeper-client's state watcher, which keeps only the latest
+///   state: a very short Disconnected may be coalesced into the Connected that followed it.
+/// * Dropping the client closes its session in the background (zookeeper-client sends
+///   CloseSession when its last handle goes); [`close`](Coordination::close) does it and
+///   waits for the server's answer.
+///
+/// All methods must run inside a tokio runtime.
+#[derive(Debug)]
+pub struct ZkClient {
+    /// `None` after `close`; every operation then fails.
+    client: Mutex<Option<zk::Client>>,
+    credentials: SessionCredentials,
+    addr: String,
+    hub: Arc<Mutex<StateHub>>,
+    watches: WatchForwarder,
+    state_task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ZkClient {
+    fn drop(&mut self) {
+        self.state_task.abort();
+    }
+}
+
+impl ZkClient {
+    /// Connects to `addr` (`host:port[,host:port...]`), asking for a session timeout of
+    /// `session_timeout_ms` (the server clamps it to its min/max). Fails with
+    /// [`RealError::ConnectTimeout`] when no server establishes a session within
+    /// `connect_timeout_ms`.
+    pub async fn connect(
+        addr: &str,
+        session_timeout_ms: u64,
+        connect_timeout_ms: u64,
+    ) -> Result<ZkClient, RealError> {
+        monotonic_now();
+        let timeout = Duration::from_millis(connect_timeout_ms);
+        let connector =
+            zk::Client::connector().with_session_timeout(Duration::from_millis(session_timeout_ms));
+        let client = match tokio::time::timeout(timeout, connector.connect(addr)).await {
+            // zookeeper-client gives up on its own after about a session timeout.
+            Err(_) | Ok(Err(zk::Error::Timeout)) => {
+                return Err(RealError::ConnectTimeout { addr: addr.to_string(), timeout });
+            }
+            Ok(Err(error)) => {
+                return Err(RealError::Connect { addr: addr.to_string(), error: zk_error(error) });
+            }
+            Ok(Ok(client)) => client,
+        };
+        Ok(ZkClient::from_client(client, addr))
+    }
+
+    fn from_client(client: zk::Client, addr: &str) -> ZkClient {
+        // The watcher starts at the current state, so no change between here and the task
+        // is lost.
+        let mut states = client.state_watcher();
+        let hub = Arc::new(Mutex::new(StateHub {
+            state: convert::session_state(states.peek_state()),
+            broadcast: SessionBroadcast::default(),
+        }));
+        let task_hub = Arc::clone(&hub);
+        let state_task = tokio::spawn(async move {
+            loop {
+                let state = convert::session_state(states.changed().await);
+                let mut hub = lock(&task_hub);
+                hub.advance(state);
+                // After a terminal state zookeeper-client reports nothing more.
+                if hub.state.is_terminal() {
+                    return;
+                }
+            }
+        });
+        ZkClient {
+            credentials: SessionCredentials {
+                info: client.session().clone(),
+                timeout: client.session_timeout(),
+            },
+            client: Mutex::new(Some(client)),
+            addr: addr.to_string(),
+            hub,
+            watches: WatchForwarder::default(),
+            state_task,
+        }
+    }
+
+    /// The connect string this client was created with.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The session timeout the server granted.
+    pub fn negotiated_session_timeout(&self) -> Duration {
+        self.credentials.timeout
+    }
+
+    /// The session's id and password, e.g. for [`crate::harness::expire_session`].
+    pub fn session_credentials(&self) -> SessionCredentials {
+        self.credentials.clone()
+    }
+
+    /// The live client, or the error every request gets now. Fails fast while disconnected
+    /// (see the type's docs).
+    fn live(&self) -> Result<zk::Client, ZkError> {
+        let client = lock(&self.client).clone();
+        let Some(client) = client else {
+            return Err(match lock(&self.hub).state {
+                SessionState::Expired => ZkError::SessionExpired,
+                _ => ZkError::SessionClosed,
+            });
+        };
+        match client.state() {
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => Ok(client),
+            zk::SessionState::Disconnected => Err(ZkError::ConnectionLoss),
+            zk::SessionState::Expired => Err(ZkError::SessionExpired),
+            zk::SessionState::Closed | zk::SessionState::AuthFailed => Err(ZkError::SessionClosed),
+        }
+    }
+
+    /// Hands a reply to the recipe, after any watch event that arrived before it.
+    fn reply<T>(&self, result: Result<T, zk::Error>) -> Result<T, ZkError> {
+        self.watches.flush();
+        result.map_err(zk_error)
+    }
+
+    async fn do_multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
+        let failed_at = |index: usize, error: ZkError| ZkError::MultiFailed {
+            index,
+            error: Box::new(error),
+        };
+        for (index, op) in ops.iter().enumerate() {
+            let sequential = matches!(op, Op::Create { mode, .. } if mode.is_sequential());
+            validate_path(op.path(), sequential).map_err(|e| failed_at(index, e))?;
+        }
+        let client = self.live()?;
+        let mut writer = client.new_multi_writer();
+        for (index, op) in ops.iter().enumerate() {
+            let added = match op {
+                Op::Check { path, version } => writer.add_check_version(path, *version),
+                Op::Create { path, data, mode } => {
+                    let options = convert::create_mode(*mode).with_acls(zk::Acls::anyone_all());
+                    writer.add_create(path, data, &options)
+                }
+                Op::Delete { path, version } => writer.add_delete(path, *version),
+                Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+            };
+            added.map_err(|e| failed_at(index, zk_error(e)))?;
+        }
+        let result = writer.commit().await;
+        self.watches.flush();
+        let results = result.map_err(|e| match e {
+            zk::MultiWriteError::OperationFailed { index, source } => {
+                failed_at(index, zk_error(source))
+            }
+            zk::MultiWriteError::RequestFailed { source } => zk_error(source),
+        })?;
+        results
+            .into_iter()
+            .map(|r| match r {
+                zk::MultiWriteResult::Check => Ok(OpResult::Check),
+                zk::MultiWriteResult::Delete => Ok(OpResult::Delete),
+                zk::MultiWriteResult::Create { path, stat } => {
+                    Ok(OpResult::Create { path, stat: convert::stat(&stat) })
+                }
+                zk::MultiWriteResult::SetData { stat } => {
+                    Ok(OpResult::SetData { stat: convert::stat(&stat) })
+                }
+                // The enum is non-exhaustive; only the four kinds above are ever sent.
+                other => Err(ZkError::Other {
+                    code: -1,
+                    message: format!("unexpected multi result {other:?}"),
+                }),
+            })
+            .collect()
+    }
+
+    async fn do_close(&self) -> Result<(), ZkError> {
+        let client = self.live()?;
+        let mut states = client.state_watcher();
+        // zookeeper-client sends CloseSession once its last handle is gone.
+        *lock(&self.client) = None;
+        drop(client);
+        let bound = self.credentials.timeout.max(Duration::from_secs(1)) * 2;
+        let outcome = tokio::time::timeout(bound, async {
+            loop {
+                let state = states.changed().await;
+                if state.is_terminated() {
+                    return state;
+                }
+            }
+        })
+        .await;
+        let mut hub = lock(&self.hub);
+        match outcome {
+            Ok(zk::SessionState::Expired) => {
+                hub.advance(SessionState::Expired);
+                Err(ZkError::SessionExpired)
+            }
+            Ok(_) => {
+                hub.advance(SessionState::Closed);
+                Ok(())
+            }
+            // The server never confirmed; the session closes or expires without us. Either
+            // way this client is done with it.
+            Err(_) => {
+                hub.advance(SessionState::Closed);
+                Err(ZkError::ConnectionLoss)
+            }
+        }
+    }
+}
+
+impl Coordination for ZkClient {
+    fn session_id(&self) -> SessionId {
+        self.credentials.session_id()
+    }
+
+    fn session_state(&self) -> SessionState {
+        let reported = lock(&self.hub).state;
+        if reported.is_terminal() {
+            return reported;
+        }
+        // The library's own state may be ahead of the broadcast task.
+        match lock(&self.client).as_ref() {
+            Some(client) => convert::session_state(client.state()),
+            None => reported,
+        }
+    }
+
+    fn session_events(&self) -> SessionEvents {
+        lock(&self.hub).broadcast.subscribe()
+    }
+
+    fn now(&self) -> Duration {
+        monotonic_now()
+    }
+
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(duration)
+    }
+
+    fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
+        async move {
+            validate_path(path, mode.is_sequential())?;
+            let client = self.live()?;
+            let options = convert::create_mode(mode).with_acls(zk::Acls::anyone_all());
+            let result = client.create(path, data, &options).await;
+            let (stat, sequence) = self.reply(result)?;
+            let created =
+                if mode.is_sequential() { format!("{path}{sequence}") } else { path.to_string() };
+            Ok((created, convert::stat(&stat)))
+        }
+    }
+
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.delete(path, version).await;
+            self.reply(result)
+        }
+    }
+
+    fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.check_stat(path).await;
+            Ok(self.reply(result)?.as_ref().map(convert::stat))
+        }
+    }
+
+    fn exists_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.check_and_watch_stat(path).await;
+            let (stat, watcher) = self.reply(result)?;
+            Ok((stat.as_ref().map(convert::stat), self.watches.forward(watcher)))
+        }
+    }
+
+    fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.get_data(path).await;
+            let (data, stat) = self.reply(result)?;
+            Ok((data, convert::stat(&stat)))
+        }
+    }
+
+    fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.get_and_watch_data(path).await;
+            let (data, stat, watcher) = self.reply(result)?;
+            Ok((data, convert::stat(&stat), self.watches.forward(watcher)))
+        }
+    }
+
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.list_children(path).await;
+            self.reply(result)
+        }
+    }
+
+    fn get_children_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.list_and_watch_children(path).await;
+            let (children, watcher) = self.reply(result)?;
+            Ok((children, self.watches.forward(watcher)))
+        }
+    }
+
+    fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat, ZkError>> + Send {
+        async move {
+            validate_path(path, false)?;
+            let client = self.live()?;
+            let result = client.set_data(path, data, version).await;
+            Ok(convert::stat(&self.reply(result)?))
+        }
+    }
+
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send {
+        self.do_multi(ops)
+    }
+
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        self.do_close()
+    }
+}

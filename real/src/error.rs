@@ -1,0 +1,108 @@
+//! The crate's typed error: what went wrong outside a ZooKeeper operation (connecting,
+//! starting a server, running the proxy), and what to do about it.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+use zklock_recipe::ZkError;
+
+/// The install hint every "not installed" error carries.
+pub const INSTALL_HINT: &str = "install ZooKeeper 3.8 and Java 17 with \
+     `apt-get install -y zookeeper openjdk-17-jre-headless` (Debian/Ubuntu), or point \
+     ZKLOCK_JAVA, ZKLOCK_ZOOKEEPER_JAR and ZKLOCK_ZOOKEEPER_CONF at an existing installation";
+
+/// Errors of zklock-real outside ZooKeeper operations (those answer with
+/// [`ZkError`](zklock_recipe::ZkError)).
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum RealError {
+    /// No ZooKeeper server established a session within the connect timeout.
+    ConnectTimeout { addr: String, timeout: Duration },
+    /// Connecting failed for a reason other than a timeout, such as a malformed address.
+    Connect { addr: String, error: ZkError },
+    /// A program or file the real-server harness needs is missing.
+    NotInstalled {
+        /// What is missing, e.g. "java" or "ZooKeeper jar".
+        what: &'static str,
+        /// Where it was looked for.
+        path: PathBuf,
+        /// The environment variable that overrides that path.
+        env_var: &'static str,
+    },
+    /// A ZooKeeper server did not become ready in time, or its process died while starting.
+    ServerStart {
+        /// Which server (e.g. "server 2 at 127.0.0.1:40123").
+        server: String,
+        /// What happened.
+        reason: String,
+        /// The last lines of the server's output, to see why.
+        log_tail: String,
+    },
+    /// An ensemble has no leader after waiting.
+    NoLeader { timeout: Duration },
+    /// Forcing a session to expire did not succeed in time.
+    ExpireSession { session: String, reason: String },
+    /// A fault-injecting proxy could not do what was asked.
+    Proxy { reason: String },
+    /// An I/O error, with what was being done.
+    Io { context: String, source: std::io::Error },
+}
+
+impl RealError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        RealError::Io { context: context.into(), source }
+    }
+}
+
+impl fmt::Display for RealError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RealError::ConnectTimeout { addr, timeout } => write!(
+                f,
+                "no ZooKeeper server at {addr} established a session within {} ms; check \
+                 that a server is running and listening there (zklock_real::harness::TestServer \
+                 starts one), or raise the connect timeout",
+                timeout.as_millis()
+            ),
+            RealError::Connect { addr, error } => write!(
+                f,
+                "cannot connect to ZooKeeper at {addr}: {error}; check the connect string \
+                 (host:port[,host:port...])"
+            ),
+            RealError::NotInstalled { what, path, env_var } => write!(
+                f,
+                "{what} not found at {} (set {env_var} to override); {INSTALL_HINT}",
+                path.display()
+            ),
+            RealError::ServerStart { server, reason, log_tail } => {
+                write!(f, "ZooKeeper {server} did not start: {reason}")?;
+                if log_tail.is_empty() {
+                    f.write_str(" (the server wrote no output)")
+                } else {
+                    write!(f, "; its output ends with:\n{log_tail}")
+                }
+            }
+            RealError::NoLeader { timeout } => write!(
+                f,
+                "the ensemble elected no leader within {} ms; check that a majority of its \
+                 servers is running",
+                timeout.as_millis()
+            ),
+            RealError::ExpireSession { session, reason } => {
+                write!(f, "could not force session {session} to expire: {reason}")
+            }
+            RealError::Proxy { reason } => write!(f, "fault-injecting proxy: {reason}"),
+            RealError::Io { context, source } => write!(f, "{context}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for RealError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RealError::Connect { error, .. } => Some(error),
+            RealError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

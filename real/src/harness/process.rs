@@ -1,0 +1,268 @@
+//! One ZooKeeper server process: its config, start, readiness, SIGKILL and restart.
+
+use super::{Installation, ServerOptions};
+use crate::error::RealError;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a 4lw exchange may take before the server counts as not answering.
+const FOUR_LETTER_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Pause between readiness probes.
+const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// How long a killed server's watchdog may take to reap it before it is killed itself.
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lines of server output quoted in a start error.
+const LOG_TAIL_LINES: usize = 40;
+
+/// Runs Java under a tiny shell watchdog that SIGKILLs it when the watchdog's stdin closes:
+/// when the harness kills the server (it closes the pipe), and also when the test process
+/// dies without unwinding (the kernel closes the pipe), so no JVM outlives its test.
+/// fd 3 keeps the pipe for the background reader, whose stdin sh replaces with /dev/null.
+const WATCHDOG_SCRIPT: &str = r#"exec 3<&0
+"$@" </dev/null 3<&- &
+pid=$!
+(read -r _line <&3; kill -9 "$pid" 2>/dev/null) </dev/null &
+exec 3<&-
+wait "$pid""#;
+
+/// Sends a ZooKeeper four-letter-word command (`ruok`, `srvr`, `stat`, `cons`...) and returns
+/// the answer. Needs `4lw.commands.whitelist` on the server (the harness sets `*`).
+pub fn four_letter_word(addr: SocketAddr, command: &str, timeout: Duration) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    stream.write_all(command.as_bytes())?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer)
+}
+
+/// Picks `n` distinct free loopback ports by binding them all at once. The server binds them
+/// a moment later; another process could take one in between, which start reports.
+pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>, RealError> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| RealError::io("binding a free loopback port", e))?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| RealError::io("reading a bound port", e))
+}
+
+/// The peer and election ports of one ensemble member.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Peer {
+    pub(crate) id: usize,
+    pub(crate) quorum_port: u16,
+    pub(crate) election_port: u16,
+}
+
+/// A server's identity and files, and its process when running.
+#[derive(Debug)]
+pub(crate) struct Node {
+    /// "server" or "server 2", for messages.
+    pub(crate) name: String,
+    pub(crate) client_port: u16,
+    dir: PathBuf,
+    config: PathBuf,
+    log: PathBuf,
+    standalone: bool,
+    process: Option<Running>,
+}
+
+#[derive(Debug)]
+struct Running {
+    watchdog: Child,
+    /// Closing it makes the watchdog SIGKILL the JVM.
+    lifeline: Option<ChildStdin>,
+}
+
+impl Node {
+    /// Writes the node's directory and config. `peers` is empty for a standalone server.
+    pub(crate) fn create(
+        dir: &Path,
+        name: String,
+        my_id: usize,
+        client_port: u16,
+        peers: &[Peer],
+        options: &ServerOptions,
+    ) -> Result<Node, RealError> {
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data)
+            .map_err(|e| RealError::io(format!("creating {}", data.display()), e))?;
+        // Every setting is in zoo.cfg (not -D flags) so that a reader of the temp dir sees it.
+        let mut config = format!(
+            "tickTime={tick}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\nclientPort={client_port}\n\
+             clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n\
+             minSessionTimeout={min}\nmaxSessionTimeout={max}\n\
+             # Tests need no durability: no fsync, small preallocated logs.\n\
+             forceSync=no\npreAllocSize=1024\nmaxClientCnxns=0\n",
+            tick = options.tick_time_ms,
+            data = data.display(),
+            min = options.min_session_timeout_ms,
+            max = options.max_session_timeout_ms,
+        );
+        for peer in peers {
+            let _ = writeln!(
+                config,
+                "server.{}=127.0.0.1:{}:{}",
+                peer.id, peer.quorum_port, peer.election_port
+            );
+        }
+        if !peers.is_empty() {
+            std::fs::write(data.join("myid"), format!("{my_id}\n"))
+                .map_err(|e| RealError::io("writing myid", e))?;
+        }
+        let config_path = dir.join("zoo.cfg");
+        std::fs::write(&config_path, config)
+            .map_err(|e| RealError::io(format!("writing {}", config_path.display()), e))?;
+        Ok(Node {
+            name,
+            client_port,
+            dir: dir.to_path_buf(),
+            config: config_path,
+            log: dir.join("server.log"),
+            standalone: peers.is_empty(),
+            process: None,
+        })
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.client_port))
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!("{} at {}", self.name, self.addr())
+    }
+
+    /// Starts the JVM without waiting for it to serve.
+    pub(crate) fn spawn(&mut self, install: &Installation) -> Result<(), RealError> {
+        if self.process.is_some() {
+            return Ok(());
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| RealError::io(format!("opening {}", self.log.display()), e))?;
+        let log_err = log.try_clone().map_err(|e| RealError::io("duplicating the log file", e))?;
+        let mut classpath = std::ffi::OsString::new();
+        if let Some(conf) = &install.conf {
+            classpath.push(conf);
+            classpath.push(":");
+        }
+        classpath.push(&install.jar);
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(WATCHDOG_SCRIPT)
+            .arg("zklock-zookeeper-watchdog")
+            .arg(&install.java)
+            // A small, quick-starting JVM: the servers hold a few znodes.
+            .args(["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .args(["-XX:-UsePerfData", "-Djava.awt.headless=true"])
+            // A restarted server may find a transaction log but no snapshot yet.
+            .arg("-Dzookeeper.snapshot.trust.empty=true")
+            .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
+            .arg("-cp")
+            .arg(classpath)
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(&self.config)
+            .current_dir(&self.dir)
+            .stdin(Stdio::piped())
+            .stdout(log)
+            .stderr(log_err);
+        let mut watchdog = command
+            .spawn()
+            .map_err(|e| RealError::io(format!("starting {} with sh", self.describe()), e))?;
+        let lifeline = watchdog.stdin.take();
+        self.process = Some(Running { watchdog, lifeline });
+        Ok(())
+    }
+
+    /// True while the JVM runs (it may not be serving yet).
+    pub(crate) fn is_running(&mut self) -> bool {
+        match self.process.as_mut() {
+            None => false,
+            Some(running) => matches!(running.watchdog.try_wait(), Ok(None)),
+        }
+    }
+
+    /// SIGKILLs the server and reaps it. Does nothing if it is not running.
+    pub(crate) fn kill(&mut self) {
+        let Some(mut running) = self.process.take() else {
+            return;
+        };
+        drop(running.lifeline.take());
+        let deadline = Instant::now() + REAP_TIMEOUT;
+        loop {
+            match running.watchdog.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) if Instant::now() >= deadline => {
+                    // The watchdog is stuck; killing it at least frees the test. The JVM
+                    // would then be orphaned, which the warning makes visible.
+                    eprintln!(
+                        "zklock-real: {} did not stop within {:?}; killing its watchdog",
+                        self.describe(),
+                        REAP_TIMEOUT
+                    );
+                    let _ = running.watchdog.kill();
+                    let _ = running.watchdog.wait();
+                    return;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+
+    /// The answer to `srvr` when the server is serving clients, else `None`.
+    pub(crate) fn serving_status(&self) -> Option<String> {
+        let status = four_letter_word(self.addr(), "srvr", FOUR_LETTER_TIMEOUT).ok()?;
+        status.contains("Mode: ").then_some(status)
+    }
+
+    /// True if `srvr` says this server leads the ensemble.
+    pub(crate) fn is_leader(&self) -> bool {
+        self.serving_status().is_some_and(|s| s.contains("Mode: leader"))
+    }
+
+    /// Waits until the server answers `ruok` with `imok` and serves clients (`srvr` shows a
+    /// mode: standalone, leader or follower).
+    pub(crate) fn wait_serving(&mut self, deadline: Instant) -> Result<(), RealError> {
+        loop {
+            if !self.is_running() {
+                return Err(self.start_error("its process exited"));
+            }
+            let imok = four_letter_word(self.addr(), "ruok", FOUR_LETTER_TIMEOUT)
+                .is_ok_and(|answer| answer == "imok");
+            if imok && self.serving_status().is_some() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let what = if imok { "it answered `ruok` but never served" } else { "no `imok`" };
+                let mode = if self.standalone { "" } else { " (is a quorum of the ensemble up?)" };
+                return Err(self.start_error(&format!("{what} before the start timeout{mode}")));
+            }
+            std::thread::sleep(PROBE_INTERVAL);
+        }
+    }
+
+    fn start_error(&self, reason: &str) -> RealError {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
+        RealError::ServerStart { server: self.describe(), reason: reason.to_string(), log_tail: tail }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

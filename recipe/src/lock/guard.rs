@@ -1,0 +1,288 @@
+//! A held lock: its fencing token, the lost signal and revocation.
+
+use super::LostPolicy;
+use super::create::OwnNode;
+use super::error::{LockError, LostReason};
+use super::naming::NodeKind;
+use super::observe::Observer;
+use super::retry::{RetryPolicy, delete_until_gone, retry};
+use super::state::{Orphan, SharedState};
+use crate::{Coordination, SessionState};
+use futures_util::future::poll_fn;
+use std::fmt;
+use std::sync::{Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+/// Data another client sets on a holder's node to ask it to release, as Curator's
+/// `Revoker` does.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// A fencing token: the czxid of the holder's lock node.
+///
+/// czxid, not the sequence number, because czxid is ZooKeeper's global write order: it
+/// strictly increases across successive holders even when the lock directory is deleted
+/// and recreated (its sequence counter restarts at 0) and across different directories.
+/// Successive holders' nodes were created in grant order (a node is granted only once
+/// every lower node is gone), so their czxids increase. A resource that rejects tokens
+/// lower than the highest it has seen therefore rejects a stale holder (for example one
+/// resuming from a process pause).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FencingToken(pub i64);
+
+impl fmt::Display for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+#[derive(Debug)]
+struct Watching {
+    observer: Observer,
+    /// Tasks awaiting this guard. A session-event receiver keeps only the last waker, so
+    /// whoever sees a change wakes the others.
+    wakers: Vec<Waker>,
+    rereading: bool,
+}
+
+enum Step {
+    Lost(LostReason),
+    Revoked,
+    Reread,
+}
+
+/// Proof that the lock was granted. Release it with [`release`](LockGuard::release).
+///
+/// Dropping a guard without releasing cannot delete the node (no await in `drop`): the
+/// node is recorded on the lock object and deleted by its next call, or when the
+/// session ends. Meanwhile it blocks other contenders.
+///
+/// The guard has no background task: its lost and revoke signals advance while
+/// [`lost`](LockGuard::lost) or [`revocation`](LockGuard::revocation) is awaited;
+/// [`is_lost`](LockGuard::is_lost) and [`revoke_requested`](LockGuard::revoke_requested)
+/// report what has been observed plus whatever notifications are already queued.
+#[derive(Debug)]
+pub struct LockGuard<C: Coordination> {
+    client: C,
+    node: OwnNode,
+    kind: NodeKind,
+    retry: RetryPolicy,
+    watching: Mutex<Watching>,
+    shared: SharedState,
+    released: bool,
+}
+
+impl<C: Coordination> LockGuard<C> {
+    /// Builds a guard for a node whose grant was just verified. Queued session events
+    /// predate the grant, so they are dropped and the current state is taken instead.
+    pub(crate) fn new(
+        client: C,
+        node: OwnNode,
+        kind: NodeKind,
+        mut observer: Observer,
+        policy: LostPolicy,
+        retry: RetryPolicy,
+        shared: SharedState,
+    ) -> LockGuard<C> {
+        observer.absorb(None);
+        observer.counts_disconnect = policy == LostPolicy::DisconnectedOrExpired;
+        if observer.counts_disconnect && client.session_state() == SessionState::Disconnected {
+            observer.lost.get_or_insert(LostReason::Disconnected);
+        }
+        LockGuard {
+            client,
+            node,
+            kind,
+            retry,
+            watching: Mutex::new(Watching {
+                observer,
+                wakers: Vec::new(),
+                rereading: false,
+            }),
+            shared,
+            released: false,
+        }
+    }
+
+    /// Makes a guard for a node some other code created and found granted (canary
+    /// recipes in tests use this). Subscribes to session events and sets the data watch on
+    /// the node now; a change before this call goes unseen.
+    pub async fn adopt(
+        client: C,
+        node: OwnNode,
+        kind: NodeKind,
+        policy: LostPolicy,
+        retry_policy: RetryPolicy,
+    ) -> Result<LockGuard<C>, LockError> {
+        let mut observer = Observer::new(node.path.clone(), client.session_events());
+        let read = retry(&client, &retry_policy, || client.get_data_watch(&node.path)).await;
+        observer.apply_read(read);
+        let shared = SharedState::default();
+        shared.lock().active = true;
+        Ok(LockGuard::new(
+            client,
+            node,
+            kind,
+            observer,
+            policy,
+            retry_policy,
+            shared,
+        ))
+    }
+
+    /// The fencing token: our node's czxid. See [`FencingToken`].
+    pub fn fencing_token(&self) -> FencingToken {
+        FencingToken(self.node.czxid)
+    }
+
+    /// Our lock node's path.
+    pub fn path(&self) -> &str {
+        &self.node.path
+    }
+
+    /// Our node's sequence number.
+    pub fn sequence(&self) -> u32 {
+        self.node.sequence
+    }
+
+    /// What this guard holds: exclusive, read or write.
+    pub fn kind(&self) -> NodeKind {
+        self.kind
+    }
+
+    /// The node this guard holds.
+    pub fn node(&self) -> &OwnNode {
+        &self.node
+    }
+
+    fn watching(&self) -> MutexGuard<'_, Watching> {
+        self.watching.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes in queued notifications without waiting.
+    fn absorb_queued(&self) -> MutexGuard<'_, Watching> {
+        let mut w = self.watching();
+        if w.observer.absorb(None) {
+            w.wakers.drain(..).for_each(Waker::wake);
+        }
+        w
+    }
+
+    /// Why the lock is lost, if that has been observed (see the type's docs).
+    pub fn is_lost(&self) -> Option<LostReason> {
+        self.absorb_queued().observer.lost
+    }
+
+    /// Whether another client asked us to release (set [`REVOKE_MESSAGE`] on our node), as
+    /// far as observed (see the type's docs). Releasing is up to the holder.
+    pub fn revoke_requested(&self) -> bool {
+        self.absorb_queued().observer.revoke
+    }
+
+    fn poll_step(&self, cx: &mut Context<'_>, want_revoke: bool) -> Poll<Step> {
+        let mut w = self.watching();
+        if w.observer.absorb(Some(cx)) {
+            w.wakers.drain(..).for_each(Waker::wake);
+        }
+        if let Some(reason) = w.observer.lost {
+            return Poll::Ready(Step::Lost(reason));
+        }
+        if want_revoke && w.observer.revoke {
+            return Poll::Ready(Step::Revoked);
+        }
+        if w.observer.reread && !w.rereading {
+            w.rereading = true;
+            return Poll::Ready(Step::Reread);
+        }
+        if !w.wakers.iter().any(|k| k.will_wake(cx.waker())) {
+            w.wakers.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    async fn observe(&self, want_revoke: bool) -> Result<(), LostReason> {
+        let mut failures = 0;
+        loop {
+            match poll_fn(|cx| self.poll_step(cx, want_revoke)).await {
+                Step::Lost(reason) => return Err(reason),
+                Step::Revoked => return Ok(()),
+                Step::Reread => {
+                    let reset = RereadDone(self);
+                    let read = self.client.get_data_watch(&self.node.path).await;
+                    let again = reset.0.watching().observer.apply_read(read);
+                    drop(reset);
+                    if again {
+                        failures += 1;
+                        self.client.sleep(self.retry.backoff(failures)).await;
+                    } else {
+                        failures = 0;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Resolves when ownership can no longer be trusted: Disconnected (under the default
+    /// [`LostPolicy`]), Expired, session closed, or our node deleted by someone else.
+    /// Await it from one task at a time.
+    pub async fn lost(&self) -> LostReason {
+        match self.observe(false).await {
+            Err(reason) => reason,
+            Ok(()) => unreachable!("observe(false) returns only when the lock is lost"),
+        }
+    }
+
+    /// Resolves `Ok` when another client asks us to release, or `Err` if the lock is lost
+    /// first.
+    pub async fn revocation(&self) -> Result<(), LostReason> {
+        self.observe(true).await
+    }
+
+    /// Deletes our node, retrying connection loss until the node or the session is gone,
+    /// then deletes any orphans recorded on the lock object. On error the node may still
+    /// exist: it stays recorded on the lock object for its next call.
+    pub async fn release(mut self) -> Result<(), LockError> {
+        delete_until_gone(&self.client, &self.retry, &self.node.path).await?;
+        self.released = true;
+        self.shared.abandon(None);
+        self.shared.cleanup(&self.client, &self.retry).await?;
+        Ok(())
+    }
+}
+
+impl<C: Coordination> Drop for LockGuard<C> {
+    fn drop(&mut self) {
+        if !self.released {
+            self.shared
+                .abandon(Some(Orphan::Node(self.node.path.clone())));
+        }
+    }
+}
+
+/// Clears the `rereading` flag even if the reread is dropped halfway.
+struct RereadDone<'a, C: Coordination>(&'a LockGuard<C>);
+
+impl<C: Coordination> Drop for RereadDone<'_, C> {
+    fn drop(&mut self) {
+        let mut w = self.0.watching();
+        w.rereading = false;
+        w.wakers.drain(..).for_each(Waker::wake);
+    }
+}
+
+/// Asks the holder of `node_path` to release, by setting [`REVOKE_MESSAGE`] as its data.
+/// Returns false if the node no longer exists.
+pub async fn request_revoke<C: Coordination>(
+    client: &C,
+    retry_policy: &RetryPolicy,
+    node_path: &str,
+) -> Result<bool, LockError> {
+    match retry(client, retry_policy, || {
+        client.set_data(node_path, REVOKE_MESSAGE, None)
+    })
+    .await
+    {
+        Ok(_) => Ok(true),
+        Err(crate::ZkError::NoNode) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,247 @@
+//! Lock node names: building them, recognising them, and ordering contenders.
+//!
+//! Three families of names are recognised under one lock directory, so that clients of
+//! different libraries see each other as contenders:
+//!
+//! | style   | shape                                   | kinds                                  |
+//! |---------|-----------------------------------------|----------------------------------------|
+//! | Curator | `_c_<guid>-<marker>NNNNNNNNNN`          | `lock-`, `read-`, `write-`, `__READ__`, `__WRIT__` |
+//! | Kazoo   | `<guid><marker>NNNNNNNNNN`              | `__lock__` (exclusive), `__rlock__` (read) |
+//! | Plain   | `<marker>NNNNNNNNNN` (ZooKeeper recipe) | `lock-`, `read-`, `write-`             |
+//!
+//! `NNNNNNNNNN` is the 10-digit, zero-padded suffix ZooKeeper appends to a sequential
+//! node (from the parent's cversion). Contenders are ordered by that number, never by the
+//! full name: the guid prefix would otherwise decide the order (a canary in the tests
+//! shows the resulting double grant).
+
+/// Digits in the sequential suffix ZooKeeper appends.
+pub const SEQUENCE_DIGITS: usize = 10;
+
+/// What a contender asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NodeKind {
+    /// An exclusive lock (`lock-`, Kazoo's `__lock__`). Excludes everyone.
+    Exclusive,
+    /// A shared read lock (`read-`, Curator's `__READ__`, Kazoo's `__rlock__`).
+    Read,
+    /// A write lock of a read/write lock (`write-`, Curator's `__WRIT__`). Excludes everyone.
+    Write,
+}
+
+impl NodeKind {
+    /// True for kinds that exclude every other contender (exclusive and write).
+    pub fn is_writer(self) -> bool {
+        !matches!(self, NodeKind::Read)
+    }
+
+    /// The marker this crate writes in its own node names for this kind.
+    pub fn marker(self) -> &'static str {
+        match self {
+            NodeKind::Exclusive => "lock-",
+            NodeKind::Read => "read-",
+            NodeKind::Write => "write-",
+        }
+    }
+}
+
+/// Which library's naming a node follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NamingStyle {
+    Curator,
+    Kazoo,
+    Plain,
+}
+
+/// A recognised contender node: its name, parsed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockNode {
+    /// The node's name (the last path component).
+    pub name: String,
+    /// The contender's guid, if the style carries one.
+    pub guid: Option<String>,
+    pub kind: NodeKind,
+    pub style: NamingStyle,
+    /// The numeric sequential suffix.
+    pub sequence: u32,
+}
+
+const CURATOR_MARKERS: [(&str, NodeKind); 5] = [
+    ("lock-", NodeKind::Exclusive),
+    ("read-", NodeKind::Read),
+    ("write-", NodeKind::Write),
+    ("__READ__", NodeKind::Read),
+    ("__WRIT__", NodeKind::Write),
+];
+
+// `__rlock__` first: it must not be mistaken for a guid ending in `r` plus `__lock__`
+// (it cannot be, as `_rlock__` is not `__lock__`, but the order makes that obvious).
+const KAZOO_MARKERS: [(&str, NodeKind); 2] = [
+    ("__rlock__", NodeKind::Read),
+    ("__lock__", NodeKind::Exclusive),
+];
+
+/// The numeric sequential suffix of a node name, if it ends with 10 ASCII digits.
+///
+/// Names past 2^31 creates in one directory (where ZooKeeper's counter wraps negative)
+/// are not recognised, as in Curator and Kazoo.
+pub fn parse_sequence(name: &str) -> Option<u32> {
+    let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
+    let digits = name.get(start..)?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u32>().ok()
+}
+
+impl LockNode {
+    /// Parses a child name of a lock directory; `None` if it is not a contender.
+    pub fn parse(name: &str) -> Option<LockNode> {
+        let sequence = parse_sequence(name)?;
+        let prefix = &name[..name.len() - SEQUENCE_DIGITS];
+        let node = |guid: Option<&str>, kind, style| LockNode {
+            name: name.to_owned(),
+            guid: guid.map(str::to_owned),
+            kind,
+            style,
+            sequence,
+        };
+        if let Some(rest) = prefix.strip_prefix("_c_") {
+            for (marker, kind) in CURATOR_MARKERS {
+                if let Some(guid) = rest.strip_suffix(marker).and_then(|r| r.strip_suffix('-'))
+                    && !guid.is_empty()
+                {
+                    return Some(node(Some(guid), kind, NamingStyle::Curator));
+                }
+            }
+        }
+        for (marker, kind) in KAZOO_MARKERS {
+            if let Some(guid) = prefix.strip_suffix(marker) {
+                let guid = (!guid.is_empty()).then_some(guid);
+                return Some(node(guid, kind, NamingStyle::Kazoo));
+            }
+        }
+        for (marker, kind) in &CURATOR_MARKERS[..3] {
+            if prefix == *marker {
+                return Some(node(None, *kind, NamingStyle::Plain));
+            }
+        }
+        None
+    }
+}
+
+/// The name this crate gives a contender before ZooKeeper appends the suffix:
+/// `_c_<guid>-<marker>`, Curator's protected naming.
+pub fn node_prefix(guid: &str, kind: NodeKind) -> String {
+    format!("_c_{guid}-{}", kind.marker())
+}
+
+/// Orders contenders by sequence number (ties, impossible within one directory, by name
+/// so that the order is total and deterministic).
+pub fn sort_by_sequence(nodes: &mut [LockNode]) {
+    nodes.sort_by(|a, b| (a.sequence, &a.name).cmp(&(b.sequence, &b.name)));
+}
+
+/// The recognised contenders among a directory's children, in lock order. Children that
+/// are not contender nodes are skipped.
+pub fn contenders<S: AsRef<str>>(children: &[S]) -> Vec<LockNode> {
+    let mut nodes: Vec<LockNode> = children
+        .iter()
+        .filter_map(|c| LockNode::parse(c.as_ref()))
+        .collect();
+    sort_by_sequence(&mut nodes);
+    nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_style() {
+        let c = LockNode::parse("_c_1f-0001-lock-0000000042").unwrap();
+        assert_eq!(
+            (c.guid.as_deref(), c.kind, c.style, c.sequence),
+            (
+                Some("1f-0001"),
+                NodeKind::Exclusive,
+                NamingStyle::Curator,
+                42
+            )
+        );
+        let r = LockNode::parse("_c_a-b-__READ__0000000007").unwrap();
+        assert_eq!((r.guid.as_deref(), r.kind), (Some("a-b"), NodeKind::Read));
+        let w = LockNode::parse("_c_x-__WRIT__0000000008").unwrap();
+        assert_eq!(w.kind, NodeKind::Write);
+        let k = LockNode::parse("3e1d9c__lock__0000000003").unwrap();
+        assert_eq!(
+            (k.guid.as_deref(), k.kind, k.style, k.sequence),
+            (Some("3e1d9c"), NodeKind::Exclusive, NamingStyle::Kazoo, 3)
+        );
+        let kr = LockNode::parse("3e1d9c__rlock__0000000004").unwrap();
+        assert_eq!(
+            (kr.guid.as_deref(), kr.kind),
+            (Some("3e1d9c"), NodeKind::Read)
+        );
+        let p = LockNode::parse("write-0000000005").unwrap();
+        assert_eq!(
+            (p.guid, p.kind, p.style),
+            (None, NodeKind::Write, NamingStyle::Plain)
+        );
+    }
+
+    #[test]
+    fn rejects_non_contenders() {
+        for name in [
+            "",
+            "lock-",
+            "lock-12",
+            "lock-00000000x1",
+            "config",
+            "_c_-lock-0000000001",
+            "other-0000000001",
+            "_c_g-lock-+000000001",
+        ] {
+            assert_eq!(LockNode::parse(name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn builds_curator_protected_names() {
+        assert_eq!(node_prefix("g-1", NodeKind::Exclusive), "_c_g-1-lock-");
+        assert_eq!(node_prefix("g", NodeKind::Read), "_c_g-read-");
+        let name = format!("{}0000000009", node_prefix("g", NodeKind::Write));
+        let n = LockNode::parse(&name).unwrap();
+        assert_eq!(
+            (n.guid.as_deref(), n.kind, n.sequence),
+            (Some("g"), NodeKind::Write, 9)
+        );
+    }
+
+    #[test]
+    fn orders_by_sequence_not_by_name() {
+        // By full name "_c_b..." < "_c_z..." < "a..."; by sequence the Kazoo node is first.
+        let list = contenders(&[
+            "_c_z-lock-0000000002",
+            "config",
+            "a__lock__0000000001",
+            "_c_b-lock-0000000003",
+        ]);
+        let names: Vec<&str> = list.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "a__lock__0000000001",
+                "_c_z-lock-0000000002",
+                "_c_b-lock-0000000003"
+            ]
+        );
+    }
+
+    #[test]
+    fn sequence_parsing() {
+        assert_eq!(parse_sequence("x0000000010"), Some(10));
+        assert_eq!(parse_sequence("0000000000"), Some(0));
+        assert_eq!(parse_sequence("x000000010"), None);
+        assert_eq!(parse_sequence("lock-00000000é1"), None);
+    }
+}

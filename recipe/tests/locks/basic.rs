@@ -1,0 +1,235 @@
+//! The API on a healthy connection: acquire, release, try, timeout, with_lock, cleanup of
+//! dropped futures, invalid arguments, participants.
+
+use crate::common::{DIR, nodes, sim, sleep_ms, wait_until};
+use futures_util::future::{self, Either};
+use std::pin::pin;
+use std::time::Duration;
+use zklock_recipe::lock::Orphan;
+use zklock_recipe::{
+    Coordination, CreateMode, Lock, LockError, LockOptions, NodeKind, lock::NamingStyle,
+};
+
+#[test]
+fn acquire_and_release_leaves_only_the_directory() {
+    let (token, during, after, paths) = sim(1, |sim| async move {
+        let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let guard = lock.acquire().await.unwrap();
+        let during = nodes(&sim);
+        let token = guard.fencing_token();
+        assert_eq!(guard.is_lost(), None);
+        assert!(!guard.revoke_requested());
+        guard.release().await.unwrap();
+        (token, during, nodes(&sim), sim.server_paths())
+    });
+    assert_eq!(during.len(), 1, "{during:?}");
+    assert!(during[0].starts_with("_c_") && during[0].ends_with("-lock-0000000000"));
+    assert!(token.0 > 0);
+    assert!(after.is_empty());
+    assert_eq!(paths, ["/", "/locks", "/locks/a"]);
+}
+
+#[test]
+fn try_acquire_on_a_held_lock_returns_none_and_leaves_no_node() {
+    sim(2, |sim| async move {
+        let a = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let b = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        let before = nodes(&sim);
+        assert!(b.try_acquire().await.unwrap().is_none());
+        assert_eq!(nodes(&sim), before, "b's node must be gone");
+        assert!(b.pending_cleanup().is_empty());
+        held.release().await.unwrap();
+        let got = b.try_acquire().await.unwrap().expect("free now");
+        assert_eq!(nodes(&sim).len(), 1);
+        got.release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
+#[test]
+fn acquire_timeout_expires_and_leaves_no_node() {
+    sim(3, |sim| async move {
+        let bc = sim.client();
+        let a = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let b = Lock::new(bc.clone(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        let before = nodes(&sim);
+        let start = bc.now();
+        let err = b.acquire_timeout(Duration::from_millis(500)).await.unwrap_err();
+        assert_eq!(err, LockError::Timeout { waited: Duration::from_millis(500) });
+        assert!(bc.now() - start >= Duration::from_millis(500));
+        assert_eq!(nodes(&sim), before);
+        assert!(b.pending_cleanup().is_empty());
+        held.release().await.unwrap();
+        // The lock object is usable again.
+        b.acquire_timeout(Duration::from_secs(1)).await.unwrap().release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
+#[test]
+fn acquire_until_cancelled_leaves_no_node() {
+    sim(4, |sim| async move {
+        let bc = sim.client();
+        let a = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let b = Lock::new(bc.clone(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        let err = b.acquire_until(sleep_ms(&bc, 100)).await.unwrap_err();
+        assert_eq!(err, LockError::Cancelled);
+        assert_eq!(nodes(&sim), [held.node().name.clone()]);
+    });
+}
+
+#[test]
+fn invalid_lock_path_is_refused_before_anything_is_created() {
+    let (before, after) = sim(5, |sim| async move {
+        let before = sim.server_paths();
+        for bad in ["locks", "/locks/", "/locks//a", "/locks/./a", ""] {
+            let err = Lock::new(sim.client(), bad, LockOptions::default()).unwrap_err();
+            assert!(matches!(err, LockError::InvalidPath { .. }), "{bad:?}: {err}");
+        }
+        for bad in ["", "a/b", "a\u{1}"] {
+            let options = LockOptions {
+                guid: Some(bad.into()),
+                ..LockOptions::default()
+            };
+            let err = Lock::new(sim.client(), DIR, options).unwrap_err();
+            assert!(matches!(err, LockError::InvalidGuid { .. }), "{bad:?}: {err}");
+        }
+        (before, sim.server_paths())
+    });
+    assert_eq!(before, after);
+    assert_eq!(after, ["/"]);
+}
+
+#[test]
+fn with_lock_releases_after_the_closure() {
+    sim(6, |sim| async move {
+        let c = sim.client();
+        let lock = Lock::new(c.clone(), DIR, LockOptions::default()).unwrap();
+        let s = sim.clone();
+        let (seen, token) = lock
+            .with_lock(|token| async move {
+                sleep_ms(&c, 10).await;
+                (nodes(&s), token)
+            })
+            .await
+            .unwrap();
+        assert_eq!(seen.len(), 1);
+        assert!(token.0 > 0);
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
+#[test]
+fn a_second_contender_on_one_lock_object_is_refused() {
+    sim(7, |sim| async move {
+        let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let guard = lock.acquire().await.unwrap();
+        assert_eq!(lock.try_acquire().await.unwrap_err(), LockError::InUse);
+        assert_eq!(nodes(&sim).len(), 1);
+        guard.release().await.unwrap();
+        lock.acquire().await.unwrap().release().await.unwrap();
+    });
+}
+
+#[test]
+fn a_dropped_acquire_is_deleted_by_the_next_call() {
+    sim(8, |sim| async move {
+        let bc = sim.client();
+        let a = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let b = Lock::new(bc.clone(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        {
+            let acquire = pin!(b.acquire());
+            let give_up = pin!(sleep_ms(&bc, 100));
+            assert!(matches!(future::select(acquire, give_up).await, Either::Right(_)));
+        }
+        // Dropped while waiting: its node stays on the server, recorded on the object.
+        assert_eq!(nodes(&sim).len(), 2);
+        let orphans = b.pending_cleanup();
+        assert!(matches!(orphans.as_slice(), [Orphan::Node(_)]), "{orphans:?}");
+        // The next call deletes it first.
+        assert!(b.try_acquire().await.unwrap().is_none());
+        assert_eq!(nodes(&sim), [held.node().name.clone()]);
+        assert!(b.pending_cleanup().is_empty());
+    });
+}
+
+#[test]
+fn a_dropped_guard_is_deleted_by_the_next_call() {
+    sim(9, |sim| async move {
+        let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let first = lock.acquire().await.unwrap().node().clone();
+        // The guard was dropped unreleased: its node blocks until the next call.
+        assert_eq!(nodes(&sim), [first.name.clone()]);
+        assert_eq!(lock.pending_cleanup(), [Orphan::Node(first.path.clone())]);
+        let second = lock.acquire().await.unwrap();
+        assert_eq!(nodes(&sim), [second.node().name.clone()]);
+        assert!(second.sequence() > first.sequence);
+        second.release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
+#[test]
+fn participants_lists_curator_and_kazoo_contenders_in_sequence_order() {
+    sim(10, |sim| async move {
+        let k = sim.client();
+        let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let held = lock.acquire().await.unwrap(); // sequence 0, Curator style
+        let seq = CreateMode::EphemeralSequential;
+        k.create(&format!("{DIR}/ffff__lock__"), b"kazoo", seq).await.unwrap();
+        k.create(&format!("{DIR}/_c_0-9-__READ__"), b"", seq).await.unwrap();
+        k.create(&format!("{DIR}/aaaa__rlock__"), b"", seq).await.unwrap();
+        k.create(&format!("{DIR}/config"), b"", CreateMode::Persistent).await.unwrap();
+        let got: Vec<_> = lock
+            .participants()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| (n.sequence, n.kind, n.style, n.guid))
+            .collect();
+        let guid = held.node().name[3..].split("-lock-").next().unwrap().to_owned();
+        assert_eq!(
+            got,
+            [
+                (0, NodeKind::Exclusive, NamingStyle::Curator, Some(guid)),
+                (1, NodeKind::Exclusive, NamingStyle::Kazoo, Some("ffff".into())),
+                (2, NodeKind::Read, NamingStyle::Curator, Some("0-9".into())),
+                (3, NodeKind::Read, NamingStyle::Kazoo, Some("aaaa".into())),
+            ]
+        );
+    });
+}
+
+#[test]
+fn waiters_are_granted_in_sequence_order() {
+    let order = sim(11, |sim| async move {
+        let main = sim.client();
+        let granted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..4 {
+            let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+            let granted = granted.clone();
+            let c = lock.client().clone();
+            tasks.push(sim.spawn(async move {
+                let guard = lock.acquire().await.unwrap();
+                granted.lock().unwrap().push(i);
+                sleep_ms(&c, 50).await;
+                guard.release().await.unwrap();
+            }));
+            // Enqueue one at a time, so that sequence order is i's order.
+            let s = sim.clone();
+            wait_until(&main, || nodes(&s).len() == i + 1).await;
+        }
+        for t in tasks {
+            t.await;
+        }
+        assert!(nodes(&sim).is_empty());
+        let order = granted.lock().unwrap().clone();
+        order
+    });
+    assert_eq!(order, [0, 1, 2, 3]);
+}

@@ -1,0 +1,118 @@
+//! The one source of nondeterminism: every decision the simulated world makes is drawn
+//! from a [`Chooser`]. Random mode draws from ChaCha8 seeded with a u64; replay mode reads a
+//! recorded list; the explorer drives its own implementation.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// What a choice decides. Carried for traces and for explorers that treat kinds
+/// differently (for example, bounding faults); it never changes the meaning of an index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ChoiceKind {
+    /// Which client's pending request the server applies next.
+    NextRequest,
+    /// How many in-flight requests reached the server before a connection broke.
+    AppliedPrefix,
+    /// Whether a fault strikes at this step (0 = no), and which.
+    Fault,
+    /// Which client a fault strikes.
+    FaultTarget,
+    /// A delay, in units of the delay's granularity.
+    Delay,
+}
+
+/// A source of decisions. `choose(kind, n)` returns an index in `0..n`; it is only called
+/// with `n >= 2` (a forced choice is not a choice and is not recorded).
+pub trait Chooser: Send {
+    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize;
+}
+
+/// Random mode: ChaCha8 from a seed, so a seed reproduces the run.
+#[derive(Debug, Clone)]
+pub struct RandomChooser {
+    rng: ChaCha8Rng,
+}
+
+impl RandomChooser {
+    pub fn new(seed: u64) -> Self {
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+}
+
+impl Chooser for RandomChooser {
+    fn choose(&mut self, _kind: ChoiceKind, n: usize) -> usize {
+        self.rng.random_range(0..n)
+    }
+}
+
+/// Replay mode: reads a recorded list of indices. Past the end of the list (a shrunk
+/// trace), it answers 0, the "nothing happens / first option" choice, so a shortened list
+/// is still a valid schedule.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayChooser {
+    choices: Vec<u32>,
+    next: usize,
+    /// Choices that were out of range for the `n` asked (clamped): a sign the list was
+    /// recorded by a different scenario or version.
+    pub mismatches: u32,
+}
+
+impl ReplayChooser {
+    pub fn new(choices: Vec<u32>) -> Self {
+        Self {
+            choices,
+            next: 0,
+            mismatches: 0,
+        }
+    }
+}
+
+impl Chooser for ReplayChooser {
+    fn choose(&mut self, _kind: ChoiceKind, n: usize) -> usize {
+        let c = self.choices.get(self.next).copied().unwrap_or(0) as usize;
+        self.next += 1;
+        if c >= n {
+            self.mismatches += 1;
+            n - 1
+        } else {
+            c
+        }
+    }
+}
+
+impl Chooser for Box<dyn Chooser> {
+    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
+        (**self).choose(kind, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_same_choices() {
+        let mut a = RandomChooser::new(42);
+        let mut b = RandomChooser::new(42);
+        let xs: Vec<usize> = (0..100)
+            .map(|i| a.choose(ChoiceKind::Delay, 2 + i % 7))
+            .collect();
+        let ys: Vec<usize> = (0..100)
+            .map(|i| b.choose(ChoiceKind::Delay, 2 + i % 7))
+            .collect();
+        assert_eq!(xs, ys);
+        assert!(xs.iter().enumerate().all(|(i, &x)| x < 2 + i % 7));
+    }
+
+    #[test]
+    fn replay_past_end_answers_zero_and_clamps() {
+        let mut r = ReplayChooser::new(vec![1, 5]);
+        assert_eq!(r.choose(ChoiceKind::NextRequest, 3), 1);
+        assert_eq!(r.choose(ChoiceKind::NextRequest, 3), 2);
+        assert_eq!(r.mismatches, 1);
+        assert_eq!(r.choose(ChoiceKind::NextRequest, 3), 0);
+    }
+}

@@ -1,0 +1,325 @@
+//! The [`Sim`] handle: builds a world, runs actors on madsim, drives the world at
+//! quiescent points, and offers scripted faults and server inspection to tests.
+
+use crate::actor::{Tracked, Tracker, current_order};
+use crate::chooser::{Chooser, RandomChooser};
+use crate::client::SimClient;
+use crate::config::{ClientConfig, SimConfig};
+use crate::world::request::RequestKind;
+use crate::world::{Control, ServerCtl, Staged, Step, World};
+use futures_channel::oneshot;
+use futures_util::future::{Either, select};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use zklock_recipe::Stat;
+
+/// Why a simulation stopped before its main actor finished.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// Every actor is blocked and nothing can ever wake one: no request can be applied
+    /// and no timer is set. For a lock recipe this is a liveness failure (a stuck waiter).
+    Stuck {
+        at_ms: u64,
+        /// Requests queued at disconnected or frozen clients.
+        requests_waiting: usize,
+    },
+    /// Virtual time passed `SimConfig::time_limit_ms`.
+    TimeLimit { limit_ms: u64 },
+    /// The world took `SimConfig::steps_max` steps.
+    StepLimit { steps_max: u64 },
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Stuck {
+                at_ms,
+                requests_waiting,
+            } => write!(
+                f,
+                "simulation stuck at {at_ms} ms: every actor is blocked and nothing can wake \
+                 one ({requests_waiting} requests wait at cut-off clients); a waiter never \
+                 got its wake-up"
+            ),
+            SimError::TimeLimit { limit_ms } => write!(
+                f,
+                "virtual time limit of {limit_ms} ms reached; raise SimConfig::time_limit_ms \
+                 if the scenario needs longer"
+            ),
+            SimError::StepLimit { steps_max } => write!(
+                f,
+                "step limit of {steps_max} reached; raise SimConfig::steps_max if the \
+                 scenario needs more"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+pub(crate) struct Shared {
+    pub(crate) world: Mutex<World>,
+    pub(crate) tracker: Arc<Tracker>,
+}
+
+impl Shared {
+    pub(crate) fn world(&self) -> MutexGuard<'_, World> {
+        self.world
+            .lock()
+            .expect("world lock poisoned: a simulated actor panicked")
+    }
+
+    /// Stages an actor's request, control or sleep for the next quiescent point.
+    pub(crate) fn stage(&self, s: Staged) {
+        let order = current_order().expect(
+            "zklock-sim: the simulated ZooKeeper was used outside a simulated actor; run the \
+             code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
+        );
+        self.world().stage(order, s);
+    }
+}
+
+/// A simulated world: one ZooKeeper server and its clients, on madsim's virtual time.
+/// Cheap to clone; all clones share the world.
+#[derive(Clone)]
+pub struct Sim {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let w = self.shared.world();
+        f.debug_struct("Sim")
+            .field("now_us", &w.now_us)
+            .field("clients", &w.clients.len())
+            .finish()
+    }
+}
+
+/// Runs `f`'s future as the main actor of a new simulated world, on a new madsim runtime.
+/// For a plain `#[test]`. Inside `#[madsim::test]`, use [`Sim::new`] and [`Sim::run`].
+pub fn run<F, Fut>(config: SimConfig, f: F) -> Result<Fut::Output, SimError>
+where
+    F: FnOnce(Sim) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    let madsim_seed = config.madsim_seed.unwrap_or(config.seed);
+    let rt = madsim::runtime::Runtime::with_seed_and_config(madsim_seed, Default::default());
+    let sim = Sim::new(config);
+    let fut = f(sim.clone());
+    rt.block_on(async move { sim.run(fut).await })
+}
+
+impl Sim {
+    /// A new world whose Chooser is ChaCha8 seeded with `config.seed`.
+    pub fn new(config: SimConfig) -> Sim {
+        let chooser = RandomChooser::new(config.seed);
+        Sim::with_chooser(config, Box::new(chooser))
+    }
+
+    /// A new world drawing every decision from `chooser`.
+    pub fn with_chooser(config: SimConfig, chooser: Box<dyn Chooser>) -> Sim {
+        Sim {
+            shared: Arc::new(Shared {
+                world: Mutex::new(World::new(config, chooser)),
+                tracker: Arc::new(Tracker::default()),
+            }),
+        }
+    }
+
+    /// Runs `fut` as the main actor while driving the world; must be awaited inside a
+    /// madsim runtime. Ends with the future's output, or with why the world stopped.
+    pub async fn run<F: Future>(&self, fut: F) -> Result<F::Output, SimError> {
+        let (tx, rx) = oneshot::channel();
+        let shared = self.shared.clone();
+        let driver = madsim::task::spawn(async move {
+            let err = drive(&shared).await;
+            let _ = tx.send(err);
+        });
+        let main = Tracked::new(&self.shared.tracker, fut);
+        let out = match select(main, rx).await {
+            Either::Left((v, _)) => Ok(v),
+            Either::Right((Ok(err), _)) => Err(err),
+            Either::Right((Err(_), _)) => unreachable!("the driver always reports"),
+        };
+        driver.abort();
+        out
+    }
+
+    /// Spawns another actor. Its output is the output of the returned task.
+    pub fn spawn<F>(&self, fut: F) -> SimTask<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        SimTask {
+            handle: madsim::task::spawn(Tracked::new(&self.shared.tracker, fut)),
+        }
+    }
+
+    /// A new client with its own session, connected. Create clients from one actor (or
+    /// before running) so that their ids, and so the history, do not depend on task order.
+    ///
+    /// # Panics
+    /// When the world already has `SimConfig::clients_max` clients.
+    pub fn client(&self) -> SimClient {
+        self.client_with(ClientConfig::default())
+    }
+
+    /// A new client with its own settings.
+    pub fn client_with(&self, cc: ClientConfig) -> SimClient {
+        let (id, session) = {
+            let mut w = self.shared.world();
+            let max = w.cfg.clients_max;
+            w.add_client(&cc)
+                .unwrap_or_else(|| panic!("more than clients_max = {max} clients"))
+        };
+        SimClient::new(self.shared.clone(), id, session)
+    }
+
+    fn control(&self, c: Control) {
+        self.shared.stage(Staged::Control(c));
+    }
+
+    /// Connection loss now: in-flight requests reached the server or not (the Chooser
+    /// decides), callers get ConnectionLoss, the client sees Disconnected and reconnects
+    /// after `reconnect_delay_ms`: Connected within the session timeout, else Expired.
+    pub fn disconnect(&self, client: &SimClient) {
+        self.control(Control::Disconnect(client.index()));
+    }
+
+    /// Forced expiry, as Curator's KillSession: ephemerals are deleted at once; the client
+    /// sees Disconnected, then Expired when it reconnects.
+    pub fn expire(&self, client: &SimClient) {
+        self.control(Control::Expire(client.index()));
+    }
+
+    /// The client hears nothing and is not heard for `duration`: it reports Disconnected
+    /// after 2/3 of its timeout, and the server expires it after the full timeout.
+    pub fn partition(&self, client: &SimClient, duration: Duration) {
+        self.control(Control::Partition(
+            client.index(),
+            duration.as_micros() as u64,
+        ));
+    }
+
+    /// A process pause: the client is frozen for `duration`, then resumes believing what
+    /// it believed before.
+    pub fn pause(&self, client: &SimClient, duration: Duration) {
+        self.control(Control::Pause(client.index(), duration.as_micros() as u64));
+    }
+
+    /// A crash: the client never runs again; its session expires after its timeout.
+    pub fn crash(&self, client: &SimClient) {
+        self.control(Control::Crash(client.index()));
+    }
+
+    /// The client's next create is applied but its reply is lost with the connection.
+    pub fn lose_next_create_response(&self, client: &SimClient) {
+        self.control(Control::LoseNextCreateResponse(client.index()));
+    }
+
+    /// Runs `hook` atomically just before the server applies the client's next request of
+    /// kind `kind`.
+    pub fn before_next<H>(&self, client: &SimClient, kind: RequestKind, hook: H)
+    where
+        H: FnOnce(&mut ServerCtl<'_>) + Send + 'static,
+    {
+        self.control(Control::BeforeNext(client.index(), kind, Box::new(hook)));
+    }
+
+    /// Children of `path` on the server, sorted; empty if the node is absent.
+    pub fn server_children(&self, path: &str) -> Vec<String> {
+        self.shared.world().tree.children(path).unwrap_or_default()
+    }
+
+    /// Every node path on the server, sorted.
+    pub fn server_paths(&self) -> Vec<String> {
+        self.shared.world().tree.paths()
+    }
+
+    /// A node's stat on the server.
+    pub fn server_stat(&self, path: &str) -> Option<Stat> {
+        self.shared.world().tree.stat(path)
+    }
+
+    /// A node's data on the server.
+    pub fn server_data(&self, path: &str) -> Option<Vec<u8>> {
+        self.shared.world().tree.data(path).map(<[u8]>::to_vec)
+    }
+
+    /// Virtual time since the world began.
+    pub fn now(&self) -> Duration {
+        Duration::from_micros(self.shared.world().now_us)
+    }
+
+    /// Every choice the world has drawn so far, in order.
+    pub fn choices(&self) -> Vec<u32> {
+        self.shared.world().choices.clone()
+    }
+
+    /// World steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.shared.world().steps
+    }
+}
+
+/// The world's driver: at every quiescent point it takes one step.
+async fn drive(shared: &Shared) -> SimError {
+    loop {
+        shared.tracker.quiescent().await;
+        let (step, now_us, waiting, cfg) = {
+            let mut w = shared.world();
+            let s = w.step();
+            (s, w.now_us, w.outbound_total(), w.cfg.clone())
+        };
+        match step {
+            Step::Progress => {}
+            Step::Idle => {
+                return SimError::Stuck {
+                    at_ms: now_us / 1000,
+                    requests_waiting: waiting,
+                };
+            }
+            Step::TimeLimit => {
+                return SimError::TimeLimit {
+                    limit_ms: cfg.time_limit_ms,
+                };
+            }
+            Step::StepLimit => {
+                return SimError::StepLimit {
+                    steps_max: cfg.steps_max,
+                };
+            }
+        }
+    }
+}
+
+/// A spawned actor; await it for its output.
+#[derive(Debug)]
+pub struct SimTask<T> {
+    handle: madsim::task::JoinHandle<T>,
+}
+
+impl<T> SimTask<T> {
+    /// Stops the actor (used to model a crashed process's code stopping).
+    pub fn abort(&self) {
+        self.handle.abort();
+    }
+}
+
+impl<T> Future for SimTask<T> {
+    type Output = T;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match Pin::new(&mut self.handle).poll(cx) {
+            Poll::Ready(Ok(v)) => Poll::Ready(v),
+            Poll::Ready(Err(e)) => panic!("simulated actor failed: {e}"),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The session and connection state machine: connection loss, reconnect, expiry,
+//! partitions, pauses and crashes.
+//!
+//! Pings are modelled by their effect rather than as messages: while a client is connected
+//! and neither frozen nor partitioned, the server hears from it and never expires it; when
+//! that stops at time t, the server expires it at t + timeout, and the client (if not
+//! frozen) declares itself Disconnected at t + 2/3 of the timeout, as ZooKeeper's client
+//! does when its read timeout passes without a reply.
+
+use super::{ClientId, Conn, Inbound, Timer, World};
+use crate::chooser::ChoiceKind;
+use zklock_recipe::{SessionId, SessionState, ZkError};
+
+impl World {
+    /// Re-evaluates whether the server hears client `c`, starting or cancelling its expiry.
+    pub(crate) fn update_hearing(&mut self, c: ClientId) {
+        let hears = self.can_reach_server(c);
+        let session = self.clients[c].session;
+        let timeout = self.clients[c].timeout_us;
+        let now = self.now_us;
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        if !s.alive || s.hears == hears {
+            return;
+        }
+        s.hears = hears;
+        s.expiry_epoch += 1;
+        let epoch = s.expiry_epoch;
+        if !hears {
+            self.set_timer(now + timeout, Timer::Expire { session, epoch });
+        }
+    }
+
+    pub(crate) fn set_state(&mut self, c: ClientId, state: SessionState) {
+        let cl = &mut self.clients[c];
+        if cl.state != state {
+            cl.state = state;
+            cl.broadcast.send(state);
+        }
+    }
+
+    /// The client loses its connection now. In-flight requests reached the server or not,
+    /// as the chooser decides (a prefix of them, since a connection is FIFO); every caller
+    /// waiting for a reply gets ConnectionLoss. Watch events wait for the reconnect.
+    pub(crate) fn drop_connection(&mut self, c: ClientId) {
+        let session = self.clients[c].session;
+        let alive = self.sessions.get(&session).is_some_and(|s| s.alive);
+        let n = self.clients[c].outbound.len();
+        if alive && n > 0 {
+            let k = self.choose(ChoiceKind::AppliedPrefix, n + 1);
+            for _ in 0..k {
+                let out = self.clients[c].outbound.pop_front().expect("k <= n");
+                // Applied, but the reply is lost with the connection.
+                let _ = self.execute(c, out.req);
+                let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+            }
+        }
+        let cl = &mut self.clients[c];
+        for out in cl.outbound.drain(..) {
+            let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+        }
+        let mut kept = std::collections::VecDeque::new();
+        for item in cl.inbound.drain(..) {
+            match item {
+                Inbound::Reply { reply, .. } => {
+                    let _ = reply.send(Err(ZkError::ConnectionLoss));
+                }
+                ev @ Inbound::Event(_) => kept.push_back(ev),
+            }
+        }
+        cl.inbound = kept;
+        cl.conn = Conn::Disconnected;
+        cl.conn_epoch += 1;
+        cl.conn_broken = false;
+        let epoch = cl.conn_epoch;
+        let reconnect_at = self.now_us + self.cfg.reconnect_delay_ms * 1000;
+        self.set_state(c, SessionState::Disconnected);
+        self.update_hearing(c);
+        if self.clients[c].partitioned_until.is_none() {
+            self.set_timer(reconnect_at, Timer::Reconnect { client: c, epoch });
+        }
+    }
+
+    pub(crate) fn reconnect(&mut self, c: ClientId, epoch: u64) {
+        let cl = &self.clients[c];
+        if cl.conn_epoch != epoch || cl.conn != Conn::Disconnected {
+            return;
+        }
+        if cl.frozen_until.is_some() || cl.partitioned_until.is_some() {
+            // Tried again at resume or heal.
+            return;
+        }
+        let alive = self.sessions.get(&cl.session).is_some_and(|s| s.alive);
+        if alive {
+            self.clients[c].conn = Conn::Connected;
+            self.clients[c].conn_epoch += 1;
+            self.set_state(c, SessionState::Connected);
+            self.update_hearing(c);
+            // Watches are restored: events queued meanwhile are delivered now.
+            self.pump(c);
+        } else {
+            self.learn_expired(c);
+        }
+    }
+
+    /// The client learns its session is gone: watches fail, state is final.
+    pub(crate) fn learn_expired(&mut self, c: ClientId) {
+        let cl = &mut self.clients[c];
+        cl.conn = Conn::Expired;
+        cl.conn_epoch += 1;
+        cl.inbound.clear();
+        for out in cl.outbound.drain(..) {
+            let _ = out.reply.send(Err(ZkError::SessionExpired));
+        }
+        let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
+            .into_values()
+            .chain(std::mem::take(&mut cl.child_watchers).into_values())
+            .flatten()
+            .collect();
+        for w in watchers {
+            w.fail(ZkError::SessionExpired);
+        }
+        self.set_state(c, SessionState::Expired);
+        self.clients[c].broadcast.close();
+    }
+
+    /// The server expires the session: its ephemerals go in one transaction.
+    pub(crate) fn server_expire(&mut self, session: SessionId) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        if !s.alive {
+            return;
+        }
+        s.alive = false;
+        let mut notes = Vec::new();
+        self.tree.close_session(session, &mut notes);
+        self.route(notes);
+    }
+
+    pub(crate) fn expire_timer(&mut self, session: SessionId, epoch: u64) {
+        let due = self
+            .sessions
+            .get(&session)
+            .is_some_and(|s| s.alive && !s.hears && s.expiry_epoch == epoch);
+        if due {
+            self.server_expire(session);
+        }
+    }
+
+    /// Forced expiry, as Curator's KillSession: the server drops the session now and
+    /// closes its connection; the client sees Disconnected, then Expired when it reconnects.
+    pub(crate) fn force_expire(&mut self, c: ClientId) {
+        let session = self.clients[c].session;
+        self.server_expire(session);
+        if self.clients[c].conn == Conn::Connected {
+            if self.clients[c].frozen_until.is_some() {
+                self.clients[c].conn_broken = true;
+            } else {
+                self.drop_connection(c);
+            }
+        }
+    }
+
+    pub(crate) fn partition(&mut self, c: ClientId, duration_us: u64) {
+        let at = self.now_us + duration_us;
+        let was_partitioned = self.clients[c].partitioned_until.is_some();
+        self.clients[c].partitioned_until = Some(at);
+        self.set_timer(at, Timer::Heal { client: c, at });
+        self.update_hearing(c);
+        if !was_partitioned && self.clients[c].conn == Conn::Connected {
+            let detect = self.now_us + self.clients[c].timeout_us * 2 / 3;
+            let epoch = self.clients[c].conn_epoch;
+            self.set_timer(detect, Timer::DetectDisconnect { client: c, epoch });
+        }
+    }
+
+    pub(crate) fn heal(&mut self, c: ClientId) {
+        self.clients[c].partitioned_until = None;
+        match self.clients[c].conn {
+            Conn::Connected => {
+                // Healed before the client noticed: everything held flows now.
+                self.clients[c].conn_epoch += 1;
+                self.update_hearing(c);
+                self.pump(c);
+            }
+            Conn::Disconnected => {
+                let epoch = self.clients[c].conn_epoch;
+                self.reconnect(c, epoch);
+            }
+            Conn::Expired | Conn::Closed => {}
+        }
+    }
+
+    pub(crate) fn pause(&mut self, c: ClientId, duration_us: u64) {
+        if self.clients[c].frozen_until.is_some() {
+            return;
+        }
+        let at = self.now_us.saturating_add(duration_us);
+        self.clients[c].frozen_until = Some(at);
+        self.clients[c].frozen_since = self.now_us;
+        if at != u64::MAX {
+            self.set_timer(at, Timer::Resume { client: c, at });
+        }
+        self.update_hearing(c);
+    }
+
+    /// A crash: the client never runs again; its session expires after the timeout.
+    pub(crate) fn crash(&mut self, c: ClientId) {
+        self.clients[c].frozen_until = None;
+        self.pause(c, u64::MAX);
+    }
+
+    /// The process resumes believing what it believed before the pause. If the pause
+    /// outlasted 2/3 of the timeout (or the server closed the connection meanwhile), the
+    /// client library now notices the silence and drops the connection.
+    pub(crate) fn resume(&mut self, c: ClientId) {
+        let paused_us = self.now_us - self.clients[c].frozen_since;
+        self.clients[c].frozen_until = None;
+        for done in std::mem::take(&mut self.clients[c].deferred_sleeps) {
+            let _ = done.send(());
+        }
+        match self.clients[c].conn {
+            Conn::Connected => {
+                let silent_too_long = paused_us >= self.clients[c].timeout_us * 2 / 3;
+                if self.clients[c].conn_broken || silent_too_long {
+                    self.drop_connection(c);
+                } else {
+                    self.update_hearing(c);
+                    self.pump(c);
+                }
+            }
+            Conn::Disconnected => {
+                let epoch = self.clients[c].conn_epoch;
+                self.reconnect(c, epoch);
+            }
+            Conn::Expired | Conn::Closed => {}
+        }
+    }
+
+    /// The client closed its session: the state is final and every watch ends.
+    pub(crate) fn mark_closed(&mut self, c: ClientId) {
+        let cl = &mut self.clients[c];
+        cl.conn = Conn::Closed;
+        cl.conn_epoch += 1;
+        for out in cl.outbound.drain(..) {
+            let _ = out.reply.send(Err(ZkError::SessionClosed));
+        }
+        let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
+            .into_values()
+            .chain(std::mem::take(&mut cl.child_watchers).into_values())
+            .flatten()
+            .collect();
+        for w in watchers {
+            w.fail(ZkError::SessionClosed);
+        }
+        self.set_state(c, SessionState::Closed);
+        self.clients[c].broadcast.close();
+    }
+}

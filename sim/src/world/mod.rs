@@ -1,0 +1,587 @@
+//! The simulated world: one ZooKeeper server, its sessions, the clients' connections, the
+//! timers, and the step function the driver calls at every quiescent point.
+//!
+//! Every decision is drawn from the [`Chooser`]; everything else is a pure function of the
+//! state. Requests and controls that actors issue between quiescent points are staged and
+//! then applied in (actor, sequence) order, so madsim's task order never matters.
+
+mod conn;
+pub(crate) mod request;
+
+use crate::chooser::{ChoiceKind, Chooser};
+use crate::config::{ClientConfig, SimConfig};
+use crate::tree::{DataTree, Notification};
+use futures_channel::oneshot;
+use request::{Answer, Reply, Request, RequestKind, WatchKind};
+use std::collections::{BTreeMap, VecDeque};
+use zklock_recipe::{
+    CreateMode, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat, WatchSender,
+    WatchedEvent, ZkError,
+};
+
+/// Index of a client in its world, in creation order.
+pub type ClientId = usize;
+
+/// What an actor asked of the world between two quiescent points.
+pub(crate) enum Staged {
+    Request {
+        client: ClientId,
+        req: Request,
+        reply: oneshot::Sender<Reply>,
+    },
+    Sleep {
+        client: ClientId,
+        duration_us: u64,
+        done: oneshot::Sender<()>,
+    },
+    Control(Control),
+}
+
+/// A scripted fault or hook.
+pub(crate) enum Control {
+    Disconnect(ClientId),
+    Expire(ClientId),
+    Partition(ClientId, u64),
+    Pause(ClientId, u64),
+    Crash(ClientId),
+    LoseNextCreateResponse(ClientId),
+    BeforeNext(ClientId, RequestKind, Hook),
+}
+
+pub(crate) type Hook = Box<dyn FnOnce(&mut ServerCtl<'_>) + Send>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Conn {
+    Connected,
+    Disconnected,
+    Expired,
+    Closed,
+}
+
+pub(crate) struct Outbound {
+    pub(crate) req: Request,
+    pub(crate) reply: oneshot::Sender<Reply>,
+}
+
+pub(crate) enum Inbound {
+    Reply {
+        reply: oneshot::Sender<Reply>,
+        result: Reply,
+        watch: Option<(String, WatchKind)>,
+    },
+    Event(WatchedEvent),
+}
+
+pub(crate) struct ClientState {
+    pub(crate) session: SessionId,
+    pub(crate) timeout_us: u64,
+    pub(crate) conn: Conn,
+    /// Bumped on every connection change; timers carry the epoch they were set in.
+    pub(crate) conn_epoch: u64,
+    /// Paused until this time (u64::MAX: crashed).
+    pub(crate) frozen_until: Option<u64>,
+    pub(crate) frozen_since: u64,
+    pub(crate) partitioned_until: Option<u64>,
+    /// The server closed this connection (forced expiry) while the client was frozen.
+    pub(crate) conn_broken: bool,
+    pub(crate) outbound: VecDeque<Outbound>,
+    pub(crate) inbound: VecDeque<Inbound>,
+    pub(crate) data_watchers: BTreeMap<String, Vec<WatchSender>>,
+    pub(crate) child_watchers: BTreeMap<String, Vec<WatchSender>>,
+    pub(crate) broadcast: SessionBroadcast,
+    pub(crate) state: SessionState,
+    pub(crate) lose_next_create: bool,
+    /// Sleeps that ended while the client was frozen; they end at resume.
+    pub(crate) deferred_sleeps: Vec<oneshot::Sender<()>>,
+}
+
+pub(crate) struct ServerSession {
+    pub(crate) client: ClientId,
+    pub(crate) alive: bool,
+    /// Whether the server currently hears from the client (pings arrive).
+    pub(crate) hears: bool,
+    /// Bumped whenever hearing resumes, cancelling a pending expiry.
+    pub(crate) expiry_epoch: u64,
+}
+
+pub(crate) enum Timer {
+    Sleep(ClientId, oneshot::Sender<()>),
+    Expire { session: SessionId, epoch: u64 },
+    Reconnect { client: ClientId, epoch: u64 },
+    DetectDisconnect { client: ClientId, epoch: u64 },
+    Resume { client: ClientId, at: u64 },
+    Heal { client: ClientId, at: u64 },
+}
+
+/// The outcome of one step.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Progress,
+    /// Nothing can ever happen again: no request can be applied and no timer is set.
+    Idle,
+    TimeLimit,
+    StepLimit,
+}
+
+pub(crate) struct World {
+    pub(crate) cfg: SimConfig,
+    pub(crate) now_us: u64,
+    pub(crate) steps: u64,
+    pub(crate) tree: DataTree,
+    chooser: Box<dyn Chooser>,
+    /// Every choice made, in order: with the scenario and seed, a replayable schedule.
+    pub(crate) choices: Vec<u32>,
+    pub(crate) clients: Vec<ClientState>,
+    pub(crate) sessions: BTreeMap<SessionId, ServerSession>,
+    timers: BTreeMap<(u64, u64), Timer>,
+    timer_seq: u64,
+    staged: Vec<((usize, usize), Staged)>,
+    hooks: Vec<(ClientId, RequestKind, Hook)>,
+    next_session: i64,
+}
+
+impl World {
+    pub(crate) fn new(cfg: SimConfig, chooser: Box<dyn Chooser>) -> Self {
+        World {
+            cfg,
+            now_us: 0,
+            steps: 0,
+            tree: DataTree::new(),
+            chooser,
+            choices: Vec::new(),
+            clients: Vec::new(),
+            sessions: BTreeMap::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            staged: Vec::new(),
+            hooks: Vec::new(),
+            next_session: 0x1000,
+        }
+    }
+
+    /// Draws a choice in `0..n`. A forced choice (n <= 1) is not drawn or recorded.
+    pub(crate) fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
+        if n <= 1 {
+            return 0;
+        }
+        let c = self.chooser.choose(kind, n);
+        assert!(c < n, "chooser answered {c} for a choice among {n}");
+        self.choices.push(c as u32);
+        c
+    }
+
+    pub(crate) fn add_client(&mut self, cc: &ClientConfig) -> Option<(ClientId, SessionId)> {
+        if self.clients.len() >= self.cfg.clients_max {
+            return None;
+        }
+        let id = self.clients.len();
+        self.next_session += 1;
+        let session = SessionId(self.next_session);
+        let timeout_ms = cc.session_timeout_ms.unwrap_or(self.cfg.session_timeout_ms);
+        self.clients.push(ClientState {
+            session,
+            timeout_us: timeout_ms * 1000,
+            conn: Conn::Connected,
+            conn_epoch: 0,
+            frozen_until: None,
+            frozen_since: 0,
+            partitioned_until: None,
+            conn_broken: false,
+            outbound: VecDeque::new(),
+            inbound: VecDeque::new(),
+            data_watchers: BTreeMap::new(),
+            child_watchers: BTreeMap::new(),
+            broadcast: SessionBroadcast::default(),
+            state: SessionState::Connected,
+            lose_next_create: false,
+            deferred_sleeps: Vec::new(),
+        });
+        self.sessions.insert(
+            session,
+            ServerSession {
+                client: id,
+                alive: true,
+                hears: true,
+                expiry_epoch: 0,
+            },
+        );
+        Some((id, session))
+    }
+
+    pub(crate) fn subscribe(&mut self, c: ClientId) -> SessionEvents {
+        self.clients[c].broadcast.subscribe()
+    }
+
+    pub(crate) fn stage(&mut self, order: (usize, usize), s: Staged) {
+        self.staged.push((order, s));
+    }
+
+    fn set_timer(&mut self, at: u64, t: Timer) {
+        self.timer_seq += 1;
+        self.timers.insert((at, self.timer_seq), t);
+    }
+
+    /// One step of the world, taken at a quiescent point.
+    pub(crate) fn step(&mut self) -> Step {
+        self.flush_staged();
+        self.steps += 1;
+        if self.steps > self.cfg.steps_max {
+            return Step::StepLimit;
+        }
+        if self.now_us > self.cfg.time_limit_ms.saturating_mul(1000) {
+            return Step::TimeLimit;
+        }
+        // Due timers first, in (time, creation) order.
+        if let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 <= self.now_us {
+                let t = entry.remove();
+                self.fire(t);
+                return Step::Progress;
+            }
+        }
+        // Then one pending request, from a client the chooser picks.
+        let ready: Vec<ClientId> = (0..self.clients.len())
+            .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))
+            .collect();
+        if !ready.is_empty() {
+            let i = self.choose(ChoiceKind::NextRequest, ready.len());
+            self.advance_to(self.now_us + self.cfg.request_time_us);
+            self.apply_next(ready[i]);
+            return Step::Progress;
+        }
+        // Otherwise time moves on to the next timer.
+        match self.timers.first_key_value() {
+            Some((&(at, _), _)) => {
+                self.advance_to(at);
+                Step::Progress
+            }
+            None => Step::Idle,
+        }
+    }
+
+    fn advance_to(&mut self, at: u64) {
+        if at > self.now_us {
+            let delta = at - self.now_us;
+            self.now_us = at;
+            // Keep madsim's clock in step, so code reading madsim's time sees ours.
+            madsim::time::advance(std::time::Duration::from_micros(delta));
+        }
+    }
+
+    /// Applies everything actors staged since the last step, in (actor, sequence) order.
+    fn flush_staged(&mut self) {
+        if self.staged.is_empty() {
+            return;
+        }
+        let mut staged = std::mem::take(&mut self.staged);
+        staged.sort_by_key(|(order, _)| *order);
+        for (_, s) in staged {
+            match s {
+                Staged::Request { client, req, reply } => self.submit(client, req, reply),
+                Staged::Sleep {
+                    client,
+                    duration_us,
+                    done,
+                } => self.set_timer(self.now_us + duration_us, Timer::Sleep(client, done)),
+                Staged::Control(c) => self.control(c),
+            }
+        }
+    }
+
+    fn submit(&mut self, c: ClientId, req: Request, reply: oneshot::Sender<Reply>) {
+        let cl = &mut self.clients[c];
+        let refused = match cl.conn {
+            Conn::Connected => None,
+            // The client library fails requests at once while it has no connection.
+            Conn::Disconnected => Some(ZkError::ConnectionLoss),
+            Conn::Expired => Some(ZkError::SessionExpired),
+            Conn::Closed => Some(ZkError::SessionClosed),
+        };
+        match refused {
+            Some(e) => {
+                let _ = reply.send(Err(e));
+            }
+            None => cl.outbound.push_back(Outbound { req, reply }),
+        }
+    }
+
+    fn control(&mut self, c: Control) {
+        match c {
+            Control::Disconnect(c) => {
+                if self.clients[c].conn == Conn::Connected && self.clients[c].frozen_until.is_none()
+                {
+                    self.drop_connection(c);
+                }
+            }
+            Control::Expire(c) => self.force_expire(c),
+            Control::Partition(c, d) => self.partition(c, d),
+            Control::Pause(c, d) => self.pause(c, d),
+            Control::Crash(c) => self.crash(c),
+            Control::LoseNextCreateResponse(c) => self.clients[c].lose_next_create = true,
+            Control::BeforeNext(c, k, h) => self.hooks.push((c, k, h)),
+        }
+    }
+
+    /// Whether client `c`'s requests currently reach the server.
+    fn can_reach_server(&self, c: ClientId) -> bool {
+        let cl = &self.clients[c];
+        cl.conn == Conn::Connected && cl.frozen_until.is_none() && cl.partitioned_until.is_none()
+    }
+
+    fn apply_next(&mut self, c: ClientId) {
+        let kind = self.clients[c].outbound.front().map(|o| o.req.kind());
+        if let Some(kind) = kind {
+            if let Some(i) = self
+                .hooks
+                .iter()
+                .position(|(hc, hk, _)| *hc == c && *hk == kind)
+            {
+                let (_, _, hook) = self.hooks.remove(i);
+                hook(&mut ServerCtl { world: self });
+                // The hook may have cut this client off; then the request is in-flight
+                // and was handled with the connection.
+                if !self.can_reach_server(c) || self.clients[c].outbound.is_empty() {
+                    return;
+                }
+            }
+        }
+        let Some(out) = self.clients[c].outbound.pop_front() else {
+            return;
+        };
+        let lose = matches!(out.req, Request::Create { .. }) && self.clients[c].lose_next_create;
+        let closing = matches!(out.req, Request::Close);
+        let (result, watch) = self.execute(c, out.req);
+        if lose {
+            // The create is applied, but its reply never arrives: the connection breaks.
+            self.clients[c].lose_next_create = false;
+            let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+            self.drop_connection(c);
+        } else {
+            self.clients[c].inbound.push_back(Inbound::Reply {
+                reply: out.reply,
+                result,
+                watch,
+            });
+            self.pump(c);
+            if closing {
+                self.mark_closed(c);
+            }
+        }
+    }
+
+    /// Applies a request at the server. Watch notifications go out before the reply, as
+    /// ZooKeeper's server sends them.
+    fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(String, WatchKind)>) {
+        let session = self.clients[c].session;
+        let mut notes = Vec::new();
+        let mut watch = None;
+        let result = match req {
+            Request::Create { path, data, mode } => self
+                .tree
+                .create(session, &path, &data, mode, &mut notes)
+                .map(|(p, s)| Answer::Created(p, s)),
+            Request::Delete { path, version } => self
+                .tree
+                .delete(&path, version, &mut notes)
+                .map(|()| Answer::Done),
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => self
+                .tree
+                .set_data(&path, &data, version, &mut notes)
+                .map(Answer::Stat),
+            Request::Multi(ops) => self
+                .tree
+                .multi(session, &ops, &mut notes)
+                .map(Answer::Multi),
+            Request::Exists { path, watch: w } => {
+                let r = self.tree.exists(&path, w.then_some(session));
+                if w && r.is_ok() {
+                    watch = Some((path, WatchKind::Data));
+                }
+                r.map(|s| Answer::Exists(s, None))
+            }
+            Request::GetData { path, watch: w } => {
+                let r = self.tree.get_data(&path, w.then_some(session));
+                if w && r.is_ok() {
+                    watch = Some((path, WatchKind::Data));
+                }
+                r.map(|(d, s)| Answer::Data(d, s, None))
+            }
+            Request::GetChildren { path, watch: w } => {
+                let r = self.tree.get_children(&path, w.then_some(session));
+                if w && r.is_ok() {
+                    watch = Some((path, WatchKind::Child));
+                }
+                r.map(|ch| Answer::Children(ch, None))
+            }
+            Request::Close => {
+                self.tree.close_session(session, &mut notes);
+                if let Some(s) = self.sessions.get_mut(&session) {
+                    s.alive = false;
+                }
+                Ok(Answer::Done)
+            }
+        };
+        self.route(notes);
+        (result, watch)
+    }
+
+    /// Queues watch notifications on their clients' connections.
+    pub(crate) fn route(&mut self, notes: Vec<Notification>) {
+        let mut touched = Vec::new();
+        for n in notes {
+            if let Some(s) = self.sessions.get(&n.session) {
+                let c = s.client;
+                self.clients[c].inbound.push_back(Inbound::Event(n.event));
+                if !touched.contains(&c) {
+                    touched.push(c);
+                }
+            }
+        }
+        touched.sort_unstable();
+        for c in touched {
+            self.pump(c);
+        }
+    }
+
+    /// Delivers what the client's connection holds, in order, unless the client cannot
+    /// receive now (frozen, partitioned, or disconnected: events wait for the reconnect).
+    pub(crate) fn pump(&mut self, c: ClientId) {
+        loop {
+            let cl = &mut self.clients[c];
+            if cl.frozen_until.is_some() || cl.partitioned_until.is_some() {
+                return;
+            }
+            let Some(front) = cl.inbound.front() else {
+                return;
+            };
+            if cl.conn != Conn::Connected && matches!(front, Inbound::Event(_)) {
+                return;
+            }
+            let item = cl.inbound.pop_front().expect("front exists");
+            match item {
+                Inbound::Reply {
+                    reply,
+                    mut result,
+                    watch,
+                } => {
+                    if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
+                        let (tx, w) = zklock_recipe::Watch::channel();
+                        let table = match kind {
+                            WatchKind::Data => &mut cl.data_watchers,
+                            WatchKind::Child => &mut cl.child_watchers,
+                        };
+                        table.entry(path).or_default().push(tx);
+                        answer.attach_watch(w);
+                    }
+                    let _ = reply.send(result);
+                }
+                Inbound::Event(ev) => fire_watchers(cl, ev),
+            }
+        }
+    }
+
+    fn fire(&mut self, t: Timer) {
+        match t {
+            Timer::Sleep(c, done) => {
+                if self.clients[c].frozen_until.is_some() {
+                    self.clients[c].deferred_sleeps.push(done);
+                } else {
+                    let _ = done.send(());
+                }
+            }
+            Timer::Expire { session, epoch } => self.expire_timer(session, epoch),
+            Timer::Reconnect { client, epoch } => self.reconnect(client, epoch),
+            Timer::DetectDisconnect { client, epoch } => {
+                let cl = &self.clients[client];
+                if cl.conn_epoch == epoch && cl.conn == Conn::Connected {
+                    self.drop_connection(client);
+                }
+            }
+            Timer::Resume { client, at } => {
+                if self.clients[client].frozen_until == Some(at) {
+                    self.resume(client);
+                }
+            }
+            Timer::Heal { client, at } => {
+                if self.clients[client].partitioned_until == Some(at) {
+                    self.heal(client);
+                }
+            }
+        }
+    }
+
+    /// The number of actors' requests still waiting to be applied, for stuck reports.
+    pub(crate) fn outbound_total(&self) -> usize {
+        self.clients.iter().map(|c| c.outbound.len()).sum()
+    }
+}
+
+fn fire_watchers(cl: &mut ClientState, ev: WatchedEvent) {
+    use zklock_recipe::EventType::*;
+    let mut fired = Vec::new();
+    if matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted) {
+        fired.extend(cl.data_watchers.remove(&ev.path).unwrap_or_default());
+    }
+    if matches!(ev.event_type, NodeChildrenChanged | NodeDeleted) {
+        fired.extend(cl.child_watchers.remove(&ev.path).unwrap_or_default());
+    }
+    for w in fired {
+        w.fire(ev.clone());
+    }
+}
+
+/// Direct access to the server for scenario hooks: writes as a system session, expiry.
+pub struct ServerCtl<'a> {
+    world: &'a mut World,
+}
+
+impl std::fmt::Debug for ServerCtl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerCtl")
+            .field("now_us", &self.world.now_us)
+            .finish()
+    }
+}
+
+/// The session the server-side hooks write as: it owns no ephemerals.
+pub const SYSTEM_SESSION: SessionId = SessionId(0);
+
+impl ServerCtl<'_> {
+    pub fn create(&mut self, path: &str, data: &[u8], mode: CreateMode) -> Result<String, ZkError> {
+        let mut notes = Vec::new();
+        let r = self
+            .world
+            .tree
+            .create(SYSTEM_SESSION, path, data, mode, &mut notes);
+        self.world.route(notes);
+        r.map(|(p, _)| p)
+    }
+    pub fn delete(&mut self, path: &str) -> Result<(), ZkError> {
+        let mut notes = Vec::new();
+        let r = self.world.tree.delete(path, None, &mut notes);
+        self.world.route(notes);
+        r
+    }
+    pub fn set_data(&mut self, path: &str, data: &[u8]) -> Result<Stat, ZkError> {
+        let mut notes = Vec::new();
+        let r = self.world.tree.set_data(path, data, None, &mut notes);
+        self.world.route(notes);
+        r
+    }
+    /// Expires a session at the server now, as Curator's KillSession.
+    pub fn expire(&mut self, session: SessionId) {
+        if let Some(c) = self.world.sessions.get(&session).map(|s| s.client) {
+            self.world.force_expire(c);
+        }
+    }
+    pub fn tree(&self) -> &DataTree {
+        &self.world.tree
+    }
+    pub fn now_us(&self) -> u64 {
+        self.world.now_us
+    }
+}

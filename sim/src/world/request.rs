@@ -1,0 +1,97 @@
+//! Requests as the simulated server receives them, and their answers.
+
+use serde::{Deserialize, Serialize};
+use zklock_recipe::{CreateMode, Op, OpResult, Stat, Watch, ZkError};
+
+/// The kind of a request, for hooks and histories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum RequestKind {
+    Create,
+    Delete,
+    Exists,
+    GetData,
+    GetChildren,
+    SetData,
+    Multi,
+    Close,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Request {
+    Create {
+        path: String,
+        data: Vec<u8>,
+        mode: CreateMode,
+    },
+    Delete {
+        path: String,
+        version: Option<i32>,
+    },
+    Exists {
+        path: String,
+        watch: bool,
+    },
+    GetData {
+        path: String,
+        watch: bool,
+    },
+    GetChildren {
+        path: String,
+        watch: bool,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: Option<i32>,
+    },
+    Multi(Vec<Op>),
+    Close,
+}
+
+impl Request {
+    pub(crate) fn kind(&self) -> RequestKind {
+        match self {
+            Request::Create { .. } => RequestKind::Create,
+            Request::Delete { .. } => RequestKind::Delete,
+            Request::Exists { .. } => RequestKind::Exists,
+            Request::GetData { .. } => RequestKind::GetData,
+            Request::GetChildren { .. } => RequestKind::GetChildren,
+            Request::SetData { .. } => RequestKind::SetData,
+            Request::Multi(_) => RequestKind::Multi,
+            Request::Close => RequestKind::Close,
+        }
+    }
+}
+
+/// A successful answer. Watches are attached when the reply reaches the client, so that
+/// a watch exists client-side exactly when ZooKeeper's client would have registered it.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Created(String, Stat),
+    Done,
+    Exists(Option<Stat>, Option<Watch>),
+    Data(Vec<u8>, Stat, Option<Watch>),
+    Children(Vec<String>, Option<Watch>),
+    Stat(Stat),
+    Multi(Vec<OpResult>),
+}
+
+impl Answer {
+    pub(crate) fn attach_watch(&mut self, w: Watch) {
+        match self {
+            Answer::Exists(_, slot) | Answer::Data(_, _, slot) | Answer::Children(_, slot) => {
+                *slot = Some(w)
+            }
+            _ => {}
+        }
+    }
+}
+
+pub(crate) type Reply = Result<Answer, ZkError>;
+
+/// Which client-side watch table a registration belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WatchKind {
+    Data,
+    Child,
+}

@@ -26,10 +26,10 @@ pub(crate) struct Tracker {
 
 impl Tracker {
     fn dec(&self) {
-        if self.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            if let Some(w) = self.driver.lock().expect("tracker lock").take() {
-                w.wake();
-            }
+        if self.active.fetch_sub(1, Ordering::SeqCst) == 1
+            && let Some(w) = self.driver.lock().expect("tracker lock").take()
+        {
+            w.wake();
         }
     }
 

@@ -4,7 +4,6 @@ use crate::sim::Shared;
 use crate::world::request::{Answer, Reply, Request};
 use crate::world::{ClientId, Staged};
 use futures_channel::oneshot;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
@@ -77,16 +76,14 @@ impl Coordination for SimClient {
         Duration::from_micros(self.shared.world().now_us)
     }
 
-    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
-        async move {
-            let (tx, rx) = oneshot::channel();
-            self.shared.stage(Staged::Sleep {
-                client: self.id,
-                duration_us: duration.as_micros() as u64,
-                done: tx,
-            });
-            let _ = rx.await;
-        }
+    async fn sleep(&self, duration: Duration) {
+        let (tx, rx) = oneshot::channel();
+        self.shared.stage(Staged::Sleep {
+            client: self.id,
+            duration_us: duration.as_micros() as u64,
+            done: tx,
+        });
+        let _ = rx.await;
     }
 
     async fn create(

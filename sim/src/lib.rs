@@ -29,6 +29,7 @@ mod actor;
 pub mod chooser;
 mod client;
 mod config;
+pub mod scenario;
 mod sim;
 pub mod tree;
 mod world;
@@ -38,4 +39,8 @@ pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use sim::{Sim, SimError, SimTask, run};
 pub use world::request::RequestKind;
-pub use world::{ClientId, SYSTEM_SESSION, ServerCtl};
+pub use scenario::{
+    Faults, LockUnderTest, Rate, Recipe, RunOutcome, Scenario, ShippedLock, ShippedRecipe,
+    run_scenario, run_scenario_with,
+};
+pub use world::{ClientId, ResourceReply, SYSTEM_SESSION, ServerCtl};

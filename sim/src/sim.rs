@@ -6,7 +6,7 @@ use crate::chooser::{Chooser, RandomChooser};
 use crate::client::SimClient;
 use crate::config::{ClientConfig, SimConfig};
 use crate::world::request::RequestKind;
-use crate::world::{Control, ServerCtl, Staged, Step, World};
+use crate::world::{Control, ResourceOp, ResourceReply, ServerCtl, Staged, Step, World};
 use futures_channel::oneshot;
 use futures_util::future::{Either, select};
 use std::future::Future;
@@ -263,6 +263,55 @@ impl Sim {
         self.shared.world().choices.clone()
     }
 
+    /// Records a workload event (acquire, release, lost...) in the history, at the
+    /// current virtual time.
+    pub fn record(&self, client: &SimClient, kind: zklock_recipe::history::EventKind) {
+        self.shared.stage(Staged::Record {
+            client: client.index(),
+            kind,
+        });
+    }
+
+    pub(crate) async fn resource(&self, client: &SimClient, op: ResourceOp) -> ResourceReply {
+        let (tx, rx) = oneshot::channel();
+        self.shared.stage(Staged::Resource {
+            client: client.index(),
+            op,
+            reply: tx,
+        });
+        rx.await.unwrap_or_default()
+    }
+
+    /// Resolves when the client crashes (never, if it does not).
+    pub async fn until_crashed(&self, client: &SimClient) {
+        let (tx, rx) = oneshot::channel();
+        self.shared.stage(Staged::CrashWatch {
+            client: client.index(),
+            done: tx,
+        });
+        if rx.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Waits for `duration` of virtual time, independent of any client.
+    pub async fn sleep(&self, duration: Duration) {
+        let (tx, rx) = oneshot::channel();
+        self.shared.stage(Staged::Sleep {
+            client: usize::MAX,
+            duration_us: duration.as_micros() as u64,
+            done: tx,
+        });
+        let _ = rx.await;
+    }
+
+    /// The history so far.
+    pub fn history(&self) -> zklock_recipe::history::History {
+        zklock_recipe::history::History {
+            events: self.shared.world().history.clone(),
+        }
+    }
+
     /// World steps taken so far.
     pub fn steps(&self) -> u64 {
         self.shared.world().steps
@@ -286,12 +335,12 @@ async fn drive(shared: &Shared) -> SimError {
                     requests_waiting: waiting,
                 };
             }
-            Step::TimeLimit => {
+            Step::OutOfTime => {
                 return SimError::TimeLimit {
                     limit_ms: cfg.time_limit_ms,
                 };
             }
-            Step::StepLimit => {
+            Step::OutOfSteps => {
                 return SimError::StepLimit {
                     steps_max: cfg.steps_max,
                 };

@@ -9,6 +9,7 @@
 
 use super::{ClientId, Conn, Inbound, Timer, World};
 use crate::chooser::ChoiceKind;
+use zklock_recipe::history::EventKind;
 use zklock_recipe::{SessionId, SessionState, ZkError};
 
 impl World {
@@ -37,6 +38,7 @@ impl World {
         if cl.state != state {
             cl.state = state;
             cl.broadcast.send(state);
+            self.record(c, EventKind::Session { state });
         }
     }
 
@@ -54,17 +56,21 @@ impl World {
                 // Applied, but the reply is lost with the connection.
                 let _ = self.execute(c, out.req);
                 let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+                self.record(c, EventKind::OpUnknown { op_id: out.op_id });
             }
         }
+        let mut unknown = Vec::new();
         let cl = &mut self.clients[c];
         for out in cl.outbound.drain(..) {
             let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+            unknown.push(out.op_id);
         }
         let mut kept = std::collections::VecDeque::new();
         for item in cl.inbound.drain(..) {
             match item {
-                Inbound::Reply { reply, .. } => {
+                Inbound::Reply { reply, op_id, .. } => {
                     let _ = reply.send(Err(ZkError::ConnectionLoss));
+                    unknown.push(op_id);
                 }
                 ev @ Inbound::Event(_) => kept.push_back(ev),
             }
@@ -74,7 +80,10 @@ impl World {
         cl.conn_epoch += 1;
         cl.conn_broken = false;
         let epoch = cl.conn_epoch;
-        let reconnect_at = self.now_us + self.cfg.reconnect_delay_ms * 1000;
+        for op_id in unknown {
+            self.record(c, EventKind::OpUnknown { op_id });
+        }
+        let reconnect_at = self.now_us + self.reconnect_delay_us();
         self.set_state(c, SessionState::Disconnected);
         self.update_hearing(c);
         if self.clients[c].partitioned_until.is_none() {
@@ -110,9 +119,14 @@ impl World {
         cl.conn = Conn::Expired;
         cl.conn_epoch += 1;
         cl.inbound.clear();
+        let failed: Vec<u64> = cl.outbound.iter().map(|o| o.op_id).collect();
         for out in cl.outbound.drain(..) {
             let _ = out.reply.send(Err(ZkError::SessionExpired));
         }
+        for op_id in failed {
+            self.record(c, EventKind::OpFail { op_id, error: ZkError::SessionExpired });
+        }
+        let cl = &mut self.clients[c];
         let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
             .into_values()
             .chain(std::mem::take(&mut cl.child_watchers).into_values())
@@ -209,7 +223,11 @@ impl World {
     /// A crash: the client never runs again; its session expires after the timeout.
     pub(crate) fn crash(&mut self, c: ClientId) {
         self.clients[c].frozen_until = None;
+        self.clients[c].crashed = true;
         self.pause(c, u64::MAX);
+        for w in std::mem::take(&mut self.clients[c].crash_watchers) {
+            let _ = w.send(());
+        }
     }
 
     /// The process resumes believing what it believed before the pause. If the pause
@@ -220,6 +238,9 @@ impl World {
         self.clients[c].frozen_until = None;
         for done in std::mem::take(&mut self.clients[c].deferred_sleeps) {
             let _ = done.send(());
+        }
+        for (op, reply) in std::mem::take(&mut self.clients[c].deferred_resource) {
+            self.resource_op(c, op, reply);
         }
         match self.clients[c].conn {
             Conn::Connected => {

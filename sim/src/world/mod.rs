@@ -6,7 +6,9 @@
 //! then applied in (actor, sequence) order, so madsim's task order never matters.
 
 mod conn;
+mod faults;
 pub(crate) mod request;
+mod resource;
 
 use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
@@ -14,6 +16,10 @@ use crate::tree::{DataTree, Notification};
 use futures_channel::oneshot;
 use request::{Answer, Reply, Request, RequestKind, WatchKind};
 use std::collections::{BTreeMap, VecDeque};
+pub(crate) use faults::FaultPlan;
+pub(crate) use resource::{ResourceOp, ResourceState};
+pub use resource::ResourceReply;
+use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
     CreateMode, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat, WatchSender,
     WatchedEvent, ZkError,
@@ -35,6 +41,18 @@ pub(crate) enum Staged {
         done: oneshot::Sender<()>,
     },
     Control(Control),
+    /// A history event from the workload (acquire, release, lost...).
+    Record { client: ClientId, kind: EventKind },
+    Resource {
+        client: ClientId,
+        op: ResourceOp,
+        reply: oneshot::Sender<ResourceReply>,
+    },
+    /// Resolves when the client crashes.
+    CrashWatch {
+        client: ClientId,
+        done: oneshot::Sender<()>,
+    },
 }
 
 /// A scripted fault or hook.
@@ -59,12 +77,14 @@ pub(crate) enum Conn {
 }
 
 pub(crate) struct Outbound {
+    pub(crate) op_id: u64,
     pub(crate) req: Request,
     pub(crate) reply: oneshot::Sender<Reply>,
 }
 
 pub(crate) enum Inbound {
     Reply {
+        op_id: u64,
         reply: oneshot::Sender<Reply>,
         result: Reply,
         watch: Option<(String, WatchKind)>,
@@ -93,6 +113,10 @@ pub(crate) struct ClientState {
     pub(crate) lose_next_create: bool,
     /// Sleeps that ended while the client was frozen; they end at resume.
     pub(crate) deferred_sleeps: Vec<oneshot::Sender<()>>,
+    /// Resource operations issued while frozen; they happen at resume.
+    pub(crate) deferred_resource: Vec<(ResourceOp, oneshot::Sender<ResourceReply>)>,
+    pub(crate) crash_watchers: Vec<oneshot::Sender<()>>,
+    pub(crate) crashed: bool,
 }
 
 pub(crate) struct ServerSession {
@@ -119,8 +143,8 @@ pub(crate) enum Step {
     Progress,
     /// Nothing can ever happen again: no request can be applied and no timer is set.
     Idle,
-    TimeLimit,
-    StepLimit,
+    OutOfTime,
+    OutOfSteps,
 }
 
 pub(crate) struct World {
@@ -138,6 +162,12 @@ pub(crate) struct World {
     staged: Vec<((usize, usize), Staged)>,
     hooks: Vec<(ClientId, RequestKind, Hook)>,
     next_session: i64,
+    /// Every event so far, in order.
+    pub(crate) history: Vec<Event>,
+    next_op: u64,
+    pub(crate) resource: ResourceState,
+    /// Random faults, when a scenario switched them on.
+    pub(crate) faults: Option<FaultPlan>,
 }
 
 impl World {
@@ -156,6 +186,10 @@ impl World {
             staged: Vec::new(),
             hooks: Vec::new(),
             next_session: 0x1000,
+            history: Vec::new(),
+            next_op: 0,
+            resource: ResourceState::default(),
+            faults: None,
         }
     }
 
@@ -195,6 +229,9 @@ impl World {
             state: SessionState::Connected,
             lose_next_create: false,
             deferred_sleeps: Vec::new(),
+            deferred_resource: Vec::new(),
+            crash_watchers: Vec::new(),
+            crashed: false,
         });
         self.sessions.insert(
             session,
@@ -216,6 +253,16 @@ impl World {
         self.staged.push((order, s));
     }
 
+    pub(crate) fn record(&mut self, c: ClientId, kind: EventKind) {
+        let session = self.clients.get(c).map_or(SessionId(0), |cl| cl.session);
+        self.history.push(Event {
+            time_us: self.now_us,
+            client: c as u32,
+            session,
+            kind,
+        });
+    }
+
     fn set_timer(&mut self, at: u64, t: Timer) {
         self.timer_seq += 1;
         self.timers.insert((at, self.timer_seq), t);
@@ -223,21 +270,30 @@ impl World {
 
     /// One step of the world, taken at a quiescent point.
     pub(crate) fn step(&mut self) -> Step {
-        self.flush_staged();
+        // What actors issued may have woken actors already (a resource reply, a refused
+        // request): that alone is progress.
+        let flushed = self.flush_staged();
         self.steps += 1;
         if self.steps > self.cfg.steps_max {
-            return Step::StepLimit;
+            return Step::OutOfSteps;
         }
         if self.now_us > self.cfg.time_limit_ms.saturating_mul(1000) {
-            return Step::TimeLimit;
+            return Step::OutOfTime;
+        }
+        if flushed {
+            return Step::Progress;
         }
         // Due timers first, in (time, creation) order.
-        if let Some(entry) = self.timers.first_entry() {
-            if entry.key().0 <= self.now_us {
-                let t = entry.remove();
-                self.fire(t);
-                return Step::Progress;
-            }
+        if let Some(entry) = self.timers.first_entry()
+            && entry.key().0 <= self.now_us
+        {
+            let t = entry.remove();
+            self.fire(t);
+            return Step::Progress;
+        }
+        // A random fault may strike (only while a scenario's faults are on).
+        if self.faults.is_some() && self.maybe_fault() {
+            return Step::Progress;
         }
         // Then one pending request, from a client the chooser picks.
         let ready: Vec<ClientId> = (0..self.clients.len())
@@ -269,9 +325,9 @@ impl World {
     }
 
     /// Applies everything actors staged since the last step, in (actor, sequence) order.
-    fn flush_staged(&mut self) {
+    fn flush_staged(&mut self) -> bool {
         if self.staged.is_empty() {
-            return;
+            return false;
         }
         let mut staged = std::mem::take(&mut self.staged);
         staged.sort_by_key(|(order, _)| *order);
@@ -284,11 +340,31 @@ impl World {
                     done,
                 } => self.set_timer(self.now_us + duration_us, Timer::Sleep(client, done)),
                 Staged::Control(c) => self.control(c),
+                Staged::Record { client, kind } => self.record(client, kind),
+                Staged::Resource { client, op, reply } => {
+                    if self.clients[client].frozen_until.is_some() {
+                        self.clients[client].deferred_resource.push((op, reply));
+                    } else {
+                        self.resource_op(client, op, reply);
+                    }
+                }
+                Staged::CrashWatch { client, done } => {
+                    if self.clients[client].crashed {
+                        let _ = done.send(());
+                    } else {
+                        self.clients[client].crash_watchers.push(done);
+                    }
+                }
             }
         }
+        true
     }
 
     fn submit(&mut self, c: ClientId, req: Request, reply: oneshot::Sender<Reply>) {
+        self.next_op += 1;
+        let op_id = self.next_op;
+        let (op, path) = describe(&req);
+        self.record(c, EventKind::OpInvoke { op_id, op, path });
         let cl = &mut self.clients[c];
         let refused = match cl.conn {
             Conn::Connected => None,
@@ -299,25 +375,48 @@ impl World {
         };
         match refused {
             Some(e) => {
-                let _ = reply.send(Err(e));
+                let _ = reply.send(Err(e.clone()));
+                self.record(c, EventKind::OpFail { op_id, error: e });
             }
-            None => cl.outbound.push_back(Outbound { req, reply }),
+            None => cl.outbound.push_back(Outbound { op_id, req, reply }),
         }
     }
 
     fn control(&mut self, c: Control) {
         match c {
             Control::Disconnect(c) => {
+                self.record_fault(c, zklock_recipe::history::FaultKind::ConnectionLoss);
                 if self.clients[c].conn == Conn::Connected && self.clients[c].frozen_until.is_none()
                 {
                     self.drop_connection(c);
                 }
             }
-            Control::Expire(c) => self.force_expire(c),
-            Control::Partition(c, d) => self.partition(c, d),
-            Control::Pause(c, d) => self.pause(c, d),
-            Control::Crash(c) => self.crash(c),
-            Control::LoseNextCreateResponse(c) => self.clients[c].lose_next_create = true,
+            Control::Expire(c) => {
+                self.record_fault(c, zklock_recipe::history::FaultKind::ForcedExpiry);
+                self.force_expire(c)
+            }
+            Control::Partition(c, d) => {
+                let f = zklock_recipe::history::FaultKind::Partition {
+                    duration_ms: d / 1000,
+                };
+                self.record_fault(c, f);
+                self.partition(c, d)
+            }
+            Control::Pause(c, d) => {
+                let f = zklock_recipe::history::FaultKind::Pause {
+                    duration_ms: d / 1000,
+                };
+                self.record_fault(c, f);
+                self.pause(c, d)
+            }
+            Control::Crash(c) => {
+                self.record_fault(c, zklock_recipe::history::FaultKind::Crash);
+                self.crash(c)
+            }
+            Control::LoseNextCreateResponse(c) => {
+                self.record_fault(c, zklock_recipe::history::FaultKind::LostCreateResponse);
+                self.clients[c].lose_next_create = true
+            }
             Control::BeforeNext(c, k, h) => self.hooks.push((c, k, h)),
         }
     }
@@ -330,34 +429,36 @@ impl World {
 
     fn apply_next(&mut self, c: ClientId) {
         let kind = self.clients[c].outbound.front().map(|o| o.req.kind());
-        if let Some(kind) = kind {
-            if let Some(i) = self
+        if let Some(kind) = kind
+            && let Some(i) = self
                 .hooks
                 .iter()
                 .position(|(hc, hk, _)| *hc == c && *hk == kind)
-            {
-                let (_, _, hook) = self.hooks.remove(i);
-                hook(&mut ServerCtl { world: self });
-                // The hook may have cut this client off; then the request is in-flight
-                // and was handled with the connection.
-                if !self.can_reach_server(c) || self.clients[c].outbound.is_empty() {
-                    return;
-                }
+        {
+            let (_, _, hook) = self.hooks.remove(i);
+            hook(&mut ServerCtl { world: self });
+            // The hook may have cut this client off; then the request is in-flight
+            // and was handled with the connection.
+            if !self.can_reach_server(c) || self.clients[c].outbound.is_empty() {
+                return;
             }
         }
         let Some(out) = self.clients[c].outbound.pop_front() else {
             return;
         };
         let lose = matches!(out.req, Request::Create { .. }) && self.clients[c].lose_next_create;
+        let op_id = out.op_id;
         let closing = matches!(out.req, Request::Close);
         let (result, watch) = self.execute(c, out.req);
         if lose {
             // The create is applied, but its reply never arrives: the connection breaks.
             self.clients[c].lose_next_create = false;
             let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+            self.record(c, EventKind::OpUnknown { op_id });
             self.drop_connection(c);
         } else {
             self.clients[c].inbound.push_back(Inbound::Reply {
+                op_id,
                 reply: out.reply,
                 result,
                 watch,
@@ -464,6 +565,7 @@ impl World {
             let item = cl.inbound.pop_front().expect("front exists");
             match item {
                 Inbound::Reply {
+                    op_id,
                     reply,
                     mut result,
                     watch,
@@ -477,7 +579,15 @@ impl World {
                         table.entry(path).or_default().push(tx);
                         answer.attach_watch(w);
                     }
+                    let kind = match &result {
+                        Ok(_) => EventKind::OpOk { op_id },
+                        Err(e) => EventKind::OpFail {
+                            op_id,
+                            error: e.clone(),
+                        },
+                    };
                     let _ = reply.send(result);
+                    self.record(c, kind);
                 }
                 Inbound::Event(ev) => fire_watchers(cl, ev),
             }
@@ -487,7 +597,7 @@ impl World {
     fn fire(&mut self, t: Timer) {
         match t {
             Timer::Sleep(c, done) => {
-                if self.clients[c].frozen_until.is_some() {
+                if self.clients.get(c).is_some_and(|cl| cl.frozen_until.is_some()) {
                     self.clients[c].deferred_sleeps.push(done);
                 } else {
                     let _ = done.send(());
@@ -517,6 +627,19 @@ impl World {
     /// The number of actors' requests still waiting to be applied, for stuck reports.
     pub(crate) fn outbound_total(&self) -> usize {
         self.clients.iter().map(|c| c.outbound.len()).sum()
+    }
+}
+
+fn describe(req: &Request) -> (ZkOp, String) {
+    match req {
+        Request::Create { path, .. } => (ZkOp::Create, path.clone()),
+        Request::Delete { path, .. } => (ZkOp::Delete, path.clone()),
+        Request::Exists { path, .. } => (ZkOp::Exists, path.clone()),
+        Request::GetData { path, .. } => (ZkOp::GetData, path.clone()),
+        Request::GetChildren { path, .. } => (ZkOp::GetChildren, path.clone()),
+        Request::SetData { path, .. } => (ZkOp::SetData, path.clone()),
+        Request::Multi(ops) => (ZkOp::Multi, ops.first().map_or(String::new(), |o| o.path().into())),
+        Request::Close => (ZkOp::Close, String::new()),
     }
 }
 
@@ -551,7 +674,13 @@ impl std::fmt::Debug for ServerCtl<'_> {
 pub const SYSTEM_SESSION: SessionId = SessionId(0);
 
 impl ServerCtl<'_> {
+    /// Creates a persistent node (the system session owns no ephemerals).
     pub fn create(&mut self, path: &str, data: &[u8], mode: CreateMode) -> Result<String, ZkError> {
+        if mode.is_ephemeral() {
+            return Err(ZkError::BadArguments(
+                "server hooks create persistent nodes only".into(),
+            ));
+        }
         let mut notes = Vec::new();
         let r = self
             .world

@@ -1,0 +1,154 @@
+//! The history: what every runner (simulation, exhaustive explorer, real server) records,
+//! and what the checker reads. Plain serde data, versioned.
+
+use crate::types::{SessionId, SessionState, ZkError};
+use serde::{Deserialize, Serialize};
+
+/// Version of the history format. Bump it when a change would make older readers
+/// misread a history.
+pub const HISTORY_FORMAT_VERSION: u32 = 1;
+
+/// Every event of one run, in the order they happened.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    pub events: Vec<Event>,
+}
+
+/// One event: when (virtual time in the simulation, monotonic time on a real server),
+/// which client and session, and what.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub time_us: u64,
+    pub client: u32,
+    pub session: SessionId,
+    pub kind: EventKind,
+}
+
+/// The ZooKeeper operation of an op event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ZkOp {
+    Create,
+    Delete,
+    Exists,
+    GetData,
+    GetChildren,
+    SetData,
+    Multi,
+    Close,
+}
+
+/// How an acquire was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AcquireMode {
+    Blocking,
+    Try,
+    Timeout { timeout_ms: u64 },
+}
+
+/// Which lock an acquire is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LockRole {
+    Exclusive,
+    Read,
+    Write,
+}
+
+/// A fault a runner injected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum FaultKind {
+    ConnectionLoss,
+    LostCreateResponse,
+    ForcedExpiry,
+    Partition { duration_ms: u64 },
+    Pause { duration_ms: u64 },
+    Crash,
+    DelayedDelivery { delay_ms: u64 },
+}
+
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// A ZooKeeper request was issued.
+    OpInvoke {
+        op_id: u64,
+        op: ZkOp,
+        path: String,
+    },
+    /// It succeeded.
+    OpOk {
+        op_id: u64,
+    },
+    /// It failed with a definite error.
+    OpFail {
+        op_id: u64,
+        error: ZkError,
+    },
+    /// Its fate is unknown to the client (connection loss): applied or not.
+    OpUnknown {
+        op_id: u64,
+    },
+    AcquireInvoked {
+        role: LockRole,
+        mode: AcquireMode,
+    },
+    /// The client now believes it holds the lock, with this fencing token and node.
+    Acquired {
+        token: i64,
+        node: String,
+    },
+    /// The acquire ended without the lock (try found it held, timeout, error).
+    AcquireFailed {
+        reason: String,
+    },
+    ReleaseInvoked,
+    Released,
+    /// The holder learned it can no longer trust its ownership.
+    Lost {
+        reason: String,
+    },
+    Session {
+        state: SessionState,
+    },
+    /// The client read the shared resource.
+    ResourceRead {
+        value: u64,
+    },
+    /// The client wrote `value` with `token`. The fenced resource accepted or rejected
+    /// it; the unfenced one always accepts, and `unfenced_overwrote` says whether that
+    /// write clobbered an update the writer never saw (a lost update).
+    ResourceWrite {
+        token: i64,
+        value: u64,
+        fenced_accepted: bool,
+        fenced_lost_update: bool,
+        unfenced_overwrote: bool,
+    },
+    Fault {
+        fault: FaultKind,
+    },
+    /// The client finished its workload.
+    Done,
+}
+
+impl EventKind {
+    /// A short fixed-width tag for timelines.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            EventKind::OpInvoke { .. } => "op>",
+            EventKind::OpOk { .. } => "op<",
+            EventKind::OpFail { .. } => "op!",
+            EventKind::OpUnknown { .. } => "op?",
+            EventKind::AcquireInvoked { .. } => "acq>",
+            EventKind::Acquired { .. } => "ACQ",
+            EventKind::AcquireFailed { .. } => "acq!",
+            EventKind::ReleaseInvoked => "rel>",
+            EventKind::Released => "REL",
+            EventKind::Lost { .. } => "LOST",
+            EventKind::Session { .. } => "sess",
+            EventKind::ResourceRead { .. } => "rd",
+            EventKind::ResourceWrite { .. } => "wr",
+            EventKind::Fault { .. } => "FAULT",
+            EventKind::Done => "done",
+        }
+    }
+}

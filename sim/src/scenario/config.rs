@@ -1,0 +1,130 @@
+//! The scenario: every knob of a workload run, with its default.
+
+use serde::{Deserialize, Serialize};
+
+/// A probability as an integer ratio, `num` in `den`, checked once per world step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rate {
+    pub num: u32,
+    pub den: u32,
+}
+
+impl Rate {
+    pub const NEVER: Rate = Rate { num: 0, den: 1 };
+    pub const fn new(num: u32, den: u32) -> Rate {
+        Rate { num, den }
+    }
+    pub fn is_never(self) -> bool {
+        self.num == 0 || self.den == 0
+    }
+}
+
+/// Which faults strike and how often. Every fault can be switched off with
+/// [`Rate::NEVER`]; all stop at `Scenario::heal_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Faults {
+    /// Connection loss, with in-flight requests applied or not. Default 1 in 400 steps.
+    pub connection_loss: Rate,
+    /// A create applied whose reply is lost with the connection. Default 1 in 400.
+    pub lost_create_response: Rate,
+    /// Forced expiry, as Curator's KillSession. Default 1 in 1500.
+    pub forced_expiry: Rate,
+    /// A partition (natural expiry when it outlasts the session). Default 1 in 1500.
+    pub partition: Rate,
+    /// A process pause, possibly longer than the session. Default 1 in 1500.
+    pub pause: Rate,
+    /// A client crash. Default 1 in 4000.
+    pub crash: Rate,
+    /// Longest partition, in milliseconds. Default 2 × the session timeout (12000).
+    pub partition_ms_max: u64,
+    /// Longest process pause, in milliseconds. Default 12000.
+    pub pause_ms_max: u64,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            connection_loss: Rate::new(1, 400),
+            lost_create_response: Rate::new(1, 400),
+            forced_expiry: Rate::new(1, 1500),
+            partition: Rate::new(1, 1500),
+            pause: Rate::new(1, 1500),
+            crash: Rate::new(1, 4000),
+            partition_ms_max: 12_000,
+            pause_ms_max: 12_000,
+        }
+    }
+}
+
+impl Faults {
+    /// No faults at all.
+    pub fn none() -> Faults {
+        Faults {
+            connection_loss: Rate::NEVER,
+            lost_create_response: Rate::NEVER,
+            forced_expiry: Rate::NEVER,
+            partition: Rate::NEVER,
+            pause: Rate::NEVER,
+            crash: Rate::NEVER,
+            ..Faults::default()
+        }
+    }
+    /// Whether any fault that can outlive a session (pause) is on: such runs are judged
+    /// by fencing, since no recipe can keep belief-based mutual exclusion under them.
+    pub fn has_pauses(&self) -> bool {
+        !self.pause.is_never()
+    }
+}
+
+/// A workload: `clients` clients, each on its own session, repeat acquire → critical
+/// section on the shared resource → release, `acquisitions_per_client` times.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Scenario {
+    /// Contending clients. Default 5; at most 64.
+    pub clients: u32,
+    /// Acquire attempts per client. Default 20.
+    pub acquisitions_per_client: u32,
+    /// How many of the clients take the read lock (the rest write). Default 0: an
+    /// exclusive-lock scenario.
+    pub readers: u32,
+    /// The lock's directory. Default "/zklock/lock".
+    pub lock_path: String,
+    /// Session timeout of every client, in milliseconds. Default 6000.
+    pub session_timeout_ms: u64,
+    /// Time in the critical section, between reading and writing the resource, in
+    /// milliseconds. Default 5.
+    pub hold_ms: u64,
+    /// Timeout of the timed acquire mode, in milliseconds. Default 3000.
+    pub acquire_timeout_ms: u64,
+    /// Faults and their rates.
+    pub faults: Faults,
+    /// Virtual time at which faults stop, in milliseconds, so liveness can be judged.
+    /// Default 30000.
+    pub heal_ms: u64,
+    /// After the heal, every live waiter must acquire within this bound, in
+    /// milliseconds. Default 2 × session timeout + 1000 (13000).
+    pub liveness_bound_ms: u64,
+    /// The run stops (and is reported) past this much virtual time, in milliseconds.
+    /// Default 600000.
+    pub time_limit_ms: u64,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            clients: 5,
+            acquisitions_per_client: 20,
+            readers: 0,
+            lock_path: "/zklock/lock".into(),
+            session_timeout_ms: 6000,
+            hold_ms: 5,
+            acquire_timeout_ms: 3000,
+            faults: Faults::default(),
+            heal_ms: 30_000,
+            liveness_bound_ms: 13_000,
+            time_limit_ms: 600_000,
+        }
+    }
+}

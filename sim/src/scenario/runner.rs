@@ -1,0 +1,185 @@
+//! The scenario runner.
+
+use super::{LockUnderTest, Recipe, Scenario};
+use crate::chooser::{Chooser, RandomChooser};
+use crate::world::{FaultPlan, ResourceOp};
+use crate::{Sim, SimClient, SimConfig, SimError};
+use futures_util::future::{Either, select};
+use std::pin::pin;
+use std::time::Duration;
+use zklock_recipe::Coordination;
+use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
+
+/// Everything a run produced.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub history: History,
+    /// Every choice drawn: with the scenario and seed, a replayable schedule.
+    pub choices: Vec<u32>,
+    /// Children of the lock directory once every client was done and every dead session
+    /// had expired: a node left here is an orphan.
+    pub final_lock_children: Vec<String>,
+    /// Why the world stopped early, if it did (a stuck waiter, a limit).
+    pub error: Option<SimError>,
+    pub faults_injected: u64,
+    pub steps: u64,
+    pub end_time_us: u64,
+}
+
+/// Runs `scenario` with the random Chooser seeded by `seed`.
+pub fn run_scenario<R: Recipe>(scenario: &Scenario, seed: u64, recipe: &R) -> RunOutcome {
+    run_scenario_with(scenario, seed, Box::new(RandomChooser::new(seed)), recipe)
+}
+
+/// Runs `scenario` drawing every decision from `chooser` (replay, or an explorer's).
+/// `seed` seeds madsim's scheduler, which must not (and does not) change the outcome.
+pub fn run_scenario_with<R: Recipe>(
+    scenario: &Scenario,
+    seed: u64,
+    chooser: Box<dyn Chooser>,
+    recipe: &R,
+) -> RunOutcome {
+    let cfg = SimConfig {
+        seed,
+        session_timeout_ms: scenario.session_timeout_ms,
+        time_limit_ms: scenario.time_limit_ms,
+        ..SimConfig::default()
+    };
+    let rt = madsim::runtime::Runtime::with_seed_and_config(seed, Default::default());
+    let sim = Sim::with_chooser(cfg, chooser);
+    sim.shared.world().faults = Some(FaultPlan::new(&scenario.faults, scenario.heal_ms));
+    let clients: Vec<SimClient> = (0..scenario.clients.min(64)).map(|_| sim.client()).collect();
+    let workers: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let role = if (i as u32) < scenario.readers {
+                LockRole::Read
+            } else if scenario.readers > 0 {
+                LockRole::Write
+            } else {
+                LockRole::Exclusive
+            };
+            let lock = recipe.lock(c.clone(), role, &scenario.lock_path);
+            (c.clone(), role, lock)
+        })
+        .collect();
+    let main = {
+        let sim = sim.clone();
+        let scenario = scenario.clone();
+        async move {
+            let mut tasks = Vec::new();
+            for (c, role, lock) in workers {
+                let t = sim.spawn(worker(sim.clone(), c.clone(), role, lock, scenario.clone()));
+                tasks.push((t, c));
+            }
+            for (t, c) in tasks {
+                // A crashed client never finishes: stop waiting for it when it crashes.
+                let crashed = sim.until_crashed(&c);
+                match select(t, pin!(crashed)).await {
+                    Either::Left(_) => {}
+                    Either::Right((_, t)) => t.abort(),
+                }
+            }
+            // Let dead sessions expire, so that what remains is a true orphan.
+            sim.sleep(Duration::from_millis(scenario.session_timeout_ms + 1000))
+                .await;
+        }
+    };
+    let error = rt.block_on(sim.run(main)).err();
+    let w = sim.shared.world();
+    RunOutcome {
+        history: History {
+            events: w.history.clone(),
+        },
+        choices: w.choices.clone(),
+        final_lock_children: w.tree.children(&scenario.lock_path).unwrap_or_default(),
+        error,
+        faults_injected: w.faults.as_ref().map_or(0, |f| f.injected),
+        steps: w.steps,
+        end_time_us: w.now_us,
+    }
+}
+
+async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: L, sc: Scenario) {
+    let hold = Duration::from_millis(sc.hold_ms);
+    for k in 0..sc.acquisitions_per_client {
+        if c.session_state().is_terminal() {
+            // The session is gone for good; a real process would start a new one.
+            break;
+        }
+        // A fixed mix of the three acquire modes.
+        let mode = match k % 3 {
+            0 => AcquireMode::Blocking,
+            1 => AcquireMode::Try,
+            _ => AcquireMode::Timeout {
+                timeout_ms: sc.acquire_timeout_ms,
+            },
+        };
+        sim.record(&c, EventKind::AcquireInvoked { role, mode });
+        let got = match mode {
+            AcquireMode::Blocking => lock.acquire().await.map(Some),
+            AcquireMode::Try => lock.try_acquire().await,
+            AcquireMode::Timeout { timeout_ms } => {
+                lock.acquire_timeout(Duration::from_millis(timeout_ms)).await
+            }
+        };
+        let guard = match got {
+            Ok(Some(g)) => g,
+            Ok(None) => {
+                let reason = match mode {
+                    AcquireMode::Try => "held by another",
+                    _ => "timed out",
+                };
+                sim.record(
+                    &c,
+                    EventKind::AcquireFailed {
+                        reason: reason.into(),
+                    },
+                );
+                continue;
+            }
+            Err(e) => {
+                sim.record(&c, EventKind::AcquireFailed { reason: e });
+                c.sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let token = lock.token(&guard);
+        sim.record(
+            &c,
+            EventKind::Acquired {
+                token,
+                node: lock.node(&guard),
+            },
+        );
+        // The critical section: read, work, write value + 1 with the fencing token,
+        // unless the lost signal fires first.
+        let read = sim.resource(&c, ResourceOp::Read).await;
+        let lost = {
+            let work = pin!(c.sleep(hold));
+            let lost = pin!(lock.lost(&guard));
+            match select(work, lost).await {
+                Either::Left(_) => None,
+                Either::Right((reason, _)) => Some(reason),
+            }
+        };
+        match lost {
+            None => {
+                let op = ResourceOp::Write {
+                    token,
+                    read_fenced: read.fenced,
+                    read_unfenced: read.unfenced,
+                };
+                sim.resource(&c, op).await;
+            }
+            Some(reason) => sim.record(&c, EventKind::Lost { reason }),
+        }
+        sim.record(&c, EventKind::ReleaseInvoked);
+        match lock.release(guard).await {
+            Ok(()) => sim.record(&c, EventKind::Released),
+            Err(reason) => sim.record(&c, EventKind::AcquireFailed { reason }),
+        }
+    }
+    sim.record(&c, EventKind::Done);
+}

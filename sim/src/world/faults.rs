@@ -1,0 +1,164 @@
+//! Random fault injection: at each step, while faults are on, one draw decides whether a
+//! fault strikes and which; further draws pick its target and duration.
+//!
+//! Draw 0 always means "no fault", so a replayed list that runs out (a shrunk trace)
+//! continues fault-free.
+
+use super::{ClientId, Conn, World};
+use crate::chooser::ChoiceKind;
+use crate::scenario::{Faults, Rate};
+use zklock_recipe::history::FaultKind;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    ConnectionLoss,
+    LostCreateResponse,
+    ForcedExpiry,
+    Partition,
+    Pause,
+    Crash,
+}
+
+/// The faults of a scenario, as weights over one common denominator.
+#[derive(Clone, Debug)]
+pub(crate) struct FaultPlan {
+    heal_us: u64,
+    denom: u64,
+    /// (kind, weight) in a fixed order; the weights sum to less than `denom`.
+    table: Vec<(Kind, u64)>,
+    partition_ms_max: u64,
+    pause_ms_max: u64,
+    /// Faults injected so far, for summaries.
+    pub(crate) injected: u64,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+impl FaultPlan {
+    pub(crate) fn new(f: &Faults, heal_ms: u64) -> FaultPlan {
+        let rates = [
+            (Kind::ConnectionLoss, f.connection_loss),
+            (Kind::LostCreateResponse, f.lost_create_response),
+            (Kind::ForcedExpiry, f.forced_expiry),
+            (Kind::Partition, f.partition),
+            (Kind::Pause, f.pause),
+            (Kind::Crash, f.crash),
+        ];
+        let on: Vec<(Kind, Rate)> = rates.into_iter().filter(|(_, r)| !r.is_never()).collect();
+        // The least common multiple keeps every integer ratio exact.
+        let denom = on
+            .iter()
+            .fold(1u64, |l, (_, r)| l / gcd(l, r.den as u64) * r.den as u64)
+            .min(1 << 40);
+        let table = on
+            .iter()
+            .map(|(k, r)| (*k, (r.num as u64 * denom / r.den as u64).min(denom)))
+            .collect();
+        FaultPlan {
+            heal_us: heal_ms * 1000,
+            denom,
+            table,
+            partition_ms_max: f.partition_ms_max.max(1),
+            pause_ms_max: f.pause_ms_max.max(1),
+            injected: 0,
+        }
+    }
+}
+
+impl World {
+    fn faults_on(&self) -> bool {
+        self.faults
+            .as_ref()
+            .is_some_and(|p| self.now_us < p.heal_us && !p.table.is_empty())
+    }
+
+    /// The delay before a reconnect: fixed once faults stop, else drawn (reconnect
+    /// delays are a fault too).
+    pub(crate) fn reconnect_delay_us(&mut self) -> u64 {
+        let base = self.cfg.reconnect_delay_ms * 1000;
+        if self.faults_on() {
+            base * (1 + self.choose(ChoiceKind::Delay, 4) as u64)
+        } else {
+            base
+        }
+    }
+
+    /// One draw: does a fault strike now? Returns whether one did.
+    pub(crate) fn maybe_fault(&mut self) -> bool {
+        if !self.faults_on() {
+            return false;
+        }
+        let plan = self.faults.as_ref().expect("faults on");
+        let denom = plan.denom;
+        let table = plan.table.clone();
+        let r = self.choose(ChoiceKind::Fault, denom as usize) as u64;
+        // Fault i occupies the top of the range, so that 0 means "no fault".
+        let mut hi = denom;
+        let mut kind = None;
+        for (k, w) in table {
+            if r >= hi.saturating_sub(w) && r < hi {
+                kind = Some(k);
+                break;
+            }
+            hi = hi.saturating_sub(w);
+        }
+        let Some(kind) = kind else {
+            return false;
+        };
+        let targets: Vec<ClientId> = (0..self.clients.len())
+            .filter(|&c| self.eligible(c, kind))
+            .collect();
+        if targets.is_empty() {
+            return false;
+        }
+        let c = targets[self.choose(ChoiceKind::FaultTarget, targets.len())];
+        let plan = self.faults.as_mut().expect("faults on");
+        plan.injected += 1;
+        let (part_max, pause_max) = (plan.partition_ms_max, plan.pause_ms_max);
+        match kind {
+            Kind::ConnectionLoss => {
+                self.record_fault(c, FaultKind::ConnectionLoss);
+                self.drop_connection(c);
+            }
+            Kind::LostCreateResponse => {
+                self.record_fault(c, FaultKind::LostCreateResponse);
+                self.clients[c].lose_next_create = true;
+            }
+            Kind::ForcedExpiry => {
+                self.record_fault(c, FaultKind::ForcedExpiry);
+                self.force_expire(c);
+            }
+            Kind::Partition => {
+                let ms = part_max * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8;
+                self.record_fault(c, FaultKind::Partition { duration_ms: ms });
+                self.partition(c, ms * 1000);
+            }
+            Kind::Pause => {
+                let ms = pause_max * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8;
+                self.record_fault(c, FaultKind::Pause { duration_ms: ms });
+                self.pause(c, ms * 1000);
+            }
+            Kind::Crash => {
+                self.record_fault(c, FaultKind::Crash);
+                self.crash(c);
+            }
+        }
+        true
+    }
+
+    fn eligible(&self, c: ClientId, kind: Kind) -> bool {
+        let cl = &self.clients[c];
+        let live = cl.conn == Conn::Connected && cl.frozen_until.is_none() && !cl.crashed;
+        match kind {
+            Kind::ConnectionLoss | Kind::ForcedExpiry | Kind::Crash | Kind::Pause => live,
+            Kind::Partition => live && cl.partitioned_until.is_none(),
+            Kind::LostCreateResponse => live && !cl.lose_next_create,
+        }
+    }
+
+    pub(crate) fn record_fault(&mut self, c: ClientId, fault: FaultKind) {
+        self.record(c, zklock_recipe::history::EventKind::Fault { fault });
+    }
+}

@@ -1,0 +1,99 @@
+//! The shared resource a workload's critical section reads and writes, modelled twice:
+//! fenced (it rejects a token lower than the highest it has seen) and unfenced.
+//!
+//! A critical section reads both values, then writes value + 1 with its fencing token. A
+//! write that finds the value changed since its read clobbers an update it never saw: a
+//! lost update.
+
+use super::{ClientId, World};
+use futures_channel::oneshot;
+use zklock_recipe::history::EventKind;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ResourceOp {
+    Read,
+    Write {
+        token: i64,
+        read_fenced: u64,
+        read_unfenced: u64,
+    },
+}
+
+/// What a resource operation saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceReply {
+    pub fenced: u64,
+    pub unfenced: u64,
+    pub accepted: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct ResourceState {
+    fenced: u64,
+    unfenced: u64,
+    max_token: i64,
+}
+
+impl Default for ResourceState {
+    fn default() -> Self {
+        ResourceState {
+            fenced: 0,
+            unfenced: 0,
+            max_token: i64::MIN,
+        }
+    }
+}
+
+impl World {
+    pub(crate) fn resource_op(
+        &mut self,
+        c: ClientId,
+        op: ResourceOp,
+        reply: oneshot::Sender<ResourceReply>,
+    ) {
+        let r = &mut self.resource;
+        let out = match op {
+            ResourceOp::Read => {
+                let v = ResourceReply {
+                    fenced: r.fenced,
+                    unfenced: r.unfenced,
+                    accepted: true,
+                };
+                self.record(c, EventKind::ResourceRead { value: v.fenced });
+                v
+            }
+            ResourceOp::Write {
+                token,
+                read_fenced,
+                read_unfenced,
+            } => {
+                let unfenced_overwrote = r.unfenced != read_unfenced;
+                r.unfenced = read_unfenced + 1;
+                let accepted = token >= r.max_token;
+                let mut fenced_lost_update = false;
+                if accepted {
+                    fenced_lost_update = r.fenced != read_fenced;
+                    r.fenced = read_fenced + 1;
+                    r.max_token = token;
+                }
+                let v = ResourceReply {
+                    fenced: r.fenced,
+                    unfenced: r.unfenced,
+                    accepted,
+                };
+                self.record(
+                    c,
+                    EventKind::ResourceWrite {
+                        token,
+                        value: read_fenced + 1,
+                        fenced_accepted: accepted,
+                        fenced_lost_update,
+                        unfenced_overwrote,
+                    },
+                );
+                v
+            }
+        };
+        let _ = reply.send(out);
+    }
+}

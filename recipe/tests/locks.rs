@@ -3,7 +3,13 @@
 
 #[path = "locks/basic.rs"]
 mod basic;
+#[path = "locks/canary.rs"]
+mod canary;
 #[path = "locks/common.rs"]
 mod common;
+#[path = "locks/exclusion.rs"]
+mod exclusion;
 #[path = "locks/faults.rs"]
 mod faults;
+#[path = "locks/rwlock.rs"]
+mod rwlock;

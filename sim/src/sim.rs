@@ -182,6 +182,9 @@ impl Sim {
         SimClient::new(self.shared.clone(), id, session)
     }
 
+    /// Scripted faults and hooks are staged like requests: they take effect at the next
+    /// quiescent point, that is, at the calling actor's next await, before the world
+    /// does anything else. Inspect the server only after that await.
     fn control(&self, c: Control) {
         self.shared.stage(Staged::Control(c));
     }

@@ -2,12 +2,14 @@
 //!
 //! 1. create our ephemeral-sequential node (with guid recovery, see [`create_contender`]);
 //! 2. list the children without a watch and order contenders by sequence number;
-//! 3. if nobody blocks us ([`blocker`]), we hold the lock;
-//! 4. else set a data watch on the blocker. If it is already gone, go to 2 at once;
-//!    otherwise wait for it to fire, then go to 2. Only one node is watched, so a release
-//!    wakes one waiter (no herd).
+//! 3. if nobody blocks us ([`blocker`]), set a data watch on our own node and hold;
+//! 4. else set a data watch on the blocker (getData, see [`watch_node`]). If it is already
+//!    gone, go to 2 at once. Otherwise (after setting our own node's watch, once) wait
+//!    for it to fire, then go to 2. Only one node is watched, so a release wakes one
+//!    waiter (no herd).
 //!
-//! Waiting ends early on session expiry, or if our own node vanishes.
+//! Our own node's watch reports its deletion and revocation requests, while waiting and
+//! then to the guard. Waiting ends early on session expiry or if our node vanishes.
 
 use super::LockOptions;
 use super::create::{ContenderSpec, OwnNode, create_contender};

@@ -102,11 +102,12 @@ where
 {
     let mut attempt = 1u32;
     loop {
+        // A session known to be over answers nothing else: skip the request.
+        if let Some(over) = session_over(client) {
+            return Err(over);
+        }
         match op().await {
             Err(e) if e.is_connection_loss() => {
-                if let Some(over) = session_over(client) {
-                    return Err(over);
-                }
                 client.sleep(policy.backoff(attempt)).await;
                 attempt = attempt.saturating_add(1);
             }

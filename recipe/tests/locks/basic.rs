@@ -56,14 +56,27 @@ fn acquire_timeout_expires_and_leaves_no_node() {
         let held = a.acquire().await.unwrap();
         let before = nodes(&sim);
         let start = bc.now();
-        let err = b.acquire_timeout(Duration::from_millis(500)).await.unwrap_err();
-        assert_eq!(err, LockError::Timeout { waited: Duration::from_millis(500) });
+        let err = b
+            .acquire_timeout(Duration::from_millis(500))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            LockError::Timeout {
+                waited: Duration::from_millis(500)
+            }
+        );
         assert!(bc.now() - start >= Duration::from_millis(500));
         assert_eq!(nodes(&sim), before);
         assert!(b.pending_cleanup().is_empty());
         held.release().await.unwrap();
         // The lock object is usable again.
-        b.acquire_timeout(Duration::from_secs(1)).await.unwrap().release().await.unwrap();
+        b.acquire_timeout(Duration::from_secs(1))
+            .await
+            .unwrap()
+            .release()
+            .await
+            .unwrap();
         assert!(nodes(&sim).is_empty());
     });
 }
@@ -87,7 +100,10 @@ fn invalid_lock_path_is_refused_before_anything_is_created() {
         let before = sim.server_paths();
         for bad in ["locks", "/locks/", "/locks//a", "/locks/./a", ""] {
             let err = Lock::new(sim.client(), bad, LockOptions::default()).unwrap_err();
-            assert!(matches!(err, LockError::InvalidPath { .. }), "{bad:?}: {err}");
+            assert!(
+                matches!(err, LockError::InvalidPath { .. }),
+                "{bad:?}: {err}"
+            );
         }
         for bad in ["", "a/b", "a\u{1}"] {
             let options = LockOptions {
@@ -95,7 +111,10 @@ fn invalid_lock_path_is_refused_before_anything_is_created() {
                 ..LockOptions::default()
             };
             let err = Lock::new(sim.client(), DIR, options).unwrap_err();
-            assert!(matches!(err, LockError::InvalidGuid { .. }), "{bad:?}: {err}");
+            assert!(
+                matches!(err, LockError::InvalidGuid { .. }),
+                "{bad:?}: {err}"
+            );
         }
         (before, sim.server_paths())
     });
@@ -144,12 +163,18 @@ fn a_dropped_acquire_is_deleted_by_the_next_call() {
         {
             let acquire = pin!(b.acquire());
             let give_up = pin!(sleep_ms(&bc, 100));
-            assert!(matches!(future::select(acquire, give_up).await, Either::Right(_)));
+            assert!(matches!(
+                future::select(acquire, give_up).await,
+                Either::Right(_)
+            ));
         }
         // Dropped while waiting: its node stays on the server, recorded on the object.
         assert_eq!(nodes(&sim).len(), 2);
         let orphans = b.pending_cleanup();
-        assert!(matches!(orphans.as_slice(), [Orphan::Node(_)]), "{orphans:?}");
+        assert!(
+            matches!(orphans.as_slice(), [Orphan::Node(_)]),
+            "{orphans:?}"
+        );
         // The next call deletes it first.
         assert!(b.try_acquire().await.unwrap().is_none());
         assert_eq!(nodes(&sim), [held.node().name.clone()]);
@@ -163,7 +188,7 @@ fn a_dropped_guard_is_deleted_by_the_next_call() {
         let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
         let first = lock.acquire().await.unwrap().node().clone();
         // The guard was dropped unreleased: its node blocks until the next call.
-        assert_eq!(nodes(&sim), [first.name.clone()]);
+        assert_eq!(nodes(&sim), std::slice::from_ref(&first.name));
         assert_eq!(lock.pending_cleanup(), [Orphan::Node(first.path.clone())]);
         let second = lock.acquire().await.unwrap();
         assert_eq!(nodes(&sim), [second.node().name.clone()]);
@@ -180,10 +205,18 @@ fn participants_lists_curator_and_kazoo_contenders_in_sequence_order() {
         let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
         let held = lock.acquire().await.unwrap(); // sequence 0, Curator style
         let seq = CreateMode::EphemeralSequential;
-        k.create(&format!("{DIR}/ffff__lock__"), b"kazoo", seq).await.unwrap();
-        k.create(&format!("{DIR}/_c_0-9-__READ__"), b"", seq).await.unwrap();
-        k.create(&format!("{DIR}/aaaa__rlock__"), b"", seq).await.unwrap();
-        k.create(&format!("{DIR}/config"), b"", CreateMode::Persistent).await.unwrap();
+        k.create(&format!("{DIR}/ffff__lock__"), b"kazoo", seq)
+            .await
+            .unwrap();
+        k.create(&format!("{DIR}/_c_0-9-__READ__"), b"", seq)
+            .await
+            .unwrap();
+        k.create(&format!("{DIR}/aaaa__rlock__"), b"", seq)
+            .await
+            .unwrap();
+        k.create(&format!("{DIR}/config"), b"", CreateMode::Persistent)
+            .await
+            .unwrap();
         let got: Vec<_> = lock
             .participants()
             .await
@@ -191,12 +224,21 @@ fn participants_lists_curator_and_kazoo_contenders_in_sequence_order() {
             .into_iter()
             .map(|n| (n.sequence, n.kind, n.style, n.guid))
             .collect();
-        let guid = held.node().name[3..].split("-lock-").next().unwrap().to_owned();
+        let guid = held.node().name[3..]
+            .split("-lock-")
+            .next()
+            .unwrap()
+            .to_owned();
         assert_eq!(
             got,
             [
                 (0, NodeKind::Exclusive, NamingStyle::Curator, Some(guid)),
-                (1, NodeKind::Exclusive, NamingStyle::Kazoo, Some("ffff".into())),
+                (
+                    1,
+                    NodeKind::Exclusive,
+                    NamingStyle::Kazoo,
+                    Some("ffff".into())
+                ),
                 (2, NodeKind::Read, NamingStyle::Curator, Some("0-9".into())),
                 (3, NodeKind::Read, NamingStyle::Kazoo, Some("aaaa".into())),
             ]
@@ -228,8 +270,7 @@ fn waiters_are_granted_in_sequence_order() {
             t.await;
         }
         assert!(nodes(&sim).is_empty());
-        let order = granted.lock().unwrap().clone();
-        order
+        granted.lock().unwrap().clone()
     });
     assert_eq!(order, [0, 1, 2, 3]);
 }

@@ -53,10 +53,57 @@ fn lost_create_response_is_adopted_without_orphan() {
         assert_eq!(nodes(&sim), [guard.node().name.clone()], "exactly one node");
         let owner = sim.server_stat(guard.path()).unwrap().ephemeral_owner;
         assert_eq!(owner, c.session_id().0);
-        assert_eq!(guard.fencing_token().0, sim.server_stat(guard.path()).unwrap().czxid);
+        assert_eq!(
+            guard.fencing_token().0,
+            sim.server_stat(guard.path()).unwrap().czxid
+        );
         guard.release().await.unwrap();
         assert!(nodes(&sim).is_empty());
         assert!(lock.pending_cleanup().is_empty());
+    });
+}
+
+#[test]
+fn lost_create_response_never_adopts_another_sessions_node() {
+    sim(30, |sim| async move {
+        let (c, other) = (sim.client(), sim.client());
+        let options = LockOptions {
+            guid: Some("w".into()),
+            ..LockOptions::default()
+        };
+        let lock = Lock::new(c.clone(), DIR, options).unwrap();
+        // Another session holds a node bearing the guid of our first attempt ("w-1").
+        let seq = zklock_recipe::CreateMode::EphemeralSequential;
+        other
+            .create("/locks", b"", zklock_recipe::CreateMode::Persistent)
+            .await
+            .unwrap();
+        other
+            .create(DIR, b"", zklock_recipe::CreateMode::Persistent)
+            .await
+            .unwrap();
+        let (impostor, _) = other
+            .create(&format!("{DIR}/_c_w-1-lock-"), b"", seq)
+            .await
+            .unwrap();
+        sim.lose_next_create_response(&c);
+        let got = lock.acquire_timeout(Duration::from_secs(5)).await;
+        // Adopting the impostor would "hold" at once; ours queues behind it instead.
+        assert_eq!(
+            got.unwrap_err(),
+            LockError::Timeout {
+                waited: Duration::from_secs(5)
+            }
+        );
+        assert_eq!(nodes(&sim), ["_c_w-1-lock-0000000000"]);
+        other.delete(&impostor, None).await.unwrap();
+        let guard = lock.acquire().await.unwrap();
+        assert_eq!(
+            sim.server_stat(guard.path()).unwrap().ephemeral_owner,
+            c.session_id().0
+        );
+        guard.release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
     });
 }
 
@@ -113,9 +160,11 @@ fn expiry_while_holding_fires_lost() {
         sim(24, move |sim| async move {
             let ac = sim.client();
             let a = Lock::new(ac.clone(), DIR, options).unwrap();
-            let b = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+            let bc = sim.client();
+            let b = Lock::new(bc.clone(), DIR, LockOptions::default()).unwrap();
             let held = a.acquire().await.unwrap();
             sim.expire(&ac);
+            sleep_ms(&bc, 1).await; // the fault applies at the next quiescent point
             // The server deleted the ephemeral at once.
             assert!(nodes(&sim).is_empty());
             assert_eq!(held.lost().await, reason);
@@ -152,7 +201,10 @@ fn disconnect_and_reconnect_while_holding() {
         {
             let lost = pin!(held.lost());
             let later = pin!(sleep_ms(&ac, 2000));
-            assert!(matches!(future::select(lost, later).await, Either::Right(_)));
+            assert!(matches!(
+                future::select(lost, later).await,
+                Either::Right(_)
+            ));
         }
         assert_eq!(nodes(&sim), [held.node().name.clone()]);
         held.release().await.unwrap();
@@ -180,8 +232,16 @@ fn timeout_while_the_cleanup_delete_meets_connection_loss() {
         sleep_ms(&bc, 950).await;
         sim.disconnect(&bc);
         let (err, end, orphans) = waiter.await;
-        assert_eq!(err, Some(LockError::Timeout { waited: Duration::from_millis(1000) }));
-        assert!(end - start >= Duration::from_millis(1150), "retried past the reconnect");
+        assert_eq!(
+            err,
+            Some(LockError::Timeout {
+                waited: Duration::from_millis(1000)
+            })
+        );
+        assert!(
+            end - start >= Duration::from_millis(1150),
+            "retried past the reconnect"
+        );
         assert!(orphans.is_empty());
         assert_eq!(nodes(&sim), [held.node().name.clone()], "b left no node");
     });

@@ -37,10 +37,10 @@ mod world;
 pub use chooser::{ChoiceKind, Chooser, RandomChooser, ReplayChooser};
 pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
-pub use sim::{Sim, SimError, SimTask, run};
-pub use world::request::RequestKind;
 pub use scenario::{
     Faults, LockUnderTest, Rate, Recipe, RunOutcome, Scenario, ShippedLock, ShippedRecipe,
     run_scenario, run_scenario_with,
 };
+pub use sim::{Sim, SimError, SimTask, run};
+pub use world::request::RequestKind;
 pub use world::{ClientId, ResourceReply, SYSTEM_SESSION, ServerCtl};

@@ -222,6 +222,12 @@ impl Sim {
         self.control(Control::Crash(client.index()));
     }
 
+    /// Replies and watch events to the client are held for `duration` (a slow link),
+    /// then delivered in their order.
+    pub fn delay_delivery(&self, client: &SimClient, duration: Duration) {
+        self.control(Control::Delay(client.index(), duration.as_micros() as u64));
+    }
+
     /// The client's next create is applied but its reply is lost with the connection.
     pub fn lose_next_create_response(&self, client: &SimClient) {
         self.control(Control::LoseNextCreateResponse(client.index()));

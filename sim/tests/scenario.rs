@@ -35,7 +35,12 @@ fn replaying_the_choices_reproduces_the_history() {
     let r = ShippedRecipe::default();
     for seed in 0..5 {
         let a = run_scenario_with(&sc, seed, Box::new(RandomChooser::new(seed)), &r);
-        let b = run_scenario_with(&sc, seed, Box::new(ReplayChooser::new(a.choices.clone())), &r);
+        let b = run_scenario_with(
+            &sc,
+            seed,
+            Box::new(ReplayChooser::new(a.choices.clone())),
+            &r,
+        );
         assert_eq!(a.history, b.history, "seed {seed}");
         assert_eq!(a.choices, b.choices);
     }

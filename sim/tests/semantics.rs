@@ -441,3 +441,34 @@ fn stuck_world_is_reported_not_hung() {
         "{r:?}"
     );
 }
+
+#[test]
+fn delayed_replies_and_events_arrive_late_and_in_order() {
+    run(cfg(18), |sim| async move {
+        let a = sim.client();
+        let b = sim.client();
+        a.create("/slow", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        let (_, w) = a.exists_watch("/slow").await.unwrap();
+        sim.delay_delivery(&a, Duration::from_millis(500));
+        let t0 = sim.now();
+        b.set_data("/slow", b"x", None).await.unwrap();
+        // A's reply comes after the held event, both after the delay.
+        let (data, _) = a.get_data("/slow").await.unwrap();
+        assert_eq!(data, b"x");
+        assert!(sim.now() - t0 >= Duration::from_millis(500));
+        let mut w = w;
+        let ev = w
+            .try_take()
+            .expect("the event was delivered before the reply")
+            .unwrap();
+        assert_eq!(ev.event_type, EventType::NodeDataChanged);
+        assert_eq!(
+            a.session_state(),
+            SessionState::Connected,
+            "a delay is not a disconnect"
+        );
+    })
+    .unwrap();
+}

@@ -36,6 +36,11 @@ pub struct Faults {
     pub pause: Rate,
     /// A client crash. Default 1 in 4000.
     pub crash: Rate,
+    /// Replies and watch events to a client held back for a while (a slow link; shorter
+    /// than the client's disconnect detection). Default 1 in 400.
+    pub delayed_delivery: Rate,
+    /// Longest delivery delay, in milliseconds. Default 1000.
+    pub delay_ms_max: u64,
     /// Longest partition, in milliseconds. Default 2 × the session timeout (12000).
     pub partition_ms_max: u64,
     /// Longest process pause, in milliseconds. Default 12000.
@@ -51,6 +56,8 @@ impl Default for Faults {
             partition: Rate::new(1, 1500),
             pause: Rate::new(1, 1500),
             crash: Rate::new(1, 4000),
+            delayed_delivery: Rate::new(1, 400),
+            delay_ms_max: 1000,
             partition_ms_max: 12_000,
             pause_ms_max: 12_000,
         }
@@ -67,6 +74,7 @@ impl Faults {
             partition: Rate::NEVER,
             pause: Rate::NEVER,
             crash: Rate::NEVER,
+            delayed_delivery: Rate::NEVER,
             ..Faults::default()
         }
     }

@@ -48,7 +48,9 @@ pub fn run_scenario_with<R: Recipe>(
     let rt = madsim::runtime::Runtime::with_seed_and_config(seed, Default::default());
     let sim = Sim::with_chooser(cfg, chooser);
     sim.shared.world().faults = Some(FaultPlan::new(&scenario.faults, scenario.heal_ms));
-    let clients: Vec<SimClient> = (0..scenario.clients.min(64)).map(|_| sim.client()).collect();
+    let clients: Vec<SimClient> = (0..scenario.clients.min(64))
+        .map(|_| sim.client())
+        .collect();
     let workers: Vec<_> = clients
         .iter()
         .enumerate()
@@ -121,7 +123,8 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
             AcquireMode::Blocking => lock.acquire().await.map(Some),
             AcquireMode::Try => lock.try_acquire().await,
             AcquireMode::Timeout { timeout_ms } => {
-                lock.acquire_timeout(Duration::from_millis(timeout_ms)).await
+                lock.acquire_timeout(Duration::from_millis(timeout_ms))
+                    .await
             }
         };
         let guard = match got {

@@ -124,7 +124,13 @@ impl World {
             let _ = out.reply.send(Err(ZkError::SessionExpired));
         }
         for op_id in failed {
-            self.record(c, EventKind::OpFail { op_id, error: ZkError::SessionExpired });
+            self.record(
+                c,
+                EventKind::OpFail {
+                    op_id,
+                    error: ZkError::SessionExpired,
+                },
+            );
         }
         let cl = &mut self.clients[c];
         let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)

@@ -17,6 +17,7 @@ enum Kind {
     Partition,
     Pause,
     Crash,
+    DelayedDelivery,
 }
 
 /// The faults of a scenario, as weights over one common denominator.
@@ -28,6 +29,7 @@ pub(crate) struct FaultPlan {
     table: Vec<(Kind, u64)>,
     partition_ms_max: u64,
     pause_ms_max: u64,
+    delay_ms_max: u64,
     /// Faults injected so far, for summaries.
     pub(crate) injected: u64,
 }
@@ -45,6 +47,7 @@ impl FaultPlan {
             (Kind::Partition, f.partition),
             (Kind::Pause, f.pause),
             (Kind::Crash, f.crash),
+            (Kind::DelayedDelivery, f.delayed_delivery),
         ];
         let on: Vec<(Kind, Rate)> = rates.into_iter().filter(|(_, r)| !r.is_never()).collect();
         // The least common multiple keeps every integer ratio exact.
@@ -62,6 +65,7 @@ impl FaultPlan {
             table,
             partition_ms_max: f.partition_ms_max.max(1),
             pause_ms_max: f.pause_ms_max.max(1),
+            delay_ms_max: f.delay_ms_max.max(1),
             injected: 0,
         }
     }
@@ -116,7 +120,8 @@ impl World {
         let c = targets[self.choose(ChoiceKind::FaultTarget, targets.len())];
         let plan = self.faults.as_mut().expect("faults on");
         plan.injected += 1;
-        let (part_max, pause_max) = (plan.partition_ms_max, plan.pause_ms_max);
+        let (part_max, pause_max, delay_max) =
+            (plan.partition_ms_max, plan.pause_ms_max, plan.delay_ms_max);
         match kind {
             Kind::ConnectionLoss => {
                 self.record_fault(c, FaultKind::ConnectionLoss);
@@ -144,6 +149,11 @@ impl World {
                 self.record_fault(c, FaultKind::Crash);
                 self.crash(c);
             }
+            Kind::DelayedDelivery => {
+                let ms = delay_max * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8;
+                self.record_fault(c, FaultKind::DelayedDelivery { delay_ms: ms });
+                self.delay_delivery(c, ms * 1000);
+            }
         }
         true
     }
@@ -155,6 +165,7 @@ impl World {
             Kind::ConnectionLoss | Kind::ForcedExpiry | Kind::Crash | Kind::Pause => live,
             Kind::Partition => live && cl.partitioned_until.is_none(),
             Kind::LostCreateResponse => live && !cl.lose_next_create,
+            Kind::DelayedDelivery => live && cl.delayed_until.is_none(),
         }
     }
 

@@ -13,12 +13,12 @@ mod resource;
 use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
+pub(crate) use faults::FaultPlan;
 use futures_channel::oneshot;
 use request::{Answer, Reply, Request, RequestKind, WatchKind};
-use std::collections::{BTreeMap, VecDeque};
-pub(crate) use faults::FaultPlan;
-pub(crate) use resource::{ResourceOp, ResourceState};
 pub use resource::ResourceReply;
+pub(crate) use resource::{ResourceOp, ResourceState};
+use std::collections::{BTreeMap, VecDeque};
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
     CreateMode, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat, WatchSender,
@@ -42,7 +42,10 @@ pub(crate) enum Staged {
     },
     Control(Control),
     /// A history event from the workload (acquire, release, lost...).
-    Record { client: ClientId, kind: EventKind },
+    Record {
+        client: ClientId,
+        kind: EventKind,
+    },
     Resource {
         client: ClientId,
         op: ResourceOp,
@@ -62,6 +65,7 @@ pub(crate) enum Control {
     Partition(ClientId, u64),
     Pause(ClientId, u64),
     Crash(ClientId),
+    Delay(ClientId, u64),
     LoseNextCreateResponse(ClientId),
     BeforeNext(ClientId, RequestKind, Hook),
 }
@@ -102,6 +106,8 @@ pub(crate) struct ClientState {
     pub(crate) frozen_until: Option<u64>,
     pub(crate) frozen_since: u64,
     pub(crate) partitioned_until: Option<u64>,
+    /// Replies and events to this client are held until this time (a slow link).
+    pub(crate) delayed_until: Option<u64>,
     /// The server closed this connection (forced expiry) while the client was frozen.
     pub(crate) conn_broken: bool,
     pub(crate) outbound: VecDeque<Outbound>,
@@ -135,6 +141,7 @@ pub(crate) enum Timer {
     DetectDisconnect { client: ClientId, epoch: u64 },
     Resume { client: ClientId, at: u64 },
     Heal { client: ClientId, at: u64 },
+    Undelay { client: ClientId, at: u64 },
 }
 
 /// The outcome of one step.
@@ -220,6 +227,7 @@ impl World {
             frozen_until: None,
             frozen_since: 0,
             partitioned_until: None,
+            delayed_until: None,
             conn_broken: false,
             outbound: VecDeque::new(),
             inbound: VecDeque::new(),
@@ -413,6 +421,11 @@ impl World {
                 self.record_fault(c, zklock_recipe::history::FaultKind::Crash);
                 self.crash(c)
             }
+            Control::Delay(c, d) => {
+                let f = zklock_recipe::history::FaultKind::DelayedDelivery { delay_ms: d / 1000 };
+                self.record_fault(c, f);
+                self.delay_delivery(c, d)
+            }
             Control::LoseNextCreateResponse(c) => {
                 self.record_fault(c, zklock_recipe::history::FaultKind::LostCreateResponse);
                 self.clients[c].lose_next_create = true
@@ -553,7 +566,10 @@ impl World {
     pub(crate) fn pump(&mut self, c: ClientId) {
         loop {
             let cl = &mut self.clients[c];
-            if cl.frozen_until.is_some() || cl.partitioned_until.is_some() {
+            if cl.frozen_until.is_some()
+                || cl.partitioned_until.is_some()
+                || cl.delayed_until.is_some()
+            {
                 return;
             }
             let Some(front) = cl.inbound.front() else {
@@ -597,7 +613,11 @@ impl World {
     fn fire(&mut self, t: Timer) {
         match t {
             Timer::Sleep(c, done) => {
-                if self.clients.get(c).is_some_and(|cl| cl.frozen_until.is_some()) {
+                if self
+                    .clients
+                    .get(c)
+                    .is_some_and(|cl| cl.frozen_until.is_some())
+                {
                     self.clients[c].deferred_sleeps.push(done);
                 } else {
                     let _ = done.send(());
@@ -621,7 +641,20 @@ impl World {
                     self.heal(client);
                 }
             }
+            Timer::Undelay { client, at } => {
+                if self.clients[client].delayed_until == Some(at) {
+                    self.clients[client].delayed_until = None;
+                    self.pump(client);
+                }
+            }
         }
+    }
+
+    /// Holds replies and watch events to `c` for `duration_us`, keeping their order.
+    pub(crate) fn delay_delivery(&mut self, c: ClientId, duration_us: u64) {
+        let at = self.now_us + duration_us;
+        self.clients[c].delayed_until = Some(at);
+        self.set_timer(at, Timer::Undelay { client: c, at });
     }
 
     /// The number of actors' requests still waiting to be applied, for stuck reports.
@@ -638,7 +671,10 @@ fn describe(req: &Request) -> (ZkOp, String) {
         Request::GetData { path, .. } => (ZkOp::GetData, path.clone()),
         Request::GetChildren { path, .. } => (ZkOp::GetChildren, path.clone()),
         Request::SetData { path, .. } => (ZkOp::SetData, path.clone()),
-        Request::Multi(ops) => (ZkOp::Multi, ops.first().map_or(String::new(), |o| o.path().into())),
+        Request::Multi(ops) => (
+            ZkOp::Multi,
+            ops.first().map_or(String::new(), |o| o.path().into()),
+        ),
         Request::Close => (ZkOp::Close, String::new()),
     }
 }

@@ -122,6 +122,19 @@ impl Sim {
         Sim::with_chooser(config, Box::new(chooser))
     }
 
+    /// A new world seeded from the current madsim runtime, for a user's own
+    /// `#[madsim::test]` suite: `MADSIM_TEST_SEED=S` reproduces a run and
+    /// `MADSIM_TEST_NUM=N` sweeps N seeds from it. Must be called inside a madsim runtime.
+    pub fn from_madsim(config: SimConfig) -> Sim {
+        let seed = madsim::runtime::Handle::current().seed();
+        Sim::new(SimConfig { seed, ..config })
+    }
+
+    /// The seed of this world's random Chooser.
+    pub fn seed(&self) -> u64 {
+        self.shared.world().cfg.seed
+    }
+
     /// A new world drawing every decision from `chooser`.
     pub fn with_chooser(config: SimConfig, chooser: Box<dyn Chooser>) -> Sim {
         Sim {

@@ -102,6 +102,8 @@ pub enum EventKind {
     },
     ReleaseInvoked,
     Released,
+    /// The release ended with an error; the node may still exist.
+    ReleaseFailed { reason: String },
     /// The holder learned it can no longer trust its ownership.
     Lost {
         reason: String,
@@ -143,6 +145,7 @@ impl EventKind {
             EventKind::AcquireFailed { .. } => "acq!",
             EventKind::ReleaseInvoked => "rel>",
             EventKind::Released => "REL",
+            EventKind::ReleaseFailed { .. } => "rel!",
             EventKind::Lost { .. } => "LOST",
             EventKind::Session { .. } => "sess",
             EventKind::ResourceRead { .. } => "rd",

@@ -168,6 +168,8 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
             }
         };
         match lost {
+            // Readers only read: their holds are shared.
+            None if role == LockRole::Read => {}
             None => {
                 let op = ResourceOp::Write {
                     token,
@@ -181,7 +183,7 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
         sim.record(&c, EventKind::ReleaseInvoked);
         match lock.release(guard).await {
             Ok(()) => sim.record(&c, EventKind::Released),
-            Err(reason) => sim.record(&c, EventKind::AcquireFailed { reason }),
+            Err(reason) => sim.record(&c, EventKind::ReleaseFailed { reason }),
         }
     }
     sim.record(&c, EventKind::Done);

@@ -1,0 +1,63 @@
+//! The scenario facts the properties need.
+
+/// What the properties must know beyond the history itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckConfig {
+    /// Virtual time at which faults stopped, in milliseconds.
+    pub heal_ms: u64,
+    /// After the heal, every live waiter must be served within this bound, in ms.
+    pub liveness_bound_ms: u64,
+    /// Whether process pauses were on: belief-based exclusion is then the known,
+    /// unavoidable class and the run rests on `fenced_resource`.
+    pub pauses_on: bool,
+    /// The lock's directory, e.g. `/zklock/lock`.
+    pub lock_path: String,
+    /// The children of `lock_path` on the server when the run ended. Any of them left
+    /// when every client is done is an orphan.
+    pub final_lock_children: Vec<String>,
+    /// Virtual time the run ended, in µs, if later than the last event. A run that stops
+    /// because nothing can happen any more (a stuck lock) may end long after its last
+    /// event; waiters still pending then are judged against this time.
+    pub run_end_us: Option<u64>,
+}
+
+impl Default for CheckConfig {
+    /// The defaults of `zklock_sim::Scenario`: heal at 30 s, bound 13 s, pauses on (as
+    /// with all faults on), lock `/zklock/lock`, no final children known.
+    fn default() -> Self {
+        CheckConfig {
+            heal_ms: 30_000,
+            liveness_bound_ms: 13_000,
+            pauses_on: true,
+            lock_path: "/zklock/lock".into(),
+            final_lock_children: Vec::new(),
+            run_end_us: None,
+        }
+    }
+}
+
+impl CheckConfig {
+    /// The facts a scenario fixes; the final children and end time come from the run.
+    pub fn from_scenario(scenario: &zklock_sim::Scenario) -> CheckConfig {
+        CheckConfig {
+            heal_ms: scenario.heal_ms,
+            liveness_bound_ms: scenario.liveness_bound_ms,
+            pauses_on: scenario.faults.has_pauses(),
+            lock_path: scenario.lock_path.clone(),
+            final_lock_children: Vec::new(),
+            run_end_us: None,
+        }
+    }
+
+    /// Adds the server's final children of the lock directory.
+    pub fn with_final_children(mut self, children: Vec<String>) -> CheckConfig {
+        self.final_lock_children = children;
+        self
+    }
+
+    /// Adds the virtual time the run ended, in µs.
+    pub fn with_run_end_us(mut self, end_us: u64) -> CheckConfig {
+        self.run_end_us = Some(end_us);
+        self
+    }
+}

@@ -1,0 +1,179 @@
+//! Non-vacuity counters: how much a history exercised, so that a pass means something.
+
+use crate::holds::{BeliefTracker, is_crash};
+use crate::timeline::fault_name;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use zklock_recipe::SessionState;
+use zklock_recipe::history::{EventKind, FaultKind, History};
+
+/// Counts over one history, or summed over many with [`Counters::merge`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    /// `Acquired` events.
+    pub acquisitions: u64,
+    /// Acquisitions that had to wait: another client held at some point between the
+    /// `AcquireInvoked` and the `Acquired`.
+    pub contended_acquisitions: u64,
+    /// Acquisitions whose previous grant went to another client that then lost the lock,
+    /// had its session expire, or crashed: the lock was handed over after an expiry.
+    pub handovers_after_expiry: u64,
+    /// Acquisitions by a client that suffered a lost create response during that
+    /// acquire: the recipe recovered its node (or made a new one).
+    pub recoveries_after_lost_create: u64,
+    /// `AcquireFailed` events (try and timeout modes, errors).
+    pub acquire_failures: u64,
+    /// `Released` events.
+    pub releases: u64,
+    /// `Lost` events.
+    pub lost: u64,
+    /// Writes the fenced resource rejected as stale.
+    pub fenced_rejections: u64,
+    /// Lost updates the unfenced resource suffered: what fencing prevented.
+    pub unfenced_lost_updates: u64,
+    /// Faults injected, by kind (`connection_loss`, `pause`, ...).
+    pub faults: BTreeMap<String, u64>,
+}
+
+impl Counters {
+    /// Adds another history's counts (sweeps sum their runs).
+    pub fn merge(&mut self, other: &Counters) {
+        self.acquisitions += other.acquisitions;
+        self.contended_acquisitions += other.contended_acquisitions;
+        self.handovers_after_expiry += other.handovers_after_expiry;
+        self.recoveries_after_lost_create += other.recoveries_after_lost_create;
+        self.acquire_failures += other.acquire_failures;
+        self.releases += other.releases;
+        self.lost += other.lost;
+        self.fenced_rejections += other.fenced_rejections;
+        self.unfenced_lost_updates += other.unfenced_lost_updates;
+        for (k, n) in &other.faults {
+            *self.faults.entry(k.clone()).or_default() += n;
+        }
+    }
+
+    /// All faults injected.
+    pub fn total_faults(&self) -> u64 {
+        self.faults.values().sum()
+    }
+}
+
+/// Per-client state while counting.
+#[derive(Clone, Copy, Debug, Default)]
+struct ClientState {
+    waiting: bool,
+    contended: bool,
+    lost_create: bool,
+    /// Lost, expired or crashed since its last grant.
+    broken_since_grant: bool,
+}
+
+/// Counts one history.
+pub fn count(history: &History) -> Counters {
+    let mut n = Counters::default();
+    let mut tracker = BeliefTracker::default();
+    let mut clients: BTreeMap<u32, ClientState> = BTreeMap::new();
+    let mut last_grant: Option<u32> = None;
+    for (i, e) in history.events.iter().enumerate() {
+        let c = e.client;
+        let prev_broken = last_grant
+            .filter(|p| *p != c)
+            .and_then(|p| clients.get(&p))
+            .is_some_and(|p| p.broken_since_grant);
+        let st = clients.entry(c).or_default();
+        match &e.kind {
+            EventKind::AcquireInvoked { .. } => {
+                st.waiting = true;
+                st.contended = false;
+                st.lost_create = false;
+            }
+            EventKind::Acquired { .. } => {
+                n.acquisitions += 1;
+                n.contended_acquisitions += u64::from(st.contended);
+                n.recoveries_after_lost_create += u64::from(st.lost_create);
+                st.waiting = false;
+                st.broken_since_grant = false;
+                n.handovers_after_expiry += u64::from(prev_broken);
+                last_grant = Some(c);
+            }
+            EventKind::AcquireFailed { .. } => {
+                n.acquire_failures += 1;
+                st.waiting = false;
+            }
+            EventKind::Released => n.releases += 1,
+            EventKind::Lost { .. } => {
+                n.lost += 1;
+                st.broken_since_grant = true;
+            }
+            EventKind::Session {
+                state: SessionState::Expired,
+            } => st.broken_since_grant = true,
+            EventKind::ResourceWrite {
+                fenced_accepted,
+                unfenced_overwrote,
+                ..
+            } => {
+                n.fenced_rejections += u64::from(!*fenced_accepted);
+                n.unfenced_lost_updates += u64::from(*unfenced_overwrote);
+            }
+            EventKind::Fault { fault } => {
+                *n.faults.entry(fault_name(*fault).to_owned()).or_default() += 1;
+                if *fault == FaultKind::LostCreateResponse && st.waiting {
+                    st.lost_create = true;
+                }
+                if is_crash(e) {
+                    st.broken_since_grant = true;
+                }
+            }
+            _ => {}
+        }
+        tracker.observe(i, e);
+        // Contention: anyone else believing they hold while a client waits.
+        let holders: BTreeSet<u32> = tracker.open().map(|h| h.client).collect();
+        for (client, s) in clients.iter_mut() {
+            if s.waiting && holders.iter().any(|h| h != client) {
+                s.contended = true;
+            }
+        }
+    }
+    n
+}
+
+impl fmt::Display for Counters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "acquisitions {} (contended {}, handed over after expiry {}, recovered after \
+             lost create {}), acquire failures {}, releases {}, lost {}",
+            self.acquisitions,
+            self.contended_acquisitions,
+            self.handovers_after_expiry,
+            self.recoveries_after_lost_create,
+            self.acquire_failures,
+            self.releases,
+            self.lost
+        )?;
+        writeln!(
+            f,
+            "resource: fenced rejections {}, unfenced lost updates {}",
+            self.fenced_rejections, self.unfenced_lost_updates
+        )?;
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        writeln!(
+            f,
+            "faults: {} ({})",
+            self.total_faults(),
+            if faults.is_empty() {
+                "none".to_owned()
+            } else {
+                faults.join(", ")
+            }
+        )
+    }
+}

@@ -1,0 +1,40 @@
+//! The properties: pure functions from a history (and a few scenario facts) to a verdict.
+//!
+//! | name                  | kind       | holds when                                                  |
+//! |-----------------------|------------|-------------------------------------------------------------|
+//! | `mutual_exclusion`    | always     | no two exclusive/writer holds overlap (judged by belief)    |
+//! | `fenced_resource`     | always     | the fenced resource accepts writes in token order, no lost update |
+//! | `read_write_compat`   | always     | no reader's hold overlaps a writer's                        |
+//! | `liveness_after_heal` | eventually | every live waiter is served within the bound after the heal; no orphan node |
+//! | `no_herd`             | always     | a release wakes at most one waiter                          |
+//! | `fifo`                | always     | grants follow sequence order                                |
+
+mod config;
+mod counters;
+pub mod fenced_resource;
+pub mod fifo;
+pub mod liveness_after_heal;
+pub mod mutual_exclusion;
+pub mod no_herd;
+mod overlap;
+pub mod read_write_compat;
+mod report;
+mod verdict;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::CheckConfig;
+pub use counters::{Counters, count};
+pub use report::{Report, check_all};
+pub use verdict::{EventRef, FAULTS_SHOWN, Verdict, Violation};
+
+/// Every property name, in the order `check_all` reports them.
+pub const PROPERTY_NAMES: [&str; 6] = [
+    mutual_exclusion::NAME,
+    fenced_resource::NAME,
+    read_write_compat::NAME,
+    liveness_after_heal::NAME,
+    no_herd::NAME,
+    fifo::NAME,
+];

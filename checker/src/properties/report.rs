@@ -1,0 +1,77 @@
+//! Every property at once, with the counters.
+
+use super::{
+    CheckConfig, Counters, Verdict, count, fenced_resource, fifo, liveness_after_heal,
+    mutual_exclusion, no_herd, read_write_compat,
+};
+use std::fmt;
+use zklock_recipe::history::History;
+
+/// The verdict of every property on one history, and its non-vacuity counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// One per property, in [`PROPERTY_NAMES`](super::PROPERTY_NAMES) order.
+    pub verdicts: Vec<Verdict>,
+    pub counters: Counters,
+}
+
+/// Runs every property on `history`.
+pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
+    Report {
+        verdicts: vec![
+            mutual_exclusion::check(history, cfg),
+            fenced_resource::check(history, cfg),
+            read_write_compat::check(history, cfg),
+            liveness_after_heal::check(history, cfg),
+            no_herd::check(history, cfg),
+            fifo::check(history, cfg),
+        ],
+        counters: count(history),
+    }
+}
+
+impl Report {
+    /// Whether the run passes: no verdict failed (known-unavoidable ones do not fail).
+    pub fn ok(&self) -> bool {
+        self.verdicts.iter().all(|v| v.ok)
+    }
+
+    /// The first failed verdict, if any.
+    pub fn first_failure(&self) -> Option<&Verdict> {
+        self.verdicts.iter().find(|v| !v.ok)
+    }
+
+    /// The names of the failed properties.
+    pub fn violated(&self) -> Vec<&'static str> {
+        self.verdicts
+            .iter()
+            .filter(|v| !v.ok)
+            .map(|v| v.property)
+            .collect()
+    }
+
+    /// The verdict of the property named `name`.
+    pub fn verdict(&self, name: &str) -> Option<&Verdict> {
+        self.verdicts.iter().find(|v| v.property == name)
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let failed = self.violated();
+        if failed.is_empty() {
+            writeln!(f, "all properties hold")?;
+        } else {
+            writeln!(f, "VIOLATED: {}", failed.join(", "))?;
+        }
+        for v in &self.verdicts {
+            let kind = if v.property == super::liveness_after_heal::NAME {
+                "eventually"
+            } else {
+                "always"
+            };
+            write!(f, "{kind}: {v}")?;
+        }
+        write!(f, "{}", self.counters)
+    }
+}

@@ -1,0 +1,61 @@
+//! Running a scenario and judging it in one call: what `explore` and `replay` share.
+
+use crate::properties::{CheckConfig, Report, check_all};
+use crate::trace::Trace;
+use zklock_sim::{
+    RandomChooser, Recipe, ReplayChooser, RunOutcome, Scenario, SimError, run_scenario_with,
+};
+
+/// One judged run.
+#[derive(Debug)]
+pub struct CheckedRun {
+    pub outcome: RunOutcome,
+    pub report: Report,
+}
+
+impl CheckedRun {
+    /// The first failure: a violated property's name, or why the world stopped early.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(v) = self.report.first_failure() {
+            return Some(v.property.to_string());
+        }
+        self.outcome.error.as_ref().map(|e| match e {
+            SimError::Stuck { .. } => "liveness_after_heal (stuck)".to_string(),
+            other => format!("run stopped: {other}"),
+        })
+    }
+
+    /// The run as a trace file.
+    pub fn trace(&self, scenario: &Scenario, seed: u64, recipe: &str) -> Trace {
+        Trace::new(
+            scenario.clone(),
+            seed,
+            self.outcome.choices.clone(),
+            recipe,
+            self.outcome.history.clone(),
+            self.failure(),
+        )
+    }
+}
+
+/// Judges a finished run of `scenario`.
+pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
+    let cfg = CheckConfig::from_scenario(scenario)
+        .with_final_children(outcome.final_lock_children.clone())
+        .with_run_end_us(outcome.end_time_us);
+    let report = check_all(&outcome.history, &cfg);
+    CheckedRun { outcome, report }
+}
+
+/// Runs `scenario` from `seed` with the random Chooser, then judges it.
+pub fn check_seed<R: Recipe>(scenario: &Scenario, seed: u64, recipe: &R) -> CheckedRun {
+    let o = run_scenario_with(scenario, seed, Box::new(RandomChooser::new(seed)), recipe);
+    judge(scenario, o)
+}
+
+/// Replays a trace's choices with `recipe`, then judges the run.
+pub fn replay<R: Recipe>(trace: &Trace, recipe: &R) -> CheckedRun {
+    let chooser = ReplayChooser::new(trace.choices.clone());
+    let o = run_scenario_with(&trace.scenario, trace.seed, Box::new(chooser), recipe);
+    judge(&trace.scenario, o)
+}

@@ -1,0 +1,228 @@
+//! Trace files: everything needed to replay a run (scenario, seed, choices) and what it
+//! did (the history), as JSON, with a human-readable timeline beside it.
+
+mod error;
+#[cfg(test)]
+mod tests;
+
+pub use error::TraceError;
+
+use crate::timeline::render_timeline;
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use zklock_recipe::history::History;
+use zklock_sim::Scenario;
+
+/// The trace format this zklock writes and the newest it reads. Bump it when older
+/// readers would misread a newer file.
+pub const TRACE_FORMAT_VERSION: u32 = 1;
+
+/// The version of zklock, recorded in each trace.
+pub const ZKLOCK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One run, as a file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trace {
+    pub format_version: u32,
+    pub zklock_version: String,
+    pub scenario: Scenario,
+    pub seed: u64,
+    /// The Chooser's decisions, in order: replaying them reproduces the run.
+    pub choices: Vec<u32>,
+    /// The recipe variant run, e.g. `mutex`.
+    pub recipe: String,
+    pub history: History,
+    /// The property the run violated, if any.
+    pub violation: Option<String>,
+}
+
+impl Trace {
+    /// A trace in the current format, stamped with this zklock's version.
+    pub fn new(
+        scenario: Scenario,
+        seed: u64,
+        choices: Vec<u32>,
+        recipe: impl Into<String>,
+        history: History,
+        violation: Option<String>,
+    ) -> Trace {
+        Trace {
+            format_version: TRACE_FORMAT_VERSION,
+            zklock_version: ZKLOCK_VERSION.to_owned(),
+            scenario,
+            seed,
+            choices,
+            recipe: recipe.into(),
+            history,
+            violation,
+        }
+    }
+
+    /// Where the timeline of the trace at `path` goes: `<path>.timeline.txt`.
+    pub fn timeline_path(path: &Path) -> PathBuf {
+        let mut p: OsString = path.as_os_str().to_owned();
+        p.push(".timeline.txt");
+        PathBuf::from(p)
+    }
+
+    /// The timeline file's text: a header naming the run, then the history's timeline.
+    pub fn timeline(&self) -> String {
+        let mut out = format!(
+            "zklock {} trace (format {}): recipe {}, seed {}, {} clients, {} choices\n\
+             violation: {}\n\n",
+            self.zklock_version,
+            self.format_version,
+            self.recipe,
+            self.seed,
+            self.scenario.clients,
+            self.choices.len(),
+            self.violation.as_deref().unwrap_or("none")
+        );
+        out.push_str(&render_timeline(&self.history));
+        out
+    }
+
+    /// Writes the trace as pretty JSON to `path`, and its timeline beside it. Each file
+    /// is written to a temporary file in the same directory and renamed into place, so a
+    /// crash leaves either the old file or the new one, never half of one.
+    pub fn write(&self, path: &Path) -> Result<(), TraceError> {
+        let io_err = |source| TraceError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut json = serde_json::to_string_pretty(self).map_err(|e| io_err(e.into()))?;
+        json.push('\n');
+        write_atomic(path, json.as_bytes()).map_err(io_err)?;
+        let timeline = Trace::timeline_path(path);
+        write_atomic(&timeline, self.timeline().as_bytes()).map_err(|source| TraceError::Io {
+            path: timeline,
+            source,
+        })
+    }
+
+    /// Reads a trace file. Never panics: every problem is a [`TraceError`] naming the
+    /// file. The format version is checked before anything else, so a newer file with
+    /// fields this zklock does not know is reported as newer, not as corrupt.
+    pub fn read(path: &Path) -> Result<Trace, TraceError> {
+        let bytes = fs::read(path).map_err(|source| TraceError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| json_error(path, &e))?;
+        let Some(object) = value.as_object() else {
+            return Err(TraceError::Corrupt {
+                path: path.to_owned(),
+                line: 0,
+                column: 0,
+                what: "expected a JSON object at the top level".into(),
+            });
+        };
+        let found = match object.get("format_version") {
+            None => {
+                return Err(TraceError::MissingField {
+                    path: path.to_owned(),
+                    field: "format_version".into(),
+                });
+            }
+            Some(v) => v
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .ok_or_else(|| TraceError::Corrupt {
+                    path: path.to_owned(),
+                    line: 0,
+                    column: 0,
+                    what: format!("format_version must be a small unsigned integer, found {v}"),
+                })?,
+        };
+        if found > TRACE_FORMAT_VERSION {
+            return Err(TraceError::NewerFormat {
+                path: path.to_owned(),
+                found,
+                supported: TRACE_FORMAT_VERSION,
+            });
+        }
+        // Parse the bytes again rather than the value, so errors keep their line/column.
+        serde_json::from_slice(&bytes).map_err(|e| json_error(path, &e))
+    }
+}
+
+/// Classifies a serde_json error into the trace error that explains it.
+fn json_error(path: &Path, e: &serde_json::Error) -> TraceError {
+    use serde_json::error::Category;
+    let path = path.to_owned();
+    let (line, column) = (e.line(), e.column());
+    match e.classify() {
+        Category::Eof => TraceError::Truncated { path, line, column },
+        Category::Io => TraceError::Io {
+            path,
+            source: io::Error::other(e.to_string()),
+        },
+        Category::Data => {
+            let msg = e.to_string();
+            match missing_field(&msg) {
+                Some(field) => TraceError::MissingField { path, field },
+                None => TraceError::Corrupt {
+                    path,
+                    line,
+                    column,
+                    what: strip_position(&msg),
+                },
+            }
+        }
+        Category::Syntax => TraceError::Corrupt {
+            path,
+            line,
+            column,
+            what: strip_position(&e.to_string()),
+        },
+    }
+}
+
+/// `missing field `seed` at line 3 column 1` -> `seed`.
+fn missing_field(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("missing field `")?;
+    rest.split('`').next().map(str::to_owned)
+}
+
+/// serde_json appends " at line L column C"; the error reports those separately.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(at) => msg[..at].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}

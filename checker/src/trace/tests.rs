@@ -1,0 +1,197 @@
+use super::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_VERSION};
+use crate::testkit::Hb;
+use std::fs;
+use std::path::{Path, PathBuf};
+use zklock_sim::Scenario;
+
+fn sample() -> Trace {
+    let mut h = Hb::new();
+    h.acquire(1, 1);
+    h.write(1, 1, true, false, false);
+    h.release(1, 1);
+    Trace::new(
+        Scenario::default(),
+        42,
+        vec![0, 3, 1, 2],
+        "mutex",
+        h.build(),
+        Some("mutual_exclusion".into()),
+    )
+}
+
+/// Writes `text` as a trace file in a fresh directory.
+fn file_with(dir: &tempfile::TempDir, text: &str) -> PathBuf {
+    let path = dir.path().join("bad.json");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+fn sample_json() -> serde_json::Value {
+    serde_json::to_value(sample()).unwrap()
+}
+
+#[test]
+fn write_then_read_round_trips_with_a_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let trace = sample();
+    trace.write(&path).unwrap();
+    assert_eq!(Trace::read(&path).unwrap(), trace);
+    assert_eq!(trace.format_version, TRACE_FORMAT_VERSION);
+    assert_eq!(trace.zklock_version, ZKLOCK_VERSION);
+    let timeline = fs::read_to_string(Trace::timeline_path(&path)).unwrap();
+    assert_eq!(timeline, trace.timeline());
+    assert!(timeline.contains("recipe mutex, seed 42"));
+    assert!(timeline.contains("legend:"));
+    // Overwriting works, and no temporary file is left behind.
+    trace.write(&path).unwrap();
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["run.json", "run.json.timeline.txt"]);
+}
+
+#[test]
+fn timeline_path_appends_a_suffix() {
+    assert_eq!(
+        Trace::timeline_path(Path::new("traces/a.json")),
+        PathBuf::from("traces/a.json.timeline.txt")
+    );
+}
+
+#[test]
+fn missing_file_is_an_io_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent.json");
+    let err = Trace::read(&path).unwrap_err();
+    assert!(matches!(err, TraceError::Io { .. }), "{err:?}");
+    assert_eq!(err.path(), path);
+    assert!(err.to_string().contains("absent.json"), "{err}");
+}
+
+#[test]
+fn write_into_a_missing_directory_is_an_io_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no/such/dir/run.json");
+    let err = sample().write(&path).unwrap_err();
+    assert!(matches!(err, TraceError::Io { .. }), "{err:?}");
+    assert!(err.to_string().contains("run.json"), "{err}");
+}
+
+#[test]
+fn truncated_file_is_reported_as_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = serde_json::to_string_pretty(&sample()).unwrap();
+    let path = file_with(&dir, &full[..full.len() / 2]);
+    let err = Trace::read(&path).unwrap_err();
+    assert!(matches!(err, TraceError::Truncated { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bad.json") && msg.contains("truncated"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn empty_file_is_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Trace::read(&file_with(&dir, "")).unwrap_err();
+    assert!(matches!(err, TraceError::Truncated { .. }), "{err:?}");
+}
+
+#[test]
+fn bad_json_is_corrupt_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = file_with(&dir, "{\n  \"format_version\": 1,\n  \"seed\": oops\n}\n");
+    let err = Trace::read(&path).unwrap_err();
+    match &err {
+        TraceError::Corrupt { line, column, .. } => assert_eq!((*line, *column), (3, 11)),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bad.json is corrupt at line 3, column 11"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn binary_garbage_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    fs::write(&path, [0xff, 0xfe, 0x00, 0x01]).unwrap();
+    let err = Trace::read(&path).unwrap_err();
+    assert!(matches!(err, TraceError::Corrupt { .. }), "{err:?}");
+}
+
+#[test]
+fn wrong_type_is_corrupt_and_says_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = sample_json();
+    v["seed"] = serde_json::json!("forty-two");
+    let path = file_with(&dir, &serde_json::to_string_pretty(&v).unwrap());
+    let err = Trace::read(&path).unwrap_err();
+    match &err {
+        TraceError::Corrupt { line, what, .. } => {
+            assert!(*line > 0);
+            assert!(what.contains("invalid type"), "{what}");
+        }
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+#[test]
+fn not_an_object_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Trace::read(&file_with(&dir, "[1, 2, 3]")).unwrap_err();
+    assert!(matches!(err, TraceError::Corrupt { .. }), "{err:?}");
+    let err = Trace::read(&file_with(&dir, "{\"format_version\": -1}")).unwrap_err();
+    assert!(err.to_string().contains("format_version"), "{err}");
+}
+
+#[test]
+fn newer_format_is_reported_before_unknown_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = sample_json();
+    v["format_version"] = serde_json::json!(TRACE_FORMAT_VERSION + 1);
+    v["history"] = serde_json::json!({"a_shape": "this zklock does not know"});
+    v["new_field"] = serde_json::json!(true);
+    let path = file_with(&dir, &v.to_string());
+    let err = Trace::read(&path).unwrap_err();
+    match &err {
+        TraceError::NewerFormat {
+            found, supported, ..
+        } => assert_eq!(
+            (*found, *supported),
+            (TRACE_FORMAT_VERSION + 1, TRACE_FORMAT_VERSION)
+        ),
+        other => panic!("expected NewerFormat, got {other:?}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("bad.json") && msg.contains("newer zklock"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn missing_fields_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v = sample_json();
+    v.as_object_mut().unwrap().remove("seed");
+    let err = Trace::read(&file_with(&dir, &v.to_string())).unwrap_err();
+    match &err {
+        TraceError::MissingField { field, .. } => assert_eq!(field, "seed"),
+        other => panic!("expected MissingField, got {other:?}"),
+    }
+    assert!(err.to_string().contains("`seed`"), "{err}");
+
+    v.as_object_mut().unwrap().remove("format_version");
+    let err = Trace::read(&file_with(&dir, &v.to_string())).unwrap_err();
+    assert!(
+        matches!(&err, TraceError::MissingField { field, .. } if field == "format_version"),
+        "{err:?}"
+    );
+}

@@ -1,0 +1,99 @@
+//! A holder that ignores Disconnected / Expired (the shipped lock with its lost signal
+//! unplugged), holding longer than a session: `mutual_exclusion` must catch two
+//! believers, while the shipped lock passes the same runs.
+
+use std::time::Duration;
+use zklock_checker::{CheckConfig, Report, check_all};
+use zklock_recipe::history::LockRole;
+use zklock_sim::{
+    Faults, LockUnderTest, Rate, Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient,
+    run_scenario,
+};
+
+struct Deaf(ShippedRecipe);
+struct DeafLock(ShippedLock);
+
+impl Recipe for Deaf {
+    type Lock = DeafLock;
+    fn name(&self) -> String {
+        "deaf-holder".into()
+    }
+    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> DeafLock {
+        DeafLock(self.0.lock(client, role, path))
+    }
+}
+
+impl LockUnderTest for DeafLock {
+    type Guard = <ShippedLock as LockUnderTest>::Guard;
+    async fn acquire(&self) -> Result<Self::Guard, String> {
+        self.0.acquire().await
+    }
+    async fn try_acquire(&self) -> Result<Option<Self::Guard>, String> {
+        self.0.try_acquire().await
+    }
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Self::Guard>, String> {
+        self.0.acquire_timeout(timeout).await
+    }
+    fn token(&self, guard: &Self::Guard) -> i64 {
+        self.0.token(guard)
+    }
+    fn node(&self, guard: &Self::Guard) -> String {
+        self.0.node(guard)
+    }
+    async fn lost<'a>(&'a self, _guard: &'a Self::Guard) -> String {
+        // The bug: never stop believing.
+        std::future::pending().await
+    }
+    async fn release(&self, guard: Self::Guard) -> Result<(), String> {
+        self.0.release(guard).await
+    }
+}
+
+/// Long holds and session-ending faults, no pauses.
+fn scenario() -> Scenario {
+    Scenario {
+        clients: 3,
+        acquisitions_per_client: 4,
+        hold_ms: 10_000,
+        // Two 10 s holds can queue ahead of a waiter.
+        liveness_bound_ms: 60_000,
+        faults: Faults {
+            partition: Rate::new(1, 50),
+            forced_expiry: Rate::new(1, 50),
+            ..Faults::none()
+        },
+        ..Scenario::default()
+    }
+}
+
+fn check<R: Recipe>(seed: u64, recipe: &R) -> Report {
+    let sc = scenario();
+    let out = run_scenario(&sc, seed, recipe);
+    let cfg = CheckConfig::from_scenario(&sc)
+        .with_final_children(out.final_lock_children.clone())
+        .with_run_end_us(out.end_time_us);
+    check_all(&out.history, &cfg)
+}
+
+#[test]
+fn mutual_exclusion_catches_a_deaf_holder() {
+    let caught = (0..40).find_map(|seed| {
+        let report = check(seed, &Deaf(ShippedRecipe::default()));
+        report
+            .verdict("mutual_exclusion")
+            .filter(|v| !v.ok)
+            .cloned()
+    });
+    let verdict = caught.expect("a deaf holder overlaps another within 40 seeds");
+    let v = verdict.report.unwrap();
+    assert!(!v.known_unavoidable);
+    assert!(v.events.len() >= 2, "{v}");
+}
+
+#[test]
+fn the_shipped_lock_passes_the_same_runs() {
+    for seed in 0..40 {
+        let report = check(seed, &ShippedRecipe::default());
+        assert!(report.ok(), "seed {seed}:\n{report}");
+    }
+}

@@ -1,0 +1,91 @@
+//! Integration tests of the `zklock` command line and the trace round trip.
+
+use std::path::Path;
+use std::process::Command;
+use zklock_checker::{Trace, check_seed, render_timeline, replay};
+use zklock_sim::{Scenario, ShippedRecipe};
+
+fn zklock(args: &[&str], dir: &Path) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run zklock");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn small() -> Scenario {
+    Scenario {
+        clients: 3,
+        acquisitions_per_client: 8,
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn trace_round_trip_replays_the_identical_history_and_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = small();
+    let recipe = ShippedRecipe::default();
+    for seed in 0..5 {
+        let run = check_seed(&sc, seed, &recipe);
+        let path = dir.path().join(format!("seed-{seed}.json"));
+        run.trace(&sc, seed, "zklock").write(&path).unwrap();
+        let read = Trace::read(&path).unwrap();
+        assert_eq!(read.choices, run.outcome.choices);
+        let again = replay(&read, &recipe);
+        assert_eq!(again.outcome.history, run.outcome.history, "seed {seed}");
+        let t1 = render_timeline(&run.outcome.history);
+        let t2 = render_timeline(&again.outcome.history);
+        assert!(t1 == t2, "seed {seed}: replayed timeline differs");
+        // The timeline file written beside the trace is the trace's own rendering.
+        let written = std::fs::read(Trace::timeline_path(&path)).unwrap();
+        assert!(written == read.timeline().into_bytes(), "seed {seed}: timeline file");
+        assert!(String::from_utf8(written).unwrap().contains(&t1));
+    }
+}
+
+#[test]
+fn replay_command_reports_an_identical_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = small();
+    let run = check_seed(&sc, 3, &ShippedRecipe::default());
+    let path = dir.path().join("t.json");
+    run.trace(&sc, 3, "zklock").write(&path).unwrap();
+    let (ok, out) = zklock(&["replay", path.to_str().unwrap()], dir.path());
+    assert!(ok, "{out}");
+    assert!(out.contains("replay: identical history"), "{out}");
+}
+
+#[test]
+fn corrupt_or_truncated_trace_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"format_version\": 1, \"seed\": ").unwrap();
+    let (ok, out) = zklock(&["replay", "bad.json"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("bad.json"), "names the file: {out}");
+    assert!(!out.contains("panicked"), "{out}");
+    let (ok, out) = zklock(&["replay", "missing.json"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("missing.json"), "{out}");
+}
+
+#[test]
+fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out) = zklock(&["explore", "--seeds", "5"], dir.path());
+    assert!(ok, "{out}");
+    assert!(out.contains("every property held"), "{out}");
+    let (ok, out) = zklock(&["explore", "--clients", "0"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("--clients must be between 1 and 64"), "{out}");
+    let (ok, out) = zklock(&["frobnicate"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("unknown command"), "{out}");
+}

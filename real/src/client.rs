@@ -50,21 +50,6 @@ impl StateHub {
     }
 }
 
-/// The credentials of a live session (its id and password). With them a second client can
-/// attach to the same session, which is how the harness forces an expiry.
-#[derive(Clone, Debug)]
-pub struct SessionCredentials {
-    pub(crate) info: zk::SessionInfo,
-    pub(crate) timeout: Duration,
-}
-
-impl SessionCredentials {
-    /// The session's id.
-    pub fn session_id(&self) -> SessionId {
-        SessionId(self.info.id().0)
-    }
-}
-
 /// A ZooKeeper session through the `zookeeper-client` crate, implementing [`Coordination`].
 ///
 /// * Requests are sent when their future is first polled, in that order.
@@ -82,7 +67,8 @@ impl SessionCredentials {
 pub struct ZkClient {
     /// `None` after `close`; every operation then fails.
     client: Mutex<Option<zk::Client>>,
-    credentials: SessionCredentials,
+    session_id: SessionId,
+    session_timeout: Duration,
     addr: String,
     hub: Arc<Mutex<StateHub>>,
     watches: WatchForwarder,
@@ -112,10 +98,16 @@ impl ZkClient {
         let client = match tokio::time::timeout(timeout, connector.connect(addr)).await {
             // zookeeper-client gives up on its own after about a session timeout.
             Err(_) | Ok(Err(zk::Error::Timeout)) => {
-                return Err(RealError::ConnectTimeout { addr: addr.to_string(), timeout });
+                return Err(RealError::ConnectTimeout {
+                    addr: addr.to_string(),
+                    timeout,
+                });
             }
             Ok(Err(error)) => {
-                return Err(RealError::Connect { addr: addr.to_string(), error: zk_error(error) });
+                return Err(RealError::Connect {
+                    addr: addr.to_string(),
+                    error: zk_error(error),
+                });
             }
             Ok(Ok(client)) => client,
         };
@@ -143,10 +135,8 @@ impl ZkClient {
             }
         });
         ZkClient {
-            credentials: SessionCredentials {
-                info: client.session().clone(),
-                timeout: client.session_timeout(),
-            },
+            session_id: SessionId(client.session_id().0),
+            session_timeout: client.session_timeout(),
             client: Mutex::new(Some(client)),
             addr: addr.to_string(),
             hub,
@@ -162,12 +152,7 @@ impl ZkClient {
 
     /// The session timeout the server granted.
     pub fn negotiated_session_timeout(&self) -> Duration {
-        self.credentials.timeout
-    }
-
-    /// The session's id and password, e.g. for [`crate::harness::expire_session`].
-    pub fn session_credentials(&self) -> SessionCredentials {
-        self.credentials.clone()
+        self.session_timeout
     }
 
     /// The live client, or the error every request gets now. Fails fast while disconnected
@@ -213,7 +198,11 @@ impl ZkClient {
                     writer.add_create(path, data, &options)
                 }
                 Op::Delete { path, version } => writer.add_delete(path, *version),
-                Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+                Op::SetData {
+                    path,
+                    data,
+                    version,
+                } => writer.add_set_data(path, data, *version),
             };
             added.map_err(|e| failed_at(index, zk_error(e)))?;
         }
@@ -230,12 +219,13 @@ impl ZkClient {
             .map(|r| match r {
                 zk::MultiWriteResult::Check => Ok(OpResult::Check),
                 zk::MultiWriteResult::Delete => Ok(OpResult::Delete),
-                zk::MultiWriteResult::Create { path, stat } => {
-                    Ok(OpResult::Create { path, stat: convert::stat(&stat) })
-                }
-                zk::MultiWriteResult::SetData { stat } => {
-                    Ok(OpResult::SetData { stat: convert::stat(&stat) })
-                }
+                zk::MultiWriteResult::Create { path, stat } => Ok(OpResult::Create {
+                    path,
+                    stat: convert::stat(&stat),
+                }),
+                zk::MultiWriteResult::SetData { stat } => Ok(OpResult::SetData {
+                    stat: convert::stat(&stat),
+                }),
                 // The enum is non-exhaustive; only the four kinds above are ever sent.
                 other => Err(ZkError::Other {
                     code: -1,
@@ -251,7 +241,7 @@ impl ZkClient {
         // zookeeper-client sends CloseSession once its last handle is gone.
         *lock(&self.client) = None;
         drop(client);
-        let bound = self.credentials.timeout.max(Duration::from_secs(1)) * 2;
+        let bound = self.session_timeout.max(Duration::from_secs(1)) * 2;
         let outcome = tokio::time::timeout(bound, async {
             loop {
                 let state = states.changed().await;
@@ -283,7 +273,7 @@ impl ZkClient {
 
 impl Coordination for ZkClient {
     fn session_id(&self) -> SessionId {
-        self.credentials.session_id()
+        self.session_id
     }
 
     fn session_state(&self) -> SessionState {
@@ -310,123 +300,98 @@ impl Coordination for ZkClient {
         tokio::time::sleep(duration)
     }
 
-    fn create(
+    async fn create(
         &self,
         path: &str,
         data: &[u8],
         mode: CreateMode,
-    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
-        async move {
-            validate_path(path, mode.is_sequential())?;
-            let client = self.live()?;
-            let options = convert::create_mode(mode).with_acls(zk::Acls::anyone_all());
-            let result = client.create(path, data, &options).await;
-            let (stat, sequence) = self.reply(result)?;
-            let created =
-                if mode.is_sequential() { format!("{path}{sequence}") } else { path.to_string() };
-            Ok((created, convert::stat(&stat)))
-        }
+    ) -> Result<(String, Stat), ZkError> {
+        validate_path(path, mode.is_sequential())?;
+        let client = self.live()?;
+        let options = convert::create_mode(mode).with_acls(zk::Acls::anyone_all());
+        let result = client.create(path, data, &options).await;
+        let (stat, sequence) = self.reply(result)?;
+        let created = if mode.is_sequential() {
+            format!("{path}{sequence}")
+        } else {
+            path.to_string()
+        };
+        Ok((created, convert::stat(&stat)))
     }
 
-    fn delete(
-        &self,
-        path: &str,
-        version: Option<i32>,
-    ) -> impl Future<Output = Result<(), ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.delete(path, version).await;
-            self.reply(result)
-        }
+    async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.delete(path, version).await;
+        self.reply(result)
     }
 
-    fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.check_stat(path).await;
-            Ok(self.reply(result)?.as_ref().map(convert::stat))
-        }
+    async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.check_stat(path).await;
+        Ok(self.reply(result)?.as_ref().map(convert::stat))
     }
 
-    fn exists_watch(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.check_and_watch_stat(path).await;
-            let (stat, watcher) = self.reply(result)?;
-            Ok((stat.as_ref().map(convert::stat), self.watches.forward(watcher)))
-        }
+    async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.check_and_watch_stat(path).await;
+        let (stat, watcher) = self.reply(result)?;
+        Ok((
+            stat.as_ref().map(convert::stat),
+            self.watches.forward(watcher),
+        ))
     }
 
-    fn get_data(&self, path: &str) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.get_data(path).await;
-            let (data, stat) = self.reply(result)?;
-            Ok((data, convert::stat(&stat)))
-        }
+    async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.get_data(path).await;
+        let (data, stat) = self.reply(result)?;
+        Ok((data, convert::stat(&stat)))
     }
 
-    fn get_data_watch(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.get_and_watch_data(path).await;
-            let (data, stat, watcher) = self.reply(result)?;
-            Ok((data, convert::stat(&stat), self.watches.forward(watcher)))
-        }
+    async fn get_data_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.get_and_watch_data(path).await;
+        let (data, stat, watcher) = self.reply(result)?;
+        Ok((data, convert::stat(&stat), self.watches.forward(watcher)))
     }
 
-    fn get_children(&self, path: &str) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.list_children(path).await;
-            self.reply(result)
-        }
+    async fn get_children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.list_children(path).await;
+        self.reply(result)
     }
 
-    fn get_children_watch(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.list_and_watch_children(path).await;
-            let (children, watcher) = self.reply(result)?;
-            Ok((children, self.watches.forward(watcher)))
-        }
+    async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.list_and_watch_children(path).await;
+        let (children, watcher) = self.reply(result)?;
+        Ok((children, self.watches.forward(watcher)))
     }
 
-    fn set_data(
+    async fn set_data(
         &self,
         path: &str,
         data: &[u8],
         version: Option<i32>,
-    ) -> impl Future<Output = Result<Stat, ZkError>> + Send {
-        async move {
-            validate_path(path, false)?;
-            let client = self.live()?;
-            let result = client.set_data(path, data, version).await;
-            Ok(convert::stat(&self.reply(result)?))
-        }
+    ) -> Result<Stat, ZkError> {
+        validate_path(path, false)?;
+        let client = self.live()?;
+        let result = client.set_data(path, data, version).await;
+        Ok(convert::stat(&self.reply(result)?))
     }
 
-    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send {
-        self.do_multi(ops)
+    async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
+        self.do_multi(ops).await
     }
 
-    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
-        self.do_close()
+    async fn close(&self) -> Result<(), ZkError> {
+        self.do_close().await
     }
 }

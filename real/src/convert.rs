@@ -28,7 +28,10 @@ mod code {
 /// was applied, and `ConnectionLoss` is how the recipe is told exactly that.
 pub(crate) fn zk_error(error: zk::Error) -> ZkError {
     use zk::Error as E;
-    let other = |code: i32, error: &zk::Error| ZkError::Other { code, message: error.to_string() };
+    let other = |code: i32, error: &zk::Error| ZkError::Other {
+        code,
+        message: error.to_string(),
+    };
     match error {
         E::NoNode => ZkError::NoNode,
         E::NodeExists => ZkError::NodeExists,
@@ -113,7 +116,10 @@ pub(crate) fn watch_outcome(event: zk::WatchedEvent) -> Result<WatchedEvent, ZkE
             });
         }
     };
-    Ok(WatchedEvent { event_type, path: event.path })
+    Ok(WatchedEvent {
+        event_type,
+        path: event.path,
+    })
 }
 
 #[cfg(test)]
@@ -123,7 +129,10 @@ mod tests {
     #[test]
     fn connection_level_errors_become_connection_loss() {
         assert_eq!(zk_error(zk::Error::ConnectionLoss), ZkError::ConnectionLoss);
-        assert_eq!(zk_error(zk::Error::UnexpectedError("x".into())), ZkError::ConnectionLoss);
+        assert_eq!(
+            zk_error(zk::Error::UnexpectedError("x".into())),
+            ZkError::ConnectionLoss
+        );
         assert_eq!(zk_error(zk::Error::Timeout), ZkError::OperationTimeout);
         assert_eq!(zk_error(zk::Error::ClientClosed), ZkError::SessionClosed);
     }
@@ -133,9 +142,15 @@ mod tests {
         assert_eq!(zk_error(zk::Error::NoNode), ZkError::NoNode);
         assert_eq!(
             zk_error(zk::Error::UnexpectedErrorCode(-999)),
-            ZkError::Other { code: -999, message: "unexpected error code: -999".into() }
+            ZkError::Other {
+                code: -999,
+                message: "unexpected error code: -999".into()
+            }
         );
-        assert!(matches!(zk_error(zk::Error::InvalidAcl), ZkError::Other { code: -114, .. }));
+        assert!(matches!(
+            zk_error(zk::Error::InvalidAcl),
+            ZkError::Other { code: -114, .. }
+        ));
     }
 
     #[test]
@@ -147,7 +162,10 @@ mod tests {
         let deleted = zk::WatchedEvent::new(zk::EventType::NodeDeleted, "/a");
         assert_eq!(
             watch_outcome(deleted),
-            Ok(WatchedEvent { event_type: EventType::NodeDeleted, path: "/a".into() })
+            Ok(WatchedEvent {
+                event_type: EventType::NodeDeleted,
+                path: "/a".into()
+            })
         );
     }
 }

@@ -45,12 +45,18 @@ pub enum RealError {
     /// A fault-injecting proxy could not do what was asked.
     Proxy { reason: String },
     /// An I/O error, with what was being done.
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 }
 
 impl RealError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        RealError::Io { context: context.into(), source }
+        RealError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 
@@ -69,12 +75,20 @@ impl fmt::Display for RealError {
                 "cannot connect to ZooKeeper at {addr}: {error}; check the connect string \
                  (host:port[,host:port...])"
             ),
-            RealError::NotInstalled { what, path, env_var } => write!(
+            RealError::NotInstalled {
+                what,
+                path,
+                env_var,
+            } => write!(
                 f,
                 "{what} not found at {} (set {env_var} to override); {INSTALL_HINT}",
                 path.display()
             ),
-            RealError::ServerStart { server, reason, log_tail } => {
+            RealError::ServerStart {
+                server,
+                reason,
+                log_tail,
+            } => {
                 write!(f, "ZooKeeper {server} did not start: {reason}")?;
                 if log_tail.is_empty() {
                     f.write_str(" (the server wrote no output)")
@@ -104,5 +118,38 @@ impl std::error::Error for RealError {
             RealError::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_installation_says_what_to_install() {
+        let e = RealError::NotInstalled {
+            what: "Java",
+            path: PathBuf::from("/usr/bin/java"),
+            env_var: "ZKLOCK_JAVA",
+        };
+        let message = e.to_string();
+        assert!(
+            message.contains("apt-get install -y zookeeper"),
+            "{message}"
+        );
+        assert!(
+            message.contains("/usr/bin/java") && message.contains("ZKLOCK_JAVA"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn start_errors_quote_the_log() {
+        let e = RealError::ServerStart {
+            server: "server at 127.0.0.1:1".into(),
+            reason: "its process exited".into(),
+            log_tail: "java.net.BindException: Address already in use".into(),
+        };
+        assert!(e.to_string().ends_with("Address already in use"));
     }
 }

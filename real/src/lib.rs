@@ -1,9 +1,51 @@
 //! zklock on a real ZooKeeper.
+//!
+//! * [`ZkClient`] implements [`zklock_recipe::Coordination`] over the
+//!   [`zookeeper-client`](https://docs.rs/zookeeper-client) crate, so a lock recipe written
+//!   for zklock's simulation runs unchanged against a real server or ensemble.
+//! * [`harness`] starts and stops real ZooKeeper servers for tests ([`harness::TestServer`],
+//!   [`harness::TestCluster`]), kills and restarts them, and forces sessions to expire.
+//! * [`proxy`] is a fault-injecting TCP proxy that understands ZooKeeper's framing: it cuts
+//!   connections, loses create responses and black-holes clients.
+//!
+//! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
+//! [`harness::availability`]).
+//!
+//! ```no_run
+//! use zklock_real::harness::{self, TestServer};
+//! use zklock_real::proxy::Proxy;
+//! use zklock_real::ZkClient;
+//! use zklock_recipe::{Coordination, CreateMode, ZkError};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     if let Err(why) = harness::availability() {
+//!         eprintln!("skipping: {why}");
+//!         return Ok(());
+//!     }
+//!     let server = TestServer::start()?;
+//!     let proxy = Proxy::start(server.addr()).await?;
+//!     // Session timeout 5 s; give up connecting after 10 s.
+//!     let client = ZkClient::connect(&proxy.connect_string(), 5_000, 10_000).await?;
+//!     client.create("/locks", b"", CreateMode::Persistent).await?;
+//!
+//!     // A create applied by the server whose reply never arrives.
+//!     proxy.lose_next_create_response();
+//!     let lost = client.create("/locks/lock-", b"", CreateMode::EphemeralSequential).await;
+//!     assert_eq!(lost, Err(ZkError::ConnectionLoss));
+//!
+//!     // Curator's KillSession: the client learns Expired, its ephemerals are gone.
+//!     server.expire_session(&client).await?;
+//!     Ok(())
+//! }
+//! ```
+
 mod client;
 mod convert;
 mod error;
+pub mod harness;
+pub mod proxy;
 mod watch;
 
-pub use client::{SessionCredentials, ZkClient, monotonic_now};
+pub use client::{ZkClient, monotonic_now};
 pub use error::{INSTALL_HINT, RealError};
-pub mod harness;

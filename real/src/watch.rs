@@ -101,9 +101,16 @@ impl WatchForwarder {
                 let delivered = poll_fn(|cx| {
                     let mut pending = lock(&slot);
                     pending.waker = Some(cx.waker().clone());
-                    if pending.poll_deliver(cx) { Poll::Ready(()) } else { Poll::Pending }
+                    if pending.poll_deliver(cx) {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
                 });
-                if tokio::time::timeout(ABANDON_CHECK_INTERVAL, delivered).await.is_ok() {
+                if tokio::time::timeout(ABANDON_CHECK_INTERVAL, delivered)
+                    .await
+                    .is_ok()
+                {
                     return;
                 }
                 let mut pending = lock(&slot);
@@ -123,7 +130,10 @@ impl WatchForwarder {
             let mut pending = lock(slot);
             // Before its task first ran there is no task waker; the task polls (and so
             // registers itself) when it runs, so a no-op waker is safe here.
-            let waker = pending.waker.clone().unwrap_or_else(|| Waker::noop().clone());
+            let waker = pending
+                .waker
+                .clone()
+                .unwrap_or_else(|| Waker::noop().clone());
             !pending.poll_deliver(&mut Context::from_waker(&waker))
         });
     }

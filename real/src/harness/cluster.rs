@@ -46,21 +46,35 @@ impl TestCluster {
             });
         }
         let install = Installation::detect()?;
-        let dir = tempfile::Builder::new()
-            .prefix("zklock-ensemble-")
-            .tempdir()
-            .map_err(|e| RealError::io("creating a temporary directory", e))?;
+        let dir = super::temp_dir("zklock-ensemble-")?;
         let ports = free_ports(3 * n)?;
         let peers: Vec<Peer> = (0..n)
-            .map(|i| Peer { id: i + 1, quorum_port: ports[3 * i + 1], election_port: ports[3 * i + 2] })
+            .map(|i| Peer {
+                id: i + 1,
+                quorum_port: ports[3 * i + 1],
+                election_port: ports[3 * i + 2],
+            })
             .collect();
         let nodes = (0..n)
             .map(|i| {
                 let name = format!("server {i} (myid {})", i + 1);
-                Node::create(&dir.path().join(format!("server{i}")), name, i + 1, ports[3 * i], &peers, &options)
+                Node::create(
+                    &dir.path().join(format!("server{i}")),
+                    super::orphan_dir(&dir),
+                    name,
+                    i + 1,
+                    ports[3 * i],
+                    &peers,
+                    &options,
+                )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut cluster = TestCluster { nodes, install, options, dir };
+        let mut cluster = TestCluster {
+            nodes,
+            install,
+            options,
+            dir,
+        };
         // All JVMs start together: an ensemble serves only once a quorum is up.
         for node in &mut cluster.nodes {
             node.spawn(&cluster.install)?;
@@ -85,7 +99,11 @@ impl TestCluster {
 
     /// The connect string naming every server, `127.0.0.1:a,127.0.0.1:b,...`.
     pub fn connect_string(&self) -> String {
-        self.nodes.iter().map(|n| n.addr().to_string()).collect::<Vec<_>>().join(",")
+        self.nodes
+            .iter()
+            .map(|n| n.addr().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The client address of server `i`.

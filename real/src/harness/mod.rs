@@ -16,17 +16,16 @@
 mod cluster;
 mod process;
 mod server;
+mod session;
 
-pub use cluster::TestCluster;
+pub use cluster::{MAX_ENSEMBLE_SIZE, TestCluster};
 pub use process::four_letter_word;
 pub use server::TestServer;
+pub use session::{expire_session, kill_session};
 
-use crate::client::{SessionCredentials, ZkClient};
 use crate::error::RealError;
 use std::path::PathBuf;
 use std::time::Duration;
-use zklock_recipe::{Coordination, SessionState};
-use zookeeper_client as zk;
 
 /// Overrides the Java executable (default `/usr/bin/java`).
 pub const JAVA_ENV: &str = "ZKLOCK_JAVA";
@@ -43,6 +42,10 @@ const DEFAULT_CONF: &str = "/etc/zookeeper/conf";
 /// How long [`TestServer::expire_session`] and [`TestCluster::expire_session`] may take.
 pub const EXPIRE_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Set (to anything non-empty) to keep the servers' directories (config, data, output)
+/// after the test, for a post-mortem; each kept path is printed.
+pub const KEEP_DIRS_ENV: &str = "ZKLOCK_KEEP_SERVER_DIRS";
+
 /// Where Java and ZooKeeper are.
 #[derive(Clone, Debug)]
 pub struct Installation {
@@ -50,19 +53,34 @@ pub struct Installation {
     pub jar: PathBuf,
     /// Put first on the classpath (it holds the logging config); `None` if absent.
     pub conf: Option<PathBuf>,
+    /// slf4j-simple, next to the jar, if installed: the Debian jar ships no slf4j binding,
+    /// and without one the server's log (which start errors quote) would be empty.
+    pub logger: Option<PathBuf>,
 }
 
 impl Installation {
     /// Finds Java and ZooKeeper from the environment variables or Debian's paths.
     pub fn detect() -> Result<Installation, RealError> {
-        let from_env = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let from_env = |var: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let java = from_env(JAVA_ENV).unwrap_or_else(|| PathBuf::from(DEFAULT_JAVA));
         if !java.is_file() {
-            return Err(RealError::NotInstalled { what: "Java", path: java, env_var: JAVA_ENV });
+            return Err(RealError::NotInstalled {
+                what: "Java",
+                path: java,
+                env_var: JAVA_ENV,
+            });
         }
         let jar = from_env(JAR_ENV).unwrap_or_else(|| PathBuf::from(DEFAULT_JAR));
         if !jar.is_file() {
-            return Err(RealError::NotInstalled { what: "the ZooKeeper jar", path: jar, env_var: JAR_ENV });
+            return Err(RealError::NotInstalled {
+                what: "the ZooKeeper jar",
+                path: jar,
+                env_var: JAR_ENV,
+            });
         }
         let conf = match from_env(CONF_ENV) {
             Some(conf) if conf.is_dir() => Some(conf),
@@ -76,7 +94,16 @@ impl Installation {
             }
             None => Some(PathBuf::from(DEFAULT_CONF)).filter(|c| c.is_dir()),
         };
-        Ok(Installation { java, jar, conf })
+        let logger = jar
+            .parent()
+            .map(|dir| dir.join("slf4j-simple.jar"))
+            .filter(|l| l.is_file());
+        Ok(Installation {
+            java,
+            jar,
+            conf,
+            logger,
+        })
     }
 }
 
@@ -84,6 +111,29 @@ impl Installation {
 /// error says what to install.
 pub fn availability() -> Result<(), RealError> {
     Installation::detect().map(|_| ())
+}
+
+fn keep_dirs() -> bool {
+    std::env::var_os(KEEP_DIRS_ENV).is_some_and(|v| !v.is_empty())
+}
+
+/// What a server's watchdog removes if the test process dies: `dir`, unless kept.
+pub(crate) fn orphan_dir(dir: &tempfile::TempDir) -> Option<&std::path::Path> {
+    (!keep_dirs()).then(|| dir.path())
+}
+
+/// A temporary directory for servers, kept if [`KEEP_DIRS_ENV`] is set.
+pub(crate) fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, RealError> {
+    let keep = keep_dirs();
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .disable_cleanup(keep)
+        .tempdir()
+        .map_err(|e| RealError::io("creating a temporary directory", e))?;
+    if keep {
+        eprintln!("zklock-real: keeping {}", dir.path().display());
+    }
+    Ok(dir)
 }
 
 /// Settings of the servers the harness starts.
@@ -125,83 +175,5 @@ impl ServerOptions {
     pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
         self
-    }
-}
-
-/// Ends the session of `credentials` at the server, as Curator's `KillSession` does: a
-/// second client attaches to the same session (same id and password) and closes it. The
-/// server deletes the session's ephemerals at once; the original client learns `Expired`
-/// when it next talks to the server (attaching takes its connection away, so at once).
-///
-/// Succeeds also if the session was already gone.
-pub async fn kill_session(
-    connect_string: &str,
-    credentials: &SessionCredentials,
-    timeout: Duration,
-) -> Result<(), RealError> {
-    let session = credentials.session_id().to_string();
-    let fail = |reason: String| RealError::ExpireSession { session: session.clone(), reason };
-    let attach = zk::Client::connector()
-        .with_session(credentials.info.clone())
-        .with_session_timeout(credentials.timeout)
-        .connect(connect_string);
-    let work = async {
-        let twin = match attach.await {
-            Ok(twin) => twin,
-            Err(zk::Error::SessionExpired) => return Ok(()),
-            Err(e) => return Err(fail(format!("attaching to the session failed: {e}"))),
-        };
-        let mut states = twin.state_watcher();
-        // Dropping the last handle makes zookeeper-client send CloseSession. If the
-        // original client takes the session back first, the twin reconnects and closes it
-        // then, since its request channel is closed.
-        drop(twin);
-        loop {
-            match states.changed().await {
-                zk::SessionState::Closed | zk::SessionState::Expired => return Ok(()),
-                zk::SessionState::AuthFailed => {
-                    return Err(fail("the server refused authentication".to_string()));
-                }
-                _ => {}
-            }
-        }
-    };
-    match tokio::time::timeout(timeout, work).await {
-        Ok(result) => result,
-        Err(_) => Err(fail(format!("no confirmation within {} ms", timeout.as_millis()))),
-    }
-}
-
-/// Forces `client`'s session to expire (see [`kill_session`]) and waits until the client
-/// itself reports [`SessionState::Expired`].
-pub async fn expire_session(
-    connect_string: &str,
-    client: &ZkClient,
-    timeout: Duration,
-) -> Result<(), RealError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut events = client.session_events();
-    kill_session(connect_string, &client.session_credentials(), timeout).await?;
-    let expired = tokio::time::timeout_at(deadline, async {
-        while client.session_state() != SessionState::Expired {
-            if events.next().await.is_none() {
-                break;
-            }
-        }
-    })
-    .await;
-    match client.session_state() {
-        SessionState::Expired => Ok(()),
-        state => Err(RealError::ExpireSession {
-            session: client.session_id().to_string(),
-            reason: match expired {
-                Ok(()) => format!("the client ended in state {state:?}, not Expired"),
-                Err(_) => format!(
-                    "the server closed the session, but the client still reports {state:?} \
-                     after {} ms",
-                    timeout.as_millis()
-                ),
-            },
-        }),
     }
 }

@@ -18,20 +18,35 @@ const REAP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines of server output quoted in a start error.
 const LOG_TAIL_LINES: usize = 40;
 
-/// Runs Java under a tiny shell watchdog that SIGKILLs it when the watchdog's stdin closes:
-/// when the harness kills the server (it closes the pipe), and also when the test process
-/// dies without unwinding (the kernel closes the pipe), so no JVM outlives its test.
+/// Runs Java under a tiny shell watchdog that SIGKILLs it when the watchdog's stdin closes.
+/// The harness writes a line first when it kills a server on purpose. A close without that
+/// line means the test process died without unwinding (the kernel closed the pipe): the
+/// watchdog then also removes the server's temporary directory, which nobody else will.
 /// fd 3 keeps the pipe for the background reader, whose stdin sh replaces with /dev/null.
 const WATCHDOG_SCRIPT: &str = r#"exec 3<&0
+orphan_dir=$1
+shift
 "$@" </dev/null 3<&- &
 pid=$!
-(read -r _line <&3; kill -9 "$pid" 2>/dev/null) </dev/null &
+(
+    if read -r _line <&3; then
+        kill -9 "$pid" 2>/dev/null
+    else
+        kill -9 "$pid" 2>/dev/null
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+        [ -n "$orphan_dir" ] && rm -rf "$orphan_dir" 2>/dev/null
+    fi
+) </dev/null &
 exec 3<&-
 wait "$pid""#;
 
 /// Sends a ZooKeeper four-letter-word command (`ruok`, `srvr`, `stat`, `cons`...) and returns
 /// the answer. Needs `4lw.commands.whitelist` on the server (the harness sets `*`).
-pub fn four_letter_word(addr: SocketAddr, command: &str, timeout: Duration) -> std::io::Result<String> {
+pub fn four_letter_word(
+    addr: SocketAddr,
+    command: &str,
+    timeout: Duration,
+) -> std::io::Result<String> {
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
@@ -70,6 +85,9 @@ pub(crate) struct Node {
     pub(crate) name: String,
     pub(crate) client_port: u16,
     dir: PathBuf,
+    /// What the watchdog removes if the test process dies (the whole temporary directory);
+    /// `None` to keep it.
+    orphan_dir: Option<PathBuf>,
     config: PathBuf,
     log: PathBuf,
     standalone: bool,
@@ -87,6 +105,7 @@ impl Node {
     /// Writes the node's directory and config. `peers` is empty for a standalone server.
     pub(crate) fn create(
         dir: &Path,
+        orphan_dir: Option<&Path>,
         name: String,
         my_id: usize,
         client_port: u16,
@@ -126,6 +145,7 @@ impl Node {
             name,
             client_port,
             dir: dir.to_path_buf(),
+            orphan_dir: orphan_dir.map(Path::to_path_buf),
             config: config_path,
             log: dir.join("server.log"),
             standalone: peers.is_empty(),
@@ -151,25 +171,39 @@ impl Node {
             .append(true)
             .open(&self.log)
             .map_err(|e| RealError::io(format!("opening {}", self.log.display()), e))?;
-        let log_err = log.try_clone().map_err(|e| RealError::io("duplicating the log file", e))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| RealError::io("duplicating the log file", e))?;
         let mut classpath = std::ffi::OsString::new();
         if let Some(conf) = &install.conf {
             classpath.push(conf);
             classpath.push(":");
         }
         classpath.push(&install.jar);
+        if let Some(logger) = &install.logger {
+            classpath.push(":");
+            classpath.push(logger);
+        }
         let mut command = Command::new("sh");
         command
             .arg("-c")
             .arg(WATCHDOG_SCRIPT)
             .arg("zklock-zookeeper-watchdog")
+            .arg(self.orphan_dir.as_deref().unwrap_or(Path::new("")))
             .arg(&install.java)
             // A small, quick-starting JVM: the servers hold a few znodes.
-            .args(["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            .args([
+                "-Xms32m",
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+            ])
             .args(["-XX:-UsePerfData", "-Djava.awt.headless=true"])
             // A restarted server may find a transaction log but no snapshot yet.
             .arg("-Dzookeeper.snapshot.trust.empty=true")
             .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
+            .args(["-Dorg.slf4j.simpleLogger.showDateTime=true"])
+            .args(["-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"])
             .arg("-cp")
             .arg(classpath)
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
@@ -199,7 +233,10 @@ impl Node {
         let Some(mut running) = self.process.take() else {
             return;
         };
-        drop(running.lifeline.take());
+        if let Some(mut lifeline) = running.lifeline.take() {
+            // The watchdog may be gone already (its JVM exited); then there is nothing to do.
+            let _ = lifeline.write_all(b"stop\n");
+        }
         let deadline = Instant::now() + REAP_TIMEOUT;
         loop {
             match running.watchdog.try_wait() {
@@ -229,7 +266,8 @@ impl Node {
 
     /// True if `srvr` says this server leads the ensemble.
     pub(crate) fn is_leader(&self) -> bool {
-        self.serving_status().is_some_and(|s| s.contains("Mode: leader"))
+        self.serving_status()
+            .is_some_and(|s| s.contains("Mode: leader"))
     }
 
     /// Waits until the server answers `ruok` with `imok` and serves clients (`srvr` shows a
@@ -245,8 +283,16 @@ impl Node {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                let what = if imok { "it answered `ruok` but never served" } else { "no `imok`" };
-                let mode = if self.standalone { "" } else { " (is a quorum of the ensemble up?)" };
+                let what = if imok {
+                    "it answered `ruok` but never served"
+                } else {
+                    "no `imok`"
+                };
+                let mode = if self.standalone {
+                    ""
+                } else {
+                    " (is a quorum of the ensemble up?)"
+                };
                 return Err(self.start_error(&format!("{what} before the start timeout{mode}")));
             }
             std::thread::sleep(PROBE_INTERVAL);
@@ -257,7 +303,11 @@ impl Node {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
         let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
-        RealError::ServerStart { server: self.describe(), reason: reason.to_string(), log_tail: tail }
+        RealError::ServerStart {
+            server: self.describe(),
+            reason: reason.to_string(),
+            log_tail: tail,
+        }
     }
 }
 

@@ -30,13 +30,24 @@ impl TestServer {
     /// Starts a server and waits until it serves (at most `options.start_timeout`).
     pub fn start_with(options: ServerOptions) -> Result<TestServer, RealError> {
         let install = Installation::detect()?;
-        let dir = tempfile::Builder::new()
-            .prefix("zklock-zookeeper-")
-            .tempdir()
-            .map_err(|e| RealError::io("creating a temporary directory", e))?;
+        let dir = super::temp_dir("zklock-zookeeper-")?;
         let port = free_ports(1)?[0];
-        let node = Node::create(dir.path(), "server".to_string(), 1, port, &[], &options)?;
-        let mut server = TestServer { node, install, options, dir };
+        let orphan_dir = super::orphan_dir(&dir);
+        let node = Node::create(
+            dir.path(),
+            orphan_dir,
+            "server".to_string(),
+            1,
+            port,
+            &[],
+            &options,
+        )?;
+        let mut server = TestServer {
+            node,
+            install,
+            options,
+            dir,
+        };
         server.launch()?;
         Ok(server)
     }

@@ -1,0 +1,625 @@
+//! A fault-injecting TCP proxy for ZooKeeper's client protocol, on loopback.
+//!
+//! Put a [`Proxy`] between a client and one server (connect the client to
+//! [`Proxy::connect_string`]) and it can:
+//!
+//! * cut every current connection ([`Proxy::cut_all`]);
+//! * lose a create response ([`Proxy::lose_next_create_response`]): the next create request
+//!   reaches the server, which applies it, and its reply is withheld while the connection is
+//!   cut, so the client gets `ConnectionLoss` for a create that happened;
+//! * black-hole the client ([`Proxy::black_hole`], [`Proxy::black_hole_for`]): nothing is
+//!   forwarded either way and nothing is closed, as in a partition, so the server expires
+//!   the session once its timeout passes without a ping.
+//!
+//! The proxy understands ZooKeeper's framing: every message is a 4-byte big-endian length
+//! and a body. After the first message each way (ConnectRequest / ConnectResponse, which
+//! have no header), a request body starts with `xid: i32, type: i32` and a reply body with
+//! `xid: i32, zxid: i64, err: i32`. It carries the client protocol only (four-letter words
+//! are not framed and would be cut).
+
+use crate::error::RealError;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// ZooKeeper's create op codes: create, create2, createContainer, createTTL.
+pub const CREATE_OPS: [i32; 4] = [1, 15, 19, 21];
+/// How many withheld replies [`Proxy::lost_replies`] remembers (the oldest go first).
+pub const MAX_RECORDED_LOST_REPLIES: usize = 64;
+/// Bytes of a request header: xid and type.
+const REQUEST_HEADER_BYTES: usize = 8;
+/// Bytes of a reply header: xid, zxid and err.
+const REPLY_HEADER_BYTES: usize = 16;
+/// Bytes of the length prefix.
+const LENGTH_BYTES: usize = 4;
+
+/// Bounds on what a proxy holds.
+#[non_exhaustive]
+#[derive(Clone, Debug)]
+pub struct ProxyLimits {
+    /// Connections beyond this are accepted and closed at once.
+    pub max_connections: usize,
+    /// A bigger message is taken as garbage and its connection cut. ZooKeeper's own limit
+    /// (`jute.maxbuffer`) is 1 MiB by default.
+    pub max_frame_bytes: usize,
+    /// How long connecting to the server may take before the client's connection is closed.
+    pub upstream_connect_timeout: Duration,
+}
+
+impl Default for ProxyLimits {
+    fn default() -> Self {
+        ProxyLimits {
+            max_connections: 64,
+            max_frame_bytes: 4 << 20,
+            upstream_connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A reply the proxy withheld (see [`Proxy::lose_next_create_response`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LostReply {
+    /// The request's xid.
+    pub xid: i32,
+    /// The request's op code (one of [`CREATE_OPS`]).
+    pub op: i32,
+    /// The zxid the server reported with the reply.
+    pub zxid: i64,
+    /// The server's error code for the request; 0 means the create was applied.
+    pub err: i32,
+}
+
+/// Where the lost-create-response fault stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoseCreate {
+    Off,
+    /// The next create request, on any connection, will have its reply withheld.
+    Armed,
+    /// This connection's request `xid` (of type `op`) went to the server; its reply is
+    /// withheld.
+    Withholding {
+        conn: u64,
+        xid: i32,
+        op: i32,
+    },
+}
+
+#[derive(Debug)]
+struct State {
+    lose_create: LoseCreate,
+    lost: VecDeque<LostReply>,
+    next_conn: u64,
+    open: usize,
+    /// Bumped by every black-hole change, so a timed heal only ends its own black hole.
+    black_hole_generation: u64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    upstream: SocketAddr,
+    limits: ProxyLimits,
+    /// Bumped by `cut_all`; a connection dies when it changes from its value at accept.
+    cut_epoch: watch::Sender<u64>,
+    black_hole: watch::Sender<bool>,
+    state: Mutex<State>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Every update is a small assignment; a poisoned lock still holds consistent data.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A fault-injecting proxy in front of one ZooKeeper server. Dropping it closes every
+/// connection it carries.
+#[derive(Debug)]
+pub struct Proxy {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    accept_task: JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        // The accept task owns the connection tasks; aborting it drops (and so aborts) them.
+        self.accept_task.abort();
+    }
+}
+
+impl Proxy {
+    /// Starts a proxy on a free loopback port, forwarding to `upstream`. Must run inside a
+    /// tokio runtime, whose tasks carry the traffic.
+    pub async fn start(upstream: SocketAddr) -> Result<Proxy, RealError> {
+        Proxy::start_with(upstream, ProxyLimits::default()).await
+    }
+
+    /// As [`start`](Proxy::start), with explicit bounds.
+    pub async fn start_with(upstream: SocketAddr, limits: ProxyLimits) -> Result<Proxy, RealError> {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| RealError::io("binding the proxy's loopback port", e))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| RealError::io("reading the proxy's address", e))?;
+        let shared = Arc::new(Shared {
+            upstream,
+            limits,
+            cut_epoch: watch::Sender::new(0),
+            black_hole: watch::Sender::new(false),
+            state: Mutex::new(State {
+                lose_create: LoseCreate::Off,
+                lost: VecDeque::new(),
+                next_conn: 0,
+                open: 0,
+                black_hole_generation: 0,
+            }),
+        });
+        let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Ok(Proxy {
+            local_addr,
+            shared,
+            runtime: tokio::runtime::Handle::current(),
+            accept_task,
+        })
+    }
+
+    /// The proxy's own address; clients connect here.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The connect string for clients, `127.0.0.1:<port>`.
+    pub fn connect_string(&self) -> String {
+        self.local_addr.to_string()
+    }
+
+    /// The server the proxy forwards to.
+    pub fn upstream(&self) -> SocketAddr {
+        self.shared.upstream
+    }
+
+    /// The number of client connections currently open.
+    pub fn open_connections(&self) -> usize {
+        self.shared.state().open
+    }
+
+    /// Closes every current connection, both ways. Connections made afterwards are not
+    /// affected. Returns how many were open.
+    pub fn cut_all(&self) -> usize {
+        let open = self.shared.state().open;
+        self.shared.cut_epoch.send_modify(|epoch| *epoch += 1);
+        open
+    }
+
+    /// Arms the lost-response fault: the next create request (create, create2,
+    /// createContainer or createTTL) on any connection is forwarded to the server, and when
+    /// the server's reply comes it is withheld and that connection cut. The client sees
+    /// `ConnectionLoss` while the server has applied the create. See
+    /// [`lost_replies`](Proxy::lost_replies) for what was withheld.
+    pub fn lose_next_create_response(&self) {
+        let mut state = self.shared.state();
+        if state.lose_create == LoseCreate::Off {
+            state.lose_create = LoseCreate::Armed;
+        }
+    }
+
+    /// Disarms the lost-response fault if no create was caught yet. True if it was armed.
+    pub fn disarm_lost_response(&self) -> bool {
+        let mut state = self.shared.state();
+        let armed = state.lose_create == LoseCreate::Armed;
+        if armed {
+            state.lose_create = LoseCreate::Off;
+        }
+        armed
+    }
+
+    /// The replies withheld so far, oldest first (at most [`MAX_RECORDED_LOST_REPLIES`]).
+    pub fn lost_replies(&self) -> Vec<LostReply> {
+        self.shared.state().lost.iter().copied().collect()
+    }
+
+    /// Stops forwarding both ways, without closing anything, until [`heal`](Proxy::heal).
+    /// New connections are accepted but not connected to the server. The server hears no
+    /// pings, so it expires the session after its timeout.
+    pub fn black_hole(&self) {
+        self.shared.state().black_hole_generation += 1;
+        self.shared.black_hole.send_replace(true);
+    }
+
+    /// As [`black_hole`](Proxy::black_hole), healing by itself after `duration` (unless
+    /// another black hole or heal came in between).
+    pub fn black_hole_for(&self, duration: Duration) {
+        let generation = {
+            let mut state = self.shared.state();
+            state.black_hole_generation += 1;
+            state.black_hole_generation
+        };
+        self.shared.black_hole.send_replace(true);
+        let shared = Arc::clone(&self.shared);
+        self.runtime.spawn(async move {
+            tokio::time::sleep(duration).await;
+            let state = shared.state();
+            if state.black_hole_generation == generation {
+                shared.black_hole.send_replace(false);
+            }
+        });
+    }
+
+    /// Resumes forwarding. Messages held during the black hole go on in order; a side that
+    /// closed meanwhile is closed on the other side now.
+    pub fn heal(&self) {
+        self.shared.state().black_hole_generation += 1;
+        self.shared.black_hole.send_replace(false);
+    }
+
+    /// True while black-holed.
+    pub fn is_black_holed(&self) -> bool {
+        *self.shared.black_hole.borrow()
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        // Reap finished connection tasks so the set stays bounded by the open count.
+        while connections.try_join_next().is_some() {}
+        let Ok((client, _)) = listener.accept().await else {
+            // Accept errors (e.g. out of file descriptors) pass; back off briefly.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let id = {
+            let mut state = shared.state();
+            if state.open >= shared.limits.max_connections {
+                continue; // dropping `client` closes it
+            }
+            state.open += 1;
+            state.next_conn += 1;
+            state.next_conn
+        };
+        connections.spawn(connection(Arc::clone(&shared), client, id));
+    }
+}
+
+/// Undoes a connection's bookkeeping however its task ends (also when aborted).
+struct ConnectionGuard {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        let mut state = self.shared.state();
+        state.open -= 1;
+        // A create caught on this connection whose reply never came: the fault did not
+        // happen, so it stays armed for the next create.
+        if matches!(state.lose_create, LoseCreate::Withholding { conn, .. } if conn == self.id) {
+            state.lose_create = LoseCreate::Armed;
+        }
+    }
+}
+
+async fn connection(shared: Arc<Shared>, client: TcpStream, id: u64) {
+    let _guard = ConnectionGuard {
+        shared: Arc::clone(&shared),
+        id,
+    };
+    let mut cut = shared.cut_epoch.subscribe();
+    let epoch = *cut.borrow_and_update();
+    let work = async {
+        // A black hole holds new connections too, or the client would reconnect around it.
+        wait_open(&mut shared.black_hole.subscribe()).await;
+        let connect = TcpStream::connect(shared.upstream);
+        let Ok(Ok(server)) =
+            tokio::time::timeout(shared.limits.upstream_connect_timeout, connect).await
+        else {
+            return;
+        };
+        let _ = client.set_nodelay(true);
+        let _ = server.set_nodelay(true);
+        let (client_read, client_write) = client.into_split();
+        let (server_read, server_write) = server.into_split();
+        // Whichever way ends first ends the connection: dropping the halves closes both.
+        tokio::select! {
+            _ = pump(Way::ToServer, client_read, server_write, &shared, id) => {}
+            _ = pump(Way::ToClient, server_read, client_write, &shared, id) => {}
+        }
+    };
+    tokio::select! {
+        _ = wait_cut(&mut cut, epoch) => {}
+        _ = work => {}
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    ToServer,
+    ToClient,
+}
+
+/// Forwards whole messages one way until either side fails or a reply is withheld.
+async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared, id: u64) {
+    let mut black_hole = shared.black_hole.subscribe();
+    let mut first = true;
+    loop {
+        let frame = read_frame(&mut from, shared.limits.max_frame_bytes).await;
+        // Held here while black-holed: neither the message nor a close gets through.
+        wait_open(&mut black_hole).await;
+        let Ok(frame) = frame else {
+            return;
+        };
+        let body = &frame[LENGTH_BYTES..];
+        if !first {
+            match way {
+                Way::ToServer => note_request(shared, id, body),
+                Way::ToClient => {
+                    if withhold_reply(shared, id, body) {
+                        return;
+                    }
+                }
+            }
+        }
+        first = false;
+        if to.write_all(&frame).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn be_i32(bytes: &[u8]) -> i32 {
+    i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+/// Catches the create request an armed fault waits for.
+fn note_request(shared: &Shared, id: u64, body: &[u8]) {
+    if body.len() < REQUEST_HEADER_BYTES {
+        return;
+    }
+    let (xid, op) = (be_i32(&body[0..4]), be_i32(&body[4..8]));
+    let mut state = shared.state();
+    if state.lose_create == LoseCreate::Armed && CREATE_OPS.contains(&op) {
+        state.lose_create = LoseCreate::Withholding { conn: id, xid, op };
+    }
+}
+
+/// True if this reply is the one to withhold; records it.
+fn withhold_reply(shared: &Shared, id: u64, body: &[u8]) -> bool {
+    if body.len() < REPLY_HEADER_BYTES {
+        return false;
+    }
+    let xid = be_i32(&body[0..4]);
+    let mut state = shared.state();
+    let LoseCreate::Withholding {
+        conn,
+        xid: wanted,
+        op,
+    } = state.lose_create
+    else {
+        return false;
+    };
+    if conn != id || xid != wanted {
+        return false;
+    }
+    let mut zxid = [0; 8];
+    zxid.copy_from_slice(&body[4..12]);
+    let lost = LostReply {
+        xid,
+        op,
+        zxid: i64::from_be_bytes(zxid),
+        err: be_i32(&body[12..16]),
+    };
+    state.lose_create = LoseCreate::Off;
+    if state.lost.len() == MAX_RECORDED_LOST_REPLIES {
+        state.lost.pop_front();
+    }
+    state.lost.push_back(lost);
+    true
+}
+
+/// One message, with its length prefix.
+async fn read_frame(from: &mut OwnedReadHalf, max_frame_bytes: usize) -> std::io::Result<Vec<u8>> {
+    let mut prefix = [0; LENGTH_BYTES];
+    from.read_exact(&mut prefix).await?;
+    let len = usize::try_from(i32::from_be_bytes(prefix))
+        .ok()
+        .filter(|&len| len <= max_frame_bytes)
+        .ok_or_else(|| std::io::Error::other("message length out of bounds"))?;
+    let mut frame = vec![0; LENGTH_BYTES + len];
+    frame[..LENGTH_BYTES].copy_from_slice(&prefix);
+    from.read_exact(&mut frame[LENGTH_BYTES..]).await?;
+    Ok(frame)
+}
+
+/// Returns once not black-holed.
+async fn wait_open(black_hole: &mut watch::Receiver<bool>) {
+    // The sender lives as long as the proxy's tasks, so `wait_for` fails only at teardown.
+    let _ = black_hole.wait_for(|holed| !holed).await;
+}
+
+/// Returns once `cut_all` was called after this connection was accepted.
+async fn wait_cut(cut: &mut watch::Receiver<u64>, epoch: u64) {
+    if cut.wait_for(|now| *now != epoch).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A length-prefixed message.
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut out = (body.len() as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn request(xid: i32, op: i32) -> Vec<u8> {
+        let mut body = xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&op.to_be_bytes());
+        body.extend_from_slice(b"payload");
+        frame(&body)
+    }
+
+    fn reply(xid: i32, zxid: i64, err: i32) -> Vec<u8> {
+        let mut body = xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&zxid.to_be_bytes());
+        body.extend_from_slice(&err.to_be_bytes());
+        frame(&body)
+    }
+
+    async fn read_one(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+        let len = stream.read_i32().await?;
+        let mut body = vec![0; len as usize];
+        stream.read_exact(&mut body).await?;
+        Ok(frame(&body))
+    }
+
+    /// A fake server answering the connect frame with "hello" and each request with a reply
+    /// carrying its xid and zxid 100 + xid. Returns its address.
+    async fn fake_server() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    if read_one(&mut s).await.is_err() {
+                        return;
+                    }
+                    s.write_all(&frame(b"hello")).await.unwrap();
+                    while let Ok(req) = read_one(&mut s).await {
+                        let xid = be_i32(&req[4..8]);
+                        if s.write_all(&reply(xid, 100 + i64::from(xid), 0))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn connected(proxy: &Proxy) -> TcpStream {
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&frame(b"connect")).await.unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), frame(b"hello"));
+        c
+    }
+
+    const STEP: Duration = Duration::from_secs(5);
+
+    #[tokio::test]
+    async fn forwards_requests_and_replies() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut c = connected(&proxy).await;
+        c.write_all(&request(7, 4)).await.unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(7, 107, 0));
+        assert_eq!(proxy.open_connections(), 1);
+    }
+
+    #[tokio::test]
+    async fn withholds_the_next_create_reply_and_cuts() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut c = connected(&proxy).await;
+        proxy.lose_next_create_response();
+        // A non-create passes untouched.
+        c.write_all(&request(1, 4)).await.unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(1, 101, 0));
+        c.write_all(&request(2, 15)).await.unwrap();
+        let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        assert!(end.is_err(), "expected the connection cut, got {end:?}");
+        assert_eq!(
+            proxy.lost_replies(),
+            vec![LostReply {
+                xid: 2,
+                op: 15,
+                zxid: 102,
+                err: 0
+            }]
+        );
+        // One-shot: the next connection's creates go through.
+        let mut c = connected(&proxy).await;
+        c.write_all(&request(3, 1)).await.unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(3, 103, 0));
+    }
+
+    #[tokio::test]
+    async fn black_hole_holds_traffic_until_healed() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut c = connected(&proxy).await;
+        proxy.black_hole();
+        c.write_all(&request(1, 4)).await.unwrap();
+        let held = tokio::time::timeout(Duration::from_millis(300), read_one(&mut c)).await;
+        assert!(held.is_err(), "a reply crossed the black hole");
+        proxy.heal();
+        let reply_after = tokio::time::timeout(STEP, read_one(&mut c))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(reply_after, reply(1, 101, 0));
+    }
+
+    #[tokio::test]
+    async fn timed_black_hole_heals_by_itself() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        proxy.black_hole_for(Duration::from_millis(200));
+        assert!(proxy.is_black_holed());
+        // Connecting during the black hole waits for the heal.
+        let c = tokio::time::timeout(STEP, connected(&proxy)).await.unwrap();
+        drop(c);
+        assert!(!proxy.is_black_holed());
+    }
+
+    #[tokio::test]
+    async fn cut_all_closes_current_connections_only() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut old = connected(&proxy).await;
+        assert_eq!(proxy.cut_all(), 1);
+        let end = tokio::time::timeout(STEP, read_one(&mut old))
+            .await
+            .unwrap();
+        assert!(end.is_err());
+        let mut new = connected(&proxy).await;
+        new.write_all(&request(9, 3)).await.unwrap();
+        assert_eq!(read_one(&mut new).await.unwrap(), reply(9, 109, 0));
+    }
+
+    #[tokio::test]
+    async fn oversized_frames_and_extra_connections_are_refused() {
+        let limits = ProxyLimits {
+            max_connections: 1,
+            max_frame_bytes: 64,
+            ..ProxyLimits::default()
+        };
+        let proxy = Proxy::start_with(fake_server().await, limits)
+            .await
+            .unwrap();
+        let mut first = connected(&proxy).await;
+        let mut second = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        let mut buf = [0; 1];
+        let refused = tokio::time::timeout(STEP, second.read(&mut buf))
+            .await
+            .unwrap();
+        assert!(
+            matches!(refused, Ok(0) | Err(_)),
+            "extra connection was served"
+        );
+        first.write_all(&frame(&[0; 65])).await.unwrap();
+        let end = tokio::time::timeout(STEP, read_one(&mut first))
+            .await
+            .unwrap();
+        assert!(end.is_err(), "oversized frame was forwarded");
+    }
+}

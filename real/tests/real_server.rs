@@ -1,0 +1,597 @@
+//! zklock-real against real ZooKeeper servers that each test starts and stops itself.
+//!
+//! Needs Java and ZooKeeper (`apt-get install -y zookeeper`). Without them every test that
+//! needs a server prints "skipping: ..." and passes, except under `CI=true`, where it fails
+//! with the install instructions.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tokio::task::block_in_place;
+use tokio::time::timeout;
+use zklock_real::harness::{self, TestCluster, TestServer};
+use zklock_real::proxy::Proxy;
+use zklock_real::{RealError, ZkClient};
+use zklock_recipe::{
+    Coordination, CreateMode, EventType, Op, OpResult, SessionEvents, SessionState, WatchedEvent,
+    ZkError,
+};
+
+/// Session timeout of ordinary test clients.
+const SESSION_MS: u64 = 5_000;
+/// How long connecting may take.
+const CONNECT_MS: u64 = 10_000;
+/// Generous bound for anything that should happen "soon" on a loaded machine.
+const SOON: Duration = Duration::from_secs(15);
+
+/// False (after a notice) when the tests cannot run here; panics under CI, where they must.
+fn zookeeper_available() -> bool {
+    match harness::availability() {
+        Ok(()) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but the real-server tests cannot run: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+macro_rules! require_zookeeper {
+    () => {
+        if !zookeeper_available() {
+            return;
+        }
+    };
+}
+
+fn start_server() -> TestServer {
+    block_in_place(TestServer::start).expect("ZooKeeper server starts")
+}
+
+async fn connect(addr: &str) -> ZkClient {
+    connect_with(addr, SESSION_MS).await
+}
+
+async fn connect_with(addr: &str, session_ms: u64) -> ZkClient {
+    ZkClient::connect(addr, session_ms, CONNECT_MS)
+        .await
+        .expect("client connects")
+}
+
+/// Reads session events until `wanted`; panics with what it saw if it does not come.
+async fn expect_state(events: &mut SessionEvents, wanted: SessionState, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut seen = Vec::new();
+    loop {
+        match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(state)) if state == wanted => return,
+            Ok(Some(state)) => seen.push(state),
+            Ok(None) => panic!("session events ended before {wanted:?}; saw {seen:?}"),
+            Err(_) => panic!("no {wanted:?} within {within:?}; saw {seen:?}"),
+        }
+    }
+}
+
+/// Retries `op` while it fails with connection loss (as during a leader election).
+async fn retry<T, F, Fut>(what: &str, mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, ZkError>>,
+{
+    let deadline = Instant::now() + SOON * 2;
+    loop {
+        match op().await {
+            Ok(value) => return value,
+            Err(e) if e.is_connection_loss() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+fn event(event_type: EventType, path: &str) -> WatchedEvent {
+    WatchedEvent {
+        event_type,
+        path: path.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trip_through_coordination_with_stats() {
+    require_zookeeper!();
+    let server = start_server();
+    let c = connect(&server.connect_string()).await;
+    assert_eq!(c.session_state(), SessionState::Connected);
+    assert_ne!(c.session_id().0, 0);
+
+    let (path, stat) = c
+        .create("/app", b"v1", CreateMode::Persistent)
+        .await
+        .unwrap();
+    assert_eq!(path, "/app");
+    assert!(stat.czxid > 0);
+    assert_eq!((stat.mzxid, stat.pzxid), (stat.czxid, stat.czxid));
+    assert_eq!((stat.version, stat.cversion, stat.data_length), (0, 0, 2));
+    assert_eq!((stat.ephemeral_owner, stat.num_children), (0, 0));
+    assert_eq!(c.get_data("/app").await.unwrap(), (b"v1".to_vec(), stat));
+
+    let changed = c.set_data("/app", b"v22", Some(0)).await.unwrap();
+    assert_eq!((changed.version, changed.data_length), (1, 3));
+    assert!(changed.mzxid > stat.mzxid);
+    assert_eq!(changed.czxid, stat.czxid);
+    assert_eq!(
+        c.set_data("/app", b"x", Some(0)).await,
+        Err(ZkError::BadVersion)
+    );
+
+    let (first, _) = c
+        .create("/app/seq-", b"", CreateMode::PersistentSequential)
+        .await
+        .unwrap();
+    let (second, _) = c
+        .create("/app/seq-", b"", CreateMode::PersistentSequential)
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.as_str(), second.as_str()),
+        ("/app/seq-0000000000", "/app/seq-0000000001")
+    );
+    let (eph, eph_stat) = c
+        .create("/app/eph", b"e", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    assert_eq!(eph_stat.ephemeral_owner, c.session_id().0);
+    let (eseq, _) = c
+        .create("/app/e-", b"", CreateMode::EphemeralSequential)
+        .await
+        .unwrap();
+    assert_eq!(
+        eseq, "/app/e-0000000003",
+        "the suffix is the parent's cversion"
+    );
+
+    assert_eq!(
+        c.create("/app", b"", CreateMode::Persistent).await,
+        Err(ZkError::NodeExists)
+    );
+    assert_eq!(
+        c.create("/none/x", b"", CreateMode::Persistent).await,
+        Err(ZkError::NoNode)
+    );
+    assert_eq!(
+        c.create("/app/eph/child", b"", CreateMode::Persistent)
+            .await,
+        Err(ZkError::NoChildrenForEphemerals)
+    );
+    assert!(matches!(
+        c.create("no-slash", b"", CreateMode::Persistent).await,
+        Err(ZkError::BadArguments(_))
+    ));
+
+    let mut children = c.get_children("/app").await.unwrap();
+    children.sort();
+    assert_eq!(
+        children,
+        ["e-0000000003", "eph", "seq-0000000000", "seq-0000000001"]
+    );
+    let parent = c.exists("/app").await.unwrap().expect("/app exists");
+    assert_eq!((parent.num_children, parent.cversion), (4, 4));
+    assert!(parent.pzxid > parent.czxid);
+    assert_eq!(c.get_children("/none").await, Err(ZkError::NoNode));
+
+    assert_eq!(c.delete("/app", None).await, Err(ZkError::NotEmpty));
+    assert_eq!(c.delete(&eph, Some(7)).await, Err(ZkError::BadVersion));
+    c.delete(&eph, Some(0)).await.unwrap();
+    assert_eq!(c.exists(&eph).await, Ok(None));
+    assert_eq!(c.delete(&eph, None).await, Err(ZkError::NoNode));
+    assert_eq!(c.get_data(&eph).await, Err(ZkError::NoNode));
+
+    let results = c
+        .multi(vec![
+            Op::Check {
+                path: "/app".into(),
+                version: 1,
+            },
+            Op::Create {
+                path: "/app/m".into(),
+                data: b"m".to_vec(),
+                mode: CreateMode::Persistent,
+            },
+            Op::SetData {
+                path: "/app".into(),
+                data: b"v3".to_vec(),
+                version: Some(1),
+            },
+            Op::Delete {
+                path: first.clone(),
+                version: None,
+            },
+        ])
+        .await
+        .unwrap();
+    assert!(matches!(results[0], OpResult::Check));
+    assert!(matches!(&results[1], OpResult::Create { path, .. } if path == "/app/m"));
+    assert!(matches!(results[2], OpResult::SetData { stat } if stat.version == 2));
+    assert!(matches!(results[3], OpResult::Delete));
+    assert_eq!(c.get_data("/app").await.unwrap().0, b"v3");
+
+    let failed = c
+        .multi(vec![
+            Op::Create {
+                path: "/app/n".into(),
+                data: vec![],
+                mode: CreateMode::Persistent,
+            },
+            Op::Delete {
+                path: "/app/absent".into(),
+                version: None,
+            },
+        ])
+        .await;
+    assert_eq!(
+        failed,
+        Err(ZkError::MultiFailed {
+            index: 1,
+            error: Box::new(ZkError::NoNode)
+        })
+    );
+    assert_eq!(
+        c.exists("/app/n").await,
+        Ok(None),
+        "a failed multi applies nothing"
+    );
+
+    let before = c.now();
+    c.sleep(Duration::from_millis(20)).await;
+    assert!(c.now() >= before + Duration::from_millis(20));
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_fire_node_deleted_and_more() {
+    require_zookeeper!();
+    let server = start_server();
+    let writer = connect(&server.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    writer
+        .create("/w", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    writer
+        .create("/w/n", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+
+    let (_, _, mut data_watch) = watcher.get_data_watch("/w/n").await.unwrap();
+    let (stat, mut exists_watch) = watcher.exists_watch("/w/n").await.unwrap();
+    assert!(stat.is_some());
+    let (children, child_watch) = watcher.get_children_watch("/w").await.unwrap();
+    assert_eq!(children, ["n"]);
+    let (absent, created_watch) = watcher.exists_watch("/w/later").await.unwrap();
+    assert_eq!(absent, None);
+    assert!(data_watch.try_take().is_none(), "nothing happened yet");
+
+    writer.delete("/w/n", None).await.unwrap();
+    // ZooKeeper's ordering: the watcher's later reply comes after the event, so the event
+    // must be visible by the time that reply is.
+    assert_eq!(watcher.exists("/w/n").await, Ok(None));
+    assert_eq!(
+        data_watch.try_take(),
+        Some(Ok(event(EventType::NodeDeleted, "/w/n")))
+    );
+    assert_eq!(
+        exists_watch.try_take(),
+        Some(Ok(event(EventType::NodeDeleted, "/w/n")))
+    );
+    let fired = timeout(SOON, child_watch).await.unwrap();
+    assert_eq!(fired, Ok(event(EventType::NodeChildrenChanged, "/w")));
+
+    writer
+        .create("/w/later", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let fired = timeout(SOON, created_watch).await.unwrap();
+    assert_eq!(fired, Ok(event(EventType::NodeCreated, "/w/later")));
+
+    // A dropped watch is simply never fired; the live one next to it still is.
+    let (_, _, abandoned) = watcher.get_data_watch("/w/later").await.unwrap();
+    drop(abandoned);
+    let (_, changed_watch) = watcher.exists_watch("/w/later").await.unwrap();
+    writer.set_data("/w/later", b"x", None).await.unwrap();
+    let fired = timeout(SOON, changed_watch).await.unwrap();
+    assert_eq!(fired, Ok(event(EventType::NodeDataChanged, "/w/later")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemerals_vanish_when_the_session_closes() {
+    require_zookeeper!();
+    let server = start_server();
+    let owner = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    owner
+        .create("/e", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let (_, watch) = owner.exists_watch("/e").await.unwrap();
+    let (_, other_watch) = other.exists_watch("/e").await.unwrap();
+    let mut events = owner.session_events();
+
+    owner.close().await.unwrap();
+    assert_eq!(owner.session_state(), SessionState::Closed);
+    expect_state(&mut events, SessionState::Closed, SOON).await;
+    assert_eq!(events.next().await, None, "Closed is final");
+    // Real ZooKeeper deletes the ephemerals while the closing connection is still open, so
+    // the owner's own watch fires NodeDeleted before the session ends (zklock's simulation
+    // ends it with SessionClosed instead).
+    assert_eq!(
+        timeout(SOON, watch).await.unwrap(),
+        Ok(event(EventType::NodeDeleted, "/e"))
+    );
+    assert_eq!(
+        timeout(SOON, other_watch).await.unwrap(),
+        Ok(event(EventType::NodeDeleted, "/e"))
+    );
+    assert_eq!(other.exists("/e").await, Ok(None));
+    assert_eq!(owner.exists("/e").await, Err(ZkError::SessionClosed));
+    assert_eq!(owner.close().await, Err(ZkError::SessionClosed));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_expiry_is_seen_as_expired() {
+    require_zookeeper!();
+    let server = start_server();
+    let victim = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    victim
+        .create("/mine", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let (_, watch) = victim.exists_watch("/mine").await.unwrap();
+    let mut events = victim.session_events();
+
+    let started = Instant::now();
+    server.expire_session(&victim).await.expect("forced expiry");
+    eprintln!("forced expiry took {:?}", started.elapsed());
+    assert_eq!(victim.session_state(), SessionState::Expired);
+    expect_state(&mut events, SessionState::Expired, SOON).await;
+    // If the victim had taken its session back when the close came, the server deletes the
+    // ephemeral while the victim is attached, and its own watch sees that first.
+    let fired = timeout(SOON, watch).await.unwrap();
+    assert!(
+        fired == Err(ZkError::SessionExpired)
+            || fired == Ok(event(EventType::NodeDeleted, "/mine")),
+        "{fired:?}"
+    );
+    assert_eq!(victim.exists("/").await, Err(ZkError::SessionExpired));
+    assert_eq!(
+        other.exists("/mine").await,
+        Ok(None),
+        "the server deleted the ephemeral"
+    );
+    // Killing an already dead session succeeds.
+    harness::kill_session(&server.connect_string(), victim.session_id(), SOON)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_create_response_leaves_the_node_on_the_server() {
+    require_zookeeper!();
+    let server = start_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    let observer = connect(&server.connect_string()).await;
+    observer
+        .create("/locks", b"", CreateMode::Persistent)
+        .await
+        .unwrap();
+    let mut events = client.session_events();
+
+    proxy.lose_next_create_response();
+    let outcome = client
+        .create("/locks/lock-", b"", CreateMode::EphemeralSequential)
+        .await;
+    assert_eq!(outcome, Err(ZkError::ConnectionLoss));
+    let lost = proxy.lost_replies();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].err, 0, "the server applied the create");
+
+    // The orphan: on the server, owned by the client's (still live) session.
+    let orphans = observer.get_children("/locks").await.unwrap();
+    assert_eq!(orphans, ["lock-0000000000"]);
+    let (_, stat) = observer.get_data("/locks/lock-0000000000").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, client.session_id().0);
+    assert_eq!(stat.czxid, lost[0].zxid);
+
+    expect_state(&mut events, SessionState::Connected, SOON).await;
+    assert_eq!(
+        client.get_children("/locks").await.unwrap(),
+        ["lock-0000000000"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_cut_disconnects_and_the_session_resumes() {
+    require_zookeeper!();
+    let server = start_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    client
+        .create("/keep", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let mut events = client.session_events();
+    assert_eq!(proxy.cut_all(), 1);
+    expect_state(&mut events, SessionState::Disconnected, SOON).await;
+    expect_state(&mut events, SessionState::Connected, SOON).await;
+    let stat = retry("exists after reconnect", || client.exists("/keep")).await;
+    assert_eq!(stat.map(|s| s.ephemeral_owner), Some(client.session_id().0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn black_hole_makes_the_session_expire() {
+    require_zookeeper!();
+    let server = start_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let client = connect_with(&proxy.connect_string(), 1_000).await;
+    let observer = connect(&server.connect_string()).await;
+    client
+        .create("/held", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let (_, deleted) = observer.exists_watch("/held").await.unwrap();
+    let mut events = client.session_events();
+
+    let started = Instant::now();
+    proxy.black_hole();
+    expect_state(&mut events, SessionState::Disconnected, SOON).await;
+    // The server hears nothing and expires the session, deleting its ephemeral.
+    let fired = timeout(SOON, deleted)
+        .await
+        .expect("the server expired the session");
+    assert_eq!(fired, Ok(event(EventType::NodeDeleted, "/held")));
+    let expired_after = started.elapsed();
+    assert!(
+        expired_after >= Duration::from_millis(900),
+        "expired after only {expired_after:?}"
+    );
+    proxy.heal();
+    expect_state(&mut events, SessionState::Expired, SOON).await;
+    assert_eq!(client.exists("/").await, Err(ZkError::SessionExpired));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_restart_keeps_the_session() {
+    require_zookeeper!();
+    let mut server = start_server();
+    let client = connect_with(&server.connect_string(), 10_000).await;
+    client
+        .create("/survivor", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let mut events = client.session_events();
+
+    block_in_place(|| server.kill());
+    assert!(!server.is_running());
+    expect_state(&mut events, SessionState::Disconnected, SOON).await;
+    assert_eq!(
+        client.exists("/").await,
+        Err(ZkError::ConnectionLoss),
+        "fails fast while disconnected"
+    );
+    block_in_place(|| server.restart()).expect("restart");
+    expect_state(&mut events, SessionState::Connected, SOON).await;
+    let stat = retry("exists after restart", || client.exists("/survivor")).await;
+    assert_eq!(stat.map(|s| s.ephemeral_owner), Some(client.session_id().0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensemble_elects_a_new_leader_and_clients_keep_working() {
+    require_zookeeper!();
+    let started = Instant::now();
+    let mut cluster = block_in_place(|| TestCluster::start(3)).expect("ensemble starts");
+    eprintln!("ensemble serving after {:?}", started.elapsed());
+    let leader = block_in_place(|| cluster.wait_for_leader(SOON)).unwrap();
+    let client = connect(&cluster.connect_string()).await;
+    client
+        .create("/failover", b"before", CreateMode::Persistent)
+        .await
+        .unwrap();
+
+    block_in_place(|| cluster.kill(leader));
+    let new_leader = block_in_place(|| cluster.wait_for_leader(SOON * 2)).expect("re-election");
+    assert_ne!(new_leader, leader);
+    eprintln!(
+        "leader {leader} killed, {new_leader} leads after {:?}",
+        started.elapsed()
+    );
+
+    retry("set_data after failover", || {
+        client.set_data("/failover", b"after", None)
+    })
+    .await;
+    let (data, _) = retry("get_data after failover", || client.get_data("/failover")).await;
+    assert_eq!(data, b"after");
+    let fresh = connect(&cluster.connect_string()).await;
+    assert_eq!(
+        retry("a new client reads", || fresh.get_data("/failover"))
+            .await
+            .0,
+        b"after"
+    );
+
+    block_in_place(|| cluster.restart(leader)).expect("the old leader rejoins");
+    assert!(cluster.is_running(leader));
+    let direct = connect(&cluster.server_connect_string(leader)).await;
+    assert_eq!(
+        retry("the rejoined server serves", || direct
+            .get_data("/failover"))
+        .await
+        .0,
+        b"after"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensemble_forced_expiry() {
+    require_zookeeper!();
+    let cluster = block_in_place(|| TestCluster::start(3)).expect("ensemble starts");
+    let victim = connect(&cluster.server_connect_string(0)).await;
+    let other = connect(&cluster.server_connect_string(2)).await;
+    victim
+        .create("/ens-eph", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    cluster
+        .expire_session(&victim)
+        .await
+        .expect("forced expiry in an ensemble");
+    assert_eq!(victim.session_state(), SessionState::Expired);
+    // Another member applies the close a moment later, at the latest.
+    let deadline = Instant::now() + SOON;
+    while retry("read on another member", || other.exists("/ens-eph"))
+        .await
+        .is_some()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the ephemeral outlived the session"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs everywhere: no server is needed to see a connect fail.
+#[tokio::test]
+async fn connecting_to_a_port_with_no_server_fails_with_a_typed_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let started = Instant::now();
+    let outcome = ZkClient::connect(&addr, 10_000, 1_000).await;
+    let elapsed = started.elapsed();
+    match outcome {
+        Err(RealError::ConnectTimeout {
+            addr: reported,
+            timeout,
+        }) => {
+            assert_eq!(reported, addr);
+            assert_eq!(timeout, Duration::from_millis(1_000));
+        }
+        other => panic!("expected ConnectTimeout, got {other:?}"),
+    }
+    assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
+    let message = ZkClient::connect(&addr, 10_000, 200)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("no ZooKeeper server") && message.contains(&addr),
+        "{message}"
+    );
+}

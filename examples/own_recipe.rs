@@ -28,12 +28,19 @@ struct Hold {
 impl OwnerNodeLock {
     async fn attempt(&self) -> Result<Option<Hold>, String> {
         loop {
-            match self.client.create(&self.node, b"", CreateMode::Ephemeral).await {
+            match self
+                .client
+                .create(&self.node, b"", CreateMode::Ephemeral)
+                .await
+            {
                 Ok((_, stat)) => return Ok(Some(Hold { czxid: stat.czxid })),
                 Err(ZkError::NodeExists) => return Ok(None),
                 Err(ZkError::NoNode) => {
                     let dir = &self.node[..self.node.rfind('/').unwrap_or(0)];
-                    let _ = self.client.create("/zklock", b"", CreateMode::Persistent).await;
+                    let _ = self
+                        .client
+                        .create("/zklock", b"", CreateMode::Persistent)
+                        .await;
                     let _ = self.client.create(dir, b"", CreateMode::Persistent).await;
                 }
                 // Did our create land before the connection broke? Ask the server.
@@ -69,9 +76,7 @@ impl LockUnderTest for OwnerNodeLock {
                     let _ = w.await;
                 }
                 Ok((None, _)) => {}
-                Err(ZkError::ConnectionLoss) => {
-                    self.client.sleep(Duration::from_millis(100)).await
-                }
+                Err(ZkError::ConnectionLoss) => self.client.sleep(Duration::from_millis(100)).await,
                 Err(e) => return Err(e.to_string()),
             }
         }
@@ -109,9 +114,7 @@ impl LockUnderTest for OwnerNodeLock {
         loop {
             match self.client.delete(&self.node, None).await {
                 Ok(()) | Err(ZkError::NoNode) => return Ok(()),
-                Err(ZkError::ConnectionLoss) => {
-                    self.client.sleep(Duration::from_millis(100)).await
-                }
+                Err(ZkError::ConnectionLoss) => self.client.sleep(Duration::from_millis(100)).await,
                 // The session is gone, and its ephemeral node with it.
                 Err(ZkError::SessionExpired | ZkError::SessionClosed) => return Ok(()),
                 Err(e) => return Err(e.to_string()),
@@ -167,5 +170,8 @@ fn owner_node_lock_is_safe_but_herds() {
     let failed = sweep(30);
     assert!(!failed.contains(&"mutual_exclusion"), "{failed:?}");
     assert!(!failed.contains(&"fenced_resource"), "{failed:?}");
-    assert!(failed.contains(&"no_herd"), "the herd must be caught: {failed:?}");
+    assert!(
+        failed.contains(&"no_herd"),
+        "the herd must be caught: {failed:?}"
+    );
 }

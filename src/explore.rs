@@ -27,7 +27,11 @@ pub fn run(args: &[String]) -> Result<bool> {
         bail!("--clients must be between 1 and 64, got {}", sc.clients);
     }
     if sc.readers > sc.clients {
-        bail!("--readers ({}) cannot exceed --clients ({})", sc.readers, sc.clients);
+        bail!(
+            "--readers ({}) cannot exceed --clients ({})",
+            sc.readers,
+            sc.clients
+        );
     }
     let recipe = ShippedRecipe::default();
     let t0 = std::time::Instant::now();
@@ -41,12 +45,14 @@ pub fn run(args: &[String]) -> Result<bool> {
             if let Some(e) = &run.outcome.error {
                 println!("the run stopped early: {e}");
             }
-            std::fs::create_dir_all(&out)
-                .with_context(|| format!("creating {}", out.display()))?;
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             let path = out.join(format!("seed-{seed}.json"));
             run.trace(&sc, seed, "zklock").write(&path)?;
             println!("trace: {}", path.display());
-            println!("reproduce: cargo run --release -- replay {}", path.display());
+            println!(
+                "reproduce: cargo run --release -- replay {}",
+                path.display()
+            );
             return Ok(false);
         }
     }

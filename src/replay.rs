@@ -25,7 +25,10 @@ pub fn run(args: &[String]) -> Result<bool> {
     println!();
     println!("{}", run.report);
     if run.outcome.history == trace.history {
-        println!("replay: identical history ({} events)", trace.history.events.len());
+        println!(
+            "replay: identical history ({} events)",
+            trace.history.events.len()
+        );
     } else {
         println!(
             "replay: the history DIFFERS from the recorded one (recorded {} events, now {}): \

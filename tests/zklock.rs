@@ -45,7 +45,10 @@ fn trace_round_trip_replays_the_identical_history_and_timeline() {
         assert!(t1 == t2, "seed {seed}: replayed timeline differs");
         // The timeline file written beside the trace is the trace's own rendering.
         let written = std::fs::read(Trace::timeline_path(&path)).unwrap();
-        assert!(written == read.timeline().into_bytes(), "seed {seed}: timeline file");
+        assert!(
+            written == read.timeline().into_bytes(),
+            "seed {seed}: timeline file"
+        );
         assert!(String::from_utf8(written).unwrap().contains(&t1));
     }
 }

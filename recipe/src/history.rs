@@ -103,7 +103,9 @@ pub enum EventKind {
     ReleaseInvoked,
     Released,
     /// The release ended with an error; the node may still exist.
-    ReleaseFailed { reason: String },
+    ReleaseFailed {
+        reason: String,
+    },
     /// The holder learned it can no longer trust its ownership.
     Lost {
         reason: String,

@@ -45,6 +45,7 @@
 pub mod holds;
 pub mod properties;
 pub mod run;
+pub mod sweep;
 pub mod timeline;
 pub mod trace;
 
@@ -55,5 +56,6 @@ pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
+pub use sweep::{SEED_ENV, SeedFailure, check_seeds};
 pub use timeline::render_timeline;
 pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_VERSION};

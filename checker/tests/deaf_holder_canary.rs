@@ -97,3 +97,26 @@ fn the_shipped_lock_passes_the_same_runs() {
         assert!(report.ok(), "seed {seed}:\n{report}");
     }
 }
+
+#[test]
+fn a_failing_sweep_says_how_to_reproduce_it() {
+    let err = zklock_checker::check_seeds(&scenario(), &Deaf(ShippedRecipe::default()), 0..40)
+        .expect_err("the deaf holder fails some seed");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("ZKLOCK_SEED={} cargo test", err.seed)),
+        "{text}"
+    );
+    assert!(
+        text.contains("a_failing_sweep_says_how_to_reproduce_it"),
+        "{text}"
+    );
+    let trace = err.trace.as_ref().expect("the trace was written");
+    let t = zklock_checker::Trace::read(trace).unwrap();
+    assert_eq!(t.seed, err.seed);
+    assert_eq!(t.recipe, "deaf-holder");
+    // Replaying the trace with the same recipe fails the same way.
+    let again = zklock_checker::replay(&t, &Deaf(ShippedRecipe::default()));
+    assert_eq!(again.outcome.history, t.history);
+    assert_eq!(again.failure().as_deref(), Some(err.failure.as_str()));
+}

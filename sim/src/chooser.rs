@@ -83,6 +83,51 @@ impl Chooser for ReplayChooser {
     }
 }
 
+/// Explorer mode: follows a given prefix of choices, answers 0 past it, and records the
+/// arity of every choice it was asked. A depth-first explorer runs the world, then
+/// backtracks by incrementing the last choice that has an untried alternative.
+#[derive(Debug, Clone, Default)]
+pub struct GuidedChooser {
+    prefix: Vec<u32>,
+    /// (kind, arity, answer) of every choice made so far.
+    pub made: Vec<(ChoiceKind, u32, u32)>,
+}
+
+impl GuidedChooser {
+    pub fn new(prefix: Vec<u32>) -> Self {
+        Self {
+            prefix,
+            made: Vec::new(),
+        }
+    }
+
+    /// The next prefix to explore after a run that made `made`: the last choice with an
+    /// untried alternative, incremented, with everything after it dropped. `None` when
+    /// every schedule has been explored.
+    pub fn next_prefix(made: &[(ChoiceKind, u32, u32)]) -> Option<Vec<u32>> {
+        let i = made.iter().rposition(|&(_, n, c)| c + 1 < n)?;
+        let mut p: Vec<u32> = made[..i].iter().map(|&(_, _, c)| c).collect();
+        p.push(made[i].2 + 1);
+        Some(p)
+    }
+}
+
+impl Chooser for GuidedChooser {
+    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
+        let i = self.made.len();
+        let c = (self.prefix.get(i).copied().unwrap_or(0) as usize).min(n - 1);
+        self.made.push((kind, n as u32, c as u32));
+        c
+    }
+}
+
+/// Shares one chooser between the world and whoever reads it after the run.
+impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
+    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
+        self.lock().expect("chooser lock").choose(kind, n)
+    }
+}
+
 impl Chooser for Box<dyn Chooser> {
     fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
         (**self).choose(kind, n)
@@ -105,6 +150,16 @@ mod tests {
             .collect();
         assert_eq!(xs, ys);
         assert!(xs.iter().enumerate().all(|(i, &x)| x < 2 + i % 7));
+    }
+
+    #[test]
+    fn guided_next_prefix_backtracks_depth_first() {
+        use ChoiceKind::NextRequest as K;
+        assert_eq!(
+            GuidedChooser::next_prefix(&[(K, 2, 0), (K, 3, 1), (K, 2, 1)]),
+            Some(vec![0, 2])
+        );
+        assert_eq!(GuidedChooser::next_prefix(&[(K, 2, 1), (K, 3, 2)]), None);
     }
 
     #[test]

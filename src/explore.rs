@@ -1,25 +1,42 @@
-//! `zklock explore`: a seed sweep of the shipped recipe, every run checked.
+//! `zklock explore`: a seed sweep of the shipped recipe on every core, every run checked;
+//! a failure is written as a trace, shrunk, and its replay command printed.
 
 use crate::args::value;
 use anyhow::{Context, Result, bail};
-use std::path::PathBuf;
-use zklock_checker::{Counters, check_seed};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use zklock_checker::{Budget, ShrinkLimits, Summary, explore, shrink};
 use zklock_sim::{Scenario, ShippedRecipe};
 
 pub fn run(args: &[String]) -> Result<bool> {
-    let mut seeds: u64 = 100;
-    let mut start: u64 = 0;
+    let mut budget = Budget::default();
     let mut out = PathBuf::from("traces/failures");
+    let mut summary_path: Option<PathBuf> = None;
+    let mut do_shrink = true;
     let mut sc = Scenario::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--seeds" => seeds = value(a, it.next())?,
-            "--seed-start" => start = value(a, it.next())?,
+            "--seeds" => budget.seeds = value(a, it.next())?,
+            "--seed-start" => budget.seed_start = value(a, it.next())?,
+            "--time-limit-s" => budget.time_limit_ms = Some(value::<u64>(a, it.next())? * 1000),
+            "--threads" => budget.threads = value(a, it.next())?,
+            "--shard" => {
+                let v: String = value(a, it.next())?;
+                let (k, n) = v
+                    .split_once('/')
+                    .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
+                    .filter(|&(k, n)| n >= 1 && (1..=n).contains(&k))
+                    .with_context(|| format!("--shard: {v:?} is not K/N with 1 <= K <= N"))?;
+                budget.shard_index = k - 1;
+                budget.shard_count = n;
+            }
             "--clients" => sc.clients = value(a, it.next())?,
             "--acquisitions" => sc.acquisitions_per_client = value(a, it.next())?,
             "--readers" => sc.readers = value(a, it.next())?,
             "--out" => out = value(a, it.next())?,
+            "--summary" => summary_path = Some(value(a, it.next())?),
+            "--no-shrink" => do_shrink = false,
             other => bail!("unknown option {other:?} (see `zklock help`)"),
         }
     }
@@ -33,43 +50,112 @@ pub fn run(args: &[String]) -> Result<bool> {
             sc.clients
         );
     }
+    if budget.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
     let recipe = ShippedRecipe::default();
-    let t0 = std::time::Instant::now();
-    let mut counters = Counters::default();
-    for seed in start..start.saturating_add(seeds) {
-        let run = check_seed(&sc, seed, &recipe);
-        counters.merge(&run.report.counters);
-        if let Some(failure) = run.failure() {
-            println!("seed {seed}: FAILED {failure}\n");
-            println!("{}", run.report);
-            if let Some(e) = &run.outcome.error {
-                println!("the run stopped early: {e}");
+    let total = budget.seed_list().len() as u64;
+    let bar = ProgressBar::new(total).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
+            .expect("static template"),
+    );
+    let explored = explore(&sc, &recipe, &budget, &|done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    let s = &explored.summary;
+    println!(
+        "{} seeds run (seeds {}..{}, shard {}/{}) on {} threads in {:.2} s{}",
+        s.seeds_run,
+        budget.seed_start,
+        budget.seed_start.saturating_add(budget.seeds),
+        budget.shard_index + 1,
+        budget.shard_count,
+        budget.threads,
+        s.wall_ms as f64 / 1000.0,
+        if s.stopped_by_time {
+            " (time limit reached)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "scenario: {} clients ({} readers) x {} acquisitions, faults on until {} ms",
+        sc.clients, sc.readers, sc.acquisitions_per_client, sc.heal_ms
+    );
+    println!("{}", s.counters);
+    if let Some(p) = &summary_path {
+        write_summary(p, s)?;
+        println!("summary: {}", p.display());
+    }
+    let Some((seed, run)) = explored.failure else {
+        println!(
+            "ok: every property held on every seed ({:.0} checked acquisitions/s)",
+            s.counters.acquisitions as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
+        );
+        return Ok(true);
+    };
+    println!(
+        "\nseed {seed}: FAILED {}\n",
+        run.failure().unwrap_or_default()
+    );
+    println!("{}", run.report);
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join(format!("seed-{seed}.json"));
+    let trace = run.trace(&sc, seed, "zklock");
+    trace.write(&path)?;
+    println!("trace: {}", path.display());
+    println!(
+        "reproduce: cargo run --release -- replay {}",
+        path.display()
+    );
+    if do_shrink {
+        let shrunk = shrink(&trace, &recipe, &ShrinkLimits::default())?;
+        let spath = out.join(format!("seed-{seed}.min.json"));
+        shrunk.trace.write(&spath)?;
+        println!(
+            "shrunk in {} runs: {:?} -> {:?}\nshrunk trace: {}",
+            shrunk.runs,
+            shrunk.before,
+            shrunk.after,
+            spath.display()
+        );
+        println!(
+            "reproduce: cargo run --release -- replay {}",
+            spath.display()
+        );
+    }
+    Ok(false)
+}
+
+fn write_summary(path: &Path, s: &Summary) -> Result<()> {
+    let text = serde_json::to_string_pretty(s)?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards.
+pub fn merge(args: &[String]) -> Result<bool> {
+    if args.is_empty() {
+        bail!("usage: zklock merge <SUMMARY.json>...");
+    }
+    let mut merged: Option<Summary> = None;
+    for a in args {
+        let text = std::fs::read_to_string(a).with_context(|| format!("reading {a}"))?;
+        let s: Summary = serde_json::from_str(&text)
+            .with_context(|| format!("{a}: not a zklock explore summary"))?;
+        match &mut merged {
+            None => merged = Some(s),
+            Some(m) => {
+                if m.recipe != s.recipe || m.scenario != s.scenario {
+                    bail!("{a}: a different recipe or scenario than the first summary");
+                }
+                m.merge(&s);
             }
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            let path = out.join(format!("seed-{seed}.json"));
-            run.trace(&sc, seed, "zklock").write(&path)?;
-            println!("trace: {}", path.display());
-            println!(
-                "reproduce: cargo run --release -- replay {}",
-                path.display()
-            );
-            return Ok(false);
         }
     }
-    let secs = t0.elapsed().as_secs_f64();
-    println!(
-        "seeds {start}..{} ({seeds} runs), {} clients ({} readers) x {} acquisitions, \
-         faults on until {} ms",
-        start.saturating_add(seeds),
-        sc.clients,
-        sc.readers,
-        sc.acquisitions_per_client,
-        sc.heal_ms
-    );
-    println!("{counters}");
-    println!(
-        "ok: every property held on every seed ({secs:.2} s, {:.0} checked acquisitions/s)",
-        counters.acquisitions as f64 / secs.max(1e-9)
-    );
-    Ok(true)
+    let m = merged.expect("at least one summary");
+    println!("{} seeds run over {} summaries", m.seeds_run, args.len());
+    println!("{}", m.counters);
+    for (seed, f) in &m.failures {
+        println!("seed {seed}: FAILED {f}");
+    }
+    Ok(m.failures.is_empty())
 }

@@ -3,6 +3,7 @@
 mod args;
 mod explore;
 mod replay;
+mod shrink_cmd;
 
 use anyhow::{Result, bail};
 use std::process::ExitCode;
@@ -17,15 +18,24 @@ USAGE:
                                  writes its trace and prints the replay command
     zklock replay <TRACE>        re-run a trace file's exact schedule, compare the history
                                  with the recorded one, print the timeline and the verdict
+    zklock shrink <TRACE>        minimize a failing trace: fewer clients, acquisitions,
+                                 faults and choices, same violated property
+                                 [--out FILE] [--runs-max N] [--time-limit-s S]
+    zklock merge <SUMMARY>...    merge the JSON summaries of explore shards
     zklock help                  print this help
 
 OPTIONS (explore):
-    --seeds N            seeds to run (default 100)
+    --seeds N            seeds in the range (default 100)
     --seed-start S       first seed (default 0)
     --clients N          contending clients (default 5, at most 64)
     --acquisitions N     acquisitions per client (default 20)
     --readers N          clients taking the read lock; the rest write (default 0: exclusive)
     --out DIR            where failing traces go (default traces/failures)
+    --threads N          worker threads (default: every core)
+    --time-limit-s S     start no new seed after S seconds
+    --shard K/N          run only seeds with seed % N == K-1, to spread a sweep over jobs
+    --summary FILE       write the sweep's summary as JSON (merge shards with `zklock merge`)
+    --no-shrink          do not shrink a failing trace
 
 EXIT STATUS: 0 when every property held, 1 on a violation or an error.
 ";
@@ -51,6 +61,8 @@ fn dispatch() -> Result<bool> {
         }
         Some("explore") => explore::run(&args[1..]),
         Some("replay") => replay::run(&args[1..]),
+        Some("shrink") => shrink_cmd::run(&args[1..]),
+        Some("merge") => explore::merge(&args[1..]),
         None => explore::run(&[]),
         Some(a) if a.starts_with("--") => explore::run(&args),
         Some(other) => bail!("unknown command {other:?}\n\n{USAGE}"),

@@ -42,9 +42,11 @@
 //! written atomically with a [`render_timeline`] next to it; [`Trace::read`] reports
 //! any bad file as a [`TraceError`] naming it.
 
+pub mod explore;
 pub mod holds;
 pub mod properties;
 pub mod run;
+pub mod shrink;
 pub mod sweep;
 pub mod timeline;
 pub mod trace;
@@ -52,10 +54,12 @@ pub mod trace;
 #[cfg(test)]
 mod testkit;
 
+pub use explore::{Budget, Explored, Summary, explore};
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
+pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 pub use sweep::{SEED_ENV, SeedFailure, check_seeds};
 pub use timeline::render_timeline;
 pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_VERSION};

@@ -120,3 +120,28 @@ fn a_failing_sweep_says_how_to_reproduce_it() {
     assert_eq!(again.outcome.history, t.history);
     assert_eq!(again.failure().as_deref(), Some(err.failure.as_str()));
 }
+
+#[test]
+fn shrinking_keeps_the_violation_and_makes_the_trace_smaller() {
+    let recipe = Deaf(ShippedRecipe::default());
+    let err = zklock_checker::check_seeds(&scenario(), &recipe, 0..40).expect_err("fails");
+    let trace = zklock_checker::Trace::read(err.trace.as_ref().unwrap()).unwrap();
+    let s = zklock_checker::shrink(&trace, &recipe, &Default::default()).unwrap();
+    eprintln!(
+        "before {:?} after {:?} in {} runs",
+        s.before, s.after, s.runs
+    );
+    assert_eq!(s.trace.violation, trace.violation);
+    assert!(
+        s.after.choices < s.before.choices,
+        "{:?} -> {:?}",
+        s.before,
+        s.after
+    );
+    assert!(s.after.faults <= s.before.faults);
+    assert!(s.after.clients <= s.before.clients);
+    // The shrunk trace replays to the same violation.
+    let again = zklock_checker::replay(&s.trace, &recipe);
+    assert_eq!(again.failure(), s.trace.violation);
+    assert_eq!(again.outcome.history, s.trace.history);
+}

@@ -1,0 +1,263 @@
+//! Shrinking a failing trace to a smallest one that still violates the same property:
+//! fewer clients, fewer acquisitions, fewer faults, a shorter choice list.
+//!
+//! Every candidate is a replay: the scenario (maybe smaller) with a choice list (maybe
+//! shorter, or with entries set to 0). Replay answers 0 past the end of the list and
+//! clamps an out-of-range index, so every candidate is a valid schedule; 0 is "no fault"
+//! and "the first pending request", so zeroing a choice removes a fault or a reordering.
+
+use crate::run::{CheckedRun, judge};
+use crate::trace::Trace;
+use std::time::{Duration, Instant};
+use zklock_sim::{Recipe, ReplayChooser, Scenario, run_scenario_with};
+
+/// Bounds on a shrink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShrinkLimits {
+    /// Candidate runs at most. Default 4000.
+    pub runs_max: u64,
+    /// Wall time at most, in milliseconds. Default 60000.
+    pub time_limit_ms: u64,
+}
+
+impl Default for ShrinkLimits {
+    fn default() -> Self {
+        ShrinkLimits {
+            runs_max: 4000,
+            time_limit_ms: 60_000,
+        }
+    }
+}
+
+/// The size of a trace, as shrinking sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    pub clients: u32,
+    pub acquisitions_per_client: u32,
+    pub faults: usize,
+    pub choices: usize,
+}
+
+/// A shrunk trace.
+#[derive(Debug)]
+pub struct Shrunk {
+    pub trace: Trace,
+    pub before: Size,
+    pub after: Size,
+    pub runs: u64,
+}
+
+/// Why a trace could not be shrunk.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShrinkError {
+    /// Replaying the trace does not fail at all (the recipe or zklock changed?).
+    NotFailing,
+}
+
+impl std::fmt::Display for ShrinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShrinkError::NotFailing => f.write_str(
+                "replaying the trace violates nothing: the recipe or zklock changed since \
+                 it was written, or it never failed",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ShrinkError {}
+
+fn size(sc: &Scenario, run: &CheckedRun) -> Size {
+    Size {
+        clients: sc.clients,
+        acquisitions_per_client: sc.acquisitions_per_client,
+        faults: run
+            .outcome
+            .history
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, zklock_recipe::history::EventKind::Fault { .. }))
+            .count(),
+        choices: run.outcome.choices.len(),
+    }
+}
+
+struct Shrinker<'a, R> {
+    recipe: &'a R,
+    seed: u64,
+    target: String,
+    runs: u64,
+    limits: ShrinkLimits,
+    deadline: Instant,
+    best_sc: Scenario,
+    best_choices: Vec<u32>,
+    best_run: CheckedRun,
+}
+
+fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
+    while c.last() == Some(&0) {
+        c.pop();
+    }
+    c
+}
+
+impl<R: Recipe> Shrinker<'_, R> {
+    fn out_of_budget(&self) -> bool {
+        self.runs >= self.limits.runs_max || Instant::now() >= self.deadline
+    }
+
+    /// Runs a candidate; keeps it if it fails the same way and is no larger.
+    fn try_candidate(&mut self, sc: Scenario, choices: Vec<u32>) -> bool {
+        if self.out_of_budget() {
+            return false;
+        }
+        self.runs += 1;
+        let chooser = ReplayChooser::new(choices);
+        let out = run_scenario_with(&sc, self.seed, Box::new(chooser), self.recipe);
+        let run = judge(&sc, out);
+        if run.failure().as_deref() != Some(self.target.as_str()) {
+            return false;
+        }
+        let consumed = trim_zeros(run.outcome.choices.clone());
+        let new = (sc.clients, sc.acquisitions_per_client, consumed.len());
+        let old = (
+            self.best_sc.clients,
+            self.best_sc.acquisitions_per_client,
+            self.best_choices.len(),
+        );
+        let fewer_nonzero = consumed.iter().filter(|&&c| c != 0).count()
+            < self.best_choices.iter().filter(|&&c| c != 0).count();
+        if new < old || (new == old && fewer_nonzero) {
+            self.best_sc = sc;
+            self.best_choices = consumed;
+            self.best_run = run;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn shrink_scenario(&mut self) -> bool {
+        let mut improved = false;
+        for clients in 1..self.best_sc.clients {
+            let sc = Scenario {
+                clients,
+                readers: self.best_sc.readers.min(clients),
+                ..self.best_sc.clone()
+            };
+            if self.try_candidate(sc, self.best_choices.clone()) {
+                improved = true;
+                break;
+            }
+        }
+        for acq in 1..self.best_sc.acquisitions_per_client {
+            let sc = Scenario {
+                acquisitions_per_client: acq,
+                ..self.best_sc.clone()
+            };
+            if self.try_candidate(sc, self.best_choices.clone()) {
+                improved = true;
+                break;
+            }
+        }
+        improved
+    }
+
+    /// The shortest prefix (rest zero) that still fails, by bisection.
+    fn truncate(&mut self) -> bool {
+        let (mut lo, mut hi) = (0, self.best_choices.len());
+        let mut improved = false;
+        while lo < hi && !self.out_of_budget() {
+            let mid = (lo + hi) / 2;
+            let cand = self.best_choices[..mid].to_vec();
+            if self.try_candidate(self.best_sc.clone(), cand) {
+                improved = true;
+                hi = self.best_choices.len().min(mid);
+            } else {
+                lo = mid + 1;
+            }
+        }
+        improved
+    }
+
+    /// ddmin-style: zero, then remove, chunks of halving size.
+    fn chunks(&mut self, remove: bool) -> bool {
+        let mut improved = false;
+        let mut chunk = (self.best_choices.len() / 2).max(1);
+        loop {
+            let mut i = 0;
+            while i < self.best_choices.len() && !self.out_of_budget() {
+                let end = (i + chunk).min(self.best_choices.len());
+                let mut cand = self.best_choices.clone();
+                if remove {
+                    cand.drain(i..end);
+                } else if cand[i..end].iter().all(|&c| c == 0) {
+                    i = end;
+                    continue;
+                } else {
+                    cand[i..end].iter_mut().for_each(|c| *c = 0);
+                }
+                if self.try_candidate(self.best_sc.clone(), cand) {
+                    improved = true;
+                } else {
+                    i = end;
+                }
+            }
+            if chunk == 1 || self.out_of_budget() {
+                return improved;
+            }
+            chunk /= 2;
+        }
+    }
+}
+
+/// Shrinks `trace` (which must fail when replayed with `recipe`).
+pub fn shrink<R: Recipe>(
+    trace: &Trace,
+    recipe: &R,
+    limits: &ShrinkLimits,
+) -> Result<Shrunk, ShrinkError> {
+    let chooser = ReplayChooser::new(trace.choices.clone());
+    let out = run_scenario_with(&trace.scenario, trace.seed, Box::new(chooser), recipe);
+    let first = judge(&trace.scenario, out);
+    let Some(target) = first.failure() else {
+        return Err(ShrinkError::NotFailing);
+    };
+    let before = size(&trace.scenario, &first);
+    let mut s = Shrinker {
+        recipe,
+        seed: trace.seed,
+        target,
+        runs: 1,
+        limits: limits.clone(),
+        deadline: Instant::now() + Duration::from_millis(limits.time_limit_ms),
+        best_sc: trace.scenario.clone(),
+        best_choices: trim_zeros(first.outcome.choices.clone()),
+        best_run: first,
+    };
+    loop {
+        let mut improved = s.shrink_scenario();
+        improved |= s.truncate();
+        improved |= s.chunks(false);
+        improved |= s.chunks(true);
+        if !improved || s.out_of_budget() {
+            break;
+        }
+    }
+    let after = size(&s.best_sc, &s.best_run);
+    let trace = Trace::new(
+        s.best_sc.clone(),
+        trace.seed,
+        s.best_run.outcome.choices.clone(),
+        trace.recipe.clone(),
+        s.best_run.outcome.history.clone(),
+        s.best_run.failure(),
+    );
+    Ok(Shrunk {
+        trace,
+        before,
+        after,
+        runs: s.runs,
+    })
+}

@@ -1,0 +1,50 @@
+//! `zklock shrink <TRACE>`: minimize a failing trace of the shipped recipe.
+
+use crate::args::value;
+use anyhow::{Result, bail};
+use std::path::PathBuf;
+use zklock_checker::{ShrinkLimits, Trace, shrink};
+use zklock_sim::ShippedRecipe;
+
+pub fn run(args: &[String]) -> Result<bool> {
+    let mut limits = ShrinkLimits::default();
+    let mut path = None;
+    let mut out = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--runs-max" => limits.runs_max = value(a, it.next())?,
+            "--time-limit-s" => limits.time_limit_ms = value::<u64>(a, it.next())? * 1000,
+            "--out" => out = Some(value::<PathBuf>(a, it.next())?),
+            p if !p.starts_with("--") && path.is_none() => path = Some(PathBuf::from(p)),
+            other => bail!("unknown option {other:?}; usage: zklock shrink <TRACE> [--out FILE]"),
+        }
+    }
+    let Some(path) = path else {
+        bail!("usage: zklock shrink <TRACE> [--out FILE] [--runs-max N] [--time-limit-s S]");
+    };
+    let trace = Trace::read(&path)?;
+    if trace.recipe != "zklock" {
+        bail!(
+            "{}: recorded with recipe {:?}; this command shrinks the shipped recipe's traces \
+             (shrink other recipes from your own test with zklock_checker::shrink)",
+            path.display(),
+            trace.recipe
+        );
+    }
+    let shrunk = shrink(&trace, &ShippedRecipe::default(), &limits)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let out = out.unwrap_or_else(|| path.with_extension("min.json"));
+    shrunk.trace.write(&out)?;
+    println!(
+        "shrunk in {} runs: {:?} -> {:?}",
+        shrunk.runs, shrunk.before, shrunk.after
+    );
+    println!(
+        "violation: {}",
+        shrunk.trace.violation.as_deref().unwrap_or("?")
+    );
+    println!("shrunk trace: {}", out.display());
+    println!("reproduce: cargo run --release -- replay {}", out.display());
+    Ok(true)
+}

@@ -86,6 +86,9 @@ pub struct Explored {
     pub failure: Option<(u64, CheckedRun)>,
 }
 
+/// Counters so far, seeds run, failing runs.
+type Tally = (Counters, u64, Vec<(u64, CheckedRun)>);
+
 /// Runs `budget`'s seeds of `scenario` with `recipe` on `budget.threads` threads.
 /// `progress(done, total)` is called after each seed.
 pub fn explore<R: Recipe>(
@@ -105,8 +108,7 @@ pub fn explore<R: Recipe>(
         .time_limit_ms
         .map(|ms| t0 + Duration::from_millis(ms));
     let stopped_by_time = std::sync::atomic::AtomicBool::new(false);
-    let results: Mutex<(Counters, u64, Vec<(u64, CheckedRun)>)> =
-        Mutex::new((Counters::default(), 0, Vec::new()));
+    let results: Mutex<Tally> = Mutex::new((Counters::default(), 0, Vec::new()));
     std::thread::scope(|s| {
         for _ in 0..budget.threads.max(1) {
             s.spawn(|| {

@@ -1,6 +1,7 @@
 //! The `zklock` command line.
 
 mod args;
+mod check_cmd;
 mod explore;
 mod replay;
 mod shrink_cmd;
@@ -16,6 +17,11 @@ USAGE:
                                  all faults on, over a range of seeds, checking every
                                  property (the default job); stops at the first violation,
                                  writes its trace and prints the replay command
+    zklock check [OPTIONS]       bounded exhaustive model checking: every interleaving and
+                                 fault placement of a small configuration
+                                 [--clients 1|2|3 (2)] [--faults-max K (1)]
+                                 [--acquisitions N (1)] [--readers N] [--schedules-max N]
+                                 [--time-limit-s S] [--no-prune]
     zklock replay <TRACE>        re-run a trace file's exact schedule, compare the history
                                  with the recorded one, print the timeline and the verdict
     zklock shrink <TRACE>        minimize a failing trace: fewer clients, acquisitions,
@@ -62,6 +68,7 @@ fn dispatch() -> Result<bool> {
         Some("explore") => explore::run(&args[1..]),
         Some("replay") => replay::run(&args[1..]),
         Some("shrink") => shrink_cmd::run(&args[1..]),
+        Some("check") => check_cmd::run(&args[1..]),
         Some("merge") => explore::merge(&args[1..]),
         None => explore::run(&[]),
         Some(a) if a.starts_with("--") => explore::run(&args),

@@ -42,6 +42,7 @@
 //! written atomically with a [`render_timeline`] next to it; [`Trace::read`] reports
 //! any bad file as a [`TraceError`] naming it.
 
+pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod properties;
@@ -54,6 +55,7 @@ pub mod trace;
 #[cfg(test)]
 mod testkit;
 
+pub use exhaustive::{Bounds, ExhaustiveReport, check_exhaustive};
 pub use explore::{Budget, Explored, Summary, explore};
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,

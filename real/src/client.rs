@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use zklock_recipe::path::validate_path;
 use zklock_recipe::{
-    Coordination, CreateMode, Op, OpResult, SessionBroadcast, SessionEvents, SessionId,
-    SessionState, Stat, Watch, ZkError,
+    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionBroadcast, SessionEvents,
+    SessionId, SessionState, Stat, Watch, ZkError,
 };
 use zookeeper_client as zk;
 
@@ -73,6 +73,8 @@ pub struct ZkClient {
     hub: Arc<Mutex<StateHub>>,
     watches: WatchForwarder,
     state_task: tokio::task::JoinHandle<()>,
+    /// Where background cleanup runs: it may be handed over from a `Drop` outside a task.
+    runtime: tokio::runtime::Handle,
 }
 
 impl Drop for ZkClient {
@@ -142,6 +144,7 @@ impl ZkClient {
             hub,
             watches: WatchForwarder::default(),
             state_task,
+            runtime: tokio::runtime::Handle::current(),
         }
     }
 
@@ -393,5 +396,15 @@ impl Coordination for ZkClient {
 
     async fn close(&self) -> Result<(), ZkError> {
         self.do_close().await
+    }
+
+    fn cleanup_detached(&self, what: DetachedCleanup) {
+        // After `close` there is no session left to clean.
+        let Some(client) = lock(&self.client).clone() else {
+            return;
+        };
+        let session = self.session_id;
+        self.runtime
+            .spawn(crate::detached::run_detached_raw(client, session, what));
     }
 }

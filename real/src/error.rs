@@ -44,6 +44,8 @@ pub enum RealError {
     ExpireSession { session: String, reason: String },
     /// A fault-injecting proxy could not do what was asked.
     Proxy { reason: String },
+    /// A run's configuration is out of bounds or inconsistent.
+    Config { reason: String },
     /// An I/O error, with what was being done.
     Io {
         context: String,
@@ -106,6 +108,7 @@ impl fmt::Display for RealError {
                 write!(f, "could not force session {session} to expire: {reason}")
             }
             RealError::Proxy { reason } => write!(f, "fault-injecting proxy: {reason}"),
+            RealError::Config { reason } => write!(f, "invalid run configuration: {reason}"),
             RealError::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }

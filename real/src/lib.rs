@@ -7,6 +7,13 @@
 //!   [`harness::TestCluster`]), kills and restarts them, and forces sessions to expire.
 //! * [`proxy`] is a fault-injecting TCP proxy that understands ZooKeeper's framing: it cuts
 //!   connections, loses create responses and black-holes clients.
+//! * [`workload`] runs the simulation's workload with the shipped recipe on real servers
+//!   ([`servers::Servers`]), N clients each on its own session, with faults
+//!   ([`faults`]) until a heal time, and records the same
+//!   [`History`](zklock_recipe::history::History) as a simulated run, for the same checker:
+//!   [`recorder::Recorder`] stamps every event from one monotonic clock under one lock,
+//!   [`recording::RecordingClient`] records each ZooKeeper request and session change, and
+//!   [`resource`] is the fenced and unfenced in-process resource.
 //!
 //! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
 //! [`harness::availability`]).
@@ -42,10 +49,17 @@
 
 mod client;
 mod convert;
+mod detached;
 mod error;
+pub mod faults;
 pub mod harness;
 pub mod proxy;
+pub mod recorder;
+pub mod recording;
+pub mod resource;
+pub mod servers;
 mod watch;
+pub mod workload;
 
 pub use client::{ZkClient, monotonic_now};
 pub use error::{INSTALL_HINT, RealError};

@@ -114,6 +114,20 @@ impl SessionBroadcast {
     }
 }
 
+/// Cleanup a recipe hands to its runner because it cannot await it: the node of an
+/// acquire future that was dropped, or of a guard dropped without release. See
+/// [`Coordination::cleanup_detached`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DetachedCleanup {
+    /// Delete this node (any version). Done once the delete succeeds or answers `NoNode`.
+    Node(String),
+    /// A create was sent whose reply never came, so the node's name is unknown: list
+    /// `dir` and delete every child whose name contains `fragment` and whose
+    /// `ephemeral_owner` is this client's session. Done once each such child is gone, or
+    /// if `dir` does not exist.
+    OwnedMatching { dir: String, fragment: String },
+}
+
 /// Everything a lock recipe needs from ZooKeeper.
 ///
 /// Every request is asynchronous and answers with ZooKeeper's outcome, or with
@@ -183,6 +197,22 @@ pub trait Coordination: Send + Sync {
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send;
     /// Closes the session: the server deletes its ephemerals at once.
     fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send;
+
+    /// Performs `what` in the background, as the client library's own work (Curator runs
+    /// such deletes on its background executor): the recipe has no runtime, and a `Drop`
+    /// cannot await.
+    ///
+    /// - Its requests go after every request this client issued before the call, so a
+    ///   create still in flight is seen by the listing of
+    ///   [`OwnedMatching`](DetachedCleanup::OwnedMatching).
+    /// - Each request is retried through [`ZkError::ConnectionLoss`] (after the
+    ///   reconnect) until the node is gone.
+    /// - It ends without error when the session ends (`SessionExpired` or
+    ///   `SessionClosed`): the server deletes the session's ephemerals anyway. Any other
+    ///   error ends that item too, since repeating the request would not change it.
+    ///
+    /// It never blocks, and may be called from `Drop`, inside or outside a task.
+    fn cleanup_detached(&self, what: DetachedCleanup);
 }
 
 impl<T: Coordination + ?Sized> Coordination for Arc<T> {
@@ -262,5 +292,8 @@ impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     }
     fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
         (**self).close()
+    }
+    fn cleanup_detached(&self, what: DetachedCleanup) {
+        (**self).cleanup_detached(what)
     }
 }

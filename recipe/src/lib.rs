@@ -59,9 +59,13 @@
 //!   otherwise it creates again. Retries are bounded ([`RetryPolicy`]).
 //! - **Nothing left behind.** `try_acquire`, `acquire_timeout`, `acquire_until` and failed
 //!   acquires delete their node before returning, retrying through connection loss until
-//!   the node or the session is gone; `release` does the same and keeps the node recorded
-//!   while it may exist. A *dropped* future cannot await, so it records its node on the
-//!   lock object, whose next call deletes it first (see [`Lock::pending_cleanup`]).
+//!   the node or the session is gone; `release` does the same. A *dropped* acquire future,
+//!   or a guard dropped without release, cannot await: it hands its node to the runner
+//!   ([`Coordination::cleanup_detached`]), which deletes it in the background with the
+//!   same retry rule, as Curator's background executor does. So a dropped acquire leaves
+//!   no node behind once that background cleanup completes, with no further call on the
+//!   lock object. If the create's reply never came, the runner finds the node by its guid
+//!   and our session as owner.
 //! - **Determinism.** Guids come from the caller or from the session id and a per-lock
 //!   counter ([`LockOptions::guid`]), backoff has no jitter, and time is the runner's, so a
 //!   simulated run is reproducible from its seed.
@@ -78,7 +82,9 @@ pub mod lock;
 pub mod path;
 mod types;
 
-pub use coordination::{Coordination, SessionBroadcast, SessionEvents, Watch, WatchSender};
+pub use coordination::{
+    Coordination, DetachedCleanup, SessionBroadcast, SessionEvents, Watch, WatchSender,
+};
 pub use lock::{
     FencingToken, Lock, LockError, LockGuard, LockNode, LockOptions, LostPolicy, LostReason,
     NodeKind, RetryPolicy, RwLock,

@@ -7,6 +7,8 @@ mod basic;
 mod canary;
 #[path = "locks/common.rs"]
 mod common;
+#[path = "locks/detached.rs"]
+mod detached;
 #[path = "locks/exclusion.rs"]
 mod exclusion;
 #[path = "locks/faults.rs"]

@@ -59,10 +59,25 @@ impl Future for Quiescent<'_> {
     }
 }
 
-struct ActorWaker {
+pub(crate) struct ActorWaker {
     state: AtomicU8,
     tracker: Arc<Tracker>,
     inner: Mutex<Option<Waker>>,
+}
+
+impl ActorWaker {
+    /// Counts an idle actor as active until madsim drops it after an abort: its drop may
+    /// stage work (a dropped acquire's cleanup), which must land before the next
+    /// quiescent point rather than whenever madsim gets to it.
+    pub(crate) fn hold_until_dropped(&self) {
+        if self
+            .state
+            .compare_exchange(IDLE, SCHEDULED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            self.tracker.active.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Wake for ActorWaker {
@@ -102,7 +117,8 @@ pub(crate) fn current_order() -> Option<(usize, usize)> {
 
 /// An actor's future, tracked for quiescence.
 pub(crate) struct Tracked<F> {
-    fut: Pin<Box<F>>,
+    /// `None` only while being dropped.
+    fut: Option<Pin<Box<F>>>,
     id: usize,
     seq: usize,
     waker: Arc<ActorWaker>,
@@ -113,7 +129,7 @@ impl<F: Future> Tracked<F> {
         tracker.active.fetch_add(1, Ordering::SeqCst);
         let id = tracker.next_actor.fetch_add(1, Ordering::SeqCst);
         Tracked {
-            fut: Box::pin(fut),
+            fut: Some(Box::pin(fut)),
             id,
             seq: 0,
             waker: Arc::new(ActorWaker {
@@ -125,8 +141,19 @@ impl<F: Future> Tracked<F> {
     }
 }
 
+impl<F> Tracked<F> {
+    pub(crate) fn waker(&self) -> Arc<ActorWaker> {
+        self.waker.clone()
+    }
+}
+
 impl<F> Drop for Tracked<F> {
     fn drop(&mut self) {
+        // Drops inside the future (a pending acquire, a guard) may stage work: they do so
+        // as this actor, in its sequence, wherever madsim happens to drop it.
+        let prev = CURRENT.with(|c| c.replace(Some((self.id, self.seq))));
+        drop(self.fut.take());
+        CURRENT.with(|c| c.set(prev));
         // A dropped actor (aborted, or its owner gone) no longer counts as active.
         let st = self.waker.state.swap(DONE, Ordering::SeqCst);
         if st != IDLE && st != DONE {
@@ -156,7 +183,8 @@ impl<F: Future> Future for Tracked<F> {
         let waker = Waker::from(this.waker.clone());
         let mut acx = Context::from_waker(&waker);
         let prev = CURRENT.with(|c| c.replace(Some((this.id, this.seq))));
-        let out = this.fut.as_mut().poll(&mut acx);
+        let fut = this.fut.as_mut().expect("a tracked future is only taken in drop");
+        let out = fut.as_mut().poll(&mut acx);
         let mine = CURRENT.with(|c| c.replace(prev));
         this.seq = mine.map_or(this.seq, |(_, seq)| seq);
         match out {

@@ -26,6 +26,17 @@ pub enum ChoiceKind {
 /// with `n >= 2` (a forced choice is not a choice and is not recorded).
 pub trait Chooser: Send {
     fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize;
+    /// Whether this chooser wants [`at_state`](Chooser::at_state) digests. They cost a
+    /// hash of the whole state per step, so only explorers ask.
+    fn wants_digests(&self) -> bool {
+        false
+    }
+    /// Called at each step before its choices with a digest of the whole state; `false`
+    /// prunes the run here (an explorer has already seen, or will see, everything that
+    /// can follow this state).
+    fn at_state(&mut self, _digest: u128) -> bool {
+        true
+    }
 }
 
 /// Random mode: ChaCha8 from a seed, so a seed reproduces the run.
@@ -126,11 +137,23 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
     fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
         self.lock().expect("chooser lock").choose(kind, n)
     }
+    fn wants_digests(&self) -> bool {
+        self.lock().expect("chooser lock").wants_digests()
+    }
+    fn at_state(&mut self, digest: u128) -> bool {
+        self.lock().expect("chooser lock").at_state(digest)
+    }
 }
 
 impl Chooser for Box<dyn Chooser> {
     fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
         (**self).choose(kind, n)
+    }
+    fn wants_digests(&self) -> bool {
+        (**self).wants_digests()
+    }
+    fn at_state(&mut self, digest: u128) -> bool {
+        (**self).at_state(digest)
     }
 }
 

@@ -7,7 +7,7 @@ use futures_channel::oneshot;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
-    Coordination, CreateMode, Op, OpResult, SessionEvents, SessionId, SessionState, Stat, Watch,
+    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId, SessionState, Stat, Watch,
     ZkError,
 };
 
@@ -209,5 +209,15 @@ impl Coordination for SimClient {
             Answer::Done => Ok(()),
             a => unexpected(a),
         }
+    }
+
+    /// Staged like a request, so it takes its place among this actor's requests; the
+    /// world then runs it as the client library's own work (no actor is spawned, so actor
+    /// ids stay as they were). See the world's `detached` module.
+    fn cleanup_detached(&self, what: DetachedCleanup) {
+        self.shared.stage_from_drop(Staged::Detached {
+            client: self.id,
+            what,
+        });
     }
 }

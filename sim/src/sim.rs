@@ -1,7 +1,7 @@
 //! The [`Sim`] handle: builds a world, runs actors on madsim, drives the world at
 //! quiescent points, and offers scripted faults and server inspection to tests.
 
-use crate::actor::{Tracked, Tracker, current_order};
+use crate::actor::{ActorWaker, Tracked, Tracker, current_order};
 use crate::chooser::{Chooser, RandomChooser};
 use crate::client::SimClient;
 use crate::config::{ClientConfig, SimConfig};
@@ -31,6 +31,8 @@ pub enum SimError {
     TimeLimit { limit_ms: u64 },
     /// The world took `SimConfig::steps_max` steps.
     StepLimit { steps_max: u64 },
+    /// The Chooser pruned the run at a state an explorer had already seen.
+    Pruned,
 }
 
 impl std::fmt::Display for SimError {
@@ -50,6 +52,7 @@ impl std::fmt::Display for SimError {
                 "virtual time limit of {limit_ms} ms reached; raise SimConfig::time_limit_ms \
                  if the scenario needs longer"
             ),
+            SimError::Pruned => f.write_str("pruned: the explorer had seen this state"),
             SimError::StepLimit { steps_max } => write!(
                 f,
                 "step limit of {steps_max} reached; raise SimConfig::steps_max if the \
@@ -80,6 +83,18 @@ impl Shared {
              code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
         );
         self.world().stage(order, s);
+    }
+
+    /// As `stage`, for calls that may come from a `Drop` outside any actor. Never panics:
+    /// a poisoned world (an actor panicked with it locked) just drops the item.
+    pub(crate) fn stage_from_drop(&self, s: Staged) {
+        let Ok(mut world) = self.world.lock() else {
+            return;
+        };
+        match current_order() {
+            Some(order) => world.stage(order, s),
+            None => world.stage_outside(s),
+        }
     }
 }
 
@@ -170,8 +185,10 @@ impl Sim {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        let tracked = Tracked::new(&self.shared.tracker, fut);
         SimTask {
-            handle: madsim::task::spawn(Tracked::new(&self.shared.tracker, fut)),
+            waker: tracked.waker(),
+            handle: madsim::task::spawn(tracked),
         }
     }
 
@@ -275,6 +292,12 @@ impl Sim {
         self.shared.world().tree.data(path).map(<[u8]>::to_vec)
     }
 
+    /// Background cleanup items (`Coordination::cleanup_detached`) the client library
+    /// of `client` has not finished: nodes of dropped acquires or guards not yet deleted.
+    pub fn detached_cleanups_pending(&self, client: &SimClient) -> usize {
+        self.shared.world().clients[client.index()].detached.len()
+    }
+
     /// Virtual time since the world began.
     pub fn now(&self) -> Duration {
         Duration::from_micros(self.shared.world().now_us)
@@ -362,6 +385,7 @@ async fn drive(shared: &Shared) -> SimError {
                     limit_ms: cfg.time_limit_ms,
                 };
             }
+            Step::Pruned => return SimError::Pruned,
             Step::OutOfSteps => {
                 return SimError::StepLimit {
                     steps_max: cfg.steps_max,
@@ -372,14 +396,24 @@ async fn drive(shared: &Shared) -> SimError {
 }
 
 /// A spawned actor; await it for its output.
-#[derive(Debug)]
 pub struct SimTask<T> {
     handle: madsim::task::JoinHandle<T>,
+    waker: Arc<ActorWaker>,
+}
+
+impl<T> std::fmt::Debug for SimTask<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimTask")
+            .field("handle", &self.handle)
+            .finish()
+    }
 }
 
 impl<T> SimTask<T> {
-    /// Stops the actor (used to model a crashed process's code stopping).
+    /// Stops the actor (used to model a crashed process's code stopping). Its future is
+    /// dropped before the world's next step, as the actor.
     pub fn abort(&self) {
+        self.waker.hold_until_dropped();
         self.handle.abort();
     }
 }

@@ -6,8 +6,8 @@ use super::error::{LockError, LostReason};
 use super::naming::NodeKind;
 use super::observe::Observer;
 use super::retry::{RetryPolicy, delete_until_gone, retry};
-use super::state::{Orphan, SharedState};
-use crate::{Coordination, SessionState};
+use super::state::SharedState;
+use crate::{Coordination, DetachedCleanup, SessionState};
 use futures_util::future::poll_fn;
 use std::fmt;
 use std::sync::{Mutex, MutexGuard};
@@ -52,9 +52,10 @@ enum Step {
 
 /// Proof that the lock was granted. Release it with [`release`](LockGuard::release).
 ///
-/// Dropping a guard without releasing cannot delete the node (no await in `drop`): the
-/// node is recorded on the lock object and deleted by its next call, or when the
-/// session ends. Meanwhile it blocks other contenders.
+/// Dropping a guard without releasing cannot await the delete: the node goes to the
+/// runner's background cleanup ([`Coordination::cleanup_detached`]), which retries it
+/// through connection loss until the node or the session is gone. Until that completes it
+/// blocks other contenders; `release` returns only once the node is gone.
 ///
 /// The guard has no background task: its lost and revoke signals advance while
 /// [`lost`](LockGuard::lost) or [`revocation`](LockGuard::revocation) is awaited;
@@ -238,8 +239,9 @@ impl<C: Coordination> LockGuard<C> {
     }
 
     /// Deletes our node, retrying connection loss until the node or the session is gone,
-    /// then deletes any orphans recorded on the lock object. On error the node may still
-    /// exist: it stays recorded on the lock object for its next call.
+    /// then deletes any orphans recorded on the lock object. On error (one that retrying
+    /// cannot fix) the node may still exist: it goes to the runner's background cleanup,
+    /// as for a dropped guard.
     pub async fn release(mut self) -> Result<(), LockError> {
         delete_until_gone(&self.client, &self.retry, &self.node.path).await?;
         self.released = true;
@@ -252,8 +254,10 @@ impl<C: Coordination> LockGuard<C> {
 impl<C: Coordination> Drop for LockGuard<C> {
     fn drop(&mut self) {
         if !self.released {
-            self.shared
-                .abandon(Some(Orphan::Node(self.node.path.clone())));
+            // Nobody can await the delete now: the runner does it in the background.
+            self.client
+                .cleanup_detached(DetachedCleanup::Node(self.node.path.clone()));
+            self.shared.abandon(None);
         }
     }
 }

@@ -26,7 +26,6 @@ pub use mutex::Lock;
 pub use naming::{LockNode, NamingStyle, NodeKind};
 pub use retry::RetryPolicy;
 pub use rwlock::RwLock;
-pub use state::Orphan;
 
 /// When a guard stops trusting its ownership.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -6,9 +6,9 @@ use super::error::LockError;
 use super::guard::{FencingToken, LockGuard};
 use super::naming::{LockNode, NodeKind, contenders, node_prefix};
 use super::retry::retry;
-use super::state::{Orphan, SharedState};
+use super::state::{DetachOnDrop, SharedState};
 use crate::path::{join, validate_path};
-use crate::{Coordination, ZkError};
+use crate::{Coordination, DetachedCleanup, ZkError};
 use futures_util::future::{self, Either};
 use std::future::Future;
 use std::pin::pin;
@@ -88,11 +88,15 @@ impl<C: Coordination + Clone> Lock<C> {
 
     /// Runs one attempt (after deleting earlier orphans) until it ends or `stop` fires with
     /// the error to report. Anything short of a guard leaves no node: the attempt records
-    /// it and it is deleted here before returning.
+    /// it and it is deleted here before returning. If this call is itself dropped, the
+    /// node goes to the runner's background cleanup instead.
     async fn run<S>(&self, wait: bool, stop: S) -> Result<Option<LockGuard<C>>, LockError>
     where
         S: Future<Output = LockError>,
     {
+        // Declared first so that, if this call is dropped, it drops after the attempt has
+        // recorded its node.
+        let detach = DetachOnDrop::new(&self.client, &self.shared);
         let outcome = {
             let attempt = pin!(async {
                 self.cleanup().await?;
@@ -104,7 +108,7 @@ impl<C: Coordination + Clone> Lock<C> {
             }
             // The attempt is dropped here, recording its node.
         };
-        match outcome {
+        let result = match outcome {
             Ok(Some(guard)) => Ok(Some(guard)),
             Ok(None) => self.cleanup().await.map(|()| None),
             Err(e) => {
@@ -112,7 +116,9 @@ impl<C: Coordination + Clone> Lock<C> {
                 let _ = self.cleanup().await;
                 Err(e)
             }
-        }
+        };
+        detach.disarm();
+        result
     }
 
     /// Waits for the lock as long as it takes (or until the session ends).
@@ -139,8 +145,9 @@ impl<C: Coordination + Clone> Lock<C> {
     }
 
     /// Waits until acquired or until `cancel` completes; then our node is deleted before
-    /// `Cancelled` is returned. Prefer this to dropping an `acquire` future, whose node
-    /// can only be deleted by the lock object's next call.
+    /// `Cancelled` is returned. Dropping an `acquire` future also leaves no node, but
+    /// its deletion completes later, in the runner's background
+    /// ([`Coordination::cleanup_detached`]); this call returns only once it is done.
     pub async fn acquire_until<F>(&self, cancel: F) -> Result<LockGuard<C>, LockError>
     where
         F: Future<Output = ()>,
@@ -189,8 +196,10 @@ impl<C: Coordination + Clone> Lock<C> {
         }
     }
 
-    /// Deletes nodes left by dropped acquires or guards, each retried through connection
-    /// loss until it or the session is gone.
+    /// Deletes nodes an earlier call of this lock object failed to delete (with an error
+    /// that retrying through connection loss cannot fix), each retried through connection
+    /// loss until it or the session is gone. Every call does this first. Dropped acquires
+    /// and guards do not need it: their nodes go to the runner's background cleanup.
     pub async fn cleanup(&self) -> Result<(), LockError> {
         Ok(self
             .shared
@@ -199,7 +208,7 @@ impl<C: Coordination + Clone> Lock<C> {
     }
 
     /// Nodes recorded for deletion by the next call (see [`cleanup`](Lock::cleanup)).
-    pub fn pending_cleanup(&self) -> Vec<Orphan> {
+    pub fn pending_cleanup(&self) -> Vec<DetachedCleanup> {
         self.shared.orphans()
     }
 }

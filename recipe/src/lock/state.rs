@@ -1,35 +1,33 @@
-//! What a lock object remembers between calls: nodes that may exist on the server but
-//! that nobody owns locally any more (orphans), and whether a contender is active.
+//! What a lock object remembers between calls, and how abandoned nodes get deleted.
 //!
-//! A dropped future cannot await, and the recipe has no runtime to spawn a cleanup on.
-//! So a dropped acquire (or a guard dropped without `release`) records its node here, and
-//! the next call on the lock object (`acquire*`, `participants`, `cleanup`, or a guard's
-//! `release`) deletes it first. Until then the node stays, as it would in Curator if the
-//! thread died: it blocks others until deleted or until our session ends.
+//! A node is abandoned when the code that owns it stops short of a guard or of a
+//! `release`: an acquire that fails, times out, is cancelled or is dropped, or a guard
+//! dropped without `release`. Two ways to delete it, depending on whether anyone can
+//! still await:
+//!
+//! - A lock object's call that ends without a guard (`try_acquire` finding the lock held,
+//!   `acquire_timeout`, `acquire_until`, a failed acquire) deletes the node itself before
+//!   returning, retrying through connection loss until the node or the session is gone.
+//!   The attempt records the node here on its way out; the call deletes it next.
+//! - A *dropped* call, or a guard dropped without release, cannot await. It hands the
+//!   node to the runner with [`Coordination::cleanup_detached`], which deletes it in the
+//!   background with the same retry rule. So a dropped acquire leaves no node behind once
+//!   the runner's background cleanup completes, without any further call on the lock
+//!   object.
+//!
+//! A node whose deletion failed with an error that retrying cannot fix stays recorded
+//! here, and the lock object's next call tries again.
 
-use super::naming::{LockNode, NamingStyle, NodeKind};
+use super::naming::{NodeKind, node_prefix};
 use super::retry::{RetryPolicy, delete_until_gone, retry_while_session};
 use crate::path::join;
-use crate::{Coordination, ZkError};
+use crate::{Coordination, DetachedCleanup, ZkError};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// A node that may exist on the server and that no local owner will delete.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Orphan {
-    /// A node whose path we know.
-    Node(String),
-    /// A create was sent but its reply never came: any node in `dir` with this guid and
-    /// kind, owned by our session, is ours.
-    Guid {
-        dir: String,
-        guid: String,
-        kind: NodeKind,
-    },
-}
 
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
-    pub(crate) orphans: Vec<Orphan>,
+    /// Nodes that may exist on the server and that no local owner will delete.
+    pub(crate) orphans: Vec<DetachedCleanup>,
     /// A pending acquire or a live guard exists.
     pub(crate) active: bool,
     /// Acquire attempts so far; numbers each attempt's guid.
@@ -45,15 +43,24 @@ impl SharedState {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn orphans(&self) -> Vec<Orphan> {
+    pub(crate) fn orphans(&self) -> Vec<DetachedCleanup> {
         self.lock().orphans.clone()
     }
 
     /// Records an orphan and frees the lock object for another contender.
-    pub(crate) fn abandon(&self, orphan: Option<Orphan>) {
+    pub(crate) fn abandon(&self, orphan: Option<DetachedCleanup>) {
         let mut s = self.lock();
         s.orphans.extend(orphan);
         s.active = false;
+    }
+
+    /// Hands every recorded orphan to the runner's background cleanup.
+    pub(crate) fn detach_all<C: Coordination>(&self, client: &C) {
+        // Taken first, so the std mutex is not held while the runner is called.
+        let orphans = std::mem::take(&mut self.lock().orphans);
+        for orphan in orphans {
+            client.cleanup_detached(orphan);
+        }
     }
 
     /// Deletes every recorded orphan, each retried until it or the session is gone.
@@ -70,9 +77,9 @@ impl SharedState {
                 return Ok(());
             };
             match &orphan {
-                Orphan::Node(path) => delete_until_gone(client, policy, path).await?,
-                Orphan::Guid { dir, guid, kind } => {
-                    delete_by_guid(client, policy, dir, guid, *kind).await?;
+                DetachedCleanup::Node(path) => delete_until_gone(client, policy, path).await?,
+                DetachedCleanup::OwnedMatching { dir, fragment } => {
+                    delete_owned_matching(client, policy, dir, fragment).await?;
                 }
             }
             let mut s = self.lock();
@@ -83,29 +90,27 @@ impl SharedState {
     }
 }
 
-/// Deletes our nodes (guid, kind, our session) in `dir`, retried until gone.
-async fn delete_by_guid<C: Coordination>(
+/// Deletes the children of `dir` whose names contain `fragment` and that our session
+/// owns, retried until gone: what a runner does for
+/// [`DetachedCleanup::OwnedMatching`], done in the foreground.
+async fn delete_owned_matching<C: Coordination>(
     client: &C,
     policy: &RetryPolicy,
     dir: &str,
-    guid: &str,
-    kind: NodeKind,
+    fragment: &str,
 ) -> Result<(), ZkError> {
-    let children = match retry_while_session(client, policy, || client.get_children(dir)).await {
-        Ok(c) => c,
-        Err(ZkError::NoNode) => return Ok(()),
-        Err(e) if e.is_session_terminal() => return Ok(()),
-        Err(e) => return Err(e),
-    };
+    let mut children =
+        match retry_while_session(client, policy, || client.get_children(dir)).await {
+            Ok(c) => c,
+            Err(ZkError::NoNode) => return Ok(()),
+            Err(e) if e.is_session_terminal() => return Ok(()),
+            Err(e) => return Err(e),
+        };
+    // The server lists children in no particular order; keep the requests' order fixed.
+    children.sort();
     let session = client.session_id().0;
-    for node in children.iter().filter_map(|c| LockNode::parse(c)) {
-        if node.style != NamingStyle::Curator || node.kind != kind {
-            continue;
-        }
-        if node.guid.as_deref() != Some(guid) {
-            continue;
-        }
-        let path = join(dir, &node.name);
+    for name in children.iter().filter(|c| c.contains(fragment)) {
+        let path = join(dir, name);
         match retry_while_session(client, policy, || client.exists(&path)).await {
             Ok(Some(stat)) if stat.ephemeral_owner == session => {
                 delete_until_gone(client, policy, &path).await?;
@@ -119,8 +124,8 @@ async fn delete_by_guid<C: Coordination>(
 }
 
 /// An acquire in progress. If it is dropped (cancelled, timed out, failed) before handing
-/// its node to a guard, it records the node, or the guid of an unanswered create, as an
-/// orphan.
+/// its node to a guard, it records the node, or the name fragment of an unanswered
+/// create, as an orphan; [`DetachOnDrop`] or the lock object's call then deletes it.
 #[derive(Debug)]
 pub(crate) struct Pending {
     shared: SharedState,
@@ -159,14 +164,51 @@ impl Drop for Pending {
             return;
         }
         let orphan = match (&self.path, self.create_sent) {
-            (Some(path), _) => Some(Orphan::Node(path.clone())),
-            (None, true) => Some(Orphan::Guid {
+            (Some(path), _) => Some(DetachedCleanup::Node(path.clone())),
+            // The name's guid and kind part identifies our nodes; the owner check in the
+            // cleanup rules out another session's node that happens to contain it.
+            (None, true) => Some(DetachedCleanup::OwnedMatching {
                 dir: self.dir.clone(),
-                guid: self.guid.clone(),
-                kind: self.kind,
+                fragment: node_prefix(&self.guid, self.kind),
             }),
             (None, false) => None,
         };
         self.shared.abandon(orphan);
+    }
+}
+
+/// Held by a lock object's call for as long as it may still delete recorded orphans
+/// itself. If the call is dropped first (the caller gave up on its future), this hands
+/// them to the runner's background cleanup, since nobody will await their deletion.
+///
+/// Declared before the attempt in the call, so it drops after the attempt's [`Pending`]
+/// has recorded its node.
+pub(crate) struct DetachOnDrop<'a, C: Coordination> {
+    client: &'a C,
+    shared: &'a SharedState,
+    armed: bool,
+}
+
+impl<'a, C: Coordination> DetachOnDrop<'a, C> {
+    pub(crate) fn new(client: &'a C, shared: &'a SharedState) -> Self {
+        DetachOnDrop {
+            client,
+            shared,
+            armed: true,
+        }
+    }
+
+    /// The call finished its own cleanup: whatever is still recorded failed with an error
+    /// retrying cannot fix, and stays for the next call.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl<C: Coordination> Drop for DetachOnDrop<'_, C> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.detach_all(self.client);
+        }
     }
 }

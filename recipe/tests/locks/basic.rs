@@ -5,7 +5,6 @@ use crate::common::{DIR, nodes, sim, sleep_ms, wait_until};
 use futures_util::future::{self, Either};
 use std::pin::pin;
 use std::time::Duration;
-use zklock_recipe::lock::Orphan;
 use zklock_recipe::{
     Coordination, CreateMode, Lock, LockError, LockOptions, NodeKind, lock::NamingStyle,
 };
@@ -154,7 +153,7 @@ fn a_second_contender_on_one_lock_object_is_refused() {
 }
 
 #[test]
-fn a_dropped_acquire_is_deleted_by_the_next_call() {
+fn a_dropped_acquire_leaves_no_node_without_another_call() {
     sim(8, |sim| async move {
         let bc = sim.client();
         let a = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
@@ -168,32 +167,58 @@ fn a_dropped_acquire_is_deleted_by_the_next_call() {
                 Either::Right(_)
             ));
         }
-        // Dropped while waiting: its node stays on the server, recorded on the object.
-        assert_eq!(nodes(&sim).len(), 2);
-        let orphans = b.pending_cleanup();
-        assert!(
-            matches!(orphans.as_slice(), [Orphan::Node(_)]),
-            "{orphans:?}"
-        );
-        // The next call deletes it first.
-        assert!(b.try_acquire().await.unwrap().is_none());
-        assert_eq!(nodes(&sim), [held.node().name.clone()]);
+        // Dropped while waiting: its node goes to the client's background cleanup, not to
+        // the lock object.
         assert!(b.pending_cleanup().is_empty());
+        sleep_ms(&bc, 10).await;
+        assert_eq!(nodes(&sim), [held.node().name.clone()]);
+        assert_eq!(sim.detached_cleanups_pending(&bc), 0);
+        // The lock object is usable again, and nothing was left for it to do.
+        held.release().await.unwrap();
+        b.acquire().await.unwrap().release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
     });
 }
 
 #[test]
-fn a_dropped_guard_is_deleted_by_the_next_call() {
+fn a_dropped_guard_leaves_no_node_without_another_call() {
     sim(9, |sim| async move {
-        let lock = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let c = sim.client();
+        let lock = Lock::new(c.clone(), DIR, LockOptions::default()).unwrap();
         let first = lock.acquire().await.unwrap().node().clone();
-        // The guard was dropped unreleased: its node blocks until the next call.
-        assert_eq!(nodes(&sim), std::slice::from_ref(&first.name));
-        assert_eq!(lock.pending_cleanup(), [Orphan::Node(first.path.clone())]);
+        // The guard was dropped unreleased: the background cleanup deletes its node.
+        assert!(lock.pending_cleanup().is_empty());
+        sleep_ms(&c, 10).await;
+        assert!(nodes(&sim).is_empty(), "{:?}", nodes(&sim));
         let second = lock.acquire().await.unwrap();
         assert_eq!(nodes(&sim), [second.node().name.clone()]);
         assert!(second.sequence() > first.sequence);
         second.release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
+#[test]
+fn a_guard_dropped_while_another_waits_hands_the_lock_over() {
+    sim(12, |sim| async move {
+        let bc = sim.client();
+        let a = Lock::new(sim.client(), DIR, LockOptions::default()).unwrap();
+        let b = Lock::new(bc.clone(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        let waiter = sim.spawn(async move {
+            let g = b.acquire().await.unwrap();
+            let name = g.node().name.clone();
+            g.release().await.unwrap();
+            name
+        });
+        wait_until(&bc, || nodes(&sim).len() == 2).await;
+        let second = nodes(&sim)
+            .into_iter()
+            .find(|n| *n != held.node().name)
+            .unwrap();
+        // Dropped, not released: the waiter is granted once the background delete lands.
+        drop(held);
+        assert_eq!(waiter.await, second);
         assert!(nodes(&sim).is_empty());
     });
 }

@@ -85,6 +85,18 @@ impl Faults {
     }
 }
 
+/// How faults are drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FaultMode {
+    /// At each step, a fault strikes with the rates of [`Faults`] (random sweeps).
+    #[default]
+    Random,
+    /// At each step, the Chooser picks "no fault" or one of the enabled kinds, at most
+    /// `faults_max` times per run; durations are fixed (partitions and pauses outlive the
+    /// session). For exhaustive exploration, where every placement is a branch.
+    Bounded { faults_max: u32 },
+}
+
 /// A workload: `clients` clients, each on its own session, repeat acquire → critical
 /// section on the shared resource → release, `acquisitions_per_client` times.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +120,8 @@ pub struct Scenario {
     pub acquire_timeout_ms: u64,
     /// Faults and their rates.
     pub faults: Faults,
+    /// Random rates, or a bounded number of explicitly chosen faults. Default Random.
+    pub fault_mode: FaultMode,
     /// Virtual time at which faults stop, in milliseconds, so liveness can be judged.
     /// Default 30000.
     pub heal_ms: u64,
@@ -130,6 +144,7 @@ impl Default for Scenario {
             hold_ms: 5,
             acquire_timeout_ms: 3000,
             faults: Faults::default(),
+            fault_mode: FaultMode::Random,
             heal_ms: 30_000,
             liveness_bound_ms: 13_000,
             time_limit_ms: 600_000,

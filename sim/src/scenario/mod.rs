@@ -8,7 +8,7 @@ mod config;
 mod runner;
 mod shipped;
 
-pub use config::{Faults, Rate, Scenario};
+pub use config::{FaultMode, Faults, Rate, Scenario};
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
 pub use shipped::{ShippedLock, ShippedRecipe};
 

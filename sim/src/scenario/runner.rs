@@ -47,7 +47,11 @@ pub fn run_scenario_with<R: Recipe>(
     };
     let rt = madsim::runtime::Runtime::with_seed_and_config(seed, Default::default());
     let sim = Sim::with_chooser(cfg, chooser);
-    sim.shared.world().faults = Some(FaultPlan::new(&scenario.faults, scenario.heal_ms));
+    sim.shared.world().faults = Some(FaultPlan::new(
+        &scenario.faults,
+        scenario.fault_mode,
+        scenario.heal_ms,
+    ));
     let clients: Vec<SimClient> = (0..scenario.clients.min(64))
         .map(|_| sim.client())
         .collect();

@@ -39,6 +39,7 @@ impl World {
             cl.state = state;
             cl.broadcast.send(state);
             self.record(c, EventKind::Session { state });
+            self.observe(c, &state);
         }
     }
 
@@ -55,23 +56,19 @@ impl World {
                 let out = self.clients[c].outbound.pop_front().expect("k <= n");
                 // Applied, but the reply is lost with the connection.
                 let _ = self.execute(c, out.req);
-                let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+                self.answer(c, out.reply, Err(ZkError::ConnectionLoss));
                 self.record(c, EventKind::OpUnknown { op_id: out.op_id });
             }
         }
-        let mut unknown = Vec::new();
+        let mut lost = Vec::new();
         let cl = &mut self.clients[c];
         for out in cl.outbound.drain(..) {
-            let _ = out.reply.send(Err(ZkError::ConnectionLoss));
-            unknown.push(out.op_id);
+            lost.push((out.op_id, out.reply));
         }
         let mut kept = std::collections::VecDeque::new();
         for item in cl.inbound.drain(..) {
             match item {
-                Inbound::Reply { reply, op_id, .. } => {
-                    let _ = reply.send(Err(ZkError::ConnectionLoss));
-                    unknown.push(op_id);
-                }
+                Inbound::Reply { reply, op_id, .. } => lost.push((op_id, reply)),
                 ev @ Inbound::Event(_) => kept.push_back(ev),
             }
         }
@@ -80,6 +77,13 @@ impl World {
         cl.conn_epoch += 1;
         cl.conn_broken = false;
         let epoch = cl.conn_epoch;
+        // Answered once the connection is marked down, so background cleanup waits for
+        // the reconnect instead of resending at once.
+        let mut unknown = Vec::with_capacity(lost.len());
+        for (op_id, reply) in lost {
+            self.answer(c, reply, Err(ZkError::ConnectionLoss));
+            unknown.push(op_id);
+        }
         for op_id in unknown {
             self.record(c, EventKind::OpUnknown { op_id });
         }
@@ -119,10 +123,14 @@ impl World {
         cl.conn = Conn::Expired;
         cl.conn_epoch += 1;
         cl.inbound.clear();
-        let failed: Vec<u64> = cl.outbound.iter().map(|o| o.op_id).collect();
-        for out in cl.outbound.drain(..) {
-            let _ = out.reply.send(Err(ZkError::SessionExpired));
+        let outbound: Vec<_> = cl.outbound.drain(..).collect();
+        let mut failed = Vec::with_capacity(outbound.len());
+        for out in outbound {
+            self.answer(c, out.reply, Err(ZkError::SessionExpired));
+            failed.push(out.op_id);
         }
+        // The session is over: the server deletes its ephemerals without us.
+        self.clear_detached(c);
         for op_id in failed {
             self.record(
                 c,
@@ -243,6 +251,7 @@ impl World {
         let paused_us = self.now_us - self.clients[c].frozen_since;
         self.clients[c].frozen_until = None;
         for done in std::mem::take(&mut self.clients[c].deferred_sleeps) {
+            self.observe(c, &"woke");
             let _ = done.send(());
         }
         for (op, reply) in std::mem::take(&mut self.clients[c].deferred_resource) {
@@ -271,9 +280,13 @@ impl World {
         let cl = &mut self.clients[c];
         cl.conn = Conn::Closed;
         cl.conn_epoch += 1;
-        for out in cl.outbound.drain(..) {
-            let _ = out.reply.send(Err(ZkError::SessionClosed));
+        let outbound: Vec<_> = cl.outbound.drain(..).collect();
+        for out in outbound {
+            self.answer(c, out.reply, Err(ZkError::SessionClosed));
         }
+        // Closing deleted the session's ephemerals.
+        self.clear_detached(c);
+        let cl = &mut self.clients[c];
         let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
             .into_values()
             .chain(std::mem::take(&mut cl.child_watchers).into_values())

@@ -6,7 +6,7 @@
 
 use super::{ClientId, Conn, World};
 use crate::chooser::ChoiceKind;
-use crate::scenario::{Faults, Rate};
+use crate::scenario::{FaultMode, Faults, Rate};
 use zklock_recipe::history::FaultKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +32,8 @@ pub(crate) struct FaultPlan {
     delay_ms_max: u64,
     /// Faults injected so far, for summaries.
     pub(crate) injected: u64,
+    /// `Some(k)`: bounded mode, at most k faults, each an explicit choice.
+    bounded: Option<u32>,
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -39,7 +41,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 impl FaultPlan {
-    pub(crate) fn new(f: &Faults, heal_ms: u64) -> FaultPlan {
+    pub(crate) fn new(f: &Faults, mode: FaultMode, heal_ms: u64) -> FaultPlan {
         let rates = [
             (Kind::ConnectionLoss, f.connection_loss),
             (Kind::LostCreateResponse, f.lost_create_response),
@@ -67,6 +69,10 @@ impl FaultPlan {
             pause_ms_max: f.pause_ms_max.max(1),
             delay_ms_max: f.delay_ms_max.max(1),
             injected: 0,
+            bounded: match mode {
+                FaultMode::Random => None,
+                FaultMode::Bounded { faults_max } => Some(faults_max),
+            },
         }
     }
 }
@@ -82,7 +88,8 @@ impl World {
     /// delays are a fault too).
     pub(crate) fn reconnect_delay_us(&mut self) -> u64 {
         let base = self.cfg.reconnect_delay_ms * 1000;
-        if self.faults_on() {
+        let bounded = self.faults.as_ref().is_some_and(|p| p.bounded.is_some());
+        if self.faults_on() && !bounded {
             base * (1 + self.choose(ChoiceKind::Delay, 4) as u64)
         } else {
             base
@@ -97,17 +104,31 @@ impl World {
         let plan = self.faults.as_ref().expect("faults on");
         let denom = plan.denom;
         let table = plan.table.clone();
-        let r = self.choose(ChoiceKind::Fault, denom as usize) as u64;
-        // Fault i occupies the top of the range, so that 0 means "no fault".
-        let mut hi = denom;
-        let mut kind = None;
-        for (k, w) in table {
-            if r >= hi.saturating_sub(w) && r < hi {
-                kind = Some(k);
-                break;
+        let bounded = plan.bounded.map(|max| (max, plan.injected));
+        let kind = match bounded {
+            Some((max, injected)) => {
+                if injected >= max as u64 {
+                    return false;
+                }
+                // 0 is "no fault"; i is the i-th enabled kind.
+                let c = self.choose(ChoiceKind::Fault, table.len() + 1);
+                c.checked_sub(1).map(|i| table[i].0)
             }
-            hi = hi.saturating_sub(w);
-        }
+            None => {
+                let r = self.choose(ChoiceKind::Fault, denom as usize) as u64;
+                // Fault i occupies the top of the range, so that 0 means "no fault".
+                let mut hi = denom;
+                let mut kind = None;
+                for (k, w) in table {
+                    if r >= hi.saturating_sub(w) && r < hi {
+                        kind = Some(k);
+                        break;
+                    }
+                    hi = hi.saturating_sub(w);
+                }
+                kind
+            }
+        };
         let Some(kind) = kind else {
             return false;
         };
@@ -122,6 +143,7 @@ impl World {
         plan.injected += 1;
         let (part_max, pause_max, delay_max) =
             (plan.partition_ms_max, plan.pause_ms_max, plan.delay_ms_max);
+        let bounded = plan.bounded.is_some();
         match kind {
             Kind::ConnectionLoss => {
                 self.record_fault(c, FaultKind::ConnectionLoss);
@@ -136,12 +158,12 @@ impl World {
                 self.force_expire(c);
             }
             Kind::Partition => {
-                let ms = part_max * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8;
+                let ms = self.fault_duration_ms(bounded, part_max);
                 self.record_fault(c, FaultKind::Partition { duration_ms: ms });
                 self.partition(c, ms * 1000);
             }
             Kind::Pause => {
-                let ms = pause_max * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8;
+                let ms = self.fault_duration_ms(bounded, pause_max);
                 self.record_fault(c, FaultKind::Pause { duration_ms: ms });
                 self.pause(c, ms * 1000);
             }
@@ -150,12 +172,22 @@ impl World {
                 self.crash(c);
             }
             Kind::DelayedDelivery => {
-                let ms = delay_max * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8;
+                let ms = self.fault_duration_ms(bounded, delay_max);
                 self.record_fault(c, FaultKind::DelayedDelivery { delay_ms: ms });
                 self.delay_delivery(c, ms * 1000);
             }
         }
         true
+    }
+
+    /// A duration up to `max_ms`: drawn in eighths, or the maximum in bounded mode (where
+    /// the long case, outliving the session, is the interesting one).
+    fn fault_duration_ms(&mut self, bounded: bool, max_ms: u64) -> u64 {
+        if bounded {
+            max_ms
+        } else {
+            max_ms * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8
+        }
     }
 
     fn eligible(&self, c: ClientId, kind: Kind) -> bool {

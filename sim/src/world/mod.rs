@@ -6,6 +6,8 @@
 //! then applied in (actor, sequence) order, so madsim's task order never matters.
 
 mod conn;
+mod detached;
+mod digest;
 mod faults;
 pub(crate) mod request;
 mod resource;
@@ -13,6 +15,7 @@ mod resource;
 use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
+use detached::Detached;
 pub(crate) use faults::FaultPlan;
 use futures_channel::oneshot;
 use request::{Answer, Reply, Request, RequestKind, WatchKind};
@@ -21,7 +24,7 @@ pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
-    CreateMode, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat, WatchSender,
+    CreateMode, DetachedCleanup, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat, WatchSender,
     WatchedEvent, ZkError,
 };
 
@@ -56,6 +59,11 @@ pub(crate) enum Staged {
         client: ClientId,
         done: oneshot::Sender<()>,
     },
+    /// Background cleanup for the client library (see `detached`).
+    Detached {
+        client: ClientId,
+        what: DetachedCleanup,
+    },
 }
 
 /// A scripted fault or hook.
@@ -80,16 +88,23 @@ pub(crate) enum Conn {
     Closed,
 }
 
+/// Who awaits a request's reply.
+pub(crate) enum ReplyTo {
+    Actor(oneshot::Sender<Reply>),
+    /// The client library's background cleanup: the world consumes the reply.
+    Detached,
+}
+
 pub(crate) struct Outbound {
     pub(crate) op_id: u64,
     pub(crate) req: Request,
-    pub(crate) reply: oneshot::Sender<Reply>,
+    pub(crate) reply: ReplyTo,
 }
 
 pub(crate) enum Inbound {
     Reply {
         op_id: u64,
-        reply: oneshot::Sender<Reply>,
+        reply: ReplyTo,
         result: Reply,
         watch: Option<(String, WatchKind)>,
     },
@@ -123,6 +138,10 @@ pub(crate) struct ClientState {
     pub(crate) deferred_resource: Vec<(ResourceOp, oneshot::Sender<ResourceReply>)>,
     pub(crate) crash_watchers: Vec<oneshot::Sender<()>>,
     pub(crate) crashed: bool,
+    /// Background cleanup the client library still has to do.
+    pub(crate) detached: Detached,
+    /// Digest of everything delivered to this client's actor (see `digest`).
+    pub(crate) obs: u64,
 }
 
 pub(crate) struct ServerSession {
@@ -152,6 +171,8 @@ pub(crate) enum Step {
     Idle,
     OutOfTime,
     OutOfSteps,
+    /// The explorer has seen this state before.
+    Pruned,
 }
 
 pub(crate) struct World {
@@ -175,10 +196,17 @@ pub(crate) struct World {
     pub(crate) resource: ResourceState,
     /// Random faults, when a scenario switched them on.
     pub(crate) faults: Option<FaultPlan>,
+    /// Clients with background cleanup pending, so a step need not scan every client.
+    detached_clients: usize,
+    /// Sequence of items staged from outside any actor (see `stage_outside`).
+    outside_seq: usize,
+    /// Whether the chooser wants state digests (then deliveries are folded into `obs`).
+    pub(crate) digesting: bool,
 }
 
 impl World {
     pub(crate) fn new(cfg: SimConfig, chooser: Box<dyn Chooser>) -> Self {
+        let digesting = chooser.wants_digests();
         World {
             cfg,
             now_us: 0,
@@ -197,6 +225,9 @@ impl World {
             next_op: 0,
             resource: ResourceState::default(),
             faults: None,
+            detached_clients: 0,
+            outside_seq: 0,
+            digesting,
         }
     }
 
@@ -240,6 +271,8 @@ impl World {
             deferred_resource: Vec::new(),
             crash_watchers: Vec::new(),
             crashed: false,
+            detached: Detached::default(),
+            obs: 0,
         });
         self.sessions.insert(
             session,
@@ -259,6 +292,16 @@ impl World {
 
     pub(crate) fn stage(&mut self, order: (usize, usize), s: Staged) {
         self.staged.push((order, s));
+    }
+
+    /// Stages an item that comes from outside any actor: a `Drop` run by code around
+    /// the simulation, such as a guard dropped after `run` returned. It sorts after every
+    /// actor's items of the same batch, in arrival order. Actors dropped by abort or at
+    /// the end of a run stage as themselves (see `Tracked`), so only code outside the
+    /// simulation's schedule comes here.
+    pub(crate) fn stage_outside(&mut self, s: Staged) {
+        self.outside_seq += 1;
+        self.staged.push(((usize::MAX, self.outside_seq), s));
     }
 
     pub(crate) fn record(&mut self, c: ClientId, kind: EventKind) {
@@ -299,10 +342,20 @@ impl World {
             self.fire(t);
             return Step::Progress;
         }
+        // An explorer may prune a state it has seen (never a due timer: that is forced).
+        if self.digesting {
+            let d = self.digest();
+            if !self.chooser.at_state(d) {
+                return Step::Pruned;
+            }
+        }
         // A random fault may strike (only while a scenario's faults are on).
         if self.faults.is_some() && self.maybe_fault() {
             return Step::Progress;
         }
+        // Background cleanup may send its next request (after a reconnect, or the reply
+        // to the previous one).
+        self.kick_all_detached();
         // Then one pending request, from a client the chooser picks.
         let ready: Vec<ClientId> = (0..self.clients.len())
             .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))
@@ -341,7 +394,9 @@ impl World {
         staged.sort_by_key(|(order, _)| *order);
         for (_, s) in staged {
             match s {
-                Staged::Request { client, req, reply } => self.submit(client, req, reply),
+                Staged::Request { client, req, reply } => {
+                    self.submit(client, req, ReplyTo::Actor(reply))
+                }
                 Staged::Sleep {
                     client,
                     duration_us,
@@ -363,12 +418,27 @@ impl World {
                         self.clients[client].crash_watchers.push(done);
                     }
                 }
+                Staged::Detached { client, what } => self.add_detached(client, what),
             }
         }
         true
     }
 
-    fn submit(&mut self, c: ClientId, req: Request, reply: oneshot::Sender<Reply>) {
+    /// Sends a request of the client library's background cleanup.
+    pub(crate) fn submit_detached(&mut self, c: ClientId, req: Request) {
+        self.submit(c, req, ReplyTo::Detached);
+    }
+
+    /// Hands a reply to whoever awaits it.
+    pub(crate) fn answer(&mut self, c: ClientId, to: ReplyTo, result: Reply) {
+        match to {
+            // The receiver may be gone: the actor stopped caring.
+            ReplyTo::Actor(tx) => drop(tx.send(result)),
+            ReplyTo::Detached => self.detached_reply(c, result),
+        }
+    }
+
+    fn submit(&mut self, c: ClientId, req: Request, reply: ReplyTo) {
         self.next_op += 1;
         let op_id = self.next_op;
         let (op, path) = describe(&req);
@@ -383,7 +453,7 @@ impl World {
         };
         match refused {
             Some(e) => {
-                let _ = reply.send(Err(e.clone()));
+                self.answer(c, reply, Err(e.clone()));
                 self.record(c, EventKind::OpFail { op_id, error: e });
             }
             None => cl.outbound.push_back(Outbound { op_id, req, reply }),
@@ -466,7 +536,7 @@ impl World {
         if lose {
             // The create is applied, but its reply never arrives: the connection breaks.
             self.clients[c].lose_next_create = false;
-            let _ = out.reply.send(Err(ZkError::ConnectionLoss));
+            self.answer(c, out.reply, Err(ZkError::ConnectionLoss));
             self.record(c, EventKind::OpUnknown { op_id });
             self.drop_connection(c);
         } else {
@@ -602,10 +672,17 @@ impl World {
                             error: e.clone(),
                         },
                     };
-                    let _ = reply.send(result);
+                    self.observe(c, &result);
+                    self.answer(c, reply, result);
                     self.record(c, kind);
                 }
-                Inbound::Event(ev) => fire_watchers(cl, ev),
+                Inbound::Event(ev) => {
+                    let seen = self.digesting.then(|| ev.clone());
+                    fire_watchers(&mut self.clients[c], ev);
+                    if let Some(ev) = seen {
+                        self.observe(c, &ev);
+                    }
+                }
             }
         }
     }
@@ -620,6 +697,7 @@ impl World {
                 {
                     self.clients[c].deferred_sleeps.push(done);
                 } else {
+                    self.observe(c, &"woke");
                     let _ = done.send(());
                 }
             }
@@ -660,6 +738,19 @@ impl World {
     /// The number of actors' requests still waiting to be applied, for stuck reports.
     pub(crate) fn outbound_total(&self) -> usize {
         self.clients.iter().map(|c| c.outbound.len()).sum()
+    }
+}
+
+/// A timer without its channels, for digests.
+pub(crate) fn timer_shape(t: &Timer) -> (u8, u64, u64) {
+    match t {
+        Timer::Sleep(c, _) => (0, *c as u64, 0),
+        Timer::Expire { session, epoch } => (1, session.0 as u64, *epoch),
+        Timer::Reconnect { client, epoch } => (2, *client as u64, *epoch),
+        Timer::DetectDisconnect { client, epoch } => (3, *client as u64, *epoch),
+        Timer::Resume { client, at } => (4, *client as u64, *at),
+        Timer::Heal { client, at } => (5, *client as u64, *at),
+        Timer::Undelay { client, at } => (6, *client as u64, *at),
     }
 }
 

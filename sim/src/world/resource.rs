@@ -94,6 +94,7 @@ impl World {
                 v
             }
         };
+        self.observe(c, &out);
         let _ = reply.send(out);
     }
 }

@@ -1,0 +1,193 @@
+//! Bounded exhaustive model checking: every interleaving and every fault placement of a
+//! small configuration, by depth-first search over the Chooser's decisions.
+//!
+//! Each schedule is a fresh run that follows a prefix of choices and answers 0 after it;
+//! the search then backtracks by incrementing the deepest choice that has an untried
+//! alternative (stateless model checking, re-executing from the start as loom and shuttle
+//! do). Faults use [`FaultMode::Bounded`]: at each step "no fault" or one of the enabled
+//! kinds, at most `faults_max` per run.
+//!
+//! **Pruning, and why it is sound.** At each step the world hands the explorer a digest of
+//! its whole state: the server tree, sessions, connections and their queues, timers, the
+//! resource, the faults used, and for each client a digest of every value delivered to
+//! its actor. An actor draws no randomness and reads time only from the world, so its
+//! local state is a function of what was delivered to it; hence equal digests mean equal
+//! futures. The first schedule to reach a state explores, through backtracking, every
+//! continuation from it, so a later schedule reaching the same state stops there.
+//! This covers every property judged on states (mutual exclusion, read/write
+//! compatibility, the fenced resource) and on final states (orphan nodes, stuck waiters).
+//! Properties of whole paths (FIFO order, herds, liveness bounds) are judged on every
+//! schedule that runs to the end; a path that is pruned shares its future with one that
+//! ran, but its own past is judged only up to the pruning point.
+
+use crate::run::{CheckedRun, judge};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use zklock_sim::{
+    ChoiceKind, Chooser, FaultMode, GuidedChooser, Recipe, Scenario, SimError, run_scenario_with,
+};
+
+/// Bounds of an exhaustive check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Clients. Default 2.
+    pub clients: u32,
+    /// Acquisitions per client. Default 1.
+    pub acquisitions_per_client: u32,
+    /// Faults per schedule at most. Default 1.
+    pub faults_max: u32,
+    /// Schedules at most before giving up (the report then says it is incomplete).
+    /// Default 2,000,000.
+    pub schedules_max: u64,
+    /// Wall time at most, in milliseconds. Default 600000.
+    pub time_limit_ms: u64,
+    /// Prune revisited states. Default true.
+    pub prune: bool,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            clients: 2,
+            acquisitions_per_client: 1,
+            faults_max: 1,
+            schedules_max: 2_000_000,
+            time_limit_ms: 600_000,
+            prune: true,
+        }
+    }
+}
+
+impl Bounds {
+    /// The scenario these bounds explore, from a base (lock path, timeouts, enabled fault
+    /// kinds).
+    pub fn scenario(&self, base: &Scenario) -> Scenario {
+        Scenario {
+            clients: self.clients,
+            acquisitions_per_client: self.acquisitions_per_client,
+            readers: base.readers.min(self.clients),
+            fault_mode: FaultMode::Bounded {
+                faults_max: self.faults_max,
+            },
+            // Faults may strike at any step; their number is what is bounded.
+            heal_ms: base.time_limit_ms,
+            ..base.clone()
+        }
+    }
+}
+
+/// What an exhaustive check found.
+#[derive(Debug)]
+pub struct ExhaustiveReport {
+    pub scenario: Scenario,
+    /// Schedules run (to the end or to a pruning point).
+    pub schedules: u64,
+    /// Of those, how many stopped at an already-seen state.
+    pub pruned: u64,
+    /// Distinct states seen.
+    pub distinct_states: u64,
+    /// The most choices any schedule made.
+    pub max_depth: usize,
+    pub wall_ms: u64,
+    /// Whether every schedule within the bounds was explored.
+    pub complete: bool,
+    /// The first violating schedule in search order, if any.
+    pub violation: Option<CheckedRun>,
+}
+
+impl std::fmt::Display for ExhaustiveReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} schedules ({} pruned at seen states), {} distinct states, depth {} choices, \
+             {:.2} s, {}",
+            self.schedules,
+            self.pruned,
+            self.distinct_states,
+            self.max_depth,
+            self.wall_ms as f64 / 1000.0,
+            if self.complete {
+                "complete"
+            } else {
+                "INCOMPLETE (a bound stopped the search)"
+            }
+        )
+    }
+}
+
+struct DfsChooser {
+    guided: GuidedChooser,
+    prefix_len: usize,
+    visited: Arc<Mutex<HashSet<u128>>>,
+    prune: bool,
+}
+
+impl Chooser for DfsChooser {
+    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
+        self.guided.choose(kind, n)
+    }
+    fn wants_digests(&self) -> bool {
+        true
+    }
+    fn at_state(&mut self, digest: u128) -> bool {
+        // Re-executing the prefix revisits its own states: never prune there.
+        if self.guided.made.len() < self.prefix_len {
+            return true;
+        }
+        let fresh = self.visited.lock().expect("visited lock").insert(digest);
+        fresh || !self.prune
+    }
+}
+
+/// Explores every schedule of `bounds` for `recipe`, stopping at the first violation.
+pub fn check_exhaustive<R: Recipe>(
+    base: &Scenario,
+    recipe: &R,
+    bounds: &Bounds,
+) -> ExhaustiveReport {
+    let scenario = bounds.scenario(base);
+    let visited = Arc::new(Mutex::new(HashSet::new()));
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
+    let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
+    let mut prefix = Some(Vec::new());
+    let mut violation = None;
+    while let Some(p) = prefix.take() {
+        if schedules >= bounds.schedules_max || Instant::now() >= deadline {
+            prefix = Some(p);
+            break;
+        }
+        let chooser = Arc::new(Mutex::new(DfsChooser {
+            prefix_len: p.len(),
+            guided: GuidedChooser::new(p),
+            visited: visited.clone(),
+            prune: bounds.prune,
+        }));
+        let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
+        schedules += 1;
+        let made = std::mem::take(&mut chooser.lock().expect("chooser lock").guided.made);
+        max_depth = max_depth.max(made.len());
+        if out.error == Some(SimError::Pruned) {
+            pruned += 1;
+        } else {
+            let run = judge(&scenario, out);
+            if run.failure().is_some() {
+                violation = Some(run);
+                break;
+            }
+        }
+        prefix = GuidedChooser::next_prefix(&made);
+    }
+    let distinct_states = visited.lock().expect("visited lock").len() as u64;
+    ExhaustiveReport {
+        scenario,
+        schedules,
+        pruned,
+        distinct_states,
+        max_depth,
+        wall_ms: t0.elapsed().as_millis() as u64,
+        complete: prefix.is_none() && violation.is_none(),
+        violation,
+    }
+}

@@ -1,0 +1,663 @@
+//! Faults for real runs, injected from one task on a seeded schedule until a heal time:
+//!
+//! | name          | what                                                            | history event            |
+//! |---------------|-----------------------------------------------------------------|--------------------------|
+//! | `cut`         | the target's connections are closed (its proxies cut them)       | `ConnectionLoss`         |
+//! | `lost-create` | the target's next create is applied and its reply withheld      | `LostCreateResponse`, when it strikes |
+//! | `expire`      | the target's session is closed server-side, as Curator's KillSession | `ForcedExpiry`       |
+//! | `black-hole`  | nothing reaches or leaves the target for a while; past its session timeout the server expires it | `Partition` |
+//! | `kill-leader` | the ensemble's leader is SIGKILLed, and restarted a while later | `ConnectionLoss` for every client (every session is cut while the ensemble elects) |
+//!
+//! Each client talks through its own [`ClientLink`] (one proxy per server), so a proxy fault
+//! strikes one client only. The schedule (gaps, kinds, targets, durations) comes from a
+//! seed; what the servers and clients do in between is real and not reproducible.
+
+use crate::error::RealError;
+use crate::proxy::Proxy;
+use crate::recorder::Recorder;
+use crate::servers::Servers;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::task::{JoinHandle, JoinSet};
+use zklock_recipe::SessionId;
+use zklock_recipe::history::{EventKind, FaultKind};
+
+/// One kind of fault a real run can inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RealFault {
+    Cut,
+    LostCreate,
+    Expire,
+    BlackHole,
+    KillLeader,
+}
+
+impl RealFault {
+    /// Every kind, in the order they are listed.
+    pub const ALL: [RealFault; 5] = [
+        RealFault::Cut,
+        RealFault::LostCreate,
+        RealFault::Expire,
+        RealFault::BlackHole,
+        RealFault::KillLeader,
+    ];
+
+    /// The kind's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            RealFault::Cut => "cut",
+            RealFault::LostCreate => "lost-create",
+            RealFault::Expire => "expire",
+            RealFault::BlackHole => "black-hole",
+            RealFault::KillLeader => "kill-leader",
+        }
+    }
+
+    /// Whether the fault goes through the target's proxies.
+    pub fn needs_proxy(self) -> bool {
+        matches!(
+            self,
+            RealFault::Cut | RealFault::LostCreate | RealFault::BlackHole
+        )
+    }
+}
+
+/// Which faults a run injects: `none`, `all`, or a comma-separated list of names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultSet(BTreeSet<RealFault>);
+
+impl FaultSet {
+    pub fn none() -> FaultSet {
+        FaultSet::default()
+    }
+
+    pub fn all() -> FaultSet {
+        RealFault::ALL.into_iter().collect()
+    }
+
+    pub fn contains(&self, fault: RealFault) -> bool {
+        self.0.contains(&fault)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn insert(&mut self, fault: RealFault) {
+        self.0.insert(fault);
+    }
+
+    pub fn remove(&mut self, fault: RealFault) {
+        self.0.remove(&fault);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = RealFault> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Whether any fault needs per-client proxies.
+    pub fn needs_proxies(&self) -> bool {
+        self.iter().any(RealFault::needs_proxy)
+    }
+}
+
+impl FromIterator<RealFault> for FaultSet {
+    fn from_iter<I: IntoIterator<Item = RealFault>>(iter: I) -> Self {
+        FaultSet(iter.into_iter().collect())
+    }
+}
+
+impl FromStr for FaultSet {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<FaultSet, String> {
+        match s.trim() {
+            "none" => return Ok(FaultSet::none()),
+            "all" => return Ok(FaultSet::all()),
+            _ => {}
+        }
+        s.split(',')
+            .map(str::trim)
+            .map(|name| {
+                RealFault::ALL
+                    .into_iter()
+                    .find(|f| f.name() == name)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = RealFault::ALL.iter().map(|f| f.name()).collect();
+                        format!(
+                            "unknown fault {name:?}: use none, all, or a comma-separated list of {}",
+                            names.join(", ")
+                        )
+                    })
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for FaultSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("none");
+        }
+        let names: Vec<&str> = self.iter().map(RealFault::name).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// When and how hard faults strike. Times are run time (since the run's recorder started).
+#[derive(Clone, Debug)]
+pub struct FaultConfig {
+    pub faults: FaultSet,
+    /// Seeds the schedule: gaps, kinds, targets and durations.
+    pub seed: u64,
+    /// No fault before this.
+    pub start_ms: u64,
+    /// No fault starts after, or lasts past, this: the heal time the checker judges
+    /// liveness from. Must not be later than the run's duration.
+    pub heal_ms: u64,
+    /// Shortest pause between two faults.
+    pub gap_ms_min: u64,
+    /// Longest pause between two faults.
+    pub gap_ms_max: u64,
+    /// Shortest black hole.
+    pub black_hole_ms_min: u64,
+    /// Longest black hole; longer than the session timeout, the server expires the session.
+    pub black_hole_ms_max: u64,
+    /// How long an armed lost create waits for the target's next create before it is
+    /// disarmed unstruck.
+    pub lost_create_arm_ms: u64,
+    /// How long a killed leader stays down before it is restarted.
+    pub leader_down_ms: u64,
+    /// How long forcing one expiry, or finding the leader, may take.
+    pub server_action_timeout_ms: u64,
+}
+
+impl Default for FaultConfig {
+    /// No faults; with faults on, one every 0.5–1.5 s from 1 s to the heal at 20 s, black
+    /// holes of 0.5–8 s (past a 4 s session, an expiry), a killed leader down 3 s.
+    fn default() -> Self {
+        FaultConfig {
+            faults: FaultSet::none(),
+            seed: 0,
+            start_ms: 1_000,
+            heal_ms: 20_000,
+            gap_ms_min: 500,
+            gap_ms_max: 1_500,
+            black_hole_ms_min: 500,
+            black_hole_ms_max: 8_000,
+            lost_create_arm_ms: 2_000,
+            leader_down_ms: 3_000,
+            server_action_timeout_ms: 20_000,
+        }
+    }
+}
+
+/// What the injector did, by fault.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    pub cuts: u64,
+    pub lost_creates_armed: u64,
+    /// Armed lost creates that caught a create (the rest were disarmed unstruck).
+    pub lost_creates_struck: u64,
+    pub expiries: u64,
+    pub black_holes: u64,
+    pub leader_kills: u64,
+    /// Fault actions that failed (e.g. an expiry the server did not confirm in time), with
+    /// the first reasons.
+    pub failures: Vec<String>,
+}
+
+/// How many failure reasons [`FaultCounts`] keeps.
+pub const MAX_FAILURES_KEPT: usize = 8;
+
+impl FaultCounts {
+    pub fn total(&self) -> u64 {
+        self.cuts + self.lost_creates_struck + self.expiries + self.black_holes + self.leader_kills
+    }
+
+    fn fail(&mut self, reason: String) {
+        if self.failures.len() < MAX_FAILURES_KEPT {
+            self.failures.push(reason);
+        }
+    }
+}
+
+impl fmt::Display for FaultCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "injected: cut {}, lost-create {} (armed {}), expire {}, black-hole {}, \
+             kill-leader {}",
+            self.cuts,
+            self.lost_creates_struck,
+            self.lost_creates_armed,
+            self.expiries,
+            self.black_holes,
+            self.leader_kills
+        )?;
+        if !self.failures.is_empty() {
+            write!(f, "; failed actions: {}", self.failures.join("; "))?;
+        }
+        Ok(())
+    }
+}
+
+/// One client's way to the servers: a fault-injecting proxy per server. The client
+/// connects to [`connect_string`](ClientLink::connect_string), which names every proxy, so
+/// it can fail over between servers as with a direct connect string.
+#[derive(Debug)]
+pub struct ClientLink {
+    proxies: Vec<Proxy>,
+    lost_create_armed: AtomicBool,
+}
+
+impl ClientLink {
+    /// Starts a proxy in front of each server.
+    pub async fn start(servers: &[std::net::SocketAddr]) -> Result<ClientLink, RealError> {
+        let mut proxies = Vec::with_capacity(servers.len());
+        for &server in servers {
+            proxies.push(Proxy::start(server).await?);
+        }
+        Ok(ClientLink {
+            proxies,
+            lost_create_armed: AtomicBool::new(false),
+        })
+    }
+
+    pub fn connect_string(&self) -> String {
+        let addrs: Vec<String> = self.proxies.iter().map(Proxy::connect_string).collect();
+        addrs.join(",")
+    }
+
+    pub fn proxies(&self) -> &[Proxy] {
+        &self.proxies
+    }
+
+    /// Closes the client's connections. Returns how many were open.
+    pub fn cut(&self) -> usize {
+        self.proxies.iter().map(Proxy::cut_all).sum()
+    }
+
+    /// Black-holes every proxy of the client for `duration`.
+    pub fn black_hole_for(&self, duration: Duration) {
+        for p in &self.proxies {
+            p.black_hole_for(duration);
+        }
+    }
+
+    /// Ends any black hole and disarms a lost create.
+    pub fn heal(&self) {
+        for p in &self.proxies {
+            p.heal();
+        }
+        self.disarm_lost_create();
+    }
+
+    /// Withheld replies so far, over every proxy.
+    pub fn lost_reply_count(&self) -> usize {
+        self.proxies.iter().map(|p| p.lost_replies().len()).sum()
+    }
+
+    /// Arms the lost-create fault on every proxy (the client uses one at a time); false if
+    /// it was armed already.
+    pub fn arm_lost_create(&self) -> bool {
+        if self.lost_create_armed.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        for p in &self.proxies {
+            p.lose_next_create_response();
+        }
+        true
+    }
+
+    /// Disarms the lost-create fault wherever it has not struck.
+    pub fn disarm_lost_create(&self) {
+        for p in &self.proxies {
+            p.disarm_lost_response();
+        }
+        self.lost_create_armed.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The current session of each client, or `None` while it has none (reconnecting, done).
+#[derive(Debug)]
+pub struct LiveSessions(Vec<Mutex<Option<SessionId>>>);
+
+impl LiveSessions {
+    pub fn new(clients: usize) -> LiveSessions {
+        LiveSessions((0..clients).map(|_| Mutex::new(None)).collect())
+    }
+
+    pub fn set(&self, client: usize, session: Option<SessionId>) {
+        *self.0[client]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = session;
+    }
+
+    pub fn get(&self, client: usize) -> Option<SessionId> {
+        *self.0[client]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// SplitMix64: a tiny seeded generator for the schedule (no RNG crate needed).
+#[derive(Clone, Debug)]
+struct Schedule(u64);
+
+impl Schedule {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi` (modulo bias is irrelevant here).
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        lo + self.next() % (hi - lo + 1)
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
+        if items.is_empty() {
+            return None;
+        }
+        Some(items[self.range(0, items.len() as u64 - 1) as usize])
+    }
+}
+
+/// Everything the injector acts on.
+#[derive(Debug)]
+pub struct FaultTargets {
+    pub recorder: Arc<Recorder>,
+    /// Per client; empty when no fault needs proxies.
+    pub links: Vec<Arc<ClientLink>>,
+    pub sessions: Arc<LiveSessions>,
+    pub servers: Arc<Mutex<Servers>>,
+    /// Where forced expiries attach: the servers themselves, not the proxies.
+    pub server_connect_string: String,
+}
+
+/// A leader killed and its pending restart.
+struct Downed {
+    server: usize,
+    restart: JoinHandle<Result<(), RealError>>,
+}
+
+/// Runs the fault schedule from `config.start_ms` until `config.heal_ms` of the recorder's
+/// clock, then heals everything: black holes end, armed lost creates are disarmed, a
+/// killed server is restarted (and waited for).
+pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts {
+    let mut counts = FaultCounts::default();
+    let mut schedule = Schedule(config.seed);
+    let mut background: JoinSet<TaskOutcome> = JoinSet::new();
+    let mut downed: Option<Downed> = None;
+    let heal = Duration::from_millis(config.heal_ms);
+    let clients = targets.sessions.len();
+    let mut next = Duration::from_millis(config.start_ms);
+    if !config.faults.is_empty() && clients > 0 {
+        loop {
+            if next >= heal {
+                break;
+            }
+            sleep_until(&targets.recorder, next).await;
+            while let Some(done) = background.try_join_next() {
+                note(&mut counts, done);
+            }
+            if downed.as_ref().is_some_and(|d| d.restart.is_finished()) {
+                let d = downed.take().expect("checked above");
+                note_restart(&mut counts, d).await;
+            }
+            let kinds: Vec<RealFault> = config
+                .faults
+                .iter()
+                .filter(|k| applicable(*k, targets, downed.is_some()))
+                .collect();
+            if let Some(kind) = schedule.pick(&kinds) {
+                let target = schedule.range(0, clients as u64 - 1) as usize;
+                let ctx = Strike {
+                    config,
+                    targets,
+                    heal,
+                    target,
+                };
+                match kind {
+                    RealFault::Cut => ctx.cut(&mut counts),
+                    RealFault::LostCreate => ctx.lost_create(&mut counts, &mut background),
+                    RealFault::Expire => ctx.expire(&mut counts, &mut background),
+                    RealFault::BlackHole => ctx.black_hole(&mut counts, &mut schedule),
+                    RealFault::KillLeader => {
+                        downed = ctx.kill_leader(&mut counts).await;
+                    }
+                }
+            }
+            let gap = schedule.range(config.gap_ms_min, config.gap_ms_max.max(1));
+            next = targets.recorder.elapsed() + Duration::from_millis(gap);
+        }
+    }
+    sleep_until(&targets.recorder, heal).await;
+    for link in &targets.links {
+        link.heal();
+    }
+    while let Some(done) = background.join_next().await {
+        note(&mut counts, done);
+    }
+    if let Some(d) = downed {
+        note_restart(&mut counts, d).await;
+    }
+    counts
+}
+
+fn applicable(kind: RealFault, targets: &FaultTargets, server_down: bool) -> bool {
+    match kind {
+        RealFault::Cut | RealFault::LostCreate | RealFault::BlackHole => !targets.links.is_empty(),
+        RealFault::Expire => true,
+        // One server down at a time, so the ensemble keeps its quorum.
+        RealFault::KillLeader => !server_down && lock_servers(&targets.servers).can_kill_leader(),
+    }
+}
+
+fn lock_servers(servers: &Mutex<Servers>) -> std::sync::MutexGuard<'_, Servers> {
+    servers.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn sleep_until(recorder: &Recorder, at: Duration) {
+    let now = recorder.elapsed();
+    if at > now {
+        tokio::time::sleep(at - now).await;
+    }
+}
+
+/// How a background fault task ended: `Ok(true)` when a lost create struck.
+type TaskOutcome = Result<bool, String>;
+
+fn note(counts: &mut FaultCounts, done: Result<TaskOutcome, tokio::task::JoinError>) {
+    match done {
+        Ok(Ok(struck)) => counts.lost_creates_struck += u64::from(struck),
+        Ok(Err(reason)) => counts.fail(reason),
+        Err(e) => counts.fail(format!("a fault task failed: {e}")),
+    }
+}
+
+async fn note_restart(counts: &mut FaultCounts, downed: Downed) {
+    match downed.restart.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => counts.fail(format!("restarting server {}: {e}", downed.server)),
+        Err(e) => counts.fail(format!("restarting server {}: {e}", downed.server)),
+    }
+}
+
+/// One fault about to strike one client.
+struct Strike<'a> {
+    config: &'a FaultConfig,
+    targets: &'a FaultTargets,
+    heal: Duration,
+    target: usize,
+}
+
+impl Strike<'_> {
+    fn record(&self, client: usize, fault: FaultKind) {
+        let session = self.targets.sessions.get(client).unwrap_or(SessionId(0));
+        self.targets
+            .recorder
+            .record(client as u32, session, EventKind::Fault { fault });
+    }
+
+    fn cut(&self, counts: &mut FaultCounts) {
+        self.record(self.target, FaultKind::ConnectionLoss);
+        self.targets.links[self.target].cut();
+        counts.cuts += 1;
+    }
+
+    fn lost_create(&self, counts: &mut FaultCounts, background: &mut JoinSet<TaskOutcome>) {
+        let link = Arc::clone(&self.targets.links[self.target]);
+        if !link.arm_lost_create() {
+            return;
+        }
+        counts.lost_creates_armed += 1;
+        let before = link.lost_reply_count();
+        let recorder = Arc::clone(&self.targets.recorder);
+        let sessions = Arc::clone(&self.targets.sessions);
+        let client = self.target;
+        // Never armed past the heal.
+        let until = (recorder.elapsed() + Duration::from_millis(self.config.lost_create_arm_ms))
+            .min(self.heal);
+        background.spawn(async move {
+            // Recorded when it strikes, so the history shows it inside the acquire it hit.
+            while recorder.elapsed() < until {
+                if link.lost_reply_count() > before {
+                    let session = sessions.get(client).unwrap_or(SessionId(0));
+                    recorder.record(
+                        client as u32,
+                        session,
+                        EventKind::Fault {
+                            fault: FaultKind::LostCreateResponse,
+                        },
+                    );
+                    link.disarm_lost_create();
+                    return Ok(true);
+                }
+                tokio::time::sleep(Duration::from_millis(LOST_CREATE_POLL_MS)).await;
+            }
+            link.disarm_lost_create();
+            Ok(false)
+        });
+    }
+
+    fn expire(&self, counts: &mut FaultCounts, background: &mut JoinSet<TaskOutcome>) {
+        let Some(session) = self.targets.sessions.get(self.target) else {
+            return;
+        };
+        self.record(self.target, FaultKind::ForcedExpiry);
+        counts.expiries += 1;
+        let connect = self.targets.server_connect_string.clone();
+        let timeout = Duration::from_millis(self.config.server_action_timeout_ms);
+        background.spawn(async move {
+            crate::harness::kill_session(&connect, session, timeout)
+                .await
+                .map(|()| false)
+                .map_err(|e| format!("forcing an expiry: {e}"))
+        });
+    }
+
+    fn black_hole(&self, counts: &mut FaultCounts, schedule: &mut Schedule) {
+        let left = self
+            .heal
+            .saturating_sub(self.targets.recorder.elapsed())
+            .as_millis() as u64;
+        let ms = schedule
+            .range(self.config.black_hole_ms_min, self.config.black_hole_ms_max)
+            .min(left);
+        if ms == 0 {
+            return;
+        }
+        self.record(self.target, FaultKind::Partition { duration_ms: ms });
+        self.targets.links[self.target].black_hole_for(Duration::from_millis(ms));
+        counts.black_holes += 1;
+    }
+
+    async fn kill_leader(&self, counts: &mut FaultCounts) -> Option<Downed> {
+        let servers = Arc::clone(&self.targets.servers);
+        let timeout = Duration::from_millis(self.config.server_action_timeout_ms);
+        let killed =
+            tokio::task::spawn_blocking(move || lock_servers(&servers).kill_leader(timeout)).await;
+        let server = match killed {
+            Ok(Ok(server)) => server,
+            Ok(Err(e)) => {
+                counts.fail(format!("killing the leader: {e}"));
+                return None;
+            }
+            Err(e) => {
+                counts.fail(format!("killing the leader: {e}"));
+                return None;
+            }
+        };
+        // Every session loses its connection while the ensemble elects a new leader.
+        for client in 0..self.targets.sessions.len() {
+            self.record(client, FaultKind::ConnectionLoss);
+        }
+        counts.leader_kills += 1;
+        let servers = Arc::clone(&self.targets.servers);
+        let recorder = Arc::clone(&self.targets.recorder);
+        // Back before the heal, so the run ends with the full ensemble.
+        let at = (recorder.elapsed() + Duration::from_millis(self.config.leader_down_ms))
+            .min(self.heal);
+        let restart = tokio::spawn(async move {
+            sleep_until(&recorder, at).await;
+            tokio::task::spawn_blocking(move || lock_servers(&servers).restart(server))
+                .await
+                .unwrap_or_else(|e| Err(RealError::io("restart task", std::io::Error::other(e))))
+        });
+        Some(Downed { server, restart })
+    }
+}
+
+/// How often an armed lost create is checked for having struck.
+const LOST_CREATE_POLL_MS: u64 = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_sets_parse_and_print() {
+        assert_eq!("none".parse::<FaultSet>().unwrap(), FaultSet::none());
+        assert_eq!("all".parse::<FaultSet>().unwrap(), FaultSet::all());
+        let set: FaultSet = "cut, expire,kill-leader".parse().unwrap();
+        assert!(set.contains(RealFault::Cut) && set.contains(RealFault::KillLeader));
+        assert!(!set.contains(RealFault::BlackHole));
+        assert_eq!(set.to_string(), "cut,expire,kill-leader");
+        let err = "cut,meteor".parse::<FaultSet>().unwrap_err();
+        assert!(err.contains("\"meteor\"") && err.contains("black-hole"), "{err}");
+        assert!(!"expire,kill-leader".parse::<FaultSet>().unwrap().needs_proxies());
+        assert!("lost-create".parse::<FaultSet>().unwrap().needs_proxies());
+    }
+
+    #[test]
+    fn the_schedule_is_a_function_of_the_seed() {
+        let draw = |seed| {
+            let mut s = Schedule(seed);
+            (0..20).map(|_| s.range(500, 1500)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        assert!(draw(7).iter().all(|g| (500..=1500).contains(g)));
+        assert_eq!(Schedule(1).pick::<u8>(&[]), None);
+    }
+}

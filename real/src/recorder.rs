@@ -1,0 +1,214 @@
+//! [`Recorder`]: one real run's history, shared by every client task of the process.
+//!
+//! Events come from many tasks on many threads. Each is appended under one lock, with its
+//! time read from the process's monotonic clock ([`monotonic_now`]) *under that lock*, so
+//! the history's order is its time order and both agree with what each task did first.
+//! The in-process [`Resource`] lives under the same lock for the same reason: a resource
+//! operation and its event are one step.
+
+use crate::client::monotonic_now;
+use crate::resource::{Resource, ResourceRead, WriteOutcome};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use zklock_recipe::SessionId;
+use zklock_recipe::history::{Event, EventKind, History, ZkOp};
+
+/// The default soft cap on a run's events (see [`Recorder::is_full`]).
+pub const DEFAULT_MAX_EVENTS: usize = 2_000_000;
+
+#[derive(Debug)]
+struct Log {
+    events: Vec<Event>,
+    next_op_id: u64,
+    resource: Resource,
+}
+
+/// A run's history and resource. Times are microseconds since the recorder was made.
+#[derive(Debug)]
+pub struct Recorder {
+    epoch: Duration,
+    max_events: usize,
+    log: Mutex<Log>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new(DEFAULT_MAX_EVENTS)
+    }
+}
+
+impl Recorder {
+    /// A recorder whose time 0 is now. Past `max_events` events it reports
+    /// [`is_full`](Recorder::is_full) (and keeps recording), so a workload can stop
+    /// starting new work instead of growing without bound.
+    pub fn new(max_events: usize) -> Recorder {
+        Recorder {
+            epoch: monotonic_now(),
+            max_events,
+            log: Mutex::new(Log {
+                events: Vec::new(),
+                next_op_id: 0,
+                resource: Resource::default(),
+            }),
+        }
+    }
+
+    fn log(&self) -> MutexGuard<'_, Log> {
+        // Each update is one push or assignment: a poisoned lock still holds a valid log.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The recorder's clock: time since it was made.
+    pub fn elapsed(&self) -> Duration {
+        monotonic_now().saturating_sub(self.epoch)
+    }
+
+    /// [`elapsed`](Recorder::elapsed) in microseconds, as history times are.
+    pub fn now_us(&self) -> u64 {
+        u64::try_from(self.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// The process-wide [`monotonic_now`] of this recorder's time 0.
+    pub fn epoch(&self) -> Duration {
+        self.epoch
+    }
+
+    /// Converts a [`monotonic_now`] reading to this history's time, in µs.
+    pub fn time_us_of(&self, monotonic: Duration) -> u64 {
+        u64::try_from(monotonic.saturating_sub(self.epoch).as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn push(&self, log: &mut Log, client: u32, session: SessionId, kind: EventKind) {
+        // Read under the lock: the order of `events` is then the order of their times.
+        let time_us = self.now_us();
+        log.events.push(Event {
+            time_us,
+            client,
+            session,
+            kind,
+        });
+    }
+
+    /// Appends an event stamped now.
+    pub fn record(&self, client: u32, session: SessionId, kind: EventKind) {
+        let mut log = self.log();
+        self.push(&mut log, client, session, kind);
+    }
+
+    /// Records a ZooKeeper request being issued and returns its op id (unique in the run).
+    pub fn invoke(&self, client: u32, session: SessionId, op: ZkOp, path: &str) -> u64 {
+        let mut log = self.log();
+        log.next_op_id += 1;
+        let op_id = log.next_op_id;
+        let kind = EventKind::OpInvoke {
+            op_id,
+            op,
+            path: path.to_owned(),
+        };
+        self.push(&mut log, client, session, kind);
+        op_id
+    }
+
+    /// Reads the resource and records the read (of the fenced value, as the simulation does).
+    pub fn read_resource(&self, client: u32, session: SessionId) -> ResourceRead {
+        let mut log = self.log();
+        let read = log.resource.read();
+        let kind = EventKind::ResourceRead { value: read.fenced };
+        self.push(&mut log, client, session, kind);
+        read
+    }
+
+    /// Writes the resource with `token` (the values `read` saw, plus one) and records it.
+    pub fn write_resource(
+        &self,
+        client: u32,
+        session: SessionId,
+        token: i64,
+        read: ResourceRead,
+    ) -> WriteOutcome {
+        let mut log = self.log();
+        let out = log.resource.write(token, read);
+        let kind = EventKind::ResourceWrite {
+            token,
+            value: out.value,
+            fenced_accepted: out.fenced_accepted,
+            fenced_lost_update: out.fenced_lost_update,
+            unfenced_overwrote: out.unfenced_overwrote,
+        };
+        self.push(&mut log, client, session, kind);
+        out
+    }
+
+    /// Events so far.
+    pub fn len(&self) -> usize {
+        self.log().events.len()
+    }
+
+    /// True before the first event.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// At or past the soft cap given to [`new`](Recorder::new).
+    pub fn is_full(&self) -> bool {
+        self.len() >= self.max_events
+    }
+
+    /// A copy of the history so far.
+    pub fn history(&self) -> History {
+        History {
+            events: self.log().events.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_from_many_threads_are_in_time_order_with_unique_op_ids() {
+        let recorder = std::sync::Arc::new(Recorder::default());
+        let threads: Vec<_> = (0..4u32)
+            .map(|c| {
+                let r = std::sync::Arc::clone(&recorder);
+                std::thread::spawn(move || {
+                    for _ in 0..500 {
+                        let op = r.invoke(c, SessionId(1), ZkOp::Exists, "/x");
+                        r.record(c, SessionId(1), EventKind::OpOk { op_id: op });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let h = recorder.history();
+        assert_eq!(h.events.len(), 4000);
+        assert!(h.events.windows(2).all(|w| w[0].time_us <= w[1].time_us));
+        let mut ids: Vec<u64> = h
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::OpInvoke { op_id, .. } => Some(op_id),
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 2000);
+    }
+
+    #[test]
+    fn resource_operations_are_recorded_with_their_outcome() {
+        let r = Recorder::new(3);
+        let read = r.read_resource(0, SessionId(7));
+        r.write_resource(0, SessionId(7), 42, read);
+        assert!(!r.is_full());
+        let stale = r.write_resource(1, SessionId(8), 41, read);
+        assert!(!stale.fenced_accepted && stale.unfenced_overwrote);
+        assert!(r.is_full());
+        let kinds: Vec<&'static str> = r.history().events.iter().map(|e| e.kind.tag()).collect();
+        assert_eq!(kinds, ["rd", "wr", "wr"]);
+    }
+}

@@ -1,0 +1,209 @@
+//! [`RecordingClient`]: a [`ZkClient`] that writes every request and session change into a
+//! run's [`Recorder`], so a real run's history has the same op events as a simulated one.
+//!
+//! Each request is recorded as `OpInvoke` when it is issued (its future's first poll, which
+//! is also when [`ZkClient`] sends it), then `OpOk`, `OpFail` with the error, or `OpUnknown`
+//! for connection loss: the client cannot know whether the server applied it. Session
+//! states are recorded by a task that follows the client's session events. Background
+//! cleanup ([`Coordination::cleanup_detached`]) runs through the recording client too, so
+//! its requests are in the history like any other, as in the simulation.
+
+use crate::client::ZkClient;
+use crate::detached::run_detached;
+use crate::recorder::Recorder;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use zklock_recipe::history::{EventKind, ZkOp};
+use zklock_recipe::{
+    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
+    SessionState, Stat, Watch, ZkError,
+};
+
+#[derive(Debug)]
+struct Inner {
+    client: Arc<ZkClient>,
+    index: u32,
+    recorder: Arc<Recorder>,
+    /// Where background cleanup runs: it may be handed over from a `Drop` outside any task.
+    runtime: tokio::runtime::Handle,
+}
+
+/// A client of a real run: [`Coordination`] over a [`ZkClient`], recording into a shared
+/// [`Recorder`] as client number `index`. Cheap to clone; clones share the session.
+#[derive(Clone, Debug)]
+pub struct RecordingClient {
+    inner: Arc<Inner>,
+}
+
+impl RecordingClient {
+    /// Wraps `client` as client `index` of `recorder`'s run. Records the session's current
+    /// state now (a new session shows up in the history as `Connected`), then every change
+    /// until the session ends. Must run inside a tokio runtime.
+    pub fn new(client: Arc<ZkClient>, index: u32, recorder: Arc<Recorder>) -> RecordingClient {
+        let session = client.session_id();
+        // Subscribe before reading the state, so no change falls between the two.
+        let mut events = client.session_events();
+        recorder.record(
+            index,
+            session,
+            EventKind::Session {
+                state: client.session_state(),
+            },
+        );
+        let task_recorder = Arc::clone(&recorder);
+        // Ends by itself: the client's broadcast closes after a terminal state or when the
+        // client is dropped.
+        tokio::spawn(async move {
+            while let Some(state) = events.next().await {
+                task_recorder.record(index, session, EventKind::Session { state });
+            }
+        });
+        RecordingClient {
+            inner: Arc::new(Inner {
+                client,
+                index,
+                recorder,
+                runtime: tokio::runtime::Handle::current(),
+            }),
+        }
+    }
+
+    /// The wrapped client (e.g. to force its session to expire through the harness).
+    pub fn zk(&self) -> &Arc<ZkClient> {
+        &self.inner.client
+    }
+
+    /// This client's number in the history.
+    pub fn index(&self) -> u32 {
+        self.inner.index
+    }
+
+    /// The run's recorder.
+    pub fn recorder(&self) -> &Arc<Recorder> {
+        &self.inner.recorder
+    }
+
+    /// Records `kind` for this client and session, stamped now.
+    pub fn record(&self, kind: EventKind) {
+        let i = &self.inner;
+        i.recorder.record(i.index, i.client.session_id(), kind);
+    }
+
+    /// Runs one request between its invoke and completion events.
+    async fn op<T, F>(&self, op: ZkOp, path: &str, request: F) -> Result<T, ZkError>
+    where
+        F: Future<Output = Result<T, ZkError>>,
+    {
+        let i = &self.inner;
+        let session = i.client.session_id();
+        let op_id = i.recorder.invoke(i.index, session, op, path);
+        let result = request.await;
+        let kind = match &result {
+            Ok(_) => EventKind::OpOk { op_id },
+            Err(e) if e.is_connection_loss() => EventKind::OpUnknown { op_id },
+            Err(e) => EventKind::OpFail {
+                op_id,
+                error: e.clone(),
+            },
+        };
+        i.recorder.record(i.index, session, kind);
+        result
+    }
+}
+
+impl Coordination for RecordingClient {
+    fn session_id(&self) -> SessionId {
+        self.inner.client.session_id()
+    }
+
+    fn session_state(&self) -> SessionState {
+        self.inner.client.session_state()
+    }
+
+    fn session_events(&self) -> SessionEvents {
+        self.inner.client.session_events()
+    }
+
+    fn now(&self) -> Duration {
+        self.inner.client.now()
+    }
+
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
+        self.inner.client.sleep(duration)
+    }
+
+    async fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<(String, Stat), ZkError> {
+        let request = self.inner.client.create(path, data, mode);
+        self.op(ZkOp::Create, path, request).await
+    }
+
+    async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
+        let request = self.inner.client.delete(path, version);
+        self.op(ZkOp::Delete, path, request).await
+    }
+
+    async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
+        let request = self.inner.client.exists(path);
+        self.op(ZkOp::Exists, path, request).await
+    }
+
+    async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), ZkError> {
+        let request = self.inner.client.exists_watch(path);
+        self.op(ZkOp::Exists, path, request).await
+    }
+
+    async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
+        let request = self.inner.client.get_data(path);
+        self.op(ZkOp::GetData, path, request).await
+    }
+
+    async fn get_data_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), ZkError> {
+        let request = self.inner.client.get_data_watch(path);
+        self.op(ZkOp::GetData, path, request).await
+    }
+
+    async fn get_children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+        let request = self.inner.client.get_children(path);
+        self.op(ZkOp::GetChildren, path, request).await
+    }
+
+    async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), ZkError> {
+        let request = self.inner.client.get_children_watch(path);
+        self.op(ZkOp::GetChildren, path, request).await
+    }
+
+    async fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat, ZkError> {
+        let request = self.inner.client.set_data(path, data, version);
+        self.op(ZkOp::SetData, path, request).await
+    }
+
+    async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
+        // As the simulation: a multi is named by its first operation's path.
+        let path = ops.first().map_or(String::new(), |o| o.path().to_owned());
+        let request = self.inner.client.multi(ops);
+        self.op(ZkOp::Multi, &path, request).await
+    }
+
+    async fn close(&self) -> Result<(), ZkError> {
+        let request = self.inner.client.close();
+        self.op(ZkOp::Close, "", request).await
+    }
+
+    fn cleanup_detached(&self, what: DetachedCleanup) {
+        let client = self.clone();
+        self.inner.runtime.spawn(async move {
+            run_detached(&client, what).await;
+        });
+    }
+}

@@ -1,0 +1,470 @@
+//! A real run: the simulation's workload on real servers, recorded in the same history
+//! format for the same checker.
+//!
+//! `clients` clients, each with its own session (and, when faults need them, its own
+//! proxies), repeat acquire → read the resource → hold → write the resource with the
+//! fencing token → release, with the acquire modes cycling blocking, try, timeout and the
+//! lost signal raced against the hold, as `zklock_sim`'s scenario runner does. Unlike a
+//! simulated client, a real one whose session ended opens a new session and goes on, as a
+//! real process would. New acquisitions start until `duration_ms`; an acquire still
+//! waiting `drain_timeout_ms` later is cancelled (and shows up as late to the checker).
+//! Faults (see [`crate::faults`]) strike from one task until the heal time.
+//!
+//! When every client is done, the lock directory's children are read from the server while
+//! the sessions are still open (waiting for dead sessions to expire), so any node left is a
+//! true orphan; then the sessions are closed.
+
+use crate::client::ZkClient;
+use crate::error::RealError;
+use crate::faults::{ClientLink, FaultConfig, FaultCounts, FaultTargets, LiveSessions, RealFault};
+use crate::recorder::{DEFAULT_MAX_EVENTS, Recorder};
+use crate::recording::RecordingClient;
+use crate::servers::Servers;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
+use zklock_recipe::lock::{Lock, LockError, LockOptions, RwLock};
+use zklock_recipe::{Coordination, ZkError};
+
+/// The most clients a run may have: each is a session and up to one proxy per server.
+pub const MAX_CLIENTS: u32 = 64;
+/// The shortest session timeout a run accepts (the harness servers grant 400 ms and up).
+pub const MIN_SESSION_TIMEOUT_MS: u64 = 400;
+
+/// A real run's workload. Durations are in milliseconds.
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    /// Contending clients, each on its own session. 1 to [`MAX_CLIENTS`].
+    pub clients: u32,
+    /// How many of the clients take the read lock (the rest write). 0: an exclusive lock.
+    pub readers: u32,
+    /// New acquisitions start until this much run time has passed.
+    pub duration_ms: u64,
+    /// The lock's directory (created with its parents).
+    pub lock_path: String,
+    /// Session timeout every client asks for.
+    pub session_timeout_ms: u64,
+    /// How long connecting a session may take before the run (or a reconnect) gives up.
+    pub connect_timeout_ms: u64,
+    /// Time in the critical section, between reading and writing the resource.
+    pub hold_ms: u64,
+    /// Timeout of the timed acquire mode.
+    pub acquire_timeout_ms: u64,
+    /// How long after `duration_ms` a blocking acquire may still wait before it is
+    /// cancelled, so a stuck lock ends the run instead of hanging it.
+    pub drain_timeout_ms: u64,
+    /// Pause after an acquire that failed with an error.
+    pub error_backoff_ms: u64,
+    /// Soft cap on history events: past it, no new acquisition starts.
+    pub max_history_events: usize,
+}
+
+impl Default for WorkloadConfig {
+    /// 5 clients for 30 s on `/zklock/lock`, 4 s sessions, 5 ms holds, 3 s timed acquires.
+    fn default() -> Self {
+        WorkloadConfig {
+            clients: 5,
+            readers: 0,
+            duration_ms: 30_000,
+            lock_path: "/zklock/lock".into(),
+            session_timeout_ms: 4_000,
+            connect_timeout_ms: 10_000,
+            hold_ms: 5,
+            acquire_timeout_ms: 3_000,
+            drain_timeout_ms: 10_000,
+            error_backoff_ms: 10,
+            max_history_events: DEFAULT_MAX_EVENTS,
+        }
+    }
+}
+
+impl WorkloadConfig {
+    /// After the heal, every live waiter must be served within this bound: twice the
+    /// session timeout (a dead holder's session expiring, then a reconnect) plus 1 s, as
+    /// the simulation's default.
+    pub fn liveness_bound_ms(&self) -> u64 {
+        self.session_timeout_ms.saturating_mul(2).saturating_add(1_000)
+    }
+
+    /// Checks the bounds; the error says which one.
+    pub fn validate(&self) -> Result<(), RealError> {
+        let bad = |reason: String| Err(RealError::Config { reason });
+        if !(1..=MAX_CLIENTS).contains(&self.clients) {
+            return bad(format!(
+                "clients must be 1 to {MAX_CLIENTS}, got {}",
+                self.clients
+            ));
+        }
+        if self.readers > self.clients {
+            return bad(format!(
+                "readers ({}) cannot exceed clients ({})",
+                self.readers, self.clients
+            ));
+        }
+        if self.session_timeout_ms < MIN_SESSION_TIMEOUT_MS {
+            return bad(format!(
+                "session_timeout_ms must be at least {MIN_SESSION_TIMEOUT_MS}, got {}",
+                self.session_timeout_ms
+            ));
+        }
+        if self.duration_ms == 0 || self.connect_timeout_ms == 0 {
+            return bad("duration_ms and connect_timeout_ms must be positive".into());
+        }
+        if let Err(e) = zklock_recipe::path::validate_path(&self.lock_path, false) {
+            return bad(format!("lock path {:?}: {e}", self.lock_path));
+        }
+        Ok(())
+    }
+}
+
+/// Everything a real run produced.
+#[derive(Debug)]
+pub struct RealRun {
+    pub history: History,
+    /// Children of the lock directory once every client was done and dead sessions had
+    /// expired (read before the live ones were closed): a node left here is an orphan.
+    pub final_lock_children: Vec<String>,
+    /// Run time when every client was done, in µs.
+    pub run_end_us: u64,
+    /// When faults stopped, in ms of run time.
+    pub heal_ms: u64,
+    /// The bound the checker should judge liveness with.
+    pub liveness_bound_ms: u64,
+    pub lock_path: String,
+    /// What the fault injector did.
+    pub faults: FaultCounts,
+    /// Sessions opened by the clients (more than `clients` after expiries).
+    pub sessions_opened: u64,
+    /// The servers, still running (dropping harness-started ones stops them).
+    pub servers: Servers,
+}
+
+/// What every worker shares.
+#[derive(Debug)]
+struct Shared {
+    config: WorkloadConfig,
+    recorder: Arc<Recorder>,
+    sessions: Arc<LiveSessions>,
+    /// Per client: where it connects (its proxies, or the servers).
+    connect: Vec<String>,
+    sessions_opened: AtomicU64,
+}
+
+impl Shared {
+    fn acquisitions_over(&self) -> bool {
+        self.recorder.elapsed() >= Duration::from_millis(self.config.duration_ms)
+            || self.recorder.is_full()
+    }
+
+    fn drain_deadline(&self) -> Duration {
+        Duration::from_millis(
+            self.config
+                .duration_ms
+                .saturating_add(self.config.drain_timeout_ms),
+        )
+    }
+
+    async fn connect(&self, index: usize, timeout_ms: u64) -> Result<RecordingClient, RealError> {
+        let c = &self.config;
+        let zk = ZkClient::connect(&self.connect[index], c.session_timeout_ms, timeout_ms).await?;
+        self.sessions_opened.fetch_add(1, Ordering::Relaxed);
+        let client = RecordingClient::new(Arc::new(zk), index as u32, Arc::clone(&self.recorder));
+        self.sessions.set(index, Some(client.session_id()));
+        Ok(client)
+    }
+}
+
+/// Runs the workload on `servers` with `faults`, and hands the servers back with the run.
+/// Fails early, naming the address, if the servers cannot be reached within the connect
+/// timeout. Needs a multi-threaded tokio runtime when faults kill servers (restarts block a
+/// thread of their own).
+pub async fn run_workload(
+    servers: Servers,
+    config: &WorkloadConfig,
+    faults: &FaultConfig,
+) -> Result<RealRun, RealError> {
+    config.validate()?;
+    if faults.heal_ms > config.duration_ms {
+        return Err(RealError::Config {
+            reason: format!(
+                "the heal ({} ms) must come before the end of the run ({} ms)",
+                faults.heal_ms, config.duration_ms
+            ),
+        });
+    }
+    if faults.faults.contains(RealFault::KillLeader) && !servers.can_kill_leader() {
+        return Err(RealError::Config {
+            reason: "kill-leader needs a harness-started ensemble of at least 3 servers".into(),
+        });
+    }
+    let server_connect = servers.connect_string();
+    // A direct session first: an unreachable server fails here, naming its address.
+    let observer = ZkClient::connect(
+        &server_connect,
+        config.session_timeout_ms,
+        config.connect_timeout_ms,
+    )
+    .await?;
+    let clients = config.clients as usize;
+    let mut links = Vec::new();
+    if faults.faults.needs_proxies() {
+        let addrs = servers.addrs().await?;
+        for _ in 0..clients {
+            links.push(Arc::new(ClientLink::start(&addrs).await?));
+        }
+    }
+    let connect = if links.is_empty() {
+        vec![server_connect.clone(); clients]
+    } else {
+        links.iter().map(|l| l.connect_string()).collect()
+    };
+    let recorder = Arc::new(Recorder::new(config.max_history_events));
+    let shared = Arc::new(Shared {
+        config: config.clone(),
+        recorder: Arc::clone(&recorder),
+        sessions: Arc::new(LiveSessions::new(clients)),
+        connect,
+        sessions_opened: AtomicU64::new(0),
+    });
+    let mut firsts = Vec::with_capacity(clients);
+    for i in 0..clients {
+        firsts.push(shared.connect(i, config.connect_timeout_ms).await?);
+    }
+    let servers = Arc::new(Mutex::new(servers));
+    let targets = FaultTargets {
+        recorder: Arc::clone(&recorder),
+        links,
+        sessions: Arc::clone(&shared.sessions),
+        servers: Arc::clone(&servers),
+        server_connect_string: server_connect,
+    };
+    let workers: Vec<_> = firsts
+        .into_iter()
+        .enumerate()
+        .map(|(i, first)| tokio::spawn(worker(Arc::clone(&shared), i, first)))
+        .collect();
+    let join_workers = async {
+        let mut finals = Vec::with_capacity(workers.len());
+        for w in workers {
+            // A worker that panicked leaves no client to close; its events stay recorded.
+            finals.push(w.await.ok().flatten());
+        }
+        finals
+    };
+    let (counts, finals) = tokio::join!(crate::faults::inject(faults, &targets), join_workers);
+    drop(targets);
+    let run_end_us = recorder.now_us();
+    let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
+    let final_lock_children = settled_children(&observer, &config.lock_path, settle).await;
+    for client in finals.into_iter().flatten() {
+        let _ = tokio::time::timeout(settle, client.close()).await;
+    }
+    let _ = tokio::time::timeout(settle, observer.close()).await;
+    let servers = match Arc::try_unwrap(servers) {
+        Ok(m) => m.into_inner().unwrap_or_else(PoisonError::into_inner),
+        // Unreachable (every clone was dropped above), but never worth a panic.
+        Err(shared) => std::mem::replace(
+            &mut *shared.lock().unwrap_or_else(PoisonError::into_inner),
+            Servers::External {
+                connect_string: String::new(),
+            },
+        ),
+    };
+    Ok(RealRun {
+        history: recorder.history(),
+        final_lock_children,
+        run_end_us,
+        heal_ms: faults.heal_ms,
+        liveness_bound_ms: config.liveness_bound_ms(),
+        lock_path: config.lock_path.clone(),
+        faults: counts,
+        sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),
+        servers,
+    })
+}
+
+/// The lock directory's children, read until none is left or `settle` has passed: nodes
+/// of sessions that are ending vanish meanwhile, a live session's orphan stays. Connection
+/// loss (a leader election) is retried.
+pub async fn settled_children<C: Coordination>(
+    observer: &C,
+    lock_path: &str,
+    settle: Duration,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + settle;
+    loop {
+        let read = observer.get_children(lock_path).await;
+        let children = match read {
+            Ok(children) => children,
+            Err(ZkError::NoNode) => Vec::new(),
+            Err(e) if e.is_connection_loss() && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(SETTLE_POLL_MS)).await;
+                continue;
+            }
+            // The observer's session is gone: report what cannot be read as nothing.
+            Err(_) => Vec::new(),
+        };
+        if children.is_empty() || tokio::time::Instant::now() >= deadline {
+            let mut children = children;
+            children.sort();
+            return children;
+        }
+        tokio::time::sleep(Duration::from_millis(SETTLE_POLL_MS)).await;
+    }
+}
+
+/// How often the final children are re-read while sessions expire.
+const SETTLE_POLL_MS: u64 = 200;
+
+/// Client `index`'s role, as the simulation assigns them: the first `readers` read, the
+/// rest write; with no readers, everyone takes the exclusive lock.
+pub fn role_of(index: usize, config: &WorkloadConfig) -> LockRole {
+    if (index as u32) < config.readers {
+        LockRole::Read
+    } else if config.readers > 0 {
+        LockRole::Write
+    } else {
+        LockRole::Exclusive
+    }
+}
+
+/// The shipped recipe's lock object for `role` on `path`.
+pub fn shipped_lock<C: Coordination + Clone>(
+    client: C,
+    role: LockRole,
+    path: &str,
+) -> Result<Lock<C>, LockError> {
+    let options = LockOptions::default();
+    match role {
+        LockRole::Exclusive => Lock::new(client, path, options),
+        LockRole::Read => RwLock::new(client, path, options).map(|rw| rw.into_parts().0),
+        LockRole::Write => RwLock::new(client, path, options).map(|rw| rw.into_parts().1),
+    }
+}
+
+/// The acquire mode of a client's `k`th attempt: the simulation's fixed mix.
+pub fn mode_of(k: u64, config: &WorkloadConfig) -> AcquireMode {
+    match k % 3 {
+        0 => AcquireMode::Blocking,
+        1 => AcquireMode::Try,
+        _ => AcquireMode::Timeout {
+            timeout_ms: config.acquire_timeout_ms,
+        },
+    }
+}
+
+async fn sleep_until_run_time(recorder: &Recorder, at: Duration) {
+    let now = recorder.elapsed();
+    if at > now {
+        tokio::time::sleep(at - now).await;
+    }
+}
+
+/// One client's loop. Returns its last client, to be closed once the run is read.
+async fn worker(
+    shared: Arc<Shared>,
+    index: usize,
+    first: RecordingClient,
+) -> Option<RecordingClient> {
+    let config = &shared.config;
+    let role = role_of(index, config);
+    let hold = Duration::from_millis(config.hold_ms);
+    let mut client = first;
+    let mut lock = shipped_lock(client.clone(), role, &config.lock_path).ok()?;
+    let mut k = 0u64;
+    while !shared.acquisitions_over() {
+        if client.session_state().is_terminal() {
+            // The session is gone for good: open a new one, as a real process would.
+            shared.sessions.set(index, None);
+            let left = Duration::from_millis(config.duration_ms)
+                .saturating_sub(shared.recorder.elapsed())
+                .as_millis() as u64;
+            match shared
+                .connect(index, config.connect_timeout_ms.min(left.max(1)))
+                .await
+            {
+                Ok(fresh) => {
+                    client = fresh;
+                    lock = shipped_lock(client.clone(), role, &config.lock_path).ok()?;
+                }
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
+                }
+            }
+            continue;
+        }
+        let mode = mode_of(k, config);
+        k += 1;
+        client.record(EventKind::AcquireInvoked { role, mode });
+        let got = match mode {
+            AcquireMode::Blocking => {
+                let drain = sleep_until_run_time(&shared.recorder, shared.drain_deadline());
+                lock.acquire_until(drain).await.map(Some)
+            }
+            AcquireMode::Try => lock.try_acquire().await,
+            AcquireMode::Timeout { timeout_ms } => {
+                match lock.acquire_timeout(Duration::from_millis(timeout_ms)).await {
+                    Ok(guard) => Ok(Some(guard)),
+                    Err(LockError::Timeout { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        let guard = match got {
+            Ok(Some(guard)) => guard,
+            Ok(None) => {
+                let reason = match mode {
+                    AcquireMode::Try => "held by another",
+                    _ => "timed out",
+                };
+                client.record(EventKind::AcquireFailed {
+                    reason: reason.into(),
+                });
+                continue;
+            }
+            Err(e) => {
+                client.record(EventKind::AcquireFailed {
+                    reason: e.to_string(),
+                });
+                tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
+                continue;
+            }
+        };
+        let token = guard.fencing_token().0;
+        client.record(EventKind::Acquired {
+            token,
+            node: guard.path().to_owned(),
+        });
+        // The critical section: read, work, write value + 1 with the fencing token, unless
+        // the lost signal fires first.
+        let session = client.session_id();
+        let read = shared.recorder.read_resource(index as u32, session);
+        let lost = tokio::select! {
+            () = client.sleep(hold) => None,
+            reason = guard.lost() => Some(reason),
+        };
+        match lost {
+            // Readers only read: their holds are shared.
+            None if role == LockRole::Read => {}
+            None => {
+                shared
+                    .recorder
+                    .write_resource(index as u32, session, token, read);
+            }
+            Some(reason) => client.record(EventKind::Lost {
+                reason: format!("{reason:?}"),
+            }),
+        }
+        client.record(EventKind::ReleaseInvoked);
+        match guard.release().await {
+            Ok(()) => client.record(EventKind::Released),
+            Err(e) => client.record(EventKind::ReleaseFailed {
+                reason: e.to_string(),
+            }),
+        }
+    }
+    client.record(EventKind::Done);
+    shared.sessions.set(index, None);
+    Some(client)
+}

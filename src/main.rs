@@ -3,6 +3,7 @@
 mod args;
 mod check_cmd;
 mod explore;
+mod real_cmd;
 mod replay;
 mod shrink_cmd;
 
@@ -28,6 +29,15 @@ USAGE:
                                  faults and choices, same violated property
                                  [--out FILE] [--runs-max N] [--time-limit-s S]
     zklock merge <SUMMARY>...    merge the JSON summaries of explore shards
+    zklock real [OPTIONS]        run the shipped recipe and the same workload on real
+                                 ZooKeeper servers (started by the run, or --connect),
+                                 with faults until 2/3 of the run, and check the history
+                                 [--clients N (5, at most 64)] [--duration 30s]
+                                 [--ensemble 1|3 (1)] [--readers N]
+                                 [--faults none|all|cut,lost-create,expire,black-hole,
+                                 kill-leader (all)] [--connect HOST:PORT[,...]] [--seed S]
+                                 [--session-timeout-ms MS (4000)] [--hold-ms MS (5)]
+                                 [--connect-timeout-ms MS (10000)] [--out DIR]
     zklock help                  print this help
 
 OPTIONS (explore):
@@ -70,6 +80,7 @@ fn dispatch() -> Result<bool> {
         Some("shrink") => shrink_cmd::run(&args[1..]),
         Some("check") => check_cmd::run(&args[1..]),
         Some("merge") => explore::merge(&args[1..]),
+        Some("real") => real_cmd::run(&args[1..]),
         None => explore::run(&[]),
         Some(a) if a.starts_with("--") => explore::run(&args),
         Some(other) => bail!("unknown command {other:?}\n\n{USAGE}"),

@@ -1,4 +1,7 @@
-//! Integration tests of the `zklock` command line and the trace round trip.
+//! Integration tests of the `zklock` command line and the trace round trip, and the
+//! canaries the suite must catch.
+
+mod canaries;
 
 use std::path::Path;
 use std::process::Command;

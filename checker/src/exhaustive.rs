@@ -146,6 +146,16 @@ pub fn check_exhaustive<R: Recipe>(
     recipe: &R,
     bounds: &Bounds,
 ) -> ExhaustiveReport {
+    check_exhaustive_until(base, recipe, bounds, &|r| r.failure().is_some())
+}
+
+/// As [`check_exhaustive`], but stops only at a schedule `failing` accepts.
+pub fn check_exhaustive_until<R: Recipe>(
+    base: &Scenario,
+    recipe: &R,
+    bounds: &Bounds,
+    failing: &dyn Fn(&CheckedRun) -> bool,
+) -> ExhaustiveReport {
     let scenario = bounds.scenario(base);
     let visited = Arc::new(Mutex::new(HashSet::new()));
     let t0 = Instant::now();
@@ -172,7 +182,7 @@ pub fn check_exhaustive<R: Recipe>(
             pruned += 1;
         } else {
             let run = judge(&scenario, out);
-            if run.failure().is_some() {
+            if failing(&run) {
                 violation = Some(run);
                 break;
             }

@@ -89,13 +89,27 @@ pub struct Explored {
 /// Counters so far, seeds run, failing runs.
 type Tally = (Counters, u64, Vec<(u64, CheckedRun)>);
 
-/// Runs `budget`'s seeds of `scenario` with `recipe` on `budget.threads` threads.
-/// `progress(done, total)` is called after each seed.
+/// Runs `budget`'s seeds of `scenario` with `recipe` on `budget.threads` threads, stopping
+/// at the lowest failing seed. `progress(done, total)` is called after each seed.
 pub fn explore<R: Recipe>(
     scenario: &Scenario,
     recipe: &R,
     budget: &Budget,
     progress: &(dyn Fn(u64, u64) + Sync),
+) -> Explored {
+    explore_until(scenario, recipe, budget, progress, &|r| {
+        r.failure().is_some()
+    })
+}
+
+/// As [`explore`], but a seed counts as failing only when `failing` says so (for example
+/// "violates mutual_exclusion").
+pub fn explore_until<R: Recipe>(
+    scenario: &Scenario,
+    recipe: &R,
+    budget: &Budget,
+    progress: &(dyn Fn(u64, u64) + Sync),
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
 ) -> Explored {
     let seeds = budget.seed_list();
     let total = seeds.len() as u64;
@@ -123,7 +137,7 @@ pub fn explore<R: Recipe>(
                     }
                     let seed = seeds[i as usize];
                     let run = check_seed(scenario, seed, recipe);
-                    let failed = run.failure().is_some();
+                    let failed = failing(&run);
                     if failed {
                         cutoff.fetch_min(i, Ordering::SeqCst);
                     }

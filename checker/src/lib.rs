@@ -55,8 +55,8 @@ pub mod trace;
 #[cfg(test)]
 mod testkit;
 
-pub use exhaustive::{Bounds, ExhaustiveReport, check_exhaustive};
-pub use explore::{Budget, Explored, Summary, explore};
+pub use exhaustive::{Bounds, ExhaustiveReport, check_exhaustive, check_exhaustive_until};
+pub use explore::{Budget, Explored, Summary, explore, explore_until};
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };

@@ -25,6 +25,24 @@ impl CheckedRun {
         })
     }
 
+    /// Every property this run violated (a stuck world counts as `liveness_after_heal`).
+    pub fn violated(&self) -> Vec<&'static str> {
+        let mut v = self.report.violated();
+        if matches!(self.outcome.error, Some(SimError::Stuck { .. }))
+            && !v.contains(&"liveness_after_heal")
+        {
+            v.push("liveness_after_heal");
+        }
+        v
+    }
+
+    /// Whether the run violated `property` (its first word: "liveness_after_heal (stuck)"
+    /// names liveness_after_heal).
+    pub fn violates(&self, property: &str) -> bool {
+        let name = property.split(' ').next().unwrap_or(property);
+        self.violated().contains(&name)
+    }
+
     /// The run as a trace file.
     pub fn trace(&self, scenario: &Scenario, seed: u64, recipe: &str) -> Trace {
         Trace::new(

@@ -116,7 +116,7 @@ impl<R: Recipe> Shrinker<'_, R> {
         let chooser = ReplayChooser::new(choices);
         let out = run_scenario_with(&sc, self.seed, Box::new(chooser), self.recipe);
         let run = judge(&sc, out);
-        if run.failure().as_deref() != Some(self.target.as_str()) {
+        if !run.violates(&self.target) {
             return false;
         }
         let consumed = trim_zeros(run.outcome.choices.clone());
@@ -221,8 +221,10 @@ pub fn shrink<R: Recipe>(
     let chooser = ReplayChooser::new(trace.choices.clone());
     let out = run_scenario_with(&trace.scenario, trace.seed, Box::new(chooser), recipe);
     let first = judge(&trace.scenario, out);
-    let Some(target) = first.failure() else {
-        return Err(ShrinkError::NotFailing);
+    // Keep the property the trace names (a run can violate several), else its first.
+    let target = match &trace.violation {
+        Some(v) if first.violates(v) => v.clone(),
+        _ => first.failure().ok_or(ShrinkError::NotFailing)?,
     };
     let before = size(&trace.scenario, &first);
     let mut s = Shrinker {
@@ -252,7 +254,7 @@ pub fn shrink<R: Recipe>(
         s.best_run.outcome.choices.clone(),
         trace.recipe.clone(),
         s.best_run.outcome.history.clone(),
-        s.best_run.failure(),
+        Some(s.target.clone()),
     );
     Ok(Shrunk {
         trace,

@@ -1,0 +1,268 @@
+//! `zklock real`: the shipped recipe and the simulation's workload on real ZooKeeper
+//! servers, with faults until a heal time, checked by the same checker.
+
+use crate::args::value;
+use anyhow::{Context, Result, bail};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use zklock_checker::{CheckConfig, check_all, render_timeline};
+use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
+use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
+use zklock_real::servers::Servers;
+use zklock_real::workload::{RealRun, WorkloadConfig, run_workload};
+
+/// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
+/// judge liveness.
+const HEAL_FRACTION: (u64, u64) = (2, 3);
+/// The first fault comes no earlier than this, nor later than a quarter of the heal time.
+const FAULT_START_MS: u64 = 1_000;
+/// The longest run accepted, in ms (one hour).
+const MAX_DURATION_MS: u64 = 3_600_000;
+
+/// Everything `zklock real` was asked for.
+#[derive(Debug)]
+struct RealOptions {
+    workload: WorkloadConfig,
+    faults: FaultConfig,
+    /// Servers the harness starts (1: standalone); ignored with `connect`.
+    ensemble_size: usize,
+    /// Someone else's servers, instead of the harness's.
+    connect: Option<String>,
+    /// Where a failing run's timeline goes.
+    out_dir: PathBuf,
+}
+
+/// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
+fn parse_duration_ms(flag: &str, v: Option<&String>) -> Result<u64> {
+    let v = v.with_context(|| format!("{flag} needs a value"))?;
+    let (digits, unit_ms) = if let Some(d) = v.strip_suffix("ms") {
+        (d, 1)
+    } else if let Some(d) = v.strip_suffix('s') {
+        (d, 1_000)
+    } else if let Some(d) = v.strip_suffix('m') {
+        (d, 60_000)
+    } else {
+        (v.as_str(), 1_000)
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .ok()
+        .with_context(|| format!("{flag}: {v:?} is not a duration (e.g. 30s, 1500ms, 2m)"))?;
+    Ok(n.saturating_mul(unit_ms))
+}
+
+fn parse(args: &[String]) -> Result<RealOptions> {
+    let mut workload = WorkloadConfig::default();
+    let mut faults = FaultConfig {
+        faults: FaultSet::all(),
+        seed: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        ..FaultConfig::default()
+    };
+    let mut ensemble_size = 1;
+    let mut connect = None;
+    let mut out_dir = PathBuf::from("traces/failures");
+    let mut faults_given = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--clients" => workload.clients = value(a, it.next())?,
+            "--readers" => workload.readers = value(a, it.next())?,
+            "--duration" => workload.duration_ms = parse_duration_ms(a, it.next())?,
+            "--ensemble" => ensemble_size = value(a, it.next())?,
+            "--faults" => {
+                let spec: String = value(a, it.next())?;
+                faults.faults = spec.parse().map_err(anyhow::Error::msg)?;
+                faults_given = true;
+            }
+            "--connect" => connect = Some(value::<String>(a, it.next())?),
+            "--seed" => faults.seed = value(a, it.next())?,
+            "--session-timeout-ms" => workload.session_timeout_ms = value(a, it.next())?,
+            "--hold-ms" => workload.hold_ms = value(a, it.next())?,
+            "--connect-timeout-ms" => workload.connect_timeout_ms = value(a, it.next())?,
+            "--out" => out_dir = value(a, it.next())?,
+            other => bail!("unknown option {other:?} (see `zklock help`)"),
+        }
+    }
+    if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
+        bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
+    }
+    if workload.duration_ms == 0 || workload.duration_ms > MAX_DURATION_MS {
+        bail!(
+            "--duration must be positive and at most {} s",
+            MAX_DURATION_MS / 1000
+        );
+    }
+    let leader_killable = connect.is_none() && ensemble_size >= 3;
+    if faults.faults.contains(RealFault::KillLeader) && !leader_killable {
+        if faults_given && faults.faults != FaultSet::all() {
+            bail!(
+                "--faults kill-leader needs an ensemble the run starts itself: --ensemble 3 \
+                 (and no --connect)"
+            );
+        }
+        // `all` means every fault this setup can have.
+        faults.faults.remove(RealFault::KillLeader);
+    }
+    if let Some(c) = &connect {
+        // Someone else's server may hold earlier runs' nodes: a fresh directory per run.
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        workload.lock_path = format!("/zklock/real-{stamp}/lock");
+        if c.trim().is_empty() {
+            bail!("--connect needs HOST:PORT[,HOST:PORT...]");
+        }
+    }
+    faults.heal_ms = workload.duration_ms * HEAL_FRACTION.0 / HEAL_FRACTION.1;
+    faults.start_ms = FAULT_START_MS.min(faults.heal_ms / 4);
+    // Some black holes outlast the session (the server expires it), most do not.
+    faults.black_hole_ms_max = workload.session_timeout_ms * 2;
+    workload.validate().map_err(anyhow::Error::new)?;
+    Ok(RealOptions {
+        workload,
+        faults,
+        ensemble_size,
+        connect,
+        out_dir,
+    })
+}
+
+pub fn run(args: &[String]) -> Result<bool> {
+    let opts = parse(args)?;
+    let servers = match &opts.connect {
+        Some(c) => Servers::External {
+            connect_string: c.clone(),
+        },
+        None => {
+            harness::availability().map_err(anyhow::Error::new)?;
+            let what = if opts.ensemble_size == 1 {
+                "a ZooKeeper server".to_owned()
+            } else {
+                format!("a ZooKeeper ensemble of {}", opts.ensemble_size)
+            };
+            eprintln!("starting {what}...");
+            Servers::start(opts.ensemble_size, ServerOptions::default())
+                .with_context(|| format!("starting {what}"))?
+        }
+    };
+    let w = &opts.workload;
+    println!(
+        "zklock real: {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
+         until {} ms, seed {}",
+        w.clients,
+        w.readers,
+        w.duration_ms,
+        describe(&servers),
+        w.lock_path,
+        opts.faults.faults,
+        opts.faults.start_ms,
+        opts.faults.heal_ms,
+        opts.faults.seed
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    let started = Instant::now();
+    let run = runtime
+        .block_on(run_workload(servers, &opts.workload, &opts.faults))
+        .map_err(anyhow::Error::new)?;
+    let elapsed = started.elapsed();
+    let ok = report(&run, &opts, elapsed)?;
+    // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
+    drop(run);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(ok)
+}
+
+fn describe(servers: &Servers) -> String {
+    match servers {
+        Servers::Single(s) => format!("a harness server at {}", s.connect_string()),
+        Servers::Ensemble(c) => format!("a harness ensemble of {} ({})", c.len(), c.connect_string()),
+        Servers::External { connect_string } => connect_string.clone(),
+    }
+}
+
+/// Checks the run, prints the verdict; true when every property held.
+fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> {
+    let cfg = CheckConfig {
+        heal_ms: run.heal_ms,
+        liveness_bound_ms: run.liveness_bound_ms,
+        // A real run has no process pauses: belief-based exclusion must hold.
+        pauses_on: false,
+        lock_path: run.lock_path.clone(),
+        final_lock_children: run.final_lock_children.clone(),
+        run_end_us: Some(run.run_end_us),
+        ..CheckConfig::default()
+    };
+    let report = check_all(&run.history, &cfg);
+    print!("{report}");
+    println!("{}", run.faults);
+    println!(
+        "sessions opened {}, {} events, lock nodes left {}",
+        run.sessions_opened,
+        run.history.events.len(),
+        run.final_lock_children.len()
+    );
+    if report.ok() {
+        println!(
+            "ok: every property held ({:.1} s, {} checked acquisitions)",
+            elapsed.as_secs_f64(),
+            report.counters.acquisitions
+        );
+        return Ok(true);
+    }
+    std::fs::create_dir_all(&opts.out_dir)
+        .with_context(|| format!("creating {}", opts.out_dir.display()))?;
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
+    std::fs::write(&path, render_timeline(&run.history))
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!(
+        "FAILED: {} (seed {}); the run's timeline: {}",
+        report.violated().join(", "),
+        opts.faults.seed,
+        path.display()
+    );
+    Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn durations_take_units() {
+        let ms = |s: &str| parse_duration_ms("--duration", Some(&s.to_string())).unwrap();
+        assert_eq!(
+            (ms("30s"), ms("1500ms"), ms("2m"), ms("7")),
+            (30_000, 1_500, 120_000, 7_000)
+        );
+        assert!(parse_duration_ms("--duration", Some(&"soon".to_string())).is_err());
+    }
+
+    #[test]
+    fn all_faults_fit_the_setup_and_heal_before_the_end() {
+        let o = parse(&args(&["--clients", "3", "--duration", "9s", "--seed", "4"])).unwrap();
+        assert!(!o.faults.faults.contains(RealFault::KillLeader));
+        assert!(o.faults.faults.contains(RealFault::BlackHole));
+        assert_eq!((o.faults.heal_ms, o.faults.seed), (6_000, 4));
+        let o = parse(&args(&["--ensemble", "3"])).unwrap();
+        assert!(o.faults.faults.contains(RealFault::KillLeader));
+        let e = parse(&args(&["--faults", "kill-leader"])).unwrap_err();
+        assert!(e.to_string().contains("--ensemble 3"), "{e}");
+        let o = parse(&args(&["--connect", "127.0.0.1:2181", "--faults", "cut"])).unwrap();
+        assert!(o.workload.lock_path.starts_with("/zklock/real-"));
+        assert!(parse(&args(&["--clients", "65"])).is_err());
+        assert!(parse(&args(&["--faults", "gremlins"])).is_err());
+    }
+}

@@ -1,0 +1,127 @@
+//! Each canary is caught by `explore` within its default budget and by the exhaustive
+//! check within its bounds, by the property expected for its bug; its minimized trace in
+//! traces/ replays to the same violation. The shipped recipe passes the same budgets.
+
+use super::{Bug, Canary};
+use std::path::PathBuf;
+use zklock_checker::{
+    Bounds, Budget, ShrinkLimits, Trace, check_exhaustive, check_exhaustive_until, explore,
+    explore_until, render_timeline, replay, shrink,
+};
+use zklock_sim::{Scenario, ShippedRecipe};
+
+/// The smallest bounds that can show each bug: a herd needs two waiters; the name-order
+/// bug needs no fault; expiry and lost creates need one.
+fn bounds(bug: Bug) -> Bounds {
+    let (clients, faults_max) = match bug {
+        Bug::WatchParent => (3, 0),
+        Bug::FullNameOrder => (2, 0),
+        Bug::DeafHolder | Bug::BlindRetry => (2, 1),
+    };
+    Bounds {
+        clients,
+        faults_max,
+        ..Bounds::default()
+    }
+}
+
+/// The lowest seed of the default budget on which the canary violates its property.
+fn caught_by_explore(bug: Bug) -> Option<(u64, zklock_checker::CheckedRun)> {
+    let expected = bug.caught_by();
+    let e = explore_until(
+        &Scenario::default(),
+        &Canary(bug),
+        &Budget::default(),
+        &|_, _| {},
+        &|r| r.violates(expected),
+    );
+    e.failure
+}
+
+fn trace_path(bug: Bug) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("traces")
+        .join(format!("{}.json", bug.name()))
+}
+
+#[test]
+fn every_canary_is_caught_by_explore_within_the_default_budget() {
+    for bug in Bug::ALL {
+        let (seed, run) = caught_by_explore(bug)
+            .unwrap_or_else(|| panic!("{} survived the default budget", bug.name()));
+        assert!(run.violates(bug.caught_by()), "{} seed {seed}", bug.name());
+    }
+}
+
+#[test]
+fn every_canary_is_caught_by_the_exhaustive_check() {
+    for bug in Bug::ALL {
+        let expected = bug.caught_by();
+        let r = check_exhaustive_until(&Scenario::default(), &Canary(bug), &bounds(bug), &|r| {
+            r.violates(expected)
+        });
+        let run = r.violation.unwrap_or_else(|| {
+            panic!(
+                "{} survived the exhaustive check ({} schedules)",
+                bug.name(),
+                r.schedules
+            )
+        });
+        assert!(run.violates(expected));
+    }
+}
+
+#[test]
+fn the_shipped_recipe_passes_the_canary_budgets() {
+    let recipe = ShippedRecipe::default();
+    let e = explore(
+        &Scenario::default(),
+        &recipe,
+        &Budget::default(),
+        &|_, _| {},
+    );
+    assert!(e.failure.is_none(), "{:?}", e.summary.failures);
+    assert_eq!(e.summary.seeds_run, Budget::default().seeds);
+    for bounds in [bounds(Bug::WatchParent), bounds(Bug::DeafHolder)] {
+        let r = check_exhaustive(&Scenario::default(), &recipe, &bounds);
+        assert!(r.violation.is_none(), "{bounds:?}");
+        assert!(r.complete, "{bounds:?}: {r}");
+    }
+}
+
+/// `ZKLOCK_BLESS=1 cargo test canary` (re)writes the minimized traces.
+#[test]
+fn canary_minimized_traces_replay_to_the_same_violation() {
+    let bless = std::env::var_os("ZKLOCK_BLESS").is_some();
+    for bug in Bug::ALL {
+        let path = trace_path(bug);
+        if bless {
+            let (seed, run) = caught_by_explore(bug).expect("caught");
+            let mut trace = run.trace(&Scenario::default(), seed, bug.name());
+            trace.violation = Some(bug.caught_by().to_string());
+            let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
+            shrunk.trace.write(&path).unwrap();
+        }
+        let trace = Trace::read(&path).unwrap_or_else(|e| {
+            panic!("{e}: write it with ZKLOCK_BLESS=1 cargo test canary_minimized")
+        });
+        assert_eq!(trace.recipe, bug.name());
+        let violation = trace
+            .violation
+            .clone()
+            .expect("a canary trace records its violation");
+        assert_eq!(violation, bug.caught_by());
+        let again = replay(&trace, &Canary(bug));
+        assert!(
+            again.violates(&violation),
+            "{}: replay no longer violates",
+            bug.name()
+        );
+        assert!(
+            again.outcome.history == trace.history,
+            "{}: history differs",
+            bug.name()
+        );
+        insta::assert_snapshot!(bug.name(), render_timeline(&trace.history));
+    }
+}

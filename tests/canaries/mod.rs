@@ -1,0 +1,205 @@
+//! Canaries: the shipped recipe with one known bug each, built from its public building
+//! blocks. They live here, never in the shipped recipe. The suite must catch every one.
+
+mod cases;
+
+use futures_util::future::{Either, select};
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use zklock_recipe::history::LockRole;
+use zklock_recipe::lock::queue::{blocker, position};
+use zklock_recipe::lock::retry::delete_until_gone;
+use zklock_recipe::lock::{
+    ContenderSpec, LockError, LockGuard, LostPolicy, NodeKind, OwnNode, RetryPolicy, await_watch,
+    create_contender, ensure_path, list_contenders, watch_node,
+};
+use zklock_recipe::path::join;
+use zklock_recipe::{Coordination, CreateMode, ZkError};
+use zklock_sim::{LockUnderTest, Recipe, SimClient};
+
+/// The bug classes real lock libraries shipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// Retries create after ConnectionLoss without looking for the first node (no guid
+    /// recovery): an orphan node, then a stuck lock.
+    BlindRetry,
+    /// Waits on the parent's children instead of the predecessor: a herd.
+    WatchParent,
+    /// A holder that ignores Disconnected and Expired: two believers after an expiry.
+    DeafHolder,
+    /// Orders contenders by full name instead of by sequence: two holders.
+    FullNameOrder,
+}
+
+impl Bug {
+    pub const ALL: [Bug; 4] = [
+        Bug::BlindRetry,
+        Bug::WatchParent,
+        Bug::DeafHolder,
+        Bug::FullNameOrder,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Bug::BlindRetry => "canary-blind-retry",
+            Bug::WatchParent => "canary-watch-parent",
+            Bug::DeafHolder => "canary-deaf-holder",
+            Bug::FullNameOrder => "canary-full-name-order",
+        }
+    }
+    /// The property that must catch it.
+    pub fn caught_by(self) -> &'static str {
+        match self {
+            Bug::BlindRetry => "liveness_after_heal",
+            Bug::WatchParent => "no_herd",
+            Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
+        }
+    }
+}
+
+pub struct Canary(pub Bug);
+
+pub struct CanaryLock {
+    c: SimClient,
+    dir: String,
+    bug: Bug,
+    attempts: AtomicU64,
+    policy: RetryPolicy,
+}
+
+impl Recipe for Canary {
+    type Lock = CanaryLock;
+    fn name(&self) -> String {
+        self.0.name().into()
+    }
+    fn lock(&self, client: SimClient, _role: LockRole, path: &str) -> CanaryLock {
+        CanaryLock {
+            c: client,
+            dir: path.to_owned(),
+            bug: self.0,
+            attempts: AtomicU64::new(0),
+            policy: RetryPolicy::default(),
+        }
+    }
+}
+
+type Guard = LockGuard<SimClient>;
+
+impl CanaryLock {
+    async fn enqueue(&self) -> Result<OwnNode, LockError> {
+        let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+        let guid = format!("{:x}-{n:x}", self.c.session_id().0);
+        if self.bug != Bug::BlindRetry {
+            let spec = ContenderSpec {
+                dir: &self.dir,
+                guid: &guid,
+                kind: NodeKind::Exclusive,
+                data: b"",
+                create_parents: true,
+                retry: &self.policy,
+            };
+            return create_contender(&self.c, &spec).await;
+        }
+        ensure_path(&self.c, &self.policy, &self.dir).await?;
+        let prefix = join(&self.dir, &format!("_c_{guid}-lock-"));
+        loop {
+            // BUG: a ConnectionLoss may hide a create that was applied; retrying without
+            // looking for it leaves that node behind.
+            match self
+                .c
+                .create(&prefix, b"", CreateMode::EphemeralSequential)
+                .await
+            {
+                Ok((path, stat)) => return OwnNode::new(path, stat.czxid),
+                Err(e) if e.is_connection_loss() => self.c.sleep(self.policy.backoff(1)).await,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// The recipe's loop with the bug; `Ok(None)` when `deadline_us` passed (or at once
+    /// when `deadline_us` is 0 and the lock is held), with our node deleted.
+    async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<Guard>, LockError> {
+        let own = self.enqueue().await?;
+        let mut events = self.c.session_events();
+        loop {
+            let mut list = list_contenders(&self.c, &self.policy, &self.dir).await?;
+            if self.bug == Bug::FullNameOrder {
+                list.sort_by(|a, b| a.name.cmp(&b.name)); // BUG: by name, not sequence
+            }
+            let ours = position(&list, &own.name).ok_or(LockError::Zk(ZkError::NoNode))?;
+            let Some(ahead) = blocker(&list, ours) else {
+                let lost = LostPolicy::default();
+                let c = self.c.clone();
+                let g = LockGuard::adopt(c, own, NodeKind::Exclusive, lost, self.policy.clone())
+                    .await?;
+                return Ok(Some(g));
+            };
+            let now = self.c.now().as_micros() as u64;
+            if deadline_us.is_some_and(|d| now >= d) {
+                delete_until_gone(&self.c, &self.policy, &own.path).await?;
+                return Ok(None);
+            }
+            let watch = if self.bug == Bug::WatchParent {
+                // BUG: every change of the directory wakes every waiter.
+                Some(self.c.get_children_watch(&self.dir).await?.1)
+            } else {
+                watch_node(&self.c, &self.policy, &join(&self.dir, &ahead.name)).await?
+            };
+            let Some(w) = watch else { continue };
+            match deadline_us {
+                None => {
+                    await_watch(w, &mut events).await?;
+                }
+                Some(d) => {
+                    let left = Duration::from_micros(d.saturating_sub(now));
+                    let waited = pin!(await_watch(w, &mut events));
+                    if let Either::Left((r, _)) = select(waited, pin!(self.c.sleep(left))).await {
+                        r?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl LockUnderTest for CanaryLock {
+    type Guard = Guard;
+
+    async fn acquire(&self) -> Result<Guard, String> {
+        match self.contend(None).await {
+            Ok(Some(g)) => Ok(g),
+            Ok(None) => Err("no deadline, yet timed out".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn try_acquire(&self) -> Result<Option<Guard>, String> {
+        self.contend(Some(0)).await.map_err(|e| e.to_string())
+    }
+
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Guard>, String> {
+        let d = (self.c.now() + timeout).as_micros() as u64;
+        self.contend(Some(d)).await.map_err(|e| e.to_string())
+    }
+
+    fn token(&self, g: &Guard) -> i64 {
+        g.fencing_token().0
+    }
+
+    fn node(&self, g: &Guard) -> String {
+        g.path().to_owned()
+    }
+
+    async fn lost<'a>(&'a self, g: &'a Guard) -> String {
+        if self.bug == Bug::DeafHolder {
+            // BUG: never stop believing.
+            return std::future::pending().await;
+        }
+        format!("{:?}", g.lost().await)
+    }
+
+    async fn release(&self, g: Guard) -> Result<(), String> {
+        g.release().await.map_err(|e| e.to_string())
+    }
+}

@@ -1,6 +1,7 @@
 //! The `zklock` command line.
 
 mod args;
+mod bench;
 mod check_cmd;
 mod explore;
 mod real_cmd;
@@ -38,6 +39,9 @@ USAGE:
                                  kill-leader (all)] [--connect HOST:PORT[,...]] [--seed S]
                                  [--session-timeout-ms MS (4000)] [--hold-ms MS (5)]
                                  [--connect-timeout-ms MS (10000)] [--out DIR]
+    zklock bench [OPTIONS]       benchmark figures, printed and written to
+                                 target/zklock-bench/bench.json
+                                 [--seeds N (400)] [--exhaustive-limit-s S (60)]
     zklock help                  print this help
 
 OPTIONS (explore):
@@ -79,6 +83,7 @@ fn dispatch() -> Result<bool> {
         Some("replay") => replay::run(&args[1..]),
         Some("shrink") => shrink_cmd::run(&args[1..]),
         Some("check") => check_cmd::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         Some("merge") => explore::merge(&args[1..]),
         Some("real") => real_cmd::run(&args[1..]),
         None => explore::run(&[]),

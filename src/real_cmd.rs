@@ -181,7 +181,9 @@ pub fn run(args: &[String]) -> Result<bool> {
 fn describe(servers: &Servers) -> String {
     match servers {
         Servers::Single(s) => format!("a harness server at {}", s.connect_string()),
-        Servers::Ensemble(c) => format!("a harness ensemble of {} ({})", c.len(), c.connect_string()),
+        Servers::Ensemble(c) => {
+            format!("a harness ensemble of {} ({})", c.len(), c.connect_string())
+        }
         Servers::External { connect_string } => connect_string.clone(),
     }
 }
@@ -252,7 +254,15 @@ mod tests {
 
     #[test]
     fn all_faults_fit_the_setup_and_heal_before_the_end() {
-        let o = parse(&args(&["--clients", "3", "--duration", "9s", "--seed", "4"])).unwrap();
+        let o = parse(&args(&[
+            "--clients",
+            "3",
+            "--duration",
+            "9s",
+            "--seed",
+            "4",
+        ]))
+        .unwrap();
         assert!(!o.faults.faults.contains(RealFault::KillLeader));
         assert!(o.faults.faults.contains(RealFault::BlackHole));
         assert_eq!((o.faults.heal_ms, o.faults.seed), (6_000, 4));

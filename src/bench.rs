@@ -1,0 +1,247 @@
+//! `zklock bench`: figures, side by side in one run, printed as a table and written as
+//! JSON under target/zklock-bench/. Targets are judged by reading the figures, never by a
+//! timed test.
+
+use crate::args::value;
+use anyhow::{Context, Result, bail};
+use futures_channel::{mpsc, oneshot};
+use futures_util::StreamExt;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+use zklock_checker::{Bounds, Budget, check_exhaustive, explore};
+use zklock_recipe::history::EventKind;
+use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
+
+#[derive(Debug, Default, Serialize)]
+pub struct SimFigures {
+    pub seeds: u64,
+    pub checked_acquisitions_per_s_one_core: f64,
+    pub checked_acquisitions_per_s_all_cores: f64,
+    pub cores: usize,
+    pub seeds_per_s_one_core: f64,
+    pub seeds_per_s_all_cores: f64,
+    pub madsim_round_trips_per_s: f64,
+    pub round_trips_per_acquisition: f64,
+    pub ceiling_acquisitions_per_s: f64,
+    pub ratio_to_ceiling: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ExhaustiveFigures {
+    pub config: String,
+    pub schedules: u64,
+    pub distinct_states: u64,
+    pub complete: bool,
+    pub total_s: f64,
+    pub schedules_per_s: f64,
+    pub states_per_s: f64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Figures {
+    pub machine: String,
+    pub simulation: SimFigures,
+    pub exhaustive: Vec<ExhaustiveFigures>,
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown cpu".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{cpu}, {cores} cores")
+}
+
+/// Raw request/response round trips per second between two madsim tasks: the most a
+/// simulation on madsim could do per request.
+fn madsim_round_trips(n: u64) -> f64 {
+    let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
+    rt.block_on(async move {
+        let (tx, mut rx) = mpsc::unbounded::<(u64, oneshot::Sender<u64>)>();
+        let server = madsim::task::spawn(async move {
+            while let Some((v, reply)) = rx.next().await {
+                let _ = reply.send(v + 1);
+            }
+        });
+        let t0 = Instant::now();
+        let mut acc = 0;
+        for i in 0..n {
+            let (otx, orx) = oneshot::channel();
+            tx.unbounded_send((i, otx)).expect("server alive");
+            acc += orx.await.expect("reply");
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        assert!(acc >= n, "every request answered");
+        drop(tx);
+        let _ = server.await;
+        n as f64 / secs
+    })
+}
+
+fn sim_figures(seeds: u64) -> SimFigures {
+    let sc = Scenario::default();
+    let recipe = ShippedRecipe::default();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let sweep = |threads: usize| {
+        let budget = Budget {
+            seeds,
+            threads,
+            ..Budget::default()
+        };
+        let t0 = Instant::now();
+        let e = explore(&sc, &recipe, &budget, &|_, _| {});
+        let secs = t0.elapsed().as_secs_f64();
+        (
+            e.summary.counters.acquisitions as f64,
+            e.summary.seeds_run as f64,
+            secs,
+        )
+    };
+    let (acq1, seeds1, s1) = sweep(1);
+    let (acqn, seedsn, sn) = sweep(cores);
+    // Round trips one acquisition needs: ZooKeeper requests plus resource operations.
+    let (mut trips, mut acquired) = (0u64, 0u64);
+    for seed in 0..20 {
+        for e in run_scenario(&sc, seed, &recipe).history.events {
+            match e.kind {
+                EventKind::OpInvoke { .. }
+                | EventKind::ResourceRead { .. }
+                | EventKind::ResourceWrite { .. } => trips += 1,
+                EventKind::Acquired { .. } => acquired += 1,
+                _ => {}
+            }
+        }
+    }
+    let per_acq = trips as f64 / acquired.max(1) as f64;
+    let rts = madsim_round_trips(1_000_000);
+    let ceiling = rts / per_acq;
+    let one = acq1 / s1;
+    SimFigures {
+        seeds,
+        checked_acquisitions_per_s_one_core: one,
+        checked_acquisitions_per_s_all_cores: acqn / sn,
+        cores,
+        seeds_per_s_one_core: seeds1 / s1,
+        seeds_per_s_all_cores: seedsn / sn,
+        madsim_round_trips_per_s: rts,
+        round_trips_per_acquisition: per_acq,
+        ceiling_acquisitions_per_s: ceiling,
+        ratio_to_ceiling: one / ceiling,
+    }
+}
+
+fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> ExhaustiveFigures {
+    let bounds = Bounds {
+        clients,
+        faults_max,
+        time_limit_ms: time_limit_s * 1000,
+        ..Bounds::default()
+    };
+    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds);
+    let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
+    ExhaustiveFigures {
+        config: format!("{clients} clients, {faults_max} faults"),
+        schedules: r.schedules,
+        distinct_states: r.distinct_states,
+        complete: r.complete,
+        total_s: secs,
+        schedules_per_s: r.schedules as f64 / secs,
+        states_per_s: r.distinct_states as f64 / secs,
+    }
+}
+
+pub fn run(args: &[String]) -> Result<bool> {
+    let mut seeds = 400;
+    let mut exhaustive_limit_s = 60;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--seeds" => seeds = value(a, it.next())?,
+            "--exhaustive-limit-s" => exhaustive_limit_s = value(a, it.next())?,
+            other => bail!("unknown option {other:?} (see `zklock help`)"),
+        }
+    }
+    let mut f = Figures {
+        machine: machine(),
+        ..Figures::default()
+    };
+    eprintln!("simulation: {seeds} seeds on one core, then on all cores...");
+    f.simulation = sim_figures(seeds);
+    for (c, k) in [(2, 1), (3, 0), (3, 1)] {
+        eprintln!("exhaustive: {c} clients, {k} faults...");
+        f.exhaustive
+            .push(exhaustive_figures(c, k, exhaustive_limit_s));
+    }
+    print_table(&f);
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+        .join("zklock-bench");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("bench.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&f)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("\nfigures: {}", path.display());
+    Ok(true)
+}
+
+fn print_table(f: &Figures) {
+    let s = &f.simulation;
+    println!("machine: {}\n", f.machine);
+    println!("simulation (5 clients x 20 acquisitions, all faults on, every run checked)");
+    println!(
+        "  checked acquisitions/s, one core      {:>12.0}",
+        s.checked_acquisitions_per_s_one_core
+    );
+    println!(
+        "  checked acquisitions/s, {} cores      {:>12.0}",
+        s.cores, s.checked_acquisitions_per_s_all_cores
+    );
+    println!(
+        "  seeds/s, one core                     {:>12.1}",
+        s.seeds_per_s_one_core
+    );
+    println!(
+        "  seeds/s, all cores                    {:>12.1}",
+        s.seeds_per_s_all_cores
+    );
+    println!(
+        "  madsim raw round trips/s              {:>12.0}",
+        s.madsim_round_trips_per_s
+    );
+    println!(
+        "  round trips per acquisition           {:>12.1}",
+        s.round_trips_per_acquisition
+    );
+    println!(
+        "  ceiling: acquisitions/s               {:>12.0}",
+        s.ceiling_acquisitions_per_s
+    );
+    println!(
+        "  one core / ceiling                    {:>12.3}",
+        s.ratio_to_ceiling
+    );
+    println!("\nexhaustive (shipped recipe, 1 acquisition per client)");
+    println!(
+        "  {:<22} {:>10} {:>12} {:>9} {:>13} {:>12}",
+        "config", "schedules", "states", "time s", "schedules/s", "states/s"
+    );
+    for e in &f.exhaustive {
+        println!(
+            "  {:<22} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0}{}",
+            e.config,
+            e.schedules,
+            e.distinct_states,
+            e.total_s,
+            e.schedules_per_s,
+            e.states_per_s,
+            if e.complete { "" } else { "  (time limit)" }
+        );
+    }
+}

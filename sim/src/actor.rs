@@ -183,7 +183,10 @@ impl<F: Future> Future for Tracked<F> {
         let waker = Waker::from(this.waker.clone());
         let mut acx = Context::from_waker(&waker);
         let prev = CURRENT.with(|c| c.replace(Some((this.id, this.seq))));
-        let fut = this.fut.as_mut().expect("a tracked future is only taken in drop");
+        let fut = this
+            .fut
+            .as_mut()
+            .expect("a tracked future is only taken in drop");
         let out = fut.as_mut().poll(&mut acx);
         let mine = CURRENT.with(|c| c.replace(prev));
         this.seq = mine.map_or(this.seq, |(_, seq)| seq);

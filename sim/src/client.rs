@@ -7,8 +7,8 @@ use futures_channel::oneshot;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
-    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId, SessionState, Stat, Watch,
-    ZkError,
+    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
+    SessionState, Stat, Watch, ZkError,
 };
 
 /// One client of the simulated ZooKeeper, with its own session. Cheap to clone; clones

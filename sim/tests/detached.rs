@@ -60,7 +60,7 @@ fn detached_cleanup_appears_in_the_history_as_ordinary_ops() {
         });
         a.sleep(Duration::from_millis(100)).await;
         // Only a's nodes with the fragment, and the named node, are gone.
-        let mut left = vec![theirs.clone(), other.clone()];
+        let mut left = [theirs.clone(), other.clone()];
         left.sort();
         let left: Vec<String> = left.iter().map(|p| p[3..].to_owned()).collect();
         assert_eq!(sim.server_children("/d"), left);
@@ -110,10 +110,7 @@ fn detached_cleanup_of_an_ended_session_does_nothing() {
 fn detached_cleanup_waits_out_a_disconnect_and_fails_nothing() {
     run(cfg(3), |sim| async move {
         let a = sim.client();
-        let (p, _) = a
-            .create("/e", b"", CreateMode::Ephemeral)
-            .await
-            .unwrap();
+        let (p, _) = a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
         sim.disconnect(&a);
         a.sleep(Duration::from_millis(1)).await;
         let before = ops(&sim, &a, 0).len();
@@ -149,10 +146,7 @@ fn drops_workload(config: SimConfig) -> (History, Vec<u32>, Vec<String>) {
             s.spawn(async move {
                 let acquire = pin!(lock.acquire());
                 let give_up = pin!(c.sleep(Duration::from_millis(40)));
-                assert!(matches!(
-                    select(acquire, give_up).await,
-                    Either::Right(_)
-                ));
+                assert!(matches!(select(acquire, give_up).await, Either::Right(_)));
             })
         };
         clients[0].sleep(Duration::from_millis(20)).await;
@@ -176,12 +170,23 @@ fn dropped_locks_leave_nothing_and_the_same_seed_gives_the_same_history() {
             .events
             .iter()
             .filter(|e| e.client == client)
-            .filter(|e| matches!(&e.kind, EventKind::OpInvoke { op: ZkOp::Delete, .. }))
+            .filter(|e| {
+                matches!(
+                    &e.kind,
+                    EventKind::OpInvoke {
+                        op: ZkOp::Delete,
+                        ..
+                    }
+                )
+            })
             .count();
         assert!(deletes >= 1, "client {client} deleted nothing");
     }
     assert_ne!(history.events[0].session, SessionId(0));
-    assert_eq!(drops_workload(cfg(7)), (history.clone(), choices.clone(), left));
+    assert_eq!(
+        drops_workload(cfg(7)),
+        (history.clone(), choices.clone(), left)
+    );
     // madsim's own task order (which also decides when it drops the aborted actor)
     // changes nothing.
     for madsim_seed in 100..108 {
@@ -193,4 +198,38 @@ fn dropped_locks_leave_nothing_and_the_same_seed_gives_the_same_history() {
         assert_eq!(h, history, "madsim seed {madsim_seed}");
         assert_eq!(ch, choices, "madsim seed {madsim_seed}");
     }
+}
+
+#[test]
+fn a_crash_ends_the_background_cleanup_with_the_process() {
+    run(cfg(4), |sim| async move {
+        let a = sim.client();
+        let (p, _) = a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
+        sim.disconnect(&a);
+        a.cleanup_detached(DetachedCleanup::Node(p.clone()));
+        sim.sleep(Duration::from_millis(1)).await;
+        assert_eq!(sim.detached_cleanups_pending(&a), 1);
+        sim.crash(&a);
+        sim.sleep(Duration::from_millis(1)).await;
+        assert_eq!(sim.detached_cleanups_pending(&a), 0);
+        // Nothing is queued for a crashed process; its session expires instead.
+        a.cleanup_detached(DetachedCleanup::Node(p.clone()));
+        sim.sleep(Duration::from_secs(10)).await;
+        assert_eq!(sim.detached_cleanups_pending(&a), 0);
+        assert!(sim.server_stat(&p).is_none());
+    })
+    .unwrap();
+}
+
+#[test]
+fn a_guard_dropped_outside_the_simulation_does_not_panic() {
+    // The guard outlives the run: its drop hands the node over from outside any actor.
+    let (lock, guard) = run(cfg(5), |sim| async move {
+        let lock = Lock::new(sim.client(), "/o", LockOptions::default()).unwrap();
+        let guard = lock.acquire().await.unwrap();
+        (lock, guard)
+    })
+    .unwrap();
+    drop(guard);
+    drop(lock);
 }

@@ -99,13 +99,13 @@ async fn delete_owned_matching<C: Coordination>(
     dir: &str,
     fragment: &str,
 ) -> Result<(), ZkError> {
-    let mut children =
-        match retry_while_session(client, policy, || client.get_children(dir)).await {
-            Ok(c) => c,
-            Err(ZkError::NoNode) => return Ok(()),
-            Err(e) if e.is_session_terminal() => return Ok(()),
-            Err(e) => return Err(e),
-        };
+    let mut children = match retry_while_session(client, policy, || client.get_children(dir)).await
+    {
+        Ok(c) => c,
+        Err(ZkError::NoNode) => return Ok(()),
+        Err(e) if e.is_session_terminal() => return Ok(()),
+        Err(e) => return Err(e),
+    };
     // The server lists children in no particular order; keep the requests' order fixed.
     children.sort();
     let session = client.session_id().0;

@@ -35,7 +35,10 @@ fn ops_since(sim: &Sim, c: &SimClient, since: Duration) -> Vec<(ZkOp, String, St
             EventKind::OpInvoke { op_id, op, path } => Some((
                 *op,
                 path.clone(),
-                outcome.get(op_id).cloned().unwrap_or_else(|| "pending".into()),
+                outcome
+                    .get(op_id)
+                    .cloned()
+                    .unwrap_or_else(|| "pending".into()),
             )),
             _ => None,
         })
@@ -65,7 +68,9 @@ fn a_dropped_acquire_whose_create_reply_was_lost_leaves_no_node() {
         let a = Lock::new(ac.clone(), DIR, options.clone()).unwrap();
         let b = Lock::new(bc.clone(), DIR, options).unwrap();
         let held = a.acquire().await.unwrap();
-        ensure_path(&bc, &RetryPolicy::default(), DIR).await.unwrap();
+        ensure_path(&bc, &RetryPolicy::default(), DIR)
+            .await
+            .unwrap();
         sim.lose_next_create_response(&bc);
         // The create is applied, its reply lost, and b waits to reconnect (200 ms): it
         // does not know its node's name when it is dropped.

@@ -238,6 +238,8 @@ impl World {
     pub(crate) fn crash(&mut self, c: ClientId) {
         self.clients[c].frozen_until = None;
         self.clients[c].crashed = true;
+        // The client library's background work dies with the process.
+        self.clear_detached(c);
         self.pause(c, u64::MAX);
         for w in std::mem::take(&mut self.clients[c].crash_watchers) {
             let _ = w.send(());

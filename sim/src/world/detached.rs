@@ -9,7 +9,8 @@
 //!
 //! - `ConnectionLoss`: the item stays and is retried once the client reconnects;
 //! - `SessionExpired` / `SessionClosed`: the queue is dropped (the server deletes the
-//!   session's ephemerals anyway); the same when the client learns its session ended;
+//!   session's ephemerals anyway); the same when the client learns its session ended,
+//!   or crashes (its library dies with it; the session then expires);
 //! - otherwise the item advances (a listing becomes owner checks, an owned node a
 //!   delete) or is done (`Ok`, `NoNode`, or an error that retrying would repeat).
 //!
@@ -18,8 +19,8 @@
 use super::request::{Answer, Reply, Request};
 use super::{ClientId, Conn, World};
 use std::collections::VecDeque;
-use zklock_recipe::path::join;
 use zklock_recipe::DetachedCleanup;
+use zklock_recipe::path::join;
 
 /// One step of cleanup work, each one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,8 +73,9 @@ impl World {
         let Some(cl) = self.clients.get_mut(c) else {
             return;
         };
-        // A session known to be over has nothing left to clean.
-        if matches!(cl.conn, Conn::Expired | Conn::Closed) {
+        // A session known to be over has nothing left to clean; a crashed process has no
+        // client library left to do it.
+        if cl.crashed || matches!(cl.conn, Conn::Expired | Conn::Closed) {
             return;
         }
         let work = match what {

@@ -48,15 +48,23 @@ impl World {
                     &(cl.frozen_until, cl.partitioned_until, cl.delayed_until),
                 );
                 fold(h, &(cl.lose_next_create, cl.crashed, cl.conn_broken));
+                // Whether a reply goes to the actor or to the background cleanup matters
+                // to what follows, as does the cleanup still queued.
                 for o in &cl.outbound {
-                    fold(h, &o.req);
+                    fold(h, &(&o.req, o.reply.is_detached()));
                 }
                 for i in &cl.inbound {
                     match i {
-                        super::Inbound::Reply { result, watch, .. } => fold(h, &(result, watch)),
+                        super::Inbound::Reply {
+                            result,
+                            watch,
+                            reply,
+                            ..
+                        } => fold(h, &(result, watch, reply.is_detached())),
                         super::Inbound::Event(ev) => fold(h, ev),
                     }
                 }
+                fold(h, &cl.detached);
                 fold(
                     h,
                     &cl.data_watchers

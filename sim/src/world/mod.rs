@@ -24,8 +24,8 @@ pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
-    CreateMode, DetachedCleanup, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat, WatchSender,
-    WatchedEvent, ZkError,
+    CreateMode, DetachedCleanup, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat,
+    WatchSender, WatchedEvent, ZkError,
 };
 
 /// Index of a client in its world, in creation order.
@@ -93,6 +93,12 @@ pub(crate) enum ReplyTo {
     Actor(oneshot::Sender<Reply>),
     /// The client library's background cleanup: the world consumes the reply.
     Detached,
+}
+
+impl ReplyTo {
+    pub(crate) fn is_detached(&self) -> bool {
+        matches!(self, ReplyTo::Detached)
+    }
 }
 
 pub(crate) struct Outbound {
@@ -342,6 +348,9 @@ impl World {
             self.fire(t);
             return Step::Progress;
         }
+        // Background cleanup sends its next request (after a reconnect, or the reply to
+        // the previous one) before anything is chosen, so faults can meet it in flight.
+        self.kick_all_detached();
         // An explorer may prune a state it has seen (never a due timer: that is forced).
         if self.digesting {
             let d = self.digest();
@@ -353,9 +362,6 @@ impl World {
         if self.faults.is_some() && self.maybe_fault() {
             return Step::Progress;
         }
-        // Background cleanup may send its next request (after a reconnect, or the reply
-        // to the previous one).
-        self.kick_all_detached();
         // Then one pending request, from a client the chooser picks.
         let ready: Vec<ClientId> = (0..self.clients.len())
             .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))

@@ -3,7 +3,7 @@
 use crate::holds::{BeliefTracker, is_crash};
 use crate::timeline::fault_name;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, FaultKind, History};
@@ -130,12 +130,24 @@ pub fn count(history: &History) -> Counters {
             _ => {}
         }
         tracker.observe(i, e);
-        // Contention: anyone else believing they hold while a client waits.
-        let holders: BTreeSet<u32> = tracker.open().map(|h| h.client).collect();
-        for (client, s) in clients.iter_mut() {
-            if s.waiting && holders.iter().any(|h| h != client) {
-                s.contended = true;
+        // Contention: someone else believes they hold while a client waits. Holders only
+        // appear at `Acquired`, so it is enough to look when a wait starts and when anyone
+        // acquires.
+        match &e.kind {
+            EventKind::AcquireInvoked { .. } => {
+                let other = tracker.open().any(|h| h.client != c);
+                if let Some(st) = clients.get_mut(&c) {
+                    st.contended |= other;
+                }
             }
+            EventKind::Acquired { .. } => {
+                for (client, s) in clients.iter_mut() {
+                    if s.waiting && *client != c {
+                        s.contended = true;
+                    }
+                }
+            }
+            _ => {}
         }
     }
     n

@@ -41,6 +41,30 @@
 //! A [`Trace`] is a run as JSON (scenario, seed, choices, recipe, history, violation),
 //! written atomically with a [`render_timeline`] next to it; [`Trace::read`] reports
 //! any bad file as a [`TraceError`] naming it.
+//!
+//! # Engines
+//!
+//! - [`explore`]: a seed sweep on every core ([`Budget`]: seeds, shard, time limit,
+//!   threads), reporting the lowest failing seed whatever the thread timing.
+//! - [`check_exhaustive`]: every interleaving and fault placement of a small
+//!   configuration ([`Bounds`]), by depth-first search over the Chooser's decisions, with
+//!   revisited states pruned (the soundness argument is in [`exhaustive`]).
+//! - [`shrink`]: a failing trace minimized, same violated property.
+//! - [`check_seeds`]: a sweep for a user's own `#[test]`.
+//!
+//! # Debugging failures
+//!
+//! 1. A failing sweep writes a trace and prints the command that reproduces it:
+//!    `zklock replay traces/failures/seed-42.json`, or for your own recipe
+//!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`]). The replay
+//!    re-runs the exact schedule: the same history, event for event.
+//! 2. Shrink it: `zklock shrink <trace>` (or [`shrink`]) keeps the violated property and
+//!    cuts clients, acquisitions, faults and choices.
+//! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): one line per event,
+//!    with a legend, and the set of holders after each event. The violation report names
+//!    the event indices that prove it and the faults just before.
+//! 4. Fix the recipe and replay the trace again: a trace survives changes that keep the
+//!    order of choices; `replay` says when the history now differs.
 
 pub mod exhaustive;
 pub mod explore;

@@ -44,12 +44,12 @@
 //!
 //! # Engines
 //!
-//! - [`explore`]: a seed sweep on every core ([`Budget`]: seeds, shard, time limit,
+//! - [`explore()`]: a seed sweep on every core ([`Budget`]: seeds, shard, time limit,
 //!   threads), reporting the lowest failing seed whatever the thread timing.
 //! - [`check_exhaustive`]: every interleaving and fault placement of a small
 //!   configuration ([`Bounds`]), by depth-first search over the Chooser's decisions, with
 //!   revisited states pruned (the soundness argument is in [`exhaustive`]).
-//! - [`shrink`]: a failing trace minimized, same violated property.
+//! - [`shrink()`]: a failing trace minimized, same violated property.
 //! - [`check_seeds`]: a sweep for a user's own `#[test]`.
 //!
 //! # Debugging failures
@@ -58,7 +58,7 @@
 //!    `zklock replay traces/failures/seed-42.json`, or for your own recipe
 //!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`]). The replay
 //!    re-runs the exact schedule: the same history, event for event.
-//! 2. Shrink it: `zklock shrink <trace>` (or [`shrink`]) keeps the violated property and
+//! 2. Shrink it: `zklock shrink <trace>` (or [`shrink()`]) keeps the violated property and
 //!    cuts clients, acquisitions, faults and choices.
 //! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): one line per event,
 //!    with a legend, and the set of holders after each event. The violation report names

@@ -61,6 +61,11 @@ impl StateHub {
 /// * Dropping the client closes its session in the background (zookeeper-client sends
 ///   CloseSession when its last handle goes); [`close`](Coordination::close) does it and
 ///   waits for the server's answer.
+/// * [`cleanup_detached`](Coordination::cleanup_detached) spawns a task, on the runtime the
+///   client was connected in (a `Drop` may run outside any task), that works on a clone of
+///   zookeeper-client's handle: requests wait out a disconnect there, connection loss is
+///   retried with backoff, and the task ends once the node or the session is gone. Until
+///   then that handle keeps the session open even if this client is dropped.
 ///
 /// All methods must run inside a tokio runtime.
 #[derive(Debug)]

@@ -80,7 +80,11 @@ pub(crate) async fn run_detached<C: Coordination>(client: &C, what: DetachedClea
 }
 
 /// Performs `what` on `client`'s raw handle, whose session is `session`.
-pub(crate) async fn run_detached_raw(client: zk::Client, session: SessionId, what: DetachedCleanup) {
+pub(crate) async fn run_detached_raw(
+    client: zk::Client,
+    session: SessionId,
+    what: DetachedCleanup,
+) {
     run(&Raw { client, session }, what).await;
 }
 

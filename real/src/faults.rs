@@ -4,7 +4,7 @@
 //! |---------------|-----------------------------------------------------------------|--------------------------|
 //! | `cut`         | the target's connections are closed (its proxies cut them)       | `ConnectionLoss`         |
 //! | `lost-create` | the target's next create is applied and its reply withheld      | `LostCreateResponse`, when it strikes |
-//! | `expire`      | the target's session is closed server-side, as Curator's KillSession | `ForcedExpiry`       |
+//! | `expire`      | the target is cut off, then its session closed server-side, as Curator's KillSession (see [`expire_isolated`]) | `ForcedExpiry` |
 //! | `black-hole`  | nothing reaches or leaves the target for a while; past its session timeout the server expires it | `Partition` |
 //! | `kill-leader` | the ensemble's leader is SIGKILLed, and restarted a while later | `ConnectionLoss` for every client (every session is cut while the ensemble elects) |
 //!
@@ -12,6 +12,7 @@
 //! strikes one client only. The schedule (gaps, kinds, targets, durations) comes from a
 //! seed; what the servers and clients do in between is real and not reproducible.
 
+use crate::client::ZkClient;
 use crate::error::RealError;
 use crate::proxy::Proxy;
 use crate::recorder::Recorder;
@@ -23,8 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::task::{JoinHandle, JoinSet};
-use zklock_recipe::SessionId;
 use zklock_recipe::history::{EventKind, FaultKind};
+use zklock_recipe::{Coordination, SessionId, SessionState};
 
 /// One kind of fault a real run can inject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -59,10 +60,8 @@ impl RealFault {
 
     /// Whether the fault goes through the target's proxies.
     pub fn needs_proxy(self) -> bool {
-        matches!(
-            self,
-            RealFault::Cut | RealFault::LostCreate | RealFault::BlackHole
-        )
+        // Expire too: the victim is cut off first (see `expire_isolated`).
+        !matches!(self, RealFault::KillLeader)
     }
 }
 
@@ -172,6 +171,11 @@ pub struct FaultConfig {
     pub lost_create_arm_ms: u64,
     /// How long a killed leader stays down before it is restarted.
     pub leader_down_ms: u64,
+    /// Restart a killed leader (after `leader_down_ms`, at the latest at the heal). Off, it
+    /// stays down and the run ends on the rest of the ensemble. A restarted leader rejoins
+    /// with whatever it had logged: ZooKeeper 3.8.0 was seen here serving a transaction
+    /// the quorum never committed after such a restart (see the crate's docs).
+    pub restart_killed_leader: bool,
     /// How long forcing one expiry, or finding the leader, may take.
     pub server_action_timeout_ms: u64,
 }
@@ -191,6 +195,7 @@ impl Default for FaultConfig {
             black_hole_ms_max: 8_000,
             lost_create_arm_ms: 2_000,
             leader_down_ms: 3_000,
+            restart_killed_leader: true,
             server_action_timeout_ms: 20_000,
         }
     }
@@ -289,6 +294,21 @@ impl ClientLink {
         }
     }
 
+    /// Black-holes every proxy of the client until [`end_black_hole`](Self::end_black_hole)
+    /// or [`heal`](Self::heal).
+    pub fn black_hole(&self) {
+        for p in &self.proxies {
+            p.black_hole();
+        }
+    }
+
+    /// Ends any black hole.
+    pub fn end_black_hole(&self) {
+        for p in &self.proxies {
+            p.heal();
+        }
+    }
+
     /// Ends any black hole and disarms a lost create.
     pub fn heal(&self) {
         for p in &self.proxies {
@@ -325,23 +345,29 @@ impl ClientLink {
 
 /// The current session of each client, or `None` while it has none (reconnecting, done).
 #[derive(Debug)]
-pub struct LiveSessions(Vec<Mutex<Option<SessionId>>>);
+pub struct LiveSessions(Vec<Mutex<Option<Arc<ZkClient>>>>);
 
 impl LiveSessions {
     pub fn new(clients: usize) -> LiveSessions {
         LiveSessions((0..clients).map(|_| Mutex::new(None)).collect())
     }
 
-    pub fn set(&self, client: usize, session: Option<SessionId>) {
+    pub fn set(&self, client: usize, session: Option<Arc<ZkClient>>) {
         *self.0[client]
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = session;
     }
 
-    pub fn get(&self, client: usize) -> Option<SessionId> {
-        *self.0[client]
+    pub fn get(&self, client: usize) -> Option<Arc<ZkClient>> {
+        self.0[client]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The client's current session id, if it has a session.
+    pub fn session_id(&self, client: usize) -> Option<SessionId> {
+        self.get(client).map(|c| c.session_id())
     }
 
     pub fn len(&self) -> usize {
@@ -374,11 +400,12 @@ impl Schedule {
         lo + self.next() % (hi - lo + 1)
     }
 
-    fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
-        if items.is_empty() {
-            return None;
+    /// Fisher–Yates.
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.range(0, i as u64) as usize;
+            items.swap(i, j);
         }
-        Some(items[self.range(0, items.len() as u64 - 1) as usize])
     }
 }
 
@@ -398,6 +425,8 @@ pub struct FaultTargets {
 struct Downed {
     server: usize,
     restart: JoinHandle<Result<(), RealError>>,
+    /// Not restarted: no further leader is killed (the ensemble keeps its last quorum).
+    stays_down: bool,
 }
 
 /// Runs the fault schedule from `config.start_ms` until `config.heal_ms` of the recorder's
@@ -408,6 +437,7 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     let mut schedule = Schedule(config.seed);
     let mut background: JoinSet<TaskOutcome> = JoinSet::new();
     let mut downed: Option<Downed> = None;
+    let mut bag = Vec::new();
     let heal = Duration::from_millis(config.heal_ms);
     let clients = targets.sessions.len();
     let mut next = Duration::from_millis(config.start_ms);
@@ -420,16 +450,16 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
             while let Some(done) = background.try_join_next() {
                 note(&mut counts, done);
             }
-            if downed.as_ref().is_some_and(|d| d.restart.is_finished()) {
+            if downed
+                .as_ref()
+                .is_some_and(|d| !d.stays_down && d.restart.is_finished())
+            {
                 let d = downed.take().expect("checked above");
                 note_restart(&mut counts, d).await;
             }
-            let kinds: Vec<RealFault> = config
-                .faults
-                .iter()
-                .filter(|k| applicable(*k, targets, downed.is_some()))
-                .collect();
-            if let Some(kind) = schedule.pick(&kinds) {
+            if let Some(kind) = next_kind(&mut bag, &mut schedule, |k| {
+                config.faults.contains(k) && applicable(k, targets, downed.is_some())
+            }) {
                 let target = schedule.range(0, clients as u64 - 1) as usize;
                 let ctx = Strike {
                     config,
@@ -464,10 +494,31 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     counts
 }
 
+/// The next fault kind: drawn from a bag holding each kind once, refilled in a seeded
+/// order when empty, so even a short run sees every kind. Kinds `usable` refuses now are
+/// passed over.
+fn next_kind(
+    bag: &mut Vec<RealFault>,
+    schedule: &mut Schedule,
+    usable: impl Fn(RealFault) -> bool,
+) -> Option<RealFault> {
+    for _ in 0..2 {
+        while let Some(kind) = bag.pop() {
+            if usable(kind) {
+                return Some(kind);
+            }
+        }
+        bag.extend(RealFault::ALL);
+        schedule.shuffle(bag);
+    }
+    None
+}
+
 fn applicable(kind: RealFault, targets: &FaultTargets, server_down: bool) -> bool {
     match kind {
-        RealFault::Cut | RealFault::LostCreate | RealFault::BlackHole => !targets.links.is_empty(),
-        RealFault::Expire => true,
+        RealFault::Cut | RealFault::LostCreate | RealFault::BlackHole | RealFault::Expire => {
+            !targets.links.is_empty()
+        }
         // One server down at a time, so the ensemble keeps its quorum.
         RealFault::KillLeader => !server_down && lock_servers(&targets.servers).can_kill_leader(),
     }
@@ -513,7 +564,11 @@ struct Strike<'a> {
 
 impl Strike<'_> {
     fn record(&self, client: usize, fault: FaultKind) {
-        let session = self.targets.sessions.get(client).unwrap_or(SessionId(0));
+        let session = self
+            .targets
+            .sessions
+            .session_id(client)
+            .unwrap_or(SessionId(0));
         self.targets
             .recorder
             .record(client as u32, session, EventKind::Fault { fault });
@@ -542,7 +597,7 @@ impl Strike<'_> {
             // Recorded when it strikes, so the history shows it inside the acquire it hit.
             while recorder.elapsed() < until {
                 if link.lost_reply_count() > before {
-                    let session = sessions.get(client).unwrap_or(SessionId(0));
+                    let session = sessions.session_id(client).unwrap_or(SessionId(0));
                     recorder.record(
                         client as u32,
                         session,
@@ -561,15 +616,16 @@ impl Strike<'_> {
     }
 
     fn expire(&self, counts: &mut FaultCounts, background: &mut JoinSet<TaskOutcome>) {
-        let Some(session) = self.targets.sessions.get(self.target) else {
+        let Some(client) = self.targets.sessions.get(self.target) else {
             return;
         };
         self.record(self.target, FaultKind::ForcedExpiry);
         counts.expiries += 1;
+        let link = Arc::clone(&self.targets.links[self.target]);
         let connect = self.targets.server_connect_string.clone();
         let timeout = Duration::from_millis(self.config.server_action_timeout_ms);
         background.spawn(async move {
-            crate::harness::kill_session(&connect, session, timeout)
+            expire_isolated(&link, &client, &connect, timeout)
                 .await
                 .map(|()| false)
                 .map_err(|e| format!("forcing an expiry: {e}"))
@@ -613,20 +669,75 @@ impl Strike<'_> {
             self.record(client, FaultKind::ConnectionLoss);
         }
         counts.leader_kills += 1;
+        if !self.config.restart_killed_leader {
+            return Some(Downed {
+                server,
+                restart: tokio::spawn(async { Ok(()) }),
+                stays_down: true,
+            });
+        }
         let servers = Arc::clone(&self.targets.servers);
         let recorder = Arc::clone(&self.targets.recorder);
         // Back before the heal, so the run ends with the full ensemble.
-        let at = (recorder.elapsed() + Duration::from_millis(self.config.leader_down_ms))
-            .min(self.heal);
+        let at =
+            (recorder.elapsed() + Duration::from_millis(self.config.leader_down_ms)).min(self.heal);
         let restart = tokio::spawn(async move {
             sleep_until(&recorder, at).await;
             tokio::task::spawn_blocking(move || lock_servers(&servers).restart(server))
                 .await
                 .unwrap_or_else(|e| Err(RealError::io("restart task", std::io::Error::other(e))))
         });
-        Some(Downed { server, restart })
+        Some(Downed {
+            server,
+            restart,
+            stays_down: false,
+        })
     }
 }
+
+/// Forces `client`'s session to expire as Curator's KillSession does, but with the client
+/// cut off first, so that it stops believing before the server lets anyone else in.
+///
+/// A bare KillSession races: the server deletes the session's nodes (and wakes the next
+/// waiter) while the victim learns of it only from a closed connection or its reconnect,
+/// each a few milliseconds either way. No recipe can win that race, and zklock's simulation
+/// does not model it (there the victim is disconnected in the same step). So: black-hole and
+/// cut the victim's `link`, wait until the client reports the disconnect (plus
+/// [`ISOLATION_GRACE_MS`] for its lock guards to hear of it), close the session through
+/// `server_connect_string` (the servers themselves), then let the victim reconnect and
+/// learn `Expired`.
+pub async fn expire_isolated(
+    link: &ClientLink,
+    client: &ZkClient,
+    server_connect_string: &str,
+    timeout: Duration,
+) -> Result<(), RealError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    link.black_hole();
+    link.cut();
+    while client.session_state() == SessionState::Connected {
+        if tokio::time::Instant::now() >= deadline {
+            link.end_black_hole();
+            return Err(RealError::ExpireSession {
+                session: client.session_id().to_string(),
+                reason: "the client did not notice its cut connection".into(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(ISOLATION_POLL_MS)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(ISOLATION_GRACE_MS)).await;
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    let killed =
+        crate::harness::kill_session(server_connect_string, client.session_id(), left).await;
+    link.end_black_hole();
+    killed
+}
+
+/// How often [`expire_isolated`] checks whether the victim noticed its cut.
+const ISOLATION_POLL_MS: u64 = 2;
+/// How long after the victim reports the disconnect [`expire_isolated`] waits before the
+/// kill, for the news to reach the victim's lock guards.
+pub const ISOLATION_GRACE_MS: u64 = 50;
 
 /// How often an armed lost create is checked for having struck.
 const LOST_CREATE_POLL_MS: u64 = 5;
@@ -644,8 +755,12 @@ mod tests {
         assert!(!set.contains(RealFault::BlackHole));
         assert_eq!(set.to_string(), "cut,expire,kill-leader");
         let err = "cut,meteor".parse::<FaultSet>().unwrap_err();
-        assert!(err.contains("\"meteor\"") && err.contains("black-hole"), "{err}");
-        assert!(!"expire,kill-leader".parse::<FaultSet>().unwrap().needs_proxies());
+        assert!(
+            err.contains("\"meteor\"") && err.contains("black-hole"),
+            "{err}"
+        );
+        assert!(!"kill-leader".parse::<FaultSet>().unwrap().needs_proxies());
+        assert!("expire".parse::<FaultSet>().unwrap().needs_proxies());
         assert!("lost-create".parse::<FaultSet>().unwrap().needs_proxies());
     }
 
@@ -658,6 +773,26 @@ mod tests {
         assert_eq!(draw(7), draw(7));
         assert_ne!(draw(7), draw(8));
         assert!(draw(7).iter().all(|g| (500..=1500).contains(g)));
-        assert_eq!(Schedule(1).pick::<u8>(&[]), None);
+    }
+
+    #[test]
+    fn every_usable_kind_comes_once_per_round() {
+        let mut bag = Vec::new();
+        let mut s = Schedule(3);
+        let usable = |k| k != RealFault::KillLeader;
+        let mut round: Vec<RealFault> = (0..4)
+            .map(|_| next_kind(&mut bag, &mut s, usable).unwrap())
+            .collect();
+        round.sort();
+        assert_eq!(
+            round,
+            [
+                RealFault::Cut,
+                RealFault::LostCreate,
+                RealFault::Expire,
+                RealFault::BlackHole
+            ]
+        );
+        assert_eq!(next_kind(&mut bag, &mut s, |_| false), None);
     }
 }

@@ -13,7 +13,18 @@
 //!   [`History`](zklock_recipe::history::History) as a simulated run, for the same checker:
 //!   [`recorder::Recorder`] stamps every event from one monotonic clock under one lock,
 //!   [`recording::RecordingClient`] records each ZooKeeper request and session change, and
-//!   [`resource`] is the fenced and unfenced in-process resource.
+//!   [`resource`] is the fenced and unfenced in-process resource. [`concurrent`] tells
+//!   apart events that are only ordered by the recording lock.
+//!
+//! A real run once found a ZooKeeper 3.8.0 (Debian) inconsistency: a leader killed while a
+//! create was in flight came back after a restart with that create applied (sequence N of
+//! the lock directory, an ephemeral of a live session), while the new quorum had given
+//! sequence N to another client's node. Clients of the restarted server waited on the
+//! phantom node for good, and the checker reported a stuck lock. ZooKeeper's tracker
+//! describes this class (a rejoining server keeping a transaction the quorum never
+//! committed, synchronised by DIFF without a truncation) in ZOOKEEPER-1154, -2832 and
+//! -5010. Set [`faults::FaultConfig::restart_killed_leader`] to false to keep a killed
+//! leader down when a run should judge the recipe alone.
 //!
 //! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
 //! [`harness::availability`]).
@@ -48,6 +59,7 @@
 //! ```
 
 mod client;
+pub mod concurrent;
 mod convert;
 mod detached;
 mod error;

@@ -107,7 +107,10 @@ mod tests {
         assert!(r.write(11, fresh).fenced_accepted);
         let late = r.write(10, stale);
         assert!(!late.fenced_accepted, "token 10 < 11 is rejected");
-        assert!(late.unfenced_overwrote, "the unfenced side lost holder 11's update");
+        assert!(
+            late.unfenced_overwrote,
+            "the unfenced side lost holder 11's update"
+        );
         assert_eq!(
             r.read(),
             ResourceRead {

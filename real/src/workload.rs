@@ -84,7 +84,9 @@ impl WorkloadConfig {
     /// session timeout (a dead holder's session expiring, then a reconnect) plus 1 s, as
     /// the simulation's default.
     pub fn liveness_bound_ms(&self) -> u64 {
-        self.session_timeout_ms.saturating_mul(2).saturating_add(1_000)
+        self.session_timeout_ms
+            .saturating_mul(2)
+            .saturating_add(1_000)
     }
 
     /// Checks the bounds; the error says which one.
@@ -170,7 +172,7 @@ impl Shared {
         let zk = ZkClient::connect(&self.connect[index], c.session_timeout_ms, timeout_ms).await?;
         self.sessions_opened.fetch_add(1, Ordering::Relaxed);
         let client = RecordingClient::new(Arc::new(zk), index as u32, Arc::clone(&self.recorder));
-        self.sessions.set(index, Some(client.session_id()));
+        self.sessions.set(index, Some(Arc::clone(client.zk())));
         Ok(client)
     }
 }
@@ -404,7 +406,10 @@ async fn worker(
             }
             AcquireMode::Try => lock.try_acquire().await,
             AcquireMode::Timeout { timeout_ms } => {
-                match lock.acquire_timeout(Duration::from_millis(timeout_ms)).await {
+                match lock
+                    .acquire_timeout(Duration::from_millis(timeout_ms))
+                    .await
+                {
                     Ok(guard) => Ok(Some(guard)),
                     Err(LockError::Timeout { .. }) => Ok(None),
                     Err(e) => Err(e),

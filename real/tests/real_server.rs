@@ -5,6 +5,7 @@
 //! with the install instructions.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::block_in_place;
 use tokio::time::timeout;
@@ -12,8 +13,8 @@ use zklock_real::harness::{self, TestCluster, TestServer};
 use zklock_real::proxy::Proxy;
 use zklock_real::{RealError, ZkClient};
 use zklock_recipe::{
-    Coordination, CreateMode, EventType, Op, OpResult, SessionEvents, SessionState, WatchedEvent,
-    ZkError,
+    Coordination, CreateMode, EventType, Lock, LockOptions, Op, OpResult, SessionEvents,
+    SessionState, WatchedEvent, ZkError,
 };
 
 /// Session timeout of ordinary test clients.
@@ -594,4 +595,51 @@ async fn connecting_to_a_port_with_no_server_fails_with_a_typed_error() {
         message.contains("no ZooKeeper server") && message.contains(&addr),
         "{message}"
     );
+}
+
+/// Polls `client`'s view of `dir` until its children are `want`; panics after `SOON`.
+async fn wait_for_children(client: &ZkClient, dir: &str, want: &[String]) {
+    let deadline = Instant::now() + SOON;
+    loop {
+        let mut now = retry("list", || client.get_children(dir)).await;
+        now.sort();
+        if now == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "children {now:?}, want {want:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_acquire_and_dropped_guard_leave_no_node() {
+    require_zookeeper!();
+    const DIR: &str = "/locks/dropped";
+    let server = start_server();
+    let a = Arc::new(connect(&server.connect_string()).await);
+    let b = Arc::new(connect(&server.connect_string()).await);
+    let lock_a = Lock::new(Arc::clone(&a), DIR, LockOptions::default()).unwrap();
+    let lock_b = Lock::new(Arc::clone(&b), DIR, LockOptions::default()).unwrap();
+    let held = lock_a.acquire().await.unwrap();
+
+    // b queues behind a; then its acquire future is dropped while it waits.
+    let mut acquire = Box::pin(lock_b.acquire());
+    tokio::select! {
+        r = &mut acquire => panic!("b acquired while a held the lock: {r:?}"),
+        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+    }
+    let queued = retry("list", || a.get_children(DIR)).await;
+    assert_eq!(queued.len(), 2, "{queued:?}");
+    drop(acquire);
+    // No further call on b's lock object: the client's background cleanup deletes it.
+    wait_for_children(&a, DIR, std::slice::from_ref(&held.node().name)).await;
+    assert!(lock_b.pending_cleanup().is_empty());
+
+    // A guard dropped without release: its node goes the same way.
+    drop(held);
+    wait_for_children(&a, DIR, &[]).await;
+    // The lock works on: b takes it at once.
+    let got = timeout(SOON, lock_b.acquire()).await.unwrap().unwrap();
+    got.release().await.unwrap();
+    wait_for_children(&b, DIR, &[]).await;
 }

@@ -2,8 +2,8 @@
 //!
 //! A release is a holder's `Delete` of its own lock node after its `ReleaseInvoked`,
 //! answered `OpOk`. A waiter is woken by it when, at the delete, it was blocked on a
-//! watch this delete fires, and its first request after the delete is on the lock
-//! directory or a node in it. Blocked on such a watch means: acquiring, connected, its
+//! watch this delete fires, and its first request after the delete is a listing of the
+//! lock directory or a request on the released node itself. Blocked on such a watch means: acquiring, connected, its
 //! session alive, no request in flight, its last request answered ok (not backing off
 //! after a failure), and either that last request was a listing of the directory (a
 //! directory watch, which every delete fires) or a request on the released node was
@@ -156,11 +156,13 @@ fn woken_by(
     released: &Hold,
     waiters: &BTreeMap<u32, Waiter>,
 ) -> Vec<(u32, usize)> {
-    let in_dir = |p: &str| {
+    // A woken waiter's first move is to look again: list the directory, or touch the node
+    // that went (re-create it, in a one-node lock). A waiter caught between its listing
+    // and its watch (real, parallel histories) sends a request on its predecessor
+    // instead: that is the step it was already taking, not a wake.
+    let wake_request = |op: ZkOp, p: &str| {
         let p = p.trim_end_matches('/');
-        p == dir
-            || p.strip_prefix(dir)
-                .is_some_and(|rest| rest.starts_with('/'))
+        (op == ZkOp::GetChildren && p == dir) || basename(p) == basename(deleted)
     };
     // A writer's release frees the readers queued behind it: they may all wake.
     let excused = |w: &Waiter| released.is_writer() && !is_writer(w.role);
@@ -183,10 +185,10 @@ fn woken_by(
                 op: ZkOp::Delete, ..
             }
             | EventKind::Fault { .. } => break,
-            EventKind::OpInvoke { path, .. } => {
+            EventKind::OpInvoke { op, path, .. } => {
                 // Only a waiter's first request after the delete tells whether it woke.
                 let first = pending.remove(&e.client);
-                if first && in_dir(path) {
+                if first && wake_request(*op, path) {
                     woken.push((e.client, j));
                 }
             }

@@ -1,0 +1,170 @@
+//! Helpers shared by the real-server test binaries.
+
+// Each test binary uses a different subset.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use zklock_checker::properties::no_herd;
+use zklock_checker::{CheckConfig, Report, check_all};
+use zklock_real::concurrent::{hoist_before, mid_step_request};
+use zklock_real::harness;
+use zklock_real::workload::RealRun;
+use zklock_recipe::history::History;
+
+/// Overrides the Python that runs Kazoo (default `/usr/bin/python3`).
+pub const PYTHON_ENV: &str = "ZKLOCK_PYTHON";
+
+fn under_ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// False (after a notice) when Java and ZooKeeper are missing; panics under CI, where the
+/// real-server suite must run.
+pub fn zookeeper_available() -> bool {
+    match harness::availability() {
+        Ok(()) => true,
+        Err(e) if under_ci() => panic!("CI=true but the real-server tests cannot run: {e}"),
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+/// The Python that has Kazoo, if any. Under CI a missing one panics.
+pub fn kazoo_python() -> Option<PathBuf> {
+    let python = std::env::var_os(PYTHON_ENV)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/usr/bin/python3"), PathBuf::from);
+    let ok = Command::new(&python)
+        .args(["-c", "import kazoo.recipe.lock"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    let why = format!(
+        "{} cannot import kazoo; install it with `apt-get install -y python3-kazoo` (or set \
+         {PYTHON_ENV} to a Python that has Kazoo)",
+        python.display()
+    );
+    if under_ci() {
+        panic!("CI=true but the Kazoo interop test cannot run: {why}");
+    }
+    eprintln!("skipping: {why}");
+    None
+}
+
+/// A history's verdict, judged on `history`: the recorded one, with `reordered` requests
+/// of waiters caught mid-step moved back by at most
+/// [`CONCURRENCY_TOLERANCE_US`](zklock_real::concurrent::CONCURRENCY_TOLERANCE_US) (see
+/// `zklock_real::concurrent`).
+pub struct Judged {
+    pub report: Report,
+    pub history: History,
+    pub reordered: usize,
+}
+
+/// The most mid-step requests [`judge`] moves before it takes the verdict as it is.
+const MAX_REORDERED: usize = 100;
+
+/// Runs every property; a `no_herd` violation whose extra wake is only a waiter caught
+/// between its listing and its predecessor watch is re-judged with that request in place.
+pub fn judge(history: &History, cfg: &CheckConfig) -> Judged {
+    let mut history = history.clone();
+    let mut reordered = 0;
+    loop {
+        let report = check_all(&history, cfg);
+        let herd = report
+            .verdict(no_herd::NAME)
+            .filter(|v| !v.ok)
+            .and_then(|v| v.report.as_ref());
+        let mid_step = herd.and_then(|v| {
+            let delete = v.events.first()?.index;
+            v.events[1..]
+                .iter()
+                .map(|e| e.index)
+                .find(|&w| mid_step_request(&history, delete, w, &cfg.lock_path))
+                .map(|w| (w, delete))
+        });
+        match mid_step {
+            Some((woken, delete)) if reordered < MAX_REORDERED => {
+                hoist_before(&mut history, woken, delete);
+                reordered += 1;
+            }
+            _ => {
+                if reordered > 0 {
+                    eprintln!("judged with {reordered} mid-step request(s) moved back");
+                }
+                return Judged {
+                    report,
+                    history,
+                    reordered,
+                };
+            }
+        }
+    }
+}
+
+/// Checks a history as a real run must pass: no pauses, the given heal and bound.
+pub fn check(
+    history: &History,
+    lock_path: &str,
+    final_children: Vec<String>,
+    heal_ms: u64,
+    bound_ms: u64,
+) -> Judged {
+    // Fields the checker may gain keep their defaults.
+    #[allow(clippy::needless_update)]
+    let cfg = CheckConfig {
+        heal_ms,
+        liveness_bound_ms: bound_ms,
+        pauses_on: false,
+        lock_path: lock_path.to_owned(),
+        final_lock_children: final_children,
+        ..CheckConfig::default()
+    };
+    judge(history, &cfg)
+}
+
+/// Checks a workload run with its own heal time, bound and final children.
+pub fn check_run(run: &RealRun) -> Judged {
+    // Fields the checker may gain keep their defaults.
+    #[allow(clippy::needless_update)]
+    let cfg = CheckConfig {
+        heal_ms: run.heal_ms,
+        liveness_bound_ms: run.liveness_bound_ms,
+        pauses_on: false,
+        lock_path: run.lock_path.clone(),
+        final_lock_children: run.final_lock_children.clone(),
+        run_end_us: Some(run.run_end_us),
+        ..CheckConfig::default()
+    };
+    judge(&run.history, &cfg)
+}
+
+/// Panics with the report (and the end of the timeline) unless every property held; the
+/// whole timeline goes to a temporary file named in the message.
+pub fn assert_ok(judged: &Judged) {
+    let (report, history) = (&judged.report, &judged.history);
+    if report.ok() {
+        return;
+    }
+    let timeline = zklock_checker::render_timeline(history);
+    let file = tempfile::Builder::new()
+        .prefix("zklock-real-timeline-")
+        .suffix(".txt")
+        .tempfile()
+        .and_then(|f| f.keep().map_err(|e| e.error));
+    let saved = match file {
+        Ok((_, path)) => match std::fs::write(&path, &timeline) {
+            Ok(()) => format!("the whole timeline: {}", path.display()),
+            Err(e) => format!("(could not save the timeline: {e})"),
+        },
+        Err(e) => format!("(could not save the timeline: {e})"),
+    };
+    let lines: Vec<&str> = timeline.lines().collect();
+    let tail = lines[lines.len().saturating_sub(60)..].join("\n");
+    panic!("{report}\n{saved}\n... timeline tail:\n{tail}");
+}

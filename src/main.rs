@@ -39,6 +39,9 @@ USAGE:
                                  kill-leader (all)] [--connect HOST:PORT[,...]] [--seed S]
                                  [--session-timeout-ms MS (4000)] [--hold-ms MS (5)]
                                  [--connect-timeout-ms MS (10000)] [--out DIR]
+                                 [--restart-killed-leader] (off: a killed leader stays
+                                 down, as ZooKeeper 3.8.0 can keep an uncommitted
+                                 transaction when it rejoins)
     zklock bench [OPTIONS]       benchmark figures, printed and written to
                                  target/zklock-bench/bench.json
                                  [--seeds N (400)] [--exhaustive-limit-s S (60)]

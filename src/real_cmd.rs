@@ -82,6 +82,7 @@ fn parse(args: &[String]) -> Result<RealOptions> {
             }
             "--connect" => connect = Some(value::<String>(a, it.next())?),
             "--seed" => faults.seed = value(a, it.next())?,
+            "--restart-killed-leader" => faults.restart_killed_leader = true,
             "--session-timeout-ms" => workload.session_timeout_ms = value(a, it.next())?,
             "--hold-ms" => workload.hold_ms = value(a, it.next())?,
             "--connect-timeout-ms" => workload.connect_timeout_ms = value(a, it.next())?,

@@ -23,8 +23,9 @@
 //! phantom node for good, and the checker reported a stuck lock. ZooKeeper's tracker
 //! describes this class (a rejoining server keeping a transaction the quorum never
 //! committed, synchronised by DIFF without a truncation) in ZOOKEEPER-1154, -2832 and
-//! -5010. Set [`faults::FaultConfig::restart_killed_leader`] to false to keep a killed
-//! leader down when a run should judge the recipe alone.
+//! -5010. So a killed leader stays down by default
+//! ([`faults::FaultConfig::restart_killed_leader`] is false; `zklock real
+//! --restart-killed-leader` turns restarts on, to test the ensemble as well).
 //!
 //! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
 //! [`harness::availability`]).

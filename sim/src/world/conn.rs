@@ -140,17 +140,7 @@ impl World {
                 },
             );
         }
-        let cl = &mut self.clients[c];
-        let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
-            .into_values()
-            .chain(std::mem::take(&mut cl.child_watchers).into_values())
-            .flatten()
-            .collect();
-        for w in watchers {
-            w.fail(ZkError::SessionExpired);
-        }
-        self.set_state(c, SessionState::Expired);
-        self.clients[c].broadcast.close();
+        self.end_session(c, ZkError::SessionExpired, SessionState::Expired);
     }
 
     /// The server expires the session: its ephemerals go in one transaction.
@@ -288,6 +278,12 @@ impl World {
         }
         // Closing deleted the session's ephemerals.
         self.clear_detached(c);
+        self.end_session(c, ZkError::SessionClosed, SessionState::Closed);
+    }
+
+    /// The session is over for the client: every watch ends with `error`, the final
+    /// state is announced, and the subscriptions end.
+    fn end_session(&mut self, c: ClientId, error: ZkError, state: SessionState) {
         let cl = &mut self.clients[c];
         let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
             .into_values()
@@ -295,9 +291,9 @@ impl World {
             .flatten()
             .collect();
         for w in watchers {
-            w.fail(ZkError::SessionClosed);
+            w.fail(error.clone());
         }
-        self.set_state(c, SessionState::Closed);
+        self.set_state(c, state);
         self.clients[c].broadcast.close();
     }
 }

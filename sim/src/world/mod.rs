@@ -761,19 +761,17 @@ pub(crate) fn timer_shape(t: &Timer) -> (u8, u64, u64) {
 }
 
 fn describe(req: &Request) -> (ZkOp, String) {
-    match req {
-        Request::Create { path, .. } => (ZkOp::Create, path.clone()),
-        Request::Delete { path, .. } => (ZkOp::Delete, path.clone()),
-        Request::Exists { path, .. } => (ZkOp::Exists, path.clone()),
-        Request::GetData { path, .. } => (ZkOp::GetData, path.clone()),
-        Request::GetChildren { path, .. } => (ZkOp::GetChildren, path.clone()),
-        Request::SetData { path, .. } => (ZkOp::SetData, path.clone()),
-        Request::Multi(ops) => (
-            ZkOp::Multi,
-            ops.first().map_or(String::new(), |o| o.path().into()),
-        ),
-        Request::Close => (ZkOp::Close, String::new()),
-    }
+    let path = match req {
+        Request::Create { path, .. }
+        | Request::Delete { path, .. }
+        | Request::Exists { path, .. }
+        | Request::GetData { path, .. }
+        | Request::GetChildren { path, .. }
+        | Request::SetData { path, .. } => path.clone(),
+        Request::Multi(ops) => ops.first().map_or(String::new(), |o| o.path().into()),
+        Request::Close => String::new(),
+    };
+    (req.kind(), path)
 }
 
 fn fire_watchers(cl: &mut ClientState, ev: WatchedEvent) {

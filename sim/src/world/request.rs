@@ -1,20 +1,9 @@
 //! Requests as the simulated server receives them, and their answers.
 
-use serde::{Deserialize, Serialize};
 use zklock_recipe::{CreateMode, Op, OpResult, Stat, Watch, ZkError};
 
-/// The kind of a request, for hooks and histories.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum RequestKind {
-    Create,
-    Delete,
-    Exists,
-    GetData,
-    GetChildren,
-    SetData,
-    Multi,
-    Close,
-}
+/// The kind of a request, for hooks: the history's own operation names.
+pub use zklock_recipe::history::ZkOp as RequestKind;
 
 #[derive(Clone, Debug)]
 pub(crate) enum Request {

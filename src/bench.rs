@@ -2,14 +2,20 @@
 //! JSON under target/zklock-bench/. Targets are judged by reading the figures, never by a
 //! timed test.
 
+// The real part (issue 7, item 3) lives in src/bench_real.rs, a child of this module.
+#[path = "bench_real.rs"]
+mod bench_real;
+
 use crate::args::value;
 use anyhow::{Context, Result, bail};
+use bench_real::{RealFigures, RealOptions};
 use futures_channel::{mpsc, oneshot};
 use futures_util::StreamExt;
 use serde::Serialize;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use zklock_checker::{Bounds, Budget, check_exhaustive, explore};
+use zklock_real::bench::Contender;
 use zklock_recipe::history::EventKind;
 use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
 
@@ -41,8 +47,12 @@ pub struct ExhaustiveFigures {
 #[derive(Debug, Default, Serialize)]
 pub struct Figures {
     pub machine: String,
-    pub simulation: SimFigures,
+    /// `None` with `--real-only`.
+    pub simulation: Option<SimFigures>,
+    /// Empty with `--real-only`.
     pub exhaustive: Vec<ExhaustiveFigures>,
+    /// Real ZooKeeper (issue 7, item 3); `None` with `--sim-only`.
+    pub real: Option<RealFigures>,
 }
 
 fn machine() -> String {
@@ -157,27 +167,104 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
     }
 }
 
+const BENCH_USAGE: &str = "\
+zklock bench: benchmark figures, printed and written to target/zklock-bench/bench.json
+
+OPTIONS:
+    --seeds N                 simulation seeds (400)
+    --exhaustive-limit-s S    time limit of each exhaustive configuration (60)
+    --sim-only                only the simulation and exhaustive parts
+    --real-only               only the real-ZooKeeper part
+    --real-cell-s S           measured seconds per real cell, all rounds together (3)
+    --real-rounds N           rounds each real cell is split into, interleaved (3)
+    --real-clients N,N,...    contending client counts (1,4,16)
+    --real-locks L,L,...      locks to measure: zklock, zookeeper-client, kazoo (all)
+
+The real part starts its own ZooKeeper server (Java and Debian's zookeeper package) and
+runs Kazoo with /usr/bin/python3 (python3-kazoo); without them it is skipped with a
+notice saying what to install, except under CI=true, where that is an error.
+";
+
 pub fn run(args: &[String]) -> Result<bool> {
     let mut seeds = 400;
     let mut exhaustive_limit_s = 60;
+    let (mut sim, mut real) = (true, true);
+    let mut real_opts = RealOptions::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--seeds" => seeds = value(a, it.next())?,
             "--exhaustive-limit-s" => exhaustive_limit_s = value(a, it.next())?,
+            "--sim-only" => real = false,
+            "--real-only" => sim = false,
+            "--real-cell-s" => {
+                let s: f64 = value(a, it.next())?;
+                if !(s.is_finite() && s > 0.0 && s <= 3600.0) {
+                    bail!("--real-cell-s: {s} is not a duration in seconds (0 < S <= 3600)");
+                }
+                real_opts.cell = Duration::from_secs_f64(s);
+            }
+            "--real-rounds" => {
+                real_opts.rounds = value(a, it.next())?;
+                if !(1..=100).contains(&real_opts.rounds) {
+                    bail!("--real-rounds: {} is not 1 to 100", real_opts.rounds);
+                }
+            }
+            "-h" | "--help" => {
+                print!("{BENCH_USAGE}");
+                return Ok(true);
+            }
+            "--real-clients" => {
+                let list: String = value(a, it.next())?;
+                real_opts.clients = list
+                    .split(',')
+                    .map(|c| match c.trim().parse::<u32>() {
+                        Ok(n) if (1..=256).contains(&n) => Ok(n),
+                        _ => bail!("--real-clients: {c:?} is not a client count (1 to 256)"),
+                    })
+                    .collect::<Result<_>>()?;
+            }
+            "--real-locks" => {
+                let list: String = value(a, it.next())?;
+                real_opts.locks = list
+                    .split(',')
+                    .map(|l| {
+                        Contender::ALL
+                            .into_iter()
+                            .find(|c| c.key() == l.trim())
+                            .with_context(|| {
+                                format!(
+                                    "--real-locks: {l:?} is not one of zklock, \
+                                     zookeeper-client, kazoo"
+                                )
+                            })
+                    })
+                    .collect::<Result<_>>()?;
+            }
             other => bail!("unknown option {other:?} (see `zklock help`)"),
         }
+    }
+    if !sim && !real {
+        bail!("--sim-only and --real-only exclude each other");
+    }
+    if real {
+        bench_real::preflight(&real_opts)?;
     }
     let mut f = Figures {
         machine: machine(),
         ..Figures::default()
     };
-    eprintln!("simulation: {seeds} seeds on one core, then on all cores...");
-    f.simulation = sim_figures(seeds);
-    for (c, k) in [(2, 1), (3, 0), (3, 1)] {
-        eprintln!("exhaustive: {c} clients, {k} faults...");
-        f.exhaustive
-            .push(exhaustive_figures(c, k, exhaustive_limit_s));
+    if sim {
+        eprintln!("simulation: {seeds} seeds on one core, then on all cores...");
+        f.simulation = Some(sim_figures(seeds));
+        for (c, k) in [(2, 1), (3, 0), (3, 1)] {
+            eprintln!("exhaustive: {c} clients, {k} faults...");
+            f.exhaustive
+                .push(exhaustive_figures(c, k, exhaustive_limit_s));
+        }
+    }
+    if real {
+        f.real = Some(bench_real::run(&real_opts)?);
     }
     print_table(&f);
     let dir = std::env::var_os("CARGO_TARGET_DIR")
@@ -192,8 +279,17 @@ pub fn run(args: &[String]) -> Result<bool> {
 }
 
 fn print_table(f: &Figures) {
-    let s = &f.simulation;
-    println!("machine: {}\n", f.machine);
+    println!("machine: {}", f.machine);
+    if let Some(s) = &f.simulation {
+        print_sim_table(s, &f.exhaustive);
+    }
+    if let Some(real) = &f.real {
+        bench_real::print_table(real);
+    }
+}
+
+fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
+    println!();
     println!("simulation (5 clients x 20 acquisitions, all faults on, every run checked)");
     println!(
         "  checked acquisitions/s, one core      {:>12.0}",
@@ -232,7 +328,7 @@ fn print_table(f: &Figures) {
         "  {:<22} {:>10} {:>12} {:>9} {:>13} {:>12}",
         "config", "schedules", "states", "time s", "schedules/s", "states/s"
     );
-    for e in &f.exhaustive {
+    for e in exhaustive {
         println!(
             "  {:<22} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0}{}",
             e.config,

@@ -42,9 +42,14 @@ USAGE:
                                  [--restart-killed-leader] (off: a killed leader stays
                                  down, as ZooKeeper 3.8.0 can keep an uncommitted
                                  transaction when it rejoins)
-    zklock bench [OPTIONS]       benchmark figures, printed and written to
-                                 target/zklock-bench/bench.json
-                                 [--seeds N (400)] [--exhaustive-limit-s S (60)]
+    zklock bench [OPTIONS]       benchmark figures, side by side in one run, printed and
+                                 written to target/zklock-bench/bench.json: simulation
+                                 against its madsim ceiling, exhaustive schedules/states
+                                 per second, real lock throughput and handoff latency
+                                 against zookeeper-client's lock and Kazoo's
+                                 [--sim-only | --real-only] [--seeds N (400)]
+                                 [--exhaustive-limit-s S (60)] [--real-cell-s S]
+                                 (`zklock bench --help` lists every flag)
     zklock help                  print this help
 
 OPTIONS (explore):

@@ -27,6 +27,9 @@
 //! ([`faults::FaultConfig::restart_killed_leader`] is false; `zklock real
 //! --restart-killed-leader` turns restarts on, to test the ensemble as well).
 //!
+//! [`bench`] measures lock throughput and handoff latency on a real server (the shipped
+//! recipe, zookeeper-client's `Client::lock` and Kazoo's `Lock`) for `zklock bench`.
+//!
 //! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
 //! [`harness::availability`]).
 //!
@@ -59,6 +62,7 @@
 //! }
 //! ```
 
+pub mod bench;
 mod client;
 pub mod concurrent;
 mod convert;

@@ -1,0 +1,863 @@
+//! Lock throughput and handoff latency on a real server, the measurements behind the real
+//! part of `zklock bench`.
+//!
+//! A *cell* is one lock implementation ([`Contender`]) with `clients` contending clients,
+//! each on its own session, each repeating acquire → release (no hold) in a tight loop
+//! through one measurement window of fixed wall duration. All clients start together at
+//! the window's start; a client starts no acquisition after the window's end, finishes the
+//! one under way, and stops. Every hold is stamped on one monotonic clock (the run clock of
+//! [`monotonic_now`]): when the acquire returned and when the release was invoked.
+//! [`summarize`] then counts the acquisitions inside the window and measures each
+//! *handoff*: from a release's invocation to the next hold's acquisition, by whichever
+//! client (with one client, its own next acquisition), in grant order.
+//!
+//! * [`recipe_cell`]: the shipped recipe, [`zklock_recipe::lock::Lock`] over [`ZkClient`];
+//!   release awaits the delete.
+//! * [`zookeeper_client_cell`]: zookeeper-client's own `Client::lock` (Curator prefix);
+//!   its release is dropping the guard, which deletes the node in the background, as that
+//!   library designs it.
+//! * [`kazoo_cell`]: Kazoo's `Lock`, one `/usr/bin/python3` process per client running
+//!   [`KAZOO_SCRIPT`], each with its own `KazooClient`. Python stamps with
+//!   `time.monotonic()` (CLOCK_MONOTONIC, the clock of Rust's `Instant` on Linux); the
+//!   stamps are put on the run clock by reading both clocks at one instant.
+//! * [`raw_write_rate`]: the server's write rate with many setData requests in flight on
+//!   one zookeeper-client session, the limit to compare lock rates with (an acquisition
+//!   costs at least two writes: the create and the delete).
+//!
+//! Benchmarks are figures, not tests: nothing here judges a rate.
+
+use crate::client::{ZkClient, monotonic_now};
+use crate::error::RealError;
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+use zklock_recipe::Coordination;
+use zklock_recipe::lock::{Lock, LockOptions, RetryPolicy, ensure_path};
+use zookeeper_client as zk;
+
+/// The Kazoo contender, run as `python3 -c KAZOO_SCRIPT ...` (kept in
+/// `real/bench/kazoo_bench.py`, which documents its protocol).
+pub const KAZOO_SCRIPT: &str = include_str!("../bench/kazoo_bench.py");
+/// Overrides the Python that runs Kazoo (default `/usr/bin/python3`).
+pub const PYTHON_ENV: &str = "ZKLOCK_PYTHON";
+const DEFAULT_PYTHON: &str = "/usr/bin/python3";
+
+/// A lock implementation under measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Contender {
+    /// zklock's shipped recipe over [`ZkClient`].
+    Recipe,
+    /// zookeeper-client's built-in `Client::lock` with a Curator prefix.
+    ZookeeperClient,
+    /// Kazoo's `kazoo.recipe.lock.Lock`.
+    Kazoo,
+}
+
+impl Contender {
+    pub const ALL: [Contender; 3] = [
+        Contender::Recipe,
+        Contender::ZookeeperClient,
+        Contender::Kazoo,
+    ];
+
+    /// A short stable name, for JSON keys and lock paths.
+    pub fn key(self) -> &'static str {
+        match self {
+            Contender::Recipe => "zklock",
+            Contender::ZookeeperClient => "zookeeper-client",
+            Contender::Kazoo => "kazoo",
+        }
+    }
+}
+
+impl fmt::Display for Contender {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Contender::Recipe => "zklock recipe (Lock over ZkClient)",
+            Contender::ZookeeperClient => "zookeeper-client Client::lock (Curator prefix)",
+            Contender::Kazoo => "Kazoo Lock (python3)",
+        })
+    }
+}
+
+/// What went wrong in a measurement.
+#[derive(Debug)]
+pub struct BenchError(String);
+
+impl BenchError {
+    fn new(what: impl Into<String>) -> BenchError {
+        BenchError(what.into())
+    }
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+impl From<RealError> for BenchError {
+    fn from(e: RealError) -> Self {
+        BenchError(e.to_string())
+    }
+}
+
+/// One cell's settings.
+#[derive(Clone, Debug)]
+pub struct CellConfig {
+    /// Contending clients, each on its own session.
+    pub clients: u32,
+    /// The measurement window.
+    pub duration: Duration,
+    /// The lock directory (created, with its parents, before the window).
+    pub lock_path: String,
+    pub session_timeout_ms: u64,
+    pub connect_timeout_ms: u64,
+    /// A client stops after this many holds even inside the window (a bound on memory;
+    /// far above what a client reaches against a real server in a few seconds).
+    pub max_acquisitions_per_client: u64,
+    /// How long after the window's end the clients may take to finish and stop (and, for
+    /// Kazoo, how long the processes may take to start); past it the cell fails.
+    pub stop_timeout: Duration,
+}
+
+impl CellConfig {
+    /// `clients` clients for `duration` on `lock_path`; 10 s sessions, 1,000,000 holds per
+    /// client at most, 60 s to start and to stop.
+    pub fn new(clients: u32, duration: Duration, lock_path: &str) -> CellConfig {
+        CellConfig {
+            clients,
+            duration,
+            lock_path: lock_path.to_owned(),
+            session_timeout_ms: 10_000,
+            connect_timeout_ms: 10_000,
+            max_acquisitions_per_client: 1_000_000,
+            stop_timeout: Duration::from_secs(60),
+        }
+    }
+
+    fn check(&self) -> Result<(), BenchError> {
+        if self.clients == 0 || self.clients > 256 {
+            return Err(BenchError::new(format!(
+                "a cell needs 1 to 256 clients, not {}",
+                self.clients
+            )));
+        }
+        if self.duration.is_zero() {
+            return Err(BenchError::new("a cell needs a non-zero duration"));
+        }
+        Ok(())
+    }
+}
+
+/// One hold, on the run clock ([`monotonic_now`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hold {
+    pub client: u32,
+    /// When the acquire returned.
+    pub acquired: Duration,
+    /// When the release was invoked (the hold ends here).
+    pub release_invoked: Duration,
+}
+
+/// A cell's figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellResult {
+    pub contender: Contender,
+    pub clients: u32,
+    /// The measurement window, in seconds (summed over pooled rounds).
+    pub window_s: f64,
+    /// Holds acquired inside the window.
+    pub acquisitions: u64,
+    pub acquisitions_per_s: f64,
+    /// Handoff latencies, ns, sorted: one per pair of consecutive holds both acquired
+    /// inside the window.
+    pub handoff_ns: Vec<u64>,
+    /// Acquisitions inside the window per client (index: client).
+    pub per_client: Vec<u64>,
+    /// Holds acquired before the previous hold's release was invoked: mutual exclusion
+    /// broken, or clocks misaligned. Always 0 for a correct lock on one clock.
+    pub overlaps: u64,
+}
+
+impl CellResult {
+    /// Handoff latency percentile `p` (nearest rank), µs; `None` without handoffs.
+    pub fn handoff_us(&self, p: f64) -> Option<f64> {
+        percentile(&self.handoff_ns, p).map(|ns| ns as f64 / 1000.0)
+    }
+
+    pub fn handoff_p50_us(&self) -> Option<f64> {
+        self.handoff_us(50.0)
+    }
+
+    pub fn handoff_p99_us(&self) -> Option<f64> {
+        self.handoff_us(99.0)
+    }
+
+    /// The fewest and the most acquisitions of one client (fairness).
+    pub fn per_client_range(&self) -> (u64, u64) {
+        let min = self.per_client.iter().copied().min().unwrap_or(0);
+        let max = self.per_client.iter().copied().max().unwrap_or(0);
+        (min, max)
+    }
+
+    /// Several rounds of one cell (same lock, same clients) as one: windows, counts and
+    /// latencies added up. `None` if `rounds` is empty or mixes cells.
+    pub fn pool(rounds: &[CellResult]) -> Option<CellResult> {
+        let first = rounds.first()?;
+        if rounds
+            .iter()
+            .any(|r| r.contender != first.contender || r.clients != first.clients)
+        {
+            return None;
+        }
+        let mut pooled = CellResult {
+            contender: first.contender,
+            clients: first.clients,
+            window_s: 0.0,
+            acquisitions: 0,
+            acquisitions_per_s: 0.0,
+            handoff_ns: Vec::new(),
+            per_client: vec![0; first.per_client.len()],
+            overlaps: 0,
+        };
+        for r in rounds {
+            pooled.window_s += r.window_s;
+            pooled.acquisitions += r.acquisitions;
+            pooled.handoff_ns.extend_from_slice(&r.handoff_ns);
+            for (sum, n) in pooled.per_client.iter_mut().zip(&r.per_client) {
+                *sum += n;
+            }
+            pooled.overlaps += r.overlaps;
+        }
+        pooled.handoff_ns.sort_unstable();
+        pooled.acquisitions_per_s = rate(pooled.acquisitions, pooled.window_s);
+        Some(pooled)
+    }
+}
+
+fn rate(count: u64, secs: f64) -> f64 {
+    if secs > 0.0 { count as f64 / secs } else { 0.0 }
+}
+
+/// Nearest-rank percentile `p` (0 < p <= 100) of sorted values; `None` if empty.
+pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// The figures of `holds` (any order) over the window `[start, end)` of the run clock.
+pub fn summarize(
+    contender: Contender,
+    clients: u32,
+    holds: &[Hold],
+    start: Duration,
+    end: Duration,
+) -> CellResult {
+    let mut inside: Vec<Hold> = holds
+        .iter()
+        .copied()
+        .filter(|h| h.acquired >= start && h.acquired < end)
+        .collect();
+    inside.sort_by_key(|h| (h.acquired, h.client));
+    let mut per_client = vec![0u64; clients as usize];
+    for h in &inside {
+        if let Some(n) = per_client.get_mut(h.client as usize) {
+            *n += 1;
+        }
+    }
+    let mut overlaps = 0;
+    let mut handoff_ns: Vec<u64> = inside
+        .windows(2)
+        .map(|pair| {
+            let (before, next) = (pair[0], pair[1]);
+            match next.acquired.checked_sub(before.release_invoked) {
+                Some(gap) => u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX),
+                None => {
+                    overlaps += 1;
+                    0
+                }
+            }
+        })
+        .collect();
+    handoff_ns.sort_unstable();
+    let window_s = end.saturating_sub(start).as_secs_f64();
+    let acquisitions = inside.len() as u64;
+    CellResult {
+        contender,
+        clients,
+        window_s,
+        acquisitions,
+        acquisitions_per_s: rate(acquisitions, window_s),
+        handoff_ns,
+        per_client,
+        overlaps,
+    }
+}
+
+/// The window: starts shortly after now (so that every client, and every Kazoo process
+/// reading its GO line, is ready), on the run clock.
+fn window(duration: Duration) -> (Duration, Duration) {
+    let start = monotonic_now() + Duration::from_millis(100);
+    (start, start + duration)
+}
+
+async fn sleep_until_run_time(t: Duration) {
+    tokio::time::sleep(t.saturating_sub(monotonic_now())).await;
+}
+
+/// Waits for every client task, failing if one fails or they outlast `deadline`.
+async fn join_clients(
+    mut tasks: tokio::task::JoinSet<Result<Vec<Hold>, String>>,
+    deadline: Duration,
+    what: &str,
+) -> Result<Vec<Hold>, BenchError> {
+    let mut holds = Vec::new();
+    let joined = tokio::time::timeout(deadline.saturating_sub(monotonic_now()), async {
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok(Ok(mut h)) => holds.append(&mut h),
+                Ok(Err(e)) => return Err(BenchError::new(format!("{what}: {e}"))),
+                Err(e) => return Err(BenchError::new(format!("{what}: a client task {e}"))),
+            }
+        }
+        Ok(())
+    })
+    .await;
+    match joined {
+        Ok(r) => r.map(|()| holds),
+        // Dropping the set aborts the clients still running.
+        Err(_) => Err(BenchError::new(format!(
+            "{what}: the clients did not stop in time"
+        ))),
+    }
+}
+
+/// The shipped recipe: `cfg.clients` [`ZkClient`] sessions, one [`Lock`] each.
+pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, BenchError> {
+    cfg.check()?;
+    let mut clients = Vec::new();
+    for _ in 0..cfg.clients {
+        let client =
+            ZkClient::connect(addr, cfg.session_timeout_ms, cfg.connect_timeout_ms).await?;
+        clients.push(Arc::new(client));
+    }
+    ensure_path(&*clients[0], &RetryPolicy::default(), &cfg.lock_path)
+        .await
+        .map_err(|e| BenchError::new(format!("creating {}: {e}", cfg.lock_path)))?;
+    let (start, end) = window(cfg.duration);
+    let max = cfg.max_acquisitions_per_client;
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, client) in (0u32..).zip(&clients) {
+        let lock = Lock::new(Arc::clone(client), &cfg.lock_path, LockOptions::default())
+            .map_err(|e| BenchError::new(e.to_string()))?;
+        tasks.spawn(async move {
+            sleep_until_run_time(start).await;
+            let mut holds = Vec::new();
+            while (holds.len() as u64) < max && monotonic_now() < end {
+                let guard = lock.acquire().await.map_err(|e| e.to_string())?;
+                let acquired = monotonic_now();
+                let release_invoked = monotonic_now();
+                guard.release().await.map_err(|e| e.to_string())?;
+                holds.push(Hold {
+                    client: index,
+                    acquired,
+                    release_invoked,
+                });
+            }
+            Ok(holds)
+        });
+    }
+    let holds = join_clients(tasks, end + cfg.stop_timeout, "zklock recipe").await;
+    for client in &clients {
+        let _ = client.close().await;
+    }
+    Ok(summarize(
+        Contender::Recipe,
+        cfg.clients,
+        &holds?,
+        start,
+        end,
+    ))
+}
+
+async fn zk_connect(addr: &str, cfg: &CellConfig) -> Result<zk::Client, BenchError> {
+    let connect = zk::Client::connector()
+        .with_session_timeout(Duration::from_millis(cfg.session_timeout_ms))
+        .connect(addr);
+    match tokio::time::timeout(Duration::from_millis(cfg.connect_timeout_ms), connect).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(BenchError::new(format!(
+            "zookeeper-client cannot connect to {addr}: {e}"
+        ))),
+        Err(_) => Err(BenchError::new(format!(
+            "zookeeper-client cannot connect to {addr} in time"
+        ))),
+    }
+}
+
+async fn zk_ensure_path(client: &zk::Client, path: &str) -> Result<(), BenchError> {
+    let options = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let ancestors = path
+        .char_indices()
+        .skip(1)
+        .filter(|&(_, c)| c == '/')
+        .map(|(i, _)| &path[..i]);
+    for node in ancestors.chain([path]) {
+        match client.create(node, b"", &options).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => return Err(BenchError::new(format!("creating {node}: {e}"))),
+        }
+    }
+    Ok(())
+}
+
+/// zookeeper-client's `Client::lock` with a Curator prefix (`<dir>/_c_<uuid>-lock-`):
+/// `cfg.clients` sessions. Release is dropping the guard (a background delete).
+pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, BenchError> {
+    cfg.check()?;
+    let mut clients = Vec::new();
+    for _ in 0..cfg.clients {
+        clients.push(zk_connect(addr, cfg).await?);
+    }
+    zk_ensure_path(&clients[0], &cfg.lock_path).await?;
+    let (start, end) = window(cfg.duration);
+    let max = cfg.max_acquisitions_per_client;
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, client) in (0u32..).zip(clients) {
+        let dir = cfg.lock_path.clone();
+        tasks.spawn(async move {
+            sleep_until_run_time(start).await;
+            let mut holds = Vec::new();
+            while (holds.len() as u64) < max && monotonic_now() < end {
+                let prefix =
+                    zk::LockPrefix::new_curator(&dir, "lock-").map_err(|e| e.to_string())?;
+                let options = zk::LockOptions::new(zk::Acls::anyone_all());
+                let held = client
+                    .lock(prefix, b"", options)
+                    .await
+                    .map_err(|e| format!("Client::lock: {e}"))?;
+                let acquired = monotonic_now();
+                let release_invoked = monotonic_now();
+                drop(held);
+                holds.push(Hold {
+                    client: index,
+                    acquired,
+                    release_invoked,
+                });
+            }
+            // Dropping the client closes the session once the background deletes are done.
+            Ok(holds)
+        });
+    }
+    let holds = join_clients(tasks, end + cfg.stop_timeout, "zookeeper-client").await?;
+    Ok(summarize(
+        Contender::ZookeeperClient,
+        cfg.clients,
+        &holds,
+        start,
+        end,
+    ))
+}
+
+/// The Python that has Kazoo ([`PYTHON_ENV`] or `/usr/bin/python3`) and Kazoo's version,
+/// or why not, naming what to install.
+pub fn kazoo_python() -> Result<(PathBuf, String), String> {
+    let python = std::env::var_os(PYTHON_ENV)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_PYTHON), PathBuf::from);
+    let probe = Command::new(&python)
+        .args([
+            "-c",
+            "import kazoo.recipe.lock, kazoo.version; print(kazoo.version.__version__)",
+        ])
+        .stdin(Stdio::null())
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {
+            let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            Ok((python, version))
+        }
+        _ => Err(format!(
+            "{} cannot import kazoo; install it with `apt-get install -y python3-kazoo` (or \
+             set {PYTHON_ENV} to a Python that has Kazoo)",
+            python.display()
+        )),
+    }
+}
+
+/// CLOCK_MONOTONIC now, in seconds, and the run clock at the same instant.
+fn clocks_now() -> (f64, Duration) {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let run = monotonic_now();
+    (ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9, run)
+}
+
+/// A Kazoo process: killed and reaped on drop.
+struct KazooProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stderr: Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for KazooProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+enum KazooLine {
+    Line(u32, String),
+    Closed(u32),
+}
+
+/// Kazoo's Lock: one Python process per client (each its own `KazooClient` session),
+/// running [`KAZOO_SCRIPT`]. Blocks the calling thread (call it through `spawn_blocking`
+/// or `block_in_place` from async code).
+pub fn kazoo_cell(python: &Path, addr: &str, cfg: &CellConfig) -> Result<CellResult, BenchError> {
+    cfg.check()?;
+    let (tx, lines) = mpsc::channel();
+    let mut procs = Vec::new();
+    for index in 0..cfg.clients {
+        let mut child = Command::new(python)
+            .arg("-c")
+            .arg(KAZOO_SCRIPT)
+            .args([
+                addr,
+                &cfg.lock_path,
+                &format!("kazoo-{index}"),
+                &cfg.max_acquisitions_per_client.to_string(),
+                &format!("{:.3}", cfg.session_timeout_ms as f64 / 1000.0),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| BenchError::new(format!("starting {}: {e}", python.display())))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
+        let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(KazooLine::Line(index, line)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(KazooLine::Closed(index));
+        });
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr_pipe.read_to_string(&mut text);
+            *sink.lock().unwrap_or_else(|p| p.into_inner()) = text;
+        });
+        procs.push(KazooProcess {
+            stdin: child.stdin.take(),
+            child,
+            stderr,
+        });
+    }
+    drop(tx);
+    let failed = |procs: &mut Vec<KazooProcess>, index: u32, why: &str| -> BenchError {
+        // Let the failing process finish writing its traceback.
+        let p = &mut procs[index as usize];
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && matches!(p.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let err = p.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let tail: Vec<&str> = err.lines().rev().take(12).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        BenchError::new(format!(
+            "Kazoo client {index} {why}; its stderr ends with:\n{}",
+            tail.join("\n")
+        ))
+    };
+    let recv = |until: Instant| -> Result<KazooLine, BenchError> {
+        lines
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .map_err(|_| BenchError::new("Kazoo clients did not answer in time"))
+    };
+
+    // Every process connected and ready.
+    let ready_by = Instant::now() + cfg.stop_timeout;
+    let mut ready = 0;
+    while ready < cfg.clients {
+        match recv(ready_by)? {
+            KazooLine::Line(_, l) if l.starts_with("READY") => ready += 1,
+            KazooLine::Line(..) => {}
+            KazooLine::Closed(i) => return Err(failed(&mut procs, i, "exited before READY")),
+        }
+    }
+
+    // One window for all, on CLOCK_MONOTONIC and on the run clock.
+    let (mono, run) = clocks_now();
+    let offset_s = mono - run.as_secs_f64();
+    let (start, end) = window(cfg.duration);
+    let go = format!(
+        "GO {:.9} {:.9}\n",
+        start.as_secs_f64() + offset_s,
+        end.as_secs_f64() + offset_s
+    );
+    for p in &mut procs {
+        if let Some(stdin) = p.stdin.as_mut() {
+            stdin
+                .write_all(go.as_bytes())
+                .and_then(|()| stdin.flush())
+                .map_err(|e| BenchError::new(format!("writing to a Kazoo process: {e}")))?;
+        }
+    }
+    let to_run = |secs: f64| Duration::from_secs_f64((secs - offset_s).max(0.0));
+
+    let done_by = Instant::now() + cfg.duration + cfg.stop_timeout;
+    let mut holds = Vec::new();
+    let mut finished = vec![false; procs.len()];
+    let mut done = 0;
+    while done < cfg.clients {
+        match recv(done_by)? {
+            KazooLine::Line(index, l) => {
+                let fields: Vec<&str> = l.split_whitespace().collect();
+                match fields.as_slice() {
+                    ["H", acquired, released] => {
+                        let parse = |s: &str| {
+                            s.parse::<f64>().map_err(|_| {
+                                BenchError::new(format!("Kazoo client {index} printed {l:?}"))
+                            })
+                        };
+                        holds.push(Hold {
+                            client: index,
+                            acquired: to_run(parse(acquired)?),
+                            release_invoked: to_run(parse(released)?),
+                        });
+                    }
+                    ["DONE", ..] => {
+                        finished[index as usize] = true;
+                        done += 1;
+                    }
+                    _ => {}
+                }
+            }
+            KazooLine::Closed(i) if finished[i as usize] => {}
+            KazooLine::Closed(i) => return Err(failed(&mut procs, i, "exited before DONE")),
+        }
+    }
+    // The processes close their sessions and exit; give them a moment, then kill (drop).
+    let exit_by = Instant::now() + Duration::from_secs(10);
+    for p in &mut procs {
+        p.stdin = None;
+        while Instant::now() < exit_by && matches!(p.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    drop(procs);
+    Ok(summarize(Contender::Kazoo, cfg.clients, &holds, start, end))
+}
+
+/// The server's write rate from one session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawWrites {
+    /// setData requests kept in flight.
+    pub in_flight: usize,
+    pub window_s: f64,
+    /// Writes answered inside the window.
+    pub writes: u64,
+    pub writes_per_s: f64,
+}
+
+/// setData (16 bytes) on `in_flight.min(64)` nodes under `dir`, with `in_flight` requests
+/// pipelined on one zookeeper-client session, for `duration`: writes answered per second.
+pub async fn raw_write_rate(
+    addr: &str,
+    dir: &str,
+    in_flight: usize,
+    duration: Duration,
+) -> Result<RawWrites, BenchError> {
+    let in_flight = in_flight.max(1);
+    let cfg = CellConfig::new(1, duration, dir);
+    let client = zk_connect(addr, &cfg).await?;
+    zk_ensure_path(&client, dir).await?;
+    let nodes: Vec<String> = (0..in_flight.min(64))
+        .map(|i| format!("{dir}/w-{i}"))
+        .collect();
+    let options = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for node in &nodes {
+        match client.create(node, b"", &options).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => return Err(BenchError::new(format!("creating {node}: {e}"))),
+        }
+    }
+    let data = [7u8; 16];
+    // zookeeper-client sends a request when it is called, so the queue is the pipeline.
+    let issue = |i: usize| Box::pin(client.set_data(&nodes[i % nodes.len()], &data, None));
+    let (start, end) = window(duration);
+    sleep_until_run_time(start).await;
+    let mut queue = VecDeque::with_capacity(in_flight);
+    let mut sent = 0;
+    while sent < in_flight {
+        queue.push_back(issue(sent));
+        sent += 1;
+    }
+    let mut writes = 0u64;
+    let bound = end + cfg.stop_timeout;
+    while let Some(reply) = queue.pop_front() {
+        match tokio::time::timeout(bound.saturating_sub(monotonic_now()), reply).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(BenchError::new(format!("raw writes: setData: {e}"))),
+            Err(_) => {
+                return Err(BenchError::new("raw writes: the server stopped answering"));
+            }
+        }
+        let now = monotonic_now();
+        if now < end {
+            writes += 1;
+            queue.push_back(issue(sent));
+            sent += 1;
+        }
+    }
+    let window_s = duration.as_secs_f64();
+    Ok(RawWrites {
+        in_flight,
+        window_s,
+        writes,
+        writes_per_s: writes as f64 / window_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hold(client: u32, acquired_us: u64, release_us: u64) -> Hold {
+        Hold {
+            client,
+            acquired: Duration::from_micros(acquired_us),
+            release_invoked: Duration::from_micros(release_us),
+        }
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50));
+        assert_eq!(percentile(&v, 99.0), Some(99));
+        assert_eq!(percentile(&v, 100.0), Some(100));
+        assert_eq!(percentile(&[7], 1.0), Some(7));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn handoffs_run_from_a_release_to_the_next_acquisition_in_the_window() {
+        let holds = [
+            hold(1, 300, 310),
+            hold(0, 100, 110),
+            hold(0, 500, 505),
+            // Outside the window [100, 1000): neither counted nor a handoff.
+            hold(1, 1_200, 1_210),
+            hold(1, 50, 60),
+        ];
+        let r = summarize(
+            Contender::Recipe,
+            3,
+            &holds,
+            Duration::from_micros(100),
+            Duration::from_micros(1_000),
+        );
+        assert_eq!(r.acquisitions, 3);
+        // 300 - 110 = 190, 500 - 310 = 190.
+        assert_eq!(r.handoff_ns, vec![190_000, 190_000]);
+        assert_eq!(r.handoff_p50_us(), Some(190.0));
+        assert_eq!(r.handoff_p99_us(), Some(190.0));
+        assert_eq!(r.per_client, vec![2, 1, 0]);
+        assert_eq!(r.per_client_range(), (0, 2));
+        assert_eq!(r.overlaps, 0);
+        // 3 holds in a 900 µs window.
+        assert!((r.acquisitions_per_s - 3.0 / 0.000_9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn rounds_pool_into_one_cell() {
+        let window = |from: u64| {
+            (
+                Duration::from_micros(from),
+                Duration::from_micros(from + 1_000),
+            )
+        };
+        let (s1, e1) = window(0);
+        let (s2, e2) = window(10_000);
+        let one = summarize(
+            Contender::Recipe,
+            2,
+            &[hold(0, 100, 100), hold(1, 400, 400)],
+            s1,
+            e1,
+        );
+        let two = summarize(
+            Contender::Recipe,
+            2,
+            &[
+                hold(1, 10_100, 10_100),
+                hold(1, 10_200, 10_200),
+                hold(1, 10_300, 10_300),
+            ],
+            s2,
+            e2,
+        );
+        let pooled = CellResult::pool(&[one, two.clone()]).unwrap();
+        assert_eq!(pooled.acquisitions, 5);
+        assert!((pooled.window_s - 0.002).abs() < 1e-12);
+        assert!((pooled.acquisitions_per_s - 2_500.0).abs() < 1e-6);
+        assert_eq!(pooled.handoff_ns, vec![100_000, 100_000, 300_000]);
+        assert_eq!(pooled.per_client, vec![1, 4]);
+        let other = CellResult { clients: 3, ..two };
+        assert_eq!(CellResult::pool(&[pooled, other]), None);
+        assert_eq!(CellResult::pool(&[]), None);
+    }
+
+    #[test]
+    fn an_acquisition_before_the_previous_release_is_an_overlap() {
+        let holds = [hold(0, 100, 200), hold(1, 150, 160)];
+        let r = summarize(
+            Contender::Kazoo,
+            2,
+            &holds,
+            Duration::ZERO,
+            Duration::from_secs(1),
+        );
+        assert_eq!(r.overlaps, 1);
+        assert_eq!(r.handoff_p50_us(), Some(0.0));
+    }
+
+    #[test]
+    fn no_holds_no_percentiles() {
+        let r = summarize(
+            Contender::ZookeeperClient,
+            1,
+            &[],
+            Duration::ZERO,
+            Duration::from_secs(1),
+        );
+        assert_eq!(r.acquisitions, 0);
+        assert_eq!(r.per_client, vec![0]);
+        assert_eq!(r.handoff_p99_us(), None);
+    }
+
+    #[test]
+    fn the_kazoo_script_speaks_the_protocol_documented_here() {
+        for word in ["READY", "GO", "DONE", "time.monotonic()"] {
+            assert!(KAZOO_SCRIPT.contains(word), "{word}");
+        }
+    }
+}

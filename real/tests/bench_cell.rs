@@ -1,0 +1,95 @@
+//! The real benchmark's measurement code (`zklock_real::bench`, behind `zklock bench`) on
+//! tiny cells against a harness server: each lock's cell counts acquisitions and yields
+//! ordered handoff percentiles, and the raw write rate counts writes. No timing
+//! thresholds: benchmarks are figures, not timed tests.
+//!
+//! Needs Java and ZooKeeper (and python3-kazoo for Kazoo's cell); without them each test
+//! prints "skipping: ..." and passes, except under `CI=true`, where it fails.
+
+mod common;
+
+use common::{kazoo_python, zookeeper_available};
+use std::time::Duration;
+use tokio::task::block_in_place;
+use zklock_real::bench::{
+    CellConfig, CellResult, Contender, kazoo_cell, raw_write_rate, recipe_cell,
+    zookeeper_client_cell,
+};
+use zklock_real::harness::TestServer;
+
+const TINY: Duration = Duration::from_millis(300);
+
+fn assert_measured(r: &CellResult, contender: Contender, clients: u32) {
+    eprintln!(
+        "{contender}, {clients} client(s): {} acquisitions, {:.0}/s, handoff p50 {:?} us, \
+         p99 {:?} us",
+        r.acquisitions,
+        r.acquisitions_per_s,
+        r.handoff_p50_us(),
+        r.handoff_p99_us()
+    );
+    assert_eq!((r.contender, r.clients), (contender, clients));
+    assert!(r.acquisitions > 0, "{contender}: no acquisition measured");
+    assert!(r.acquisitions_per_s > 0.0);
+    assert_eq!(r.per_client.len(), clients as usize);
+    assert_eq!(r.per_client.iter().sum::<u64>(), r.acquisitions);
+    assert_eq!(r.handoff_ns.len() as u64, r.acquisitions - 1);
+    if r.acquisitions > 1 {
+        let (p50, p99) = (r.handoff_p50_us().unwrap(), r.handoff_p99_us().unwrap());
+        assert!(p50 <= p99, "{contender}: p50 {p50} us > p99 {p99} us");
+    }
+    assert_eq!(
+        r.overlaps, 0,
+        "{contender}: a hold began before the last ended"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_cells_of_the_rust_locks_and_the_raw_write_rate_measure_something() {
+    if !zookeeper_available() {
+        return;
+    }
+    let server = block_in_place(TestServer::start).unwrap();
+    let addr = server.connect_string();
+
+    let r = recipe_cell(&addr, &CellConfig::new(1, TINY, "/bench-test/zklock-1"))
+        .await
+        .unwrap();
+    assert_measured(&r, Contender::Recipe, 1);
+    assert!(r.acquisitions > 1, "one client acquires again and again");
+
+    let r = zookeeper_client_cell(&addr, &CellConfig::new(1, TINY, "/bench-test/zkc-1"))
+        .await
+        .unwrap();
+    assert_measured(&r, Contender::ZookeeperClient, 1);
+
+    // Contention: handoffs between clients, and no two holds overlap.
+    let r = recipe_cell(&addr, &CellConfig::new(3, TINY, "/bench-test/zklock-3"))
+        .await
+        .unwrap();
+    assert_measured(&r, Contender::Recipe, 3);
+
+    let raw = raw_write_rate(&addr, "/bench-test/raw", 8, TINY)
+        .await
+        .unwrap();
+    eprintln!("raw: {raw:?}");
+    assert!(raw.writes > 0 && raw.writes_per_s > 0.0);
+    assert_eq!(raw.in_flight, 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_kazoo_cell_measures_something() {
+    if !zookeeper_available() {
+        return;
+    }
+    let Some(python) = kazoo_python() else {
+        return;
+    };
+    let server = block_in_place(TestServer::start).unwrap();
+    let addr = server.connect_string();
+    for clients in [1, 2] {
+        let cfg = CellConfig::new(clients, TINY, &format!("/bench-test/kazoo-{clients}"));
+        let r = block_in_place(|| kazoo_cell(&python, &addr, &cfg)).unwrap();
+        assert_measured(&r, Contender::Kazoo, clients);
+    }
+}

@@ -5,14 +5,12 @@ use crate::args::value;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use zklock_checker::properties::no_herd;
-use zklock_checker::{CheckConfig, Report, check_all, render_timeline};
-use zklock_real::concurrent::{CONCURRENCY_TOLERANCE_US, hoist_before, mid_step_request};
+use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged, judge_parallel};
+use zklock_checker::{CheckConfig, render_timeline};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::servers::Servers;
 use zklock_real::workload::{RealRun, WorkloadConfig, run_workload};
-use zklock_recipe::history::History;
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -192,41 +190,6 @@ fn describe(servers: &Servers) -> String {
     }
 }
 
-/// The most mid-step requests [`judge`] moves before it takes the verdict as it is.
-const MAX_REORDERED: usize = 1_000;
-
-/// Runs every property on `history`. A `no_herd` violation whose extra wake is only a
-/// waiter caught between its listing and its predecessor watch (real clients run in
-/// parallel; see `zklock_real::concurrent`) is re-judged with that request moved back, at
-/// most [`CONCURRENCY_TOLERANCE_US`]. Returns the report, the history it judged and how
-/// many requests were moved.
-fn judge(history: &History, cfg: &CheckConfig) -> (Report, History, usize) {
-    let mut history = history.clone();
-    let mut reordered = 0;
-    loop {
-        let report = check_all(&history, cfg);
-        let mid_step = report
-            .verdict(no_herd::NAME)
-            .filter(|v| !v.ok)
-            .and_then(|v| v.report.as_ref())
-            .and_then(|v| {
-                let delete = v.events.first()?.index;
-                v.events[1..]
-                    .iter()
-                    .map(|e| e.index)
-                    .find(|&w| mid_step_request(&history, delete, w, &cfg.lock_path))
-                    .map(|w| (w, delete))
-            });
-        match mid_step {
-            Some((woken, delete)) if reordered < MAX_REORDERED => {
-                hoist_before(&mut history, woken, delete);
-                reordered += 1;
-            }
-            _ => return (report, history, reordered),
-        }
-    }
-}
-
 /// Checks the run, prints the verdict; true when every property held.
 fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> {
     // Fields the checker may gain keep their defaults.
@@ -241,7 +204,11 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         run_end_us: Some(run.run_end_us),
         ..CheckConfig::default()
     };
-    let (report, history, reordered) = judge(&run.history, &cfg);
+    let Judged {
+        report,
+        history,
+        reordered,
+    } = judge_parallel(&run.history, &cfg);
     print!("{report}");
     println!("{}", run.faults);
     println!(

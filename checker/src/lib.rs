@@ -66,6 +66,7 @@
 //! 4. Fix the recipe and replay the trace again: a trace survives changes that keep the
 //!    order of choices; `replay` says when the history now differs.
 
+pub mod concurrent;
 pub mod exhaustive;
 pub mod explore;
 pub mod holds;

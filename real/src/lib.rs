@@ -13,8 +13,8 @@
 //!   [`History`](zklock_recipe::history::History) as a simulated run, for the same checker:
 //!   [`recorder::Recorder`] stamps every event from one monotonic clock under one lock,
 //!   [`recording::RecordingClient`] records each ZooKeeper request and session change, and
-//!   [`resource`] is the fenced and unfenced in-process resource. [`concurrent`] tells
-//!   apart events that are only ordered by the recording lock.
+//!   [`resource`] is the fenced and unfenced in-process resource. (The checker's
+//!   `concurrent` module tells apart events that are only ordered by the recording lock.)
 //!
 //! A real run once found a ZooKeeper 3.8.0 (Debian) inconsistency: a leader killed while a
 //! create was in flight came back after a restart with that create applied (sequence N of
@@ -64,7 +64,6 @@
 
 pub mod bench;
 mod client;
-pub mod concurrent;
 mod convert;
 mod detached;
 mod error;

@@ -5,9 +5,8 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use zklock_checker::properties::no_herd;
-use zklock_checker::{CheckConfig, Report, check_all};
-use zklock_real::concurrent::{hoist_before, mid_step_request};
+use zklock_checker::CheckConfig;
+use zklock_checker::concurrent::{Judged, judge_parallel};
 use zklock_real::harness;
 use zklock_real::workload::RealRun;
 use zklock_recipe::history::History;
@@ -56,55 +55,17 @@ pub fn kazoo_python() -> Option<PathBuf> {
     None
 }
 
-/// A history's verdict, judged on `history`: the recorded one, with `reordered` requests
-/// of waiters caught mid-step moved back by at most
-/// [`CONCURRENCY_TOLERANCE_US`](zklock_real::concurrent::CONCURRENCY_TOLERANCE_US) (see
-/// `zklock_real::concurrent`).
-pub struct Judged {
-    pub report: Report,
-    pub history: History,
-    pub reordered: usize,
-}
-
-/// The most mid-step requests [`judge`] moves before it takes the verdict as it is.
-const MAX_REORDERED: usize = 100;
-
-/// Runs every property; a `no_herd` violation whose extra wake is only a waiter caught
-/// between its listing and its predecessor watch is re-judged with that request in place.
+/// Runs every property, re-judging waiters caught mid-step (see
+/// `zklock_checker::concurrent`).
 pub fn judge(history: &History, cfg: &CheckConfig) -> Judged {
-    let mut history = history.clone();
-    let mut reordered = 0;
-    loop {
-        let report = check_all(&history, cfg);
-        let herd = report
-            .verdict(no_herd::NAME)
-            .filter(|v| !v.ok)
-            .and_then(|v| v.report.as_ref());
-        let mid_step = herd.and_then(|v| {
-            let delete = v.events.first()?.index;
-            v.events[1..]
-                .iter()
-                .map(|e| e.index)
-                .find(|&w| mid_step_request(&history, delete, w, &cfg.lock_path))
-                .map(|w| (w, delete))
-        });
-        match mid_step {
-            Some((woken, delete)) if reordered < MAX_REORDERED => {
-                hoist_before(&mut history, woken, delete);
-                reordered += 1;
-            }
-            _ => {
-                if reordered > 0 {
-                    eprintln!("judged with {reordered} mid-step request(s) moved back");
-                }
-                return Judged {
-                    report,
-                    history,
-                    reordered,
-                };
-            }
-        }
+    let judged = judge_parallel(history, cfg);
+    if judged.reordered > 0 {
+        eprintln!(
+            "judged with {} mid-step request(s) moved back",
+            judged.reordered
+        );
     }
+    judged
 }
 
 /// Checks a history as a real run must pass: no pauses, the given heal and bound.

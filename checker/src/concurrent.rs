@@ -1,6 +1,6 @@
 //! Events of a real run that were concurrent, and the order the history happens to give them.
 //!
-//! A real history is ordered by one lock (see [`Recorder`](crate::recorder::Recorder)), but
+//! A real history is ordered by one lock (zklock-real's recorder), but
 //! clients run in parallel: between taking in a reply and sending its next request, a
 //! client computes for a few microseconds, and another client's event can land in between.
 //! A simulated client takes that step atomically (the world acts only at quiescent points),
@@ -11,6 +11,7 @@
 //! so a caller can re-judge a history whose events are only reordered within
 //! [`CONCURRENCY_TOLERANCE_US`].
 
+use crate::properties::{CheckConfig, Report, check_all, no_herd};
 use zklock_recipe::history::{EventKind, History, ZkOp};
 
 /// The largest gap, in µs, between a release's delete and a waiter's request for the
@@ -143,5 +144,53 @@ mod tests {
             3,
             "/l"
         ));
+    }
+}
+
+/// A verdict on a parallel runner's history: `history` is the one judged, the recorded
+/// one with `reordered` mid-step requests moved back.
+#[derive(Debug)]
+pub struct Judged {
+    pub report: Report,
+    pub history: History,
+    pub reordered: usize,
+}
+
+/// The most mid-step requests [`judge_parallel`] moves before it takes the verdict as it is.
+pub const REORDERED_MAX: usize = 1_000;
+
+/// Runs every property on a history recorded by parallel clients. A `no_herd` violation
+/// whose extra wake is only a waiter caught mid-step (see the module docs) is re-judged
+/// with that request moved back, at most [`CONCURRENCY_TOLERANCE_US`].
+pub fn judge_parallel(history: &History, cfg: &CheckConfig) -> Judged {
+    let mut history = history.clone();
+    let mut reordered = 0;
+    loop {
+        let report = check_all(&history, cfg);
+        let mid_step = report
+            .verdict(no_herd::NAME)
+            .filter(|v| !v.ok)
+            .and_then(|v| v.report.as_ref())
+            .and_then(|v| {
+                let delete = v.events.first()?.index;
+                v.events[1..]
+                    .iter()
+                    .map(|e| e.index)
+                    .find(|&w| mid_step_request(&history, delete, w, &cfg.lock_path))
+                    .map(|w| (w, delete))
+            });
+        match mid_step {
+            Some((woken, delete)) if reordered < REORDERED_MAX => {
+                hoist_before(&mut history, woken, delete);
+                reordered += 1;
+            }
+            _ => {
+                return Judged {
+                    report,
+                    history,
+                    reordered,
+                };
+            }
+        }
     }
 }

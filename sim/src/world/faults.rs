@@ -102,25 +102,29 @@ impl World {
             return false;
         }
         let plan = self.faults.as_ref().expect("faults on");
-        let denom = plan.denom;
-        let table = plan.table.clone();
+        let (denom, kinds) = (plan.denom, plan.table.len());
         let bounded = plan.bounded.map(|max| (max, plan.injected));
-        let kind = match bounded {
+        // Draw first, then look the kind up: the table is read, never copied (this runs
+        // at every step).
+        let draw = match bounded {
             Some((max, injected)) => {
                 if injected >= max as u64 {
                     return false;
                 }
                 // 0 is "no fault"; i is the i-th enabled kind.
-                let c = self.choose(ChoiceKind::Fault, table.len() + 1);
-                c.checked_sub(1).map(|i| table[i].0)
+                self.choose(ChoiceKind::Fault, kinds + 1) as u64
             }
+            None => self.choose(ChoiceKind::Fault, denom as usize) as u64,
+        };
+        let table = &self.faults.as_ref().expect("faults on").table;
+        let kind = match bounded {
+            Some(_) => (draw as usize).checked_sub(1).map(|i| table[i].0),
             None => {
-                let r = self.choose(ChoiceKind::Fault, denom as usize) as u64;
                 // Fault i occupies the top of the range, so that 0 means "no fault".
                 let mut hi = denom;
                 let mut kind = None;
-                for (k, w) in table {
-                    if r >= hi.saturating_sub(w) && r < hi {
+                for &(k, w) in table {
+                    if draw >= hi.saturating_sub(w) && draw < hi {
                         kind = Some(k);
                         break;
                     }

@@ -1,18 +1,25 @@
 //! The acquire loop, after ZooKeeper's lock recipe as Curator's `LockInternals` runs it:
 //!
-//! 1. create our ephemeral-sequential node (with guid recovery, see [`create_contender`]);
-//! 2. list the children without a watch and order contenders by sequence number;
+//! 1. create our ephemeral-sequential node (with guid recovery, see [`create_contender`]),
+//!    with the first listing of the children sent right behind it (one round trip);
+//! 2. order contenders by sequence number (listing again, without a watch, when needed);
 //! 3. if nobody blocks us ([`blocker`]), set a data watch on our own node and hold;
-//! 4. else set a data watch on the blocker (getData, see [`watch_node`]). If it is already
-//!    gone, go to 2 at once. Otherwise (after setting our own node's watch, once) wait
-//!    for it to fire, then go to 2. Only one node is watched, so a release wakes one
-//!    waiter (no herd).
+//! 4. else set a data watch on the blocker (getData, see [`watch_node`]) and, in the same
+//!    round trip, our own node's watch (once). If the blocker is already gone, go to 2 at
+//!    once. Otherwise wait for its watch to fire, then go to 2. Only one node is watched,
+//!    so a release wakes one waiter (no herd).
+//!
+//! We list again after the blocker's deletion even when it was the only contender ahead
+//! (sequence numbers only grow, so nobody can have got ahead of us). If its session was
+//! expired by the server, that listing's round trip is what gives the old holder time to
+//! hear of the expiry before we hold. Holding at once was tried: the checker found two
+//! believers right after a forced expiry (checker/tests/deaf_holder_canary.rs, seed 2).
 //!
 //! Our own node's watch reports its deletion and revocation requests, while waiting and
 //! then to the guard. Waiting ends early on session expiry or if our node vanishes.
 
 use super::LockOptions;
-use super::create::{ContenderSpec, OwnNode, create_contender};
+use super::create::{ContenderSpec, OwnNode, create_contender_listed};
 use super::error::{LockError, LostReason};
 use super::guard::LockGuard;
 use super::naming::{LockNode, NodeKind, contenders};
@@ -196,54 +203,70 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             retry: policy,
         };
         pending.create_sent = true;
-        let own: OwnNode = create_contender(client, &spec).await?;
+        let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
         pending.path = Some(own.path.clone());
 
         // Our node's data watch (deletion, revocation) is set once we know we must wait,
         // or hold: as in the recipe, the first read after the create is the listing.
         let mut observer = Observer::new(own.path.clone(), events);
+        let mut listed = listed.map(|children| contenders(&children));
         loop {
             if observer.lost.is_some() {
                 return Err(vanished(client, policy, &own.path).await);
             }
-            let list = list_contenders(client, policy, dir).await?;
+            let list = match listed.take() {
+                Some(list) => list,
+                None => list_contenders(client, policy, dir).await?,
+            };
             let Some(ours) = position(&list, &own.name) else {
                 return Err(vanished(client, policy, &own.path).await);
             };
-            let Some(ahead) = blocker(&list, ours) else {
-                if observer.reread {
-                    arm_own_watch(client, policy, &mut observer).await?;
-                    if observer.lost.is_some() {
-                        continue;
-                    }
+            if let Some(ahead) = blocker(&list, ours) {
+                if !wait {
+                    return Ok(None);
                 }
-                if let Some(over) = session_over(client) {
-                    return Err(over.into());
+                let ahead = join(dir, &ahead.name);
+                // Both watches in one round trip; the blocker's is requested first.
+                let (watch, armed) = if observer.reread {
+                    let (w, a) = futures_util::future::join(
+                        watch_node(client, policy, &ahead),
+                        arm_own_watch(client, policy, &mut observer),
+                    )
+                    .await;
+                    (w, a)
+                } else {
+                    (watch_node(client, policy, &ahead).await, Ok(()))
+                };
+                let watch = watch?;
+                armed?;
+                let Some(watch) = watch else {
+                    continue; // Already gone: list again at once.
+                };
+                if observer.lost.is_some() {
+                    continue;
                 }
-                pending.hand_over();
-                return Ok(Some(LockGuard::new(
-                    client.clone(),
-                    own,
-                    kind,
-                    observer,
-                    options.lost_policy,
-                    policy.clone(),
-                    shared.clone(),
-                )));
-            };
-            if !wait {
-                return Ok(None);
+                wait_for_blocker(client, policy, &mut observer, watch).await?;
+                continue;
             }
-            let ahead = join(dir, &ahead.name);
-            let Some(watch) = watch_node(client, policy, &ahead).await? else {
-                continue; // Already gone: list again at once.
-            };
             if observer.reread {
                 arm_own_watch(client, policy, &mut observer).await?;
+                if observer.lost.is_some() {
+                    continue;
+                }
             }
-            if observer.lost.is_none() {
-                wait_for_blocker(client, policy, &mut observer, watch).await?;
+            if let Some(over) = session_over(client) {
+                return Err(over.into());
             }
+            pending.hand_over();
+            return Ok(Some(LockGuard::new(
+                client.clone(),
+                own,
+                kind,
+                observer,
+                options.lost_policy,
+                policy.clone(),
+                shared.clone(),
+            )));
         }
     }
 }

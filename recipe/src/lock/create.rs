@@ -129,15 +129,39 @@ pub async fn create_contender<C: Coordination>(
     client: &C,
     spec: &ContenderSpec<'_>,
 ) -> Result<OwnNode, LockError> {
+    create_loop(client, spec, false).await.map(|(own, _)| own)
+}
+
+/// [`create_contender`], with the directory's listing requested right behind each create
+/// without waiting for its reply. A session's requests are applied in order, so a listing
+/// sent after a successful create contains our node: the first listing of the recipe
+/// costs no round trip of its own. `None` when the create succeeded but its listing did
+/// not (the caller lists again) or when the node was adopted after a lost reply.
+pub async fn create_contender_listed<C: Coordination>(
+    client: &C,
+    spec: &ContenderSpec<'_>,
+) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
+    create_loop(client, spec, true).await
+}
+
+async fn create_loop<C: Coordination>(
+    client: &C,
+    spec: &ContenderSpec<'_>,
+    list: bool,
+) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
     let prefix = join(spec.dir, &node_prefix(spec.guid, spec.kind));
     let mut attempt = 1;
     let mut parents_made = false;
     loop {
-        let created = client
-            .create(&prefix, spec.data, CreateMode::EphemeralSequential)
-            .await;
+        let create = client.create(&prefix, spec.data, CreateMode::EphemeralSequential);
+        let (created, listing) = if list {
+            let (c, l) = futures_util::future::join(create, client.get_children(spec.dir)).await;
+            (c, l.ok())
+        } else {
+            (create.await, None)
+        };
         match created {
-            Ok((path, stat)) => return OwnNode::new(path, stat.czxid),
+            Ok((path, stat)) => return Ok((OwnNode::new(path, stat.czxid)?, listing)),
             Err(ZkError::NoNode) if spec.create_parents && !parents_made => {
                 ensure_path(client, spec.retry, spec.dir).await?;
                 parents_made = true;
@@ -161,7 +185,7 @@ pub async fn create_contender<C: Coordination>(
                     for extra in own {
                         delete_until_gone(client, spec.retry, &extra.path).await?;
                     }
-                    return Ok(first);
+                    return Ok((first, None));
                 }
             }
             Err(e) => return Err(e.into()),

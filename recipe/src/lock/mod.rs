@@ -19,7 +19,9 @@ mod rwlock;
 mod state;
 
 pub use acquire::{await_watch, list_contenders, watch_node};
-pub use create::{ContenderSpec, OwnNode, create_contender, ensure_path, find_own_nodes};
+pub use create::{
+    ContenderSpec, OwnNode, create_contender, create_contender_listed, ensure_path, find_own_nodes,
+};
 pub use error::{LockError, LostReason};
 pub use guard::{FencingToken, LockGuard, REVOKE_MESSAGE, request_revoke};
 pub use mutex::Lock;

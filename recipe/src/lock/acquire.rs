@@ -3,11 +3,10 @@
 //! 1. create our ephemeral-sequential node (with guid recovery, see [`create_contender`]),
 //!    with the first listing of the children sent right behind it (one round trip);
 //! 2. order contenders by sequence number (listing again, without a watch, when needed);
-//! 3. if nobody blocks us ([`blocker`]), set a data watch on our own node and hold;
-//! 4. else set a data watch on the blocker (getData, see [`watch_node`]) and, in the same
-//!    round trip, our own node's watch (once). If the blocker is already gone, go to 2 at
-//!    once. Otherwise wait for its watch to fire, then go to 2. Only one node is watched,
-//!    so a release wakes one waiter (no herd).
+//! 3. if nobody blocks us ([`blocker`]), hold;
+//! 4. else set a data watch on the blocker (getData, see [`watch_node`]). If it is already
+//!    gone, go to 2 at once. Otherwise wait for its watch to fire, then go to 2. Only one
+//!    node is watched, so a release wakes one waiter (no herd).
 //!
 //! We list again after the blocker's deletion even when it was the only contender ahead
 //! (sequence numbers only grow, so nobody can have got ahead of us). If its session was
@@ -15,8 +14,12 @@
 //! hear of the expiry before we hold. Holding at once was tried: the checker found two
 //! believers right after a forced expiry (checker/tests/deaf_holder_canary.rs, seed 2).
 //!
-//! Our own node's watch reports its deletion and revocation requests, while waiting and
-//! then to the guard. Waiting ends early on session expiry or if our node vanishes.
+//! These are Curator's requests, no more: create, listing, the blocker's watch, listing
+//! again, delete. Waiting ends early if the session expires or closes. Our own node gets
+//! no watch while we wait (its deletion by someone else is seen at the next listing); the
+//! guard sets one when its lost or revoke signal is first awaited, so a holder that never
+//! asks spends no request on it, and one that asks learns of a deletion at any time since
+//! the grant (the read finds no node).
 
 use super::LockOptions;
 use super::create::{ContenderSpec, OwnNode, create_contender_listed};
@@ -100,58 +103,24 @@ async fn vanished<C: Coordination>(client: &C, policy: &RetryPolicy, path: &str)
     }
 }
 
-/// Waits until the blocker's watch fires, keeping our own node's watch up to date.
-async fn wait_for_blocker<C: Coordination>(
-    client: &C,
-    policy: &RetryPolicy,
-    observer: &mut Observer,
-    mut blocker: Watch,
-) -> Result<(), LockError> {
-    let mut failures = 0;
-    loop {
-        let step = poll_fn(|cx| {
-            if let Poll::Ready(r) = Pin::new(&mut blocker).poll(cx) {
-                return Poll::Ready(Some(r));
-            }
-            observer.absorb(Some(cx));
-            if observer.lost.is_some() || observer.reread {
-                return Poll::Ready(None);
-            }
-            Poll::Pending
-        })
-        .await;
-        match (step, observer.lost) {
-            (Some(fired), _) => return fired.map(drop).map_err(LockError::from),
-            (None, Some(LostReason::Expired)) => return Err(LockError::SessionExpired),
-            (None, Some(LostReason::SessionClosed)) => return Err(LockError::SessionClosed),
-            (None, Some(_)) => return Err(vanished(client, policy, &observer.path).await),
-            (None, None) => {
-                let read = client.get_data_watch(&observer.path).await;
-                if observer.apply_read(read) {
-                    failures += 1;
-                    client.sleep(policy.backoff(failures)).await;
-                }
-            }
+/// Waits until the blocker's watch fires, or the session ends.
+async fn wait_for_blocker(observer: &mut Observer, mut blocker: Watch) -> Result<(), LockError> {
+    let step = poll_fn(|cx| {
+        if let Poll::Ready(r) = Pin::new(&mut blocker).poll(cx) {
+            return Poll::Ready(Ok(r));
         }
-    }
-}
-
-/// Reads our node's data with a watch (the revoke flag, and deletion notice).
-async fn arm_own_watch<C: Coordination>(
-    client: &C,
-    policy: &RetryPolicy,
-    observer: &mut Observer,
-) -> Result<(), LockError> {
-    let read = retry(client, policy, || client.get_data_watch(&observer.path)).await;
-    match &read {
-        Err(e) if !matches!(e, ZkError::NoNode) && !e.is_session_terminal() => {
-            Err(e.clone().into())
+        observer.absorb(Some(cx));
+        match observer.lost {
+            Some(reason) => Poll::Ready(Err(reason)),
+            None => Poll::Pending,
         }
-        // NoNode or the session's end marks the observer lost; the caller reports why.
-        _ => {
-            observer.apply_read(read);
-            Ok(())
-        }
+    })
+    .await;
+    match step {
+        Ok(fired) => fired.map(drop).map_err(LockError::from),
+        Err(LostReason::Expired) => Err(LockError::SessionExpired),
+        // The observer has no watch on our node while waiting: nothing else ends the wait.
+        Err(_) => Err(LockError::SessionClosed),
     }
 }
 
@@ -206,9 +175,8 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
         pending.path = Some(own.path.clone());
 
-        // Our node's data watch (deletion, revocation) is set once we know we must wait,
-        // or hold: as in the recipe, the first read after the create is the listing.
-        let mut observer = Observer::new(own.path.clone(), events);
+        // Session events from before the create on; our node's watch is the guard's.
+        let mut observer = Observer::new(events);
         let mut listed = listed.map(|children| contenders(&children));
         loop {
             if observer.lost.is_some() {
@@ -226,33 +194,11 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                     return Ok(None);
                 }
                 let ahead = join(dir, &ahead.name);
-                // Both watches in one round trip; the blocker's is requested first.
-                let (watch, armed) = if observer.reread {
-                    let (w, a) = futures_util::future::join(
-                        watch_node(client, policy, &ahead),
-                        arm_own_watch(client, policy, &mut observer),
-                    )
-                    .await;
-                    (w, a)
-                } else {
-                    (watch_node(client, policy, &ahead).await, Ok(()))
-                };
-                let watch = watch?;
-                armed?;
-                let Some(watch) = watch else {
+                let Some(watch) = watch_node(client, policy, &ahead).await? else {
                     continue; // Already gone: list again at once.
                 };
-                if observer.lost.is_some() {
-                    continue;
-                }
-                wait_for_blocker(client, policy, &mut observer, watch).await?;
+                wait_for_blocker(&mut observer, watch).await?;
                 continue;
-            }
-            if observer.reread {
-                arm_own_watch(client, policy, &mut observer).await?;
-                if observer.lost.is_some() {
-                    continue;
-                }
             }
             if let Some(over) = session_over(client) {
                 return Err(over.into());

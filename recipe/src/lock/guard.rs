@@ -10,6 +10,8 @@ use super::state::SharedState;
 use crate::{Coordination, DetachedCleanup, SessionState};
 use futures_util::future::poll_fn;
 use std::fmt;
+use std::future::Future;
+use std::pin::pin;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -60,7 +62,11 @@ enum Step {
 /// The guard has no background task: its lost and revoke signals advance while
 /// [`lost`](LockGuard::lost) or [`revocation`](LockGuard::revocation) is awaited;
 /// [`is_lost`](LockGuard::is_lost) and [`revoke_requested`](LockGuard::revoke_requested)
-/// report what has been observed plus whatever notifications are already queued.
+/// report what has been observed plus whatever notifications are already queued. Session
+/// loss is always observed; our node's deletion and revocation requests once the watch
+/// on our node is set, at the first await of `lost` or `revocation` (until then the guard
+/// spends no request on it; that first read reports a deletion at any time since the
+/// grant).
 #[derive(Debug)]
 pub struct LockGuard<C: Coordination> {
     client: C,
@@ -114,7 +120,7 @@ impl<C: Coordination> LockGuard<C> {
         policy: LostPolicy,
         retry_policy: RetryPolicy,
     ) -> Result<LockGuard<C>, LockError> {
-        let mut observer = Observer::new(node.path.clone(), client.session_events());
+        let mut observer = Observer::new(client.session_events());
         let read = retry(&client, &retry_policy, || client.get_data_watch(&node.path)).await;
         observer.apply_read(read);
         let shared = SharedState::default();
@@ -208,18 +214,42 @@ impl<C: Coordination> LockGuard<C> {
                 Step::Revoked => return Ok(()),
                 Step::Reread => {
                     let reset = RereadDone(self);
-                    let read = self.client.get_data_watch(&self.node.path).await;
+                    let read = self.unless_lost(self.client.get_data_watch(&self.node.path));
+                    let Some(read) = read.await else {
+                        continue; // Lost: the next step reports it.
+                    };
                     let again = reset.0.watching().observer.apply_read(read);
                     drop(reset);
                     if again {
                         failures += 1;
-                        self.client.sleep(self.retry.backoff(failures)).await;
+                        let pause = self.client.sleep(self.retry.backoff(failures));
+                        self.unless_lost(pause).await;
                     } else {
                         failures = 0;
                     }
                 }
             }
         }
+    }
+
+    /// Runs `fut` while watching the session: `None` if the lock is lost first. A read of
+    /// our node may wait for a reconnect, and Disconnected must not wait for it.
+    async fn unless_lost<T>(&self, fut: impl Future<Output = T>) -> Option<T> {
+        let mut fut = pin!(fut);
+        poll_fn(|cx| {
+            if let Poll::Ready(r) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(r));
+            }
+            let mut w = self.watching();
+            if w.observer.absorb(Some(cx)) {
+                w.wakers.drain(..).for_each(Waker::wake);
+            }
+            match w.observer.lost {
+                Some(_) => Poll::Ready(None),
+                None => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// Resolves when ownership can no longer be trusted: Disconnected (under the default

@@ -1,7 +1,8 @@
 //! Watching our own node and the session: the source of the lost and revoke signals.
 //!
 //! The recipe has no background task, so the observer is driven by whoever awaits it:
-//! the acquire loop while waiting, then the guard's `lost()` / `revocation()`.
+//! the acquire loop while waiting (session events only), then the guard's `lost()` /
+//! `revocation()`, which set the watch on our node when first awaited.
 
 use super::error::LostReason;
 use super::guard::REVOKE_MESSAGE;
@@ -12,11 +13,10 @@ use std::task::{Context, Poll};
 
 #[derive(Debug)]
 pub(crate) struct Observer {
-    pub(crate) path: String,
     events: SessionEvents,
     /// Data watch on our node (NodeDeleted, NodeDataChanged); `None` once fired.
     watch: Option<Watch>,
-    /// The watch fired with a data change: read the data again and re-arm.
+    /// No watch yet, or it fired with a data change: read the data and (re-)arm.
     pub(crate) reread: bool,
     pub(crate) lost: Option<LostReason>,
     pub(crate) revoke: bool,
@@ -32,9 +32,8 @@ enum Next {
 }
 
 impl Observer {
-    pub(crate) fn new(path: String, events: SessionEvents) -> Observer {
+    pub(crate) fn new(events: SessionEvents) -> Observer {
         Observer {
-            path,
             events,
             watch: None,
             reread: true,

@@ -299,3 +299,82 @@ fn waiters_are_granted_in_sequence_order() {
     });
     assert_eq!(order, [0, 1, 2, 3]);
 }
+
+/// The requests `client` made from history event `from` on, as "> Op" when sent and
+/// "< Op" when answered, in the order the client saw them.
+fn requests(sim: &zklock_sim::Sim, client: &zklock_sim::SimClient, from: usize) -> Vec<String> {
+    use zklock_recipe::history::EventKind;
+    let mut ops = std::collections::BTreeMap::new();
+    let session = client.session_id();
+    let h = sim.history();
+    h.events[from..]
+        .iter()
+        .filter(|e| e.session == session)
+        .filter_map(|e| match &e.kind {
+            EventKind::OpInvoke { op_id, op, .. } => {
+                ops.insert(*op_id, *op);
+                Some(format!("> {op:?}"))
+            }
+            EventKind::OpOk { op_id } => Some(format!("< {:?}", ops[op_id])),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn an_uncontended_acquisition_sends_the_listing_behind_the_create() {
+    let trace = sim(40, |sim| async move {
+        let c = sim.client();
+        let lock = Lock::new(c.clone(), DIR, LockOptions::default()).unwrap();
+        lock.acquire().await.unwrap().release().await.unwrap(); // creates the directory
+        let from = sim.history().events.len();
+        lock.acquire().await.unwrap().release().await.unwrap();
+        requests(&sim, &c, from)
+    });
+    // One round trip to acquire, one to release; no read of our own node.
+    assert_eq!(
+        trace,
+        [
+            "> Create",
+            "> GetChildren",
+            "< Create",
+            "< GetChildren",
+            "> Delete",
+            "< Delete"
+        ]
+    );
+}
+
+/// Create and listing in one round trip, the blocker's watch, the listing after it fired,
+/// the delete: no read of our own node unless the guard's signals are awaited.
+#[test]
+fn a_waiter_sends_no_more_requests_than_curator() {
+    let trace = sim(41, |sim| async move {
+        let (ac, bc) = (sim.client(), sim.client());
+        let a = Lock::new(ac.clone(), DIR, LockOptions::default()).unwrap();
+        let b = Lock::new(bc.clone(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        let from = sim.history().events.len();
+        let waiting = sim.spawn(async move { b.acquire().await.unwrap().release().await });
+        wait_until(&ac, || sim.server_children(DIR).len() == 2).await;
+        sleep_ms(&ac, 100).await;
+        held.release().await.unwrap();
+        waiting.await.unwrap();
+        requests(&sim, &bc, from)
+    });
+    assert_eq!(
+        trace,
+        [
+            "> Create",
+            "> GetChildren",
+            "< Create",
+            "< GetChildren",
+            "> GetData",
+            "< GetData",
+            "> GetChildren",
+            "< GetChildren",
+            "> Delete",
+            "< Delete"
+        ]
+    );
+}

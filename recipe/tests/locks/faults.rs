@@ -176,6 +176,42 @@ fn expiry_while_holding_fires_lost() {
     }
 }
 
+/// The guard reads our node when `lost` is first awaited. A disconnect while that read
+/// (or its retry backoff) was pending went unseen until the backoff ended: the checker
+/// found a holder writing after its session was expired (2 clients, 1 forced expiry).
+#[test]
+fn disconnect_during_the_guards_first_read_fires_lost_at_once() {
+    sim(26, |sim| async move {
+        let ac = sim.client();
+        let a = Lock::new(ac.clone(), DIR, LockOptions::default()).unwrap();
+        let held = a.acquire().await.unwrap();
+        let start = ac.now();
+        let lost = {
+            let lost = pin!(held.lost());
+            let s = sim.clone();
+            let c = ac.clone();
+            // Sent first, the read is in flight when the connection drops.
+            let cut = pin!(async move {
+                s.disconnect(&c);
+                future::pending::<()>().await
+            });
+            match future::select(lost, cut).await {
+                Either::Left((reason, _)) => reason,
+                Either::Right(_) => unreachable!("the cut never ends"),
+            }
+        };
+        assert_eq!(lost, LostReason::Disconnected);
+        // Not after a retry backoff (50 ms by default).
+        assert!(
+            ac.now() - start < Duration::from_millis(5),
+            "{:?}",
+            ac.now() - start
+        );
+        held.release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
 #[test]
 fn disconnect_and_reconnect_while_holding() {
     // Default policy: lost at the disconnect, though the node survives the reconnect.

@@ -18,7 +18,7 @@ use super::beliefs::{Beliefs, HoldRef};
 use super::index::HistoryIndex;
 use super::verdict::at;
 use super::{CheckConfig, Verdict, Violation};
-use crate::holds::{basename, is_crash, is_writer};
+use crate::holds::{basename, has_basename, is_crash, is_writer};
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{Event, EventKind, History, LockRole, ZkOp};
 
@@ -32,14 +32,14 @@ struct Waiter<'h> {
     /// Whether the client is acquiring at all; the rest is stale when not.
     active: bool,
     role: Option<LockRole>,
-    /// Basenames of the paths answered ok since its last listing of the lock directory:
-    /// the node watches it may be blocked on (only basenames are ever compared).
+    /// Paths answered ok since its last listing of the lock directory: the node watches
+    /// it may be blocked on.
     watched: Vec<&'h str>,
     /// Whether its last request answered ok was the listing itself: then it waits on a
     /// watch of the whole directory (every listing is followed by a node watch in a
     /// recipe that watches its predecessor).
     watches_dir: bool,
-    /// Requests in flight: op id, whether it is on the lock directory, and its basename.
+    /// Requests in flight: op id, whether it is on the lock directory, and its path.
     in_flight: Vec<(u64, bool, &'h str)>,
     /// Its last request failed: it is backing off to retry, not waiting on a watch.
     last_failed: bool,
@@ -68,16 +68,16 @@ impl<'h> Waiter<'h> {
 
     fn take_in_flight(&mut self, op_id: u64) -> Option<(bool, &'h str)> {
         let at = self.in_flight.iter().position(|(id, ..)| *id == op_id)?;
-        let (_, on_dir, base) = self.in_flight.swap_remove(at);
-        Some((on_dir, base))
+        let (_, on_dir, path) = self.in_flight.swap_remove(at);
+        Some((on_dir, path))
     }
 }
 
 impl<'h> Waiter<'h> {
-    fn put_in_flight(&mut self, op_id: u64, on_dir: bool, base: &'h str) {
+    fn put_in_flight(&mut self, op_id: u64, on_dir: bool, path: &'h str) {
         match self.in_flight.iter_mut().find(|(id, ..)| *id == op_id) {
-            Some(entry) => *entry = (op_id, on_dir, base),
-            None => self.in_flight.push((op_id, on_dir, base)),
+            Some(entry) => *entry = (op_id, on_dir, path),
+            None => self.in_flight.push((op_id, on_dir, path)),
         }
     }
 }
@@ -118,7 +118,7 @@ fn first_herd(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violation> 
                 op_id,
                 op: ZkOp::Delete,
                 path,
-            } if releasing[s].is_some_and(|h| basename(h.node) == basename(path))
+            } if releasing[s].is_some_and(|h| has_basename(path, basename(h.node)))
                 && answered_ok(history, e.client, *op_id, i) =>
             {
                 let released = releasing[s].take().expect("checked above");
@@ -151,13 +151,13 @@ fn track_waiter<'h>(w: &mut Waiter<'h>, e: &'h Event, dir: &str) {
             if *op == ZkOp::GetChildren && on_dir {
                 w.watched.clear();
             }
-            w.put_in_flight(*op_id, on_dir, basename(path));
+            w.put_in_flight(*op_id, on_dir, path);
         }
         EventKind::OpOk { op_id } => {
-            if let Some((on_dir, base)) = w.take_in_flight(*op_id) {
+            if let Some((on_dir, path)) = w.take_in_flight(*op_id) {
                 w.watches_dir = on_dir;
-                if !on_dir && !w.watched.contains(&base) {
-                    w.watched.push(base);
+                if !on_dir && !w.watched.contains(&path) {
+                    w.watched.push(path);
                 }
             }
             w.last_failed = false;
@@ -200,11 +200,12 @@ impl Wake {
         // predecessor instead: that is the step it was already taking, not a wake.
         let wake_request = |op: ZkOp, p: &str| {
             let p = p.trim_end_matches('/');
-            (op == ZkOp::GetChildren && p == dir) || basename(p) == deleted
+            (op == ZkOp::GetChildren && p == dir) || has_basename(p, deleted)
         };
         // A writer's release frees the readers queued behind it: they may all wake.
         let excused = |w: &Waiter<'_>| released.is_writer() && !w.is_writer();
-        let watched_released = |w: &Waiter<'_>| w.watches_dir || w.watched.contains(&deleted);
+        let watched_released =
+            |w: &Waiter<'_>| w.watches_dir || w.watched.iter().any(|p| has_basename(p, deleted));
         self.pending.clear();
         self.pending
             .extend(waiters.iter().enumerate().map(|(s, w)| {

@@ -14,12 +14,20 @@ pub(crate) fn first_overlap<'a, 'h>(
     holds: &'a [HoldRef<'h>],
     conflict: impl Fn(&HoldRef<'h>, &HoldRef<'h>) -> bool,
 ) -> Option<(&'a HoldRef<'h>, &'a HoldRef<'h>)> {
-    holds.iter().enumerate().find_map(|(j, later)| {
-        holds[..j]
+    // Holds come ordered by start, and a hold no longer believed at one start is not at
+    // any later one: the earlier candidates are the holds still open, kept in start order.
+    let mut open: Vec<&'a HoldRef<'h>> = Vec::new();
+    for later in holds {
+        open.retain(|a| a.open_at(later.start));
+        if let Some(earlier) = open
             .iter()
-            .find(|a| a.client != later.client && a.open_at(later.start) && conflict(a, later))
-            .map(|earlier| (earlier, later))
-    })
+            .find(|a| a.client != later.client && conflict(a, later))
+        {
+            return Some((earlier, later));
+        }
+        open.push(later);
+    }
+    None
 }
 
 /// Checks the holds for a conflicting overlap and reports it; under pauses a violation

@@ -71,9 +71,8 @@ impl<'h> Waiter<'h> {
         let (_, on_dir, path) = self.in_flight.swap_remove(at);
         Some((on_dir, path))
     }
-}
 
-impl<'h> Waiter<'h> {
+    /// Records a request; a reused op id replaces the earlier one (as a map would).
     fn put_in_flight(&mut self, op_id: u64, on_dir: bool, path: &'h str) {
         match self.in_flight.iter_mut().find(|(id, ..)| *id == op_id) {
             Some(entry) => *entry = (op_id, on_dir, path),

@@ -160,3 +160,34 @@ pub fn sequence_of(node: &str) -> Option<u64> {
 pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
+
+/// Whether `basename(path) == base`, for a `base` without '/' (as [`basename`] returns):
+/// a suffix comparison, with no search for the path's last '/'.
+pub(crate) fn has_basename(path: &str, base: &str) -> bool {
+    path.strip_suffix(base)
+        .is_some_and(|head| head.is_empty() || head.ends_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{basename, has_basename};
+
+    #[test]
+    fn has_basename_agrees_with_basename() {
+        let paths = [
+            "",
+            "/",
+            "a",
+            "/a",
+            "a/",
+            "/l/lock-0000000001",
+            "/l/x-lock-0000000001",
+        ];
+        let bases = ["", "a", "lock-0000000001", "x-lock-0000000001", "l"];
+        for p in paths {
+            for b in bases {
+                assert_eq!(has_basename(p, b), basename(p) == b, "{p:?} {b:?}");
+            }
+        }
+    }
+}

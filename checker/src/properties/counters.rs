@@ -1,6 +1,8 @@
 //! Non-vacuity counters: how much a history exercised, so that a pass means something.
 
-use crate::holds::{BeliefTracker, is_crash};
+use super::beliefs::Beliefs;
+use super::index::HistoryIndex;
+use crate::holds::is_crash;
 use crate::timeline::fault_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -70,19 +72,49 @@ struct ClientState {
     broken_since_grant: bool,
 }
 
+/// Every fault kind, one of each, in a fixed order: faults are tallied by position in
+/// an array and named once at the end.
+const FAULT_KINDS: [FaultKind; 7] = [
+    FaultKind::ConnectionLoss,
+    FaultKind::LostCreateResponse,
+    FaultKind::ForcedExpiry,
+    FaultKind::Partition { duration_ms: 0 },
+    FaultKind::Pause { duration_ms: 0 },
+    FaultKind::Crash,
+    FaultKind::DelayedDelivery { delay_ms: 0 },
+];
+
+/// The position of a fault's kind in [`FAULT_KINDS`].
+fn fault_slot(fault: FaultKind) -> usize {
+    match fault {
+        FaultKind::ConnectionLoss => 0,
+        FaultKind::LostCreateResponse => 1,
+        FaultKind::ForcedExpiry => 2,
+        FaultKind::Partition { .. } => 3,
+        FaultKind::Pause { .. } => 4,
+        FaultKind::Crash => 5,
+        FaultKind::DelayedDelivery { .. } => 6,
+    }
+}
+
 /// Counts one history.
 pub fn count(history: &History) -> Counters {
+    count_indexed(&HistoryIndex::new(history))
+}
+
+pub(crate) fn count_indexed(index: &HistoryIndex<'_>) -> Counters {
+    let history = index.history;
     let mut n = Counters::default();
-    let mut tracker = BeliefTracker::default();
-    let mut clients: BTreeMap<u32, ClientState> = BTreeMap::new();
-    let mut last_grant: Option<u32> = None;
+    let mut faults = [0u64; FAULT_KINDS.len()];
+    let mut beliefs = Beliefs::new(&index.slots);
+    let mut clients: Vec<ClientState> = index.slots.table();
+    let mut last_grant: Option<usize> = None;
     for (i, e) in history.events.iter().enumerate() {
-        let c = e.client;
+        let c = index.slots.of(e.client);
         let prev_broken = last_grant
             .filter(|p| *p != c)
-            .and_then(|p| clients.get(&p))
-            .is_some_and(|p| p.broken_since_grant);
-        let st = clients.entry(c).or_default();
+            .is_some_and(|p| clients[p].broken_since_grant);
+        let st = &mut clients[c];
         match &e.kind {
             EventKind::AcquireInvoked { .. } => {
                 st.waiting = true;
@@ -119,7 +151,7 @@ pub fn count(history: &History) -> Counters {
                 n.unfenced_lost_updates += u64::from(*unfenced_overwrote);
             }
             EventKind::Fault { fault } => {
-                *n.faults.entry(fault_name(*fault).to_owned()).or_default() += 1;
+                faults[fault_slot(*fault)] += 1;
                 if *fault == FaultKind::LostCreateResponse && st.waiting {
                     st.lost_create = true;
                 }
@@ -129,25 +161,27 @@ pub fn count(history: &History) -> Counters {
             }
             _ => {}
         }
-        tracker.observe(i, e);
+        beliefs.observe(i, e, c);
         // Contention: someone else believes they hold while a client waits. Holders only
         // appear at `Acquired`, so it is enough to look when a wait starts and when anyone
         // acquires.
         match &e.kind {
             EventKind::AcquireInvoked { .. } => {
-                let other = tracker.open().any(|h| h.client != c);
-                if let Some(st) = clients.get_mut(&c) {
-                    st.contended |= other;
-                }
+                clients[c].contended |= beliefs.held_by_other_than(c);
             }
             EventKind::Acquired { .. } => {
-                for (client, s) in clients.iter_mut() {
-                    if s.waiting && *client != c {
+                for (slot, s) in clients.iter_mut().enumerate() {
+                    if s.waiting && slot != c {
                         s.contended = true;
                     }
                 }
             }
             _ => {}
+        }
+    }
+    for (kind, k) in FAULT_KINDS.into_iter().zip(faults) {
+        if k > 0 {
+            n.faults.insert(fault_name(kind).to_owned(), k);
         }
     }
     n
@@ -187,5 +221,17 @@ impl fmt::Display for Counters {
                 faults.join(", ")
             }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FAULT_KINDS, fault_slot};
+
+    #[test]
+    fn every_fault_kind_is_tallied_at_its_own_position() {
+        for (i, kind) in FAULT_KINDS.into_iter().enumerate() {
+            assert_eq!(fault_slot(kind), i, "{kind:?}");
+        }
     }
 }

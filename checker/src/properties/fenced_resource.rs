@@ -7,23 +7,29 @@
 //! `AcquireInvoked`) are judged: readers share the lock by design, so a reader's write is
 //! a workload's misuse, not the recipe's fault.
 
+use super::index::HistoryIndex;
 use super::verdict::at;
 use super::{CheckConfig, Verdict, Violation};
 use crate::holds::is_writer;
-use std::collections::BTreeMap;
 use zklock_recipe::history::{EventKind, History, LockRole};
 
 pub const NAME: &str = "fenced_resource";
 
-pub fn check(history: &History, _cfg: &CheckConfig) -> Verdict {
+pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
+    check_indexed(&HistoryIndex::new(history), cfg)
+}
+
+pub(crate) fn check_indexed(index: &HistoryIndex<'_>, _cfg: &CheckConfig) -> Verdict {
+    let history = index.history;
     let mut unfenced_lost = 0u64;
     // (index, token) of the accepted write with the highest token so far.
     let mut highest: Option<(usize, i64)> = None;
     let mut violation = None;
-    let mut roles: BTreeMap<u32, LockRole> = BTreeMap::new();
+    // The role of each client's latest acquire, by slot.
+    let mut roles: Vec<Option<LockRole>> = index.slots.table();
     for (i, e) in history.events.iter().enumerate() {
         if let EventKind::AcquireInvoked { role, .. } = e.kind {
-            roles.insert(e.client, role);
+            roles[index.slots.of(e.client)] = Some(role);
         }
         let EventKind::ResourceWrite {
             token,
@@ -35,7 +41,7 @@ pub fn check(history: &History, _cfg: &CheckConfig) -> Verdict {
         else {
             continue;
         };
-        if roles.get(&e.client).is_some_and(|r| !is_writer(*r)) {
+        if roles[index.slots.of(e.client)].is_some_and(|r| !is_writer(r)) {
             continue;
         }
         unfenced_lost += u64::from(*unfenced_overwrote);

@@ -11,10 +11,10 @@
 //! violation. A grant made after its own session expired or closed (the client believes
 //! on a node that is gone) is skipped here; the belief properties judge it.
 
+use super::index::HistoryIndex;
 use super::verdict::at;
 use super::{CheckConfig, Verdict, Violation};
 use crate::holds::{is_writer, sequence_of};
-use std::collections::{BTreeMap, BTreeSet};
 use zklock_recipe::SessionId;
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, History, LockRole};
@@ -25,26 +25,46 @@ pub const NAME: &str = "fifo";
 struct Grant {
     index: usize,
     seq: u64,
-    writer: bool,
 }
 
-pub fn check(history: &History, _cfg: &CheckConfig) -> Verdict {
-    Verdict::from_violation(NAME, first_out_of_order(history))
+impl Grant {
+    /// Keeps the grant with the highest `(seq, index)`; `self` is the later one.
+    fn max_with(self, other: Option<Grant>) -> Grant {
+        match other {
+            Some(g) if g.seq > self.seq => g,
+            _ => self,
+        }
+    }
 }
 
-fn first_out_of_order(history: &History) -> Option<Violation> {
-    let mut roles: BTreeMap<u32, LockRole> = BTreeMap::new();
-    let mut ended_sessions: BTreeSet<(u32, SessionId)> = BTreeSet::new();
-    let mut grants: Vec<Grant> = Vec::new();
+pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
+    check_indexed(&HistoryIndex::new(history), cfg)
+}
+
+pub(crate) fn check_indexed(index: &HistoryIndex<'_>, _cfg: &CheckConfig) -> Verdict {
+    Verdict::from_violation(NAME, first_out_of_order(index))
+}
+
+fn first_out_of_order(index: &HistoryIndex<'_>) -> Option<Violation> {
+    let history = index.history;
+    let mut roles: Vec<Option<LockRole>> = index.slots.table();
+    // Few sessions end in a run: a list is enough.
+    let mut ended_sessions: Vec<(u32, SessionId)> = Vec::new();
+    // A grant is out of turn when an earlier one has a higher sequence (a writer's, if
+    // it is a reader). The earlier grant reported is the one with the highest
+    // `(seq, index)` among those, so only two need keeping: over all grants, and over
+    // writers' grants.
+    let mut top: Option<Grant> = None;
+    let mut top_writer: Option<Grant> = None;
     for (i, e) in history.events.iter().enumerate() {
         match &e.kind {
             EventKind::AcquireInvoked { role, .. } => {
-                roles.insert(e.client, *role);
+                roles[index.slots.of(e.client)] = Some(*role);
             }
             EventKind::Session {
                 state: SessionState::Expired | SessionState::Closed,
             } => {
-                ended_sessions.insert((e.client, e.session));
+                ended_sessions.push((e.client, e.session));
             }
             EventKind::Acquired { node, .. } => {
                 let Some(seq) = sequence_of(node) else {
@@ -53,22 +73,18 @@ fn first_out_of_order(history: &History) -> Option<Violation> {
                 if ended_sessions.contains(&(e.client, e.session)) {
                     continue;
                 }
-                let writer =
-                    is_writer(roles.get(&e.client).copied().unwrap_or(LockRole::Exclusive));
-                let grant = Grant {
-                    index: i,
-                    seq,
-                    writer,
-                };
+                let role = roles[index.slots.of(e.client)].unwrap_or(LockRole::Exclusive);
+                let writer = is_writer(role);
+                let grant = Grant { index: i, seq };
                 // The earlier grant furthest ahead of this one that it must not follow.
-                let passed = grants
-                    .iter()
-                    .filter(|g| g.seq > seq && (g.writer || writer))
-                    .max_by_key(|g| (g.seq, g.index));
-                if let Some(g) = passed {
-                    return Some(report(history, *g, grant));
+                let passed = if writer { top } else { top_writer };
+                if let Some(g) = passed.filter(|g| g.seq > seq) {
+                    return Some(report(history, g, grant));
                 }
-                grants.push(grant);
+                top = Some(grant.max_with(top));
+                if writer {
+                    top_writer = Some(grant.max_with(top_writer));
+                }
             }
             _ => {}
         }

@@ -5,11 +5,12 @@
 //! is a stuck lock. And when every client is `Done`, no lock node may remain: each one
 //! left is an orphan (a lost create response shows up here).
 
+use super::index::HistoryIndex;
 use super::verdict::at;
 use super::{CheckConfig, Verdict, Violation};
 use crate::holds::{basename, is_crash};
 use crate::timeline::format_ms;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, History, ZkOp};
 
@@ -23,7 +24,11 @@ struct Wait {
 }
 
 pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
-    let violation = late_or_stuck(history, cfg).or_else(|| orphans(history, cfg));
+    check_indexed(&HistoryIndex::new(history), cfg)
+}
+
+pub(crate) fn check_indexed(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Verdict {
+    let violation = late_or_stuck(index, cfg).or_else(|| orphans(index, cfg));
     Verdict::from_violation(NAME, violation)
 }
 
@@ -34,26 +39,26 @@ fn deadline_us(wait: Wait, cfg: &CheckConfig) -> u64 {
         .saturating_add(cfg.liveness_bound_ms.saturating_mul(1000))
 }
 
-fn late_or_stuck(history: &History, cfg: &CheckConfig) -> Option<Violation> {
-    let mut waits: BTreeMap<u32, Wait> = BTreeMap::new();
-    // Clients whose wait is excused: crashed, or their session ended.
-    let mut dead: BTreeSet<u32> = BTreeSet::new();
-    let mut last_seen: BTreeMap<u32, usize> = BTreeMap::new();
+fn late_or_stuck(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violation> {
+    let history = index.history;
+    // Per client slot: the wait in progress, whether it is excused (crashed, or its
+    // session ended), and its last event.
+    let mut waits: Vec<Option<Wait>> = index.slots.table();
+    let mut dead: Vec<bool> = index.slots.table();
+    let mut last_seen: Vec<Option<usize>> = index.slots.table();
     for (i, e) in history.events.iter().enumerate() {
         let c = e.client;
+        let s = index.slots.of(c);
         match &e.kind {
             EventKind::AcquireInvoked { .. } => {
-                dead.remove(&c);
-                waits.insert(
-                    c,
-                    Wait {
-                        invoke: i,
-                        since_us: e.time_us,
-                    },
-                );
+                dead[s] = false;
+                waits[s] = Some(Wait {
+                    invoke: i,
+                    since_us: e.time_us,
+                });
             }
             EventKind::Acquired { .. } | EventKind::AcquireFailed { .. } => {
-                if let Some(w) = waits.remove(&c) {
+                if let Some(w) = waits[s].take() {
                     let deadline = deadline_us(w, cfg);
                     if e.time_us > deadline {
                         let summary = format!(
@@ -73,24 +78,28 @@ fn late_or_stuck(history: &History, cfg: &CheckConfig) -> Option<Violation> {
             EventKind::Session {
                 state: SessionState::Expired | SessionState::Closed,
             } => {
-                dead.insert(c);
+                dead[s] = true;
             }
             _ if is_crash(e) => {
-                dead.insert(c);
+                dead[s] = true;
             }
             _ => {}
         }
         // Fault events name their target, not an actor: not a sign of life.
         if !matches!(e.kind, EventKind::Fault { .. }) {
-            last_seen.insert(c, i);
+            last_seen[s] = Some(i);
         }
     }
     let last_us = history.events.last().map_or(0, |e| e.time_us);
     let end_us = cfg.run_end_us.unwrap_or(0).max(last_us);
-    let (c, w) = waits
+    // Invoke indices are distinct, so the earliest is the same in any slot order.
+    let (s, w) = waits
         .into_iter()
-        .filter(|(c, w)| !dead.contains(c) && end_us > deadline_us(*w, cfg))
+        .enumerate()
+        .filter_map(|(s, w)| Some((s, w?)))
+        .filter(|(s, w)| !dead[*s] && end_us > deadline_us(*w, cfg))
         .min_by_key(|(_, w)| w.invoke)?;
+    let c = index.slots.id(s);
     let summary = format!(
         "c{c} has waited since {} and was still waiting when the run ended at {} ms, past \
          its deadline {} ms (heal {} ms + bound {} ms): a stuck lock",
@@ -101,29 +110,34 @@ fn late_or_stuck(history: &History, cfg: &CheckConfig) -> Option<Violation> {
         cfg.liveness_bound_ms
     );
     let mut proof = vec![(w.invoke, "waiting since")];
-    if let Some(&last) = last_seen.get(&c).filter(|&&l| l != w.invoke) {
+    if let Some(last) = last_seen[s].filter(|&l| l != w.invoke) {
         proof.push((last, "its last event"));
     }
     Some(Violation::new(NAME, history, summary, &proof))
 }
 
-fn orphans(history: &History, cfg: &CheckConfig) -> Option<Violation> {
+fn orphans(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violation> {
     if cfg.final_lock_children.is_empty() {
         return None;
     }
-    let mut done: BTreeMap<u32, Option<usize>> = BTreeMap::new();
+    let history = index.history;
+    // Per client slot that ever acquired or finished: the index of its `Done`, if any.
+    let mut done: Vec<Option<Option<usize>>> = index.slots.table();
     for (i, e) in history.events.iter().enumerate() {
+        let s = index.slots.of(e.client);
         match e.kind {
             EventKind::AcquireInvoked { .. } => {
-                done.entry(e.client).or_insert(None);
+                done[s].get_or_insert(None);
             }
             EventKind::Done => {
-                done.insert(e.client, Some(i));
+                done[s] = Some(Some(i));
             }
             _ => {}
         }
     }
-    if done.is_empty() || done.values().any(Option::is_none) {
+    // Some client took part, and every one of them is done.
+    let done: Vec<usize> = done.into_iter().flatten().collect::<Option<_>>()?;
+    if done.is_empty() {
         return None;
     }
     let mut names = cfg.final_lock_children.clone();
@@ -141,7 +155,7 @@ fn orphans(history: &History, cfg: &CheckConfig) -> Option<Violation> {
         .filter_map(|n| creator_of(history, n).map(|i| (i, format!("may have created orphan {n}"))))
         .collect();
     let mut proof: Vec<(usize, &str)> = roles.iter().map(|(i, r)| (*i, r.as_str())).collect();
-    let last_done = done.values().flatten().max().copied();
+    let last_done = done.iter().max().copied();
     if let Some(d) = last_done {
         proof.push((d, "the last client finishes"));
     }

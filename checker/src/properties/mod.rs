@@ -9,16 +9,19 @@
 //! | `no_herd`             | always     | a release wakes at most one waiter                          |
 //! | `fifo`                | always     | grants follow sequence order                                |
 
+mod beliefs;
 mod config;
 mod counters;
 pub mod fenced_resource;
 pub mod fifo;
+mod index;
 pub mod liveness_after_heal;
 pub mod mutual_exclusion;
 pub mod no_herd;
 mod overlap;
 pub mod read_write_compat;
 mod report;
+mod slots;
 mod verdict;
 
 #[cfg(test)]

@@ -1,24 +1,33 @@
 //! Overlapping holds, shared by the two belief properties.
 
 use super::CheckConfig;
+use super::beliefs::HoldRef;
+use super::index::HistoryIndex;
 use super::verdict::{Violation, at};
-use crate::holds::{Hold, all_holds};
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, FaultKind, History};
 
 /// The first pair of overlapping holds of different clients that `conflict` accepts:
 /// `(earlier, later)`, where the later one's `Acquired` came while the earlier was still
 /// believed. History order is time order, so overlap is judged by event index.
-pub(crate) fn first_overlap(
-    holds: &[Hold],
-    conflict: impl Fn(&Hold, &Hold) -> bool,
-) -> Option<(&Hold, &Hold)> {
-    holds.iter().enumerate().find_map(|(j, later)| {
-        holds[..j]
+pub(crate) fn first_overlap<'a, 'h>(
+    holds: &'a [HoldRef<'h>],
+    conflict: impl Fn(&HoldRef<'h>, &HoldRef<'h>) -> bool,
+) -> Option<(&'a HoldRef<'h>, &'a HoldRef<'h>)> {
+    // Holds come ordered by start, and a hold no longer believed at one start is not at
+    // any later one: the earlier candidates are the holds still open, kept in start order.
+    let mut open: Vec<&'a HoldRef<'h>> = Vec::new();
+    for later in holds {
+        open.retain(|a| a.open_at(later.start));
+        if let Some(earlier) = open
             .iter()
-            .find(|a| a.client != later.client && a.open_at(later.start) && conflict(a, later))
-            .map(|earlier| (earlier, later))
-    })
+            .find(|a| a.client != later.client && conflict(a, later))
+        {
+            return Some((earlier, later));
+        }
+        open.push(later);
+    }
+    None
 }
 
 /// Checks the holds for a conflicting overlap and reports it; under pauses a violation
@@ -26,13 +35,12 @@ pub(crate) fn first_overlap(
 pub(crate) fn check(
     property: &'static str,
     what: &str,
-    history: &History,
+    index: &HistoryIndex<'_>,
     cfg: &CheckConfig,
-    conflict: impl Fn(&Hold, &Hold) -> bool,
+    conflict: impl Fn(&HoldRef<'_>, &HoldRef<'_>) -> bool,
 ) -> Option<Violation> {
-    let holds = all_holds(history);
-    let (a, b) = first_overlap(&holds, conflict)?;
-    Some(report(property, what, history, cfg, a, b))
+    let (a, b) = first_overlap(index.holds(), conflict)?;
+    Some(report(property, what, index.history, cfg, a, b))
 }
 
 fn report(
@@ -40,8 +48,8 @@ fn report(
     what: &str,
     history: &History,
     cfg: &CheckConfig,
-    a: &Hold,
-    b: &Hold,
+    a: &HoldRef<'_>,
+    b: &HoldRef<'_>,
 ) -> Violation {
     let (ca, cb) = (a.label(), b.label());
     let summary = format!(

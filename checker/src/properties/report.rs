@@ -1,7 +1,8 @@
 //! Every property at once, with the counters.
 
+use super::index::HistoryIndex;
 use super::{
-    CheckConfig, Counters, Verdict, count, fenced_resource, fifo, liveness_after_heal,
+    CheckConfig, Counters, Verdict, counters, fenced_resource, fifo, liveness_after_heal,
     mutual_exclusion, no_herd, read_write_compat,
 };
 use std::fmt;
@@ -17,16 +18,18 @@ pub struct Report {
 
 /// Runs every property on `history`.
 pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
+    // Client slots and holds are worked out once for all the properties.
+    let index = HistoryIndex::new(history);
     Report {
         verdicts: vec![
-            mutual_exclusion::check(history, cfg),
-            fenced_resource::check(history, cfg),
-            read_write_compat::check(history, cfg),
-            liveness_after_heal::check(history, cfg),
-            no_herd::check(history, cfg),
-            fifo::check(history, cfg),
+            mutual_exclusion::check_indexed(&index, cfg),
+            fenced_resource::check_indexed(&index, cfg),
+            read_write_compat::check_indexed(&index, cfg),
+            liveness_after_heal::check_indexed(&index, cfg),
+            no_herd::check_indexed(&index, cfg),
+            fifo::check_indexed(&index, cfg),
         ],
-        counters: count(history),
+        counters: counters::count_indexed(&index),
     }
 }
 

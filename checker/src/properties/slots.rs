@@ -1,0 +1,89 @@
+//! Dense client slots. A history has few clients, so per-client state lives in a `Vec`
+//! indexed by slot instead of a map. Slots follow client id order, so walking them visits
+//! clients in the order the maps they replace did.
+
+use zklock_recipe::history::History;
+
+/// The clients of one history, each with a slot in `0..len()`.
+#[derive(Clone, Debug)]
+pub(crate) struct Slots {
+    /// Every client id that appears, ascending; the slot is the position.
+    ids: Vec<u32>,
+    /// The ids are exactly `0..len()`: the slot is the id (the usual case).
+    identity: bool,
+}
+
+impl Slots {
+    pub(crate) fn new(history: &History) -> Slots {
+        let mut ids: Vec<u32> = Vec::new();
+        let mut last = None;
+        for e in &history.events {
+            // Consecutive events often share a client: skip the search then.
+            if last == Some(e.client) {
+                continue;
+            }
+            last = Some(e.client);
+            if let Err(at) = ids.binary_search(&e.client) {
+                ids.insert(at, e.client);
+            }
+        }
+        let identity = ids.last().is_none_or(|&max| max as usize + 1 == ids.len());
+        Slots { ids, identity }
+    }
+
+    /// How many clients.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The slot of `client`, which must appear in the history.
+    pub(crate) fn of(&self, client: u32) -> usize {
+        if self.identity {
+            client as usize
+        } else {
+            self.ids
+                .binary_search(&client)
+                .expect("every event's client has a slot")
+        }
+    }
+
+    /// The client id of `slot`.
+    pub(crate) fn id(&self, slot: usize) -> u32 {
+        self.ids[slot]
+    }
+
+    /// A per-client table, every entry `T::default()`.
+    pub(crate) fn table<T: Default + Clone>(&self) -> Vec<T> {
+        vec![T::default(); self.len()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slots;
+    use zklock_recipe::SessionId;
+    use zklock_recipe::history::{Event, EventKind, History};
+
+    fn history(clients: &[u32]) -> History {
+        let events = clients
+            .iter()
+            .map(|&client| Event {
+                time_us: 0,
+                client,
+                session: SessionId(1),
+                kind: EventKind::Done,
+            })
+            .collect();
+        History { events }
+    }
+
+    #[test]
+    fn slots_follow_client_id_order_whether_ids_are_dense_or_not() {
+        let dense = Slots::new(&history(&[2, 0, 1, 1, 0]));
+        assert_eq!((dense.len(), dense.of(2), dense.id(1)), (3, 2, 1));
+        let sparse = Slots::new(&history(&[70, 3, 70, 900]));
+        assert_eq!(sparse.len(), 3);
+        assert_eq!([sparse.of(3), sparse.of(70), sparse.of(900)], [0, 1, 2]);
+        assert_eq!(sparse.id(2), 900);
+    }
+}

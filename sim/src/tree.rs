@@ -17,7 +17,7 @@ pub struct Notification {
     pub event: WatchedEvent,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Node {
     data: Vec<u8>,
     /// The stat as clients see it. Its `cversion` counts child creates and deletes.
@@ -37,7 +37,7 @@ type Watches = BTreeMap<String, BTreeSet<SessionId>>;
 ///
 /// Failed writes leave the tree untouched and consume no zxid. A real server does log
 /// them as error transactions with zxids of their own, but no client can observe the gap.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataTree {
     nodes: BTreeMap<String, Node>,
     last_zxid: i64,

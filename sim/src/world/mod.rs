@@ -16,6 +16,7 @@ use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
 use detached::Detached;
+use digest::Seen;
 pub(crate) use faults::FaultPlan;
 use futures_channel::oneshot;
 use request::{Answer, Reply, Request, RequestKind, WatchKind};
@@ -80,7 +81,7 @@ pub(crate) enum Control {
 
 pub(crate) type Hook = Box<dyn FnOnce(&mut ServerCtl<'_>) + Send>;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Conn {
     Connected,
     Disconnected,
@@ -208,6 +209,8 @@ pub(crate) struct World {
     outside_seq: usize,
     /// Whether the chooser wants state digests (then deliveries are folded into `obs`).
     pub(crate) digesting: bool,
+    /// Scratch space of `digest`, kept to spare an allocation per step.
+    digest_buf: Vec<u8>,
 }
 
 impl World {
@@ -234,6 +237,7 @@ impl World {
             detached_clients: 0,
             outside_seq: 0,
             digesting,
+            digest_buf: Vec::new(),
         }
     }
 
@@ -678,16 +682,13 @@ impl World {
                             error: e.clone(),
                         },
                     };
-                    self.observe(c, &result);
+                    self.observe(c, Seen::Reply(&result));
                     self.answer(c, reply, result);
                     self.record(c, kind);
                 }
                 Inbound::Event(ev) => {
-                    let seen = self.digesting.then(|| ev.clone());
+                    self.observe(c, Seen::Event(&ev));
                     fire_watchers(&mut self.clients[c], ev);
-                    if let Some(ev) = seen {
-                        self.observe(c, &ev);
-                    }
                 }
             }
         }
@@ -703,7 +704,7 @@ impl World {
                 {
                     self.clients[c].deferred_sleeps.push(done);
                 } else {
-                    self.observe(c, &"woke");
+                    self.observe(c, Seen::Woke);
                     let _ = done.send(());
                 }
             }

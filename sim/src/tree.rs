@@ -7,7 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zklock_recipe::path::{self, validate_path};
+use valid::validate as validate_path;
+use zklock_recipe::path;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -308,7 +309,7 @@ impl DataTree {
         };
         let parent = self.nodes.get(parent_path).ok_or(ZkError::NoNode)?;
         let path = if mode.is_sequential() {
-            format!("{path}{:010}", parent.child_creates)
+            sequential_name(path, parent.child_creates)
         } else {
             path.to_owned()
         };
@@ -530,5 +531,25 @@ fn trigger(
     sessions
 }
 
+/// `path` with ZooKeeper's ten-digit sequence suffix, as `format!("{path}{n:010}")`
+/// writes it, without the formatting machinery (this runs on every sequential create).
+fn sequential_name(path: &str, n: i32) -> String {
+    if n < 0 {
+        return format!("{path}{n:010}");
+    }
+    let mut out = String::with_capacity(path.len() + 10);
+    out.push_str(path);
+    let mut digits = [b'0'; 10];
+    let mut v = n as u32;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    // An i32 has at most ten digits, so they all fit.
+    out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
+    out
+}
+
 #[cfg(test)]
 mod tests;
+mod valid;

@@ -195,6 +195,8 @@ pub(crate) struct World {
     timers: BTreeMap<(u64, u64), Timer>,
     timer_seq: u64,
     staged: Vec<((usize, usize), Staged)>,
+    /// `staged`'s other buffer (see `flush_staged`).
+    staged_spare: Vec<((usize, usize), Staged)>,
     hooks: Vec<(ClientId, RequestKind, Hook)>,
     next_session: i64,
     /// Every event so far, in order.
@@ -228,6 +230,7 @@ impl World {
             timers: BTreeMap::new(),
             timer_seq: 0,
             staged: Vec::new(),
+            staged_spare: Vec::new(),
             hooks: Vec::new(),
             next_session: 0x1000,
             history: Vec::new(),
@@ -367,13 +370,13 @@ impl World {
             return Step::Progress;
         }
         // Then one pending request, from a client the chooser picks.
-        let ready: Vec<ClientId> = (0..self.clients.len())
-            .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))
-            .collect();
-        if !ready.is_empty() {
-            let i = self.choose(ChoiceKind::NextRequest, ready.len());
+        // Counted, then the i-th found again: no list is built at every step.
+        let n = self.ready_clients().count();
+        if n > 0 {
+            let i = self.choose(ChoiceKind::NextRequest, n);
+            let c = self.ready_clients().nth(i).expect("i < n");
             self.advance_to(self.now_us + self.cfg.request_time_us);
-            self.apply_next(ready[i]);
+            self.apply_next(c);
             return Step::Progress;
         }
         // Otherwise time moves on to the next timer.
@@ -400,9 +403,11 @@ impl World {
         if self.staged.is_empty() {
             return false;
         }
-        let mut staged = std::mem::take(&mut self.staged);
+        // Swapped with a spare vector and back, so staging never allocates once warm.
+        let mut staged =
+            std::mem::replace(&mut self.staged, std::mem::take(&mut self.staged_spare));
         staged.sort_by_key(|(order, _)| *order);
-        for (_, s) in staged {
+        for (_, s) in staged.drain(..) {
             match s {
                 Staged::Request { client, req, reply } => {
                     self.submit(client, req, ReplyTo::Actor(reply))
@@ -431,6 +436,7 @@ impl World {
                 Staged::Detached { client, what } => self.add_detached(client, what),
             }
         }
+        self.staged_spare = staged;
         true
     }
 
@@ -512,6 +518,12 @@ impl World {
             }
             Control::BeforeNext(c, k, h) => self.hooks.push((c, k, h)),
         }
+    }
+
+    /// Clients with a request to apply, in id order.
+    fn ready_clients(&self) -> impl Iterator<Item = ClientId> + '_ {
+        (0..self.clients.len())
+            .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))
     }
 
     /// Whether client `c`'s requests currently reach the server.

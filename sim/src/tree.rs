@@ -332,8 +332,7 @@ impl DataTree {
         } else {
             0
         };
-        let parent_path = parent_path.to_owned();
-        let parent = self.nodes.get_mut(&parent_path).expect("checked above");
+        let parent = self.nodes.get_mut(parent_path).expect("checked above");
         parent.children.insert(path::basename(&path).to_owned());
         parent.child_creates += 1;
         parent.stat.cversion += 1;
@@ -366,7 +365,7 @@ impl DataTree {
         );
         trigger(
             &mut self.child_watches,
-            &parent_path,
+            parent_path,
             EventType::NodeChildrenChanged,
             &BTreeSet::new(),
             out,
@@ -383,8 +382,7 @@ impl DataTree {
     ) -> Result<(), ZkError> {
         validate_path(path, false)?;
         let parent_path = path::parent(path)
-            .ok_or_else(|| ZkError::BadArguments("cannot delete \"/\"".to_owned()))?
-            .to_owned();
+            .ok_or_else(|| ZkError::BadArguments("cannot delete \"/\"".to_owned()))?;
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
         // The server checks the version before the children.
         if !version_matches(version, node.stat.version) {
@@ -406,7 +404,7 @@ impl DataTree {
         }
         let parent = self
             .nodes
-            .get_mut(&parent_path)
+            .get_mut(parent_path)
             .expect("a node's parent exists");
         parent.children.remove(path::basename(path));
         parent.stat.cversion += 1;
@@ -430,7 +428,7 @@ impl DataTree {
         );
         trigger(
             &mut self.child_watches,
-            &parent_path,
+            parent_path,
             EventType::NodeChildrenChanged,
             &BTreeSet::new(),
             out,
@@ -505,7 +503,15 @@ fn data_len(data: &[u8]) -> i32 {
 }
 
 fn add_watch(watches: &mut Watches, path: &str, session: SessionId) {
-    watches.entry(path.to_owned()).or_default().insert(session);
+    // The key is copied only when the path is not watched yet.
+    match watches.get_mut(path) {
+        Some(sessions) => {
+            sessions.insert(session);
+        }
+        None => {
+            watches.insert(path.to_owned(), BTreeSet::from([session]));
+        }
+    }
 }
 
 /// Fires and removes the watches on `path`, notifying their sessions in ascending order,
@@ -518,7 +524,10 @@ fn trigger(
     skip: &BTreeSet<SessionId>,
     out: &mut Vec<Notification>,
 ) -> BTreeSet<SessionId> {
-    let sessions = watches.remove(path).unwrap_or_default();
+    // Nothing watched here (the common case): no set to walk.
+    let Some(sessions) = watches.remove(path) else {
+        return BTreeSet::new();
+    };
     for &session in sessions.difference(skip) {
         out.push(Notification {
             session,

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use valid::validate as validate_path;
-use zklock_recipe::path;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -303,7 +302,8 @@ impl DataTree {
         check_data_size(data)?;
         // Like the server, split at the last '/' of the path as given: "/a/" (sequential)
         // names a child of "/a", and "/" (sequential) a child of "/".
-        let parent_path = match path.rfind('/') {
+        let slash = last_slash(path);
+        let parent_path = match slash {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
         };
@@ -333,7 +333,10 @@ impl DataTree {
             0
         };
         let parent = self.nodes.get_mut(parent_path).expect("checked above");
-        parent.children.insert(path::basename(&path).to_owned());
+        // The suffix has no '/': the name starts after the same slash.
+        parent
+            .children
+            .insert(path[slash.map_or(0, |i| i + 1)..].to_owned());
         parent.child_creates += 1;
         parent.stat.cversion += 1;
         parent.stat.num_children += 1;
@@ -381,8 +384,15 @@ impl DataTree {
         out: &mut Vec<Notification>,
     ) -> Result<(), ZkError> {
         validate_path(path, false)?;
-        let parent_path = path::parent(path)
-            .ok_or_else(|| ZkError::BadArguments("cannot delete \"/\"".to_owned()))?;
+        // As path::parent and path::basename, from one search.
+        let slash = last_slash(path).filter(|_| path != "/");
+        let (parent_path, name) = match slash {
+            Some(0) => ("/", &path[1..]),
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => {
+                return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
+            }
+        };
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
         // The server checks the version before the children.
         if !version_matches(version, node.stat.version) {
@@ -406,7 +416,7 @@ impl DataTree {
             .nodes
             .get_mut(parent_path)
             .expect("a node's parent exists");
-        parent.children.remove(path::basename(path));
+        parent.children.remove(name);
         parent.stat.cversion += 1;
         parent.stat.num_children -= 1;
         parent.stat.pzxid = zxid;
@@ -538,6 +548,12 @@ fn trigger(
         });
     }
     sessions
+}
+
+/// The index of the last '/'. A plain loop: names are short, and `rfind`'s word-wise
+/// search cost more than it saved here.
+fn last_slash(path: &str) -> Option<usize> {
+    path.bytes().rposition(|b| b == b'/')
 }
 
 /// `path` with ZooKeeper's ten-digit sequence suffix, as `format!("{path}{n:010}")`

@@ -797,15 +797,26 @@ fn describe(req: &Request) -> (ZkOp, String) {
 
 fn fire_watchers(cl: &mut ClientState, ev: WatchedEvent) {
     use zklock_recipe::EventType::*;
-    let mut fired = Vec::new();
-    if matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted) {
-        fired.extend(cl.data_watchers.remove(&ev.path).unwrap_or_default());
-    }
-    if matches!(ev.event_type, NodeChildrenChanged | NodeDeleted) {
-        fired.extend(cl.child_watchers.remove(&ev.path).unwrap_or_default());
-    }
-    for w in fired {
-        w.fire(ev.clone());
+    let data = matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted)
+        .then(|| cl.data_watchers.remove(&ev.path))
+        .flatten();
+    let child = matches!(ev.event_type, NodeChildrenChanged | NodeDeleted)
+        .then(|| cl.child_watchers.remove(&ev.path))
+        .flatten();
+    // Data watches first, each in registration order; the last takes the event itself
+    // rather than a copy.
+    let mut fired = data
+        .into_iter()
+        .flatten()
+        .chain(child.into_iter().flatten())
+        .peekable();
+    while let Some(w) = fired.next() {
+        if fired.peek().is_some() {
+            w.fire(ev.clone());
+        } else {
+            w.fire(ev);
+            break;
+        }
     }
 }
 

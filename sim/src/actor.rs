@@ -122,21 +122,25 @@ pub(crate) struct Tracked<F> {
     id: usize,
     seq: usize,
     waker: Arc<ActorWaker>,
+    /// `waker` as a `Waker`, built once rather than at every poll.
+    own: Waker,
 }
 
 impl<F: Future> Tracked<F> {
     pub(crate) fn new(tracker: &Arc<Tracker>, fut: F) -> Self {
         tracker.active.fetch_add(1, Ordering::SeqCst);
         let id = tracker.next_actor.fetch_add(1, Ordering::SeqCst);
+        let waker = Arc::new(ActorWaker {
+            state: AtomicU8::new(SCHEDULED),
+            tracker: tracker.clone(),
+            inner: Mutex::new(None),
+        });
         Tracked {
             fut: Some(Box::pin(fut)),
             id,
             seq: 0,
-            waker: Arc::new(ActorWaker {
-                state: AtomicU8::new(SCHEDULED),
-                tracker: tracker.clone(),
-                inner: Mutex::new(None),
-            }),
+            own: Waker::from(waker.clone()),
+            waker,
         }
     }
 }
@@ -180,8 +184,7 @@ impl<F: Future> Future for Tracked<F> {
                 *inner = Some(cx.waker().clone());
             }
         }
-        let waker = Waker::from(this.waker.clone());
-        let mut acx = Context::from_waker(&waker);
+        let mut acx = Context::from_waker(&this.own);
         let prev = CURRENT.with(|c| c.replace(Some((this.id, this.seq))));
         let fut = this
             .fut

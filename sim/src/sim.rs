@@ -367,31 +367,22 @@ impl Sim {
 async fn drive(shared: &Shared) -> SimError {
     loop {
         shared.tracker.quiescent().await;
-        let (step, now_us, waiting, cfg) = {
-            let mut w = shared.world();
-            let s = w.step();
-            (s, w.now_us, w.outbound_total(), w.cfg.clone())
+        let mut w = shared.world();
+        let err = match w.step() {
+            Step::Progress => continue,
+            Step::Idle => SimError::Stuck {
+                at_ms: w.now_us / 1000,
+                requests_waiting: w.outbound_total(),
+            },
+            Step::OutOfTime => SimError::TimeLimit {
+                limit_ms: w.cfg.time_limit_ms,
+            },
+            Step::Pruned => SimError::Pruned,
+            Step::OutOfSteps => SimError::StepLimit {
+                steps_max: w.cfg.steps_max,
+            },
         };
-        match step {
-            Step::Progress => {}
-            Step::Idle => {
-                return SimError::Stuck {
-                    at_ms: now_us / 1000,
-                    requests_waiting: waiting,
-                };
-            }
-            Step::OutOfTime => {
-                return SimError::TimeLimit {
-                    limit_ms: cfg.time_limit_ms,
-                };
-            }
-            Step::Pruned => return SimError::Pruned,
-            Step::OutOfSteps => {
-                return SimError::StepLimit {
-                    steps_max: cfg.steps_max,
-                };
-            }
-        }
+        return err;
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zklock_recipe::path::{self, validate_path};
+use valid::validate as validate_path;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -17,7 +17,7 @@ pub struct Notification {
     pub event: WatchedEvent,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Node {
     data: Vec<u8>,
     /// The stat as clients see it. Its `cversion` counts child creates and deletes.
@@ -37,7 +37,7 @@ type Watches = BTreeMap<String, BTreeSet<SessionId>>;
 ///
 /// Failed writes leave the tree untouched and consume no zxid. A real server does log
 /// them as error transactions with zxids of their own, but no client can observe the gap.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataTree {
     nodes: BTreeMap<String, Node>,
     last_zxid: i64,
@@ -302,13 +302,14 @@ impl DataTree {
         check_data_size(data)?;
         // Like the server, split at the last '/' of the path as given: "/a/" (sequential)
         // names a child of "/a", and "/" (sequential) a child of "/".
-        let parent_path = match path.rfind('/') {
+        let slash = last_slash(path);
+        let parent_path = match slash {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
         };
         let parent = self.nodes.get(parent_path).ok_or(ZkError::NoNode)?;
         let path = if mode.is_sequential() {
-            format!("{path}{:010}", parent.child_creates)
+            sequential_name(path, parent.child_creates)
         } else {
             path.to_owned()
         };
@@ -331,9 +332,11 @@ impl DataTree {
         } else {
             0
         };
-        let parent_path = parent_path.to_owned();
-        let parent = self.nodes.get_mut(&parent_path).expect("checked above");
-        parent.children.insert(path::basename(&path).to_owned());
+        let parent = self.nodes.get_mut(parent_path).expect("checked above");
+        // The suffix has no '/': the name starts after the same slash.
+        parent
+            .children
+            .insert(path[slash.map_or(0, |i| i + 1)..].to_owned());
         parent.child_creates += 1;
         parent.stat.cversion += 1;
         parent.stat.num_children += 1;
@@ -365,7 +368,7 @@ impl DataTree {
         );
         trigger(
             &mut self.child_watches,
-            &parent_path,
+            parent_path,
             EventType::NodeChildrenChanged,
             &BTreeSet::new(),
             out,
@@ -381,9 +384,15 @@ impl DataTree {
         out: &mut Vec<Notification>,
     ) -> Result<(), ZkError> {
         validate_path(path, false)?;
-        let parent_path = path::parent(path)
-            .ok_or_else(|| ZkError::BadArguments("cannot delete \"/\"".to_owned()))?
-            .to_owned();
+        // As path::parent and path::basename, from one search.
+        let slash = last_slash(path).filter(|_| path != "/");
+        let (parent_path, name) = match slash {
+            Some(0) => ("/", &path[1..]),
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => {
+                return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
+            }
+        };
         let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
         // The server checks the version before the children.
         if !version_matches(version, node.stat.version) {
@@ -405,9 +414,9 @@ impl DataTree {
         }
         let parent = self
             .nodes
-            .get_mut(&parent_path)
+            .get_mut(parent_path)
             .expect("a node's parent exists");
-        parent.children.remove(path::basename(path));
+        parent.children.remove(name);
         parent.stat.cversion += 1;
         parent.stat.num_children -= 1;
         parent.stat.pzxid = zxid;
@@ -429,7 +438,7 @@ impl DataTree {
         );
         trigger(
             &mut self.child_watches,
-            &parent_path,
+            parent_path,
             EventType::NodeChildrenChanged,
             &BTreeSet::new(),
             out,
@@ -504,7 +513,15 @@ fn data_len(data: &[u8]) -> i32 {
 }
 
 fn add_watch(watches: &mut Watches, path: &str, session: SessionId) {
-    watches.entry(path.to_owned()).or_default().insert(session);
+    // The key is copied only when the path is not watched yet.
+    match watches.get_mut(path) {
+        Some(sessions) => {
+            sessions.insert(session);
+        }
+        None => {
+            watches.insert(path.to_owned(), BTreeSet::from([session]));
+        }
+    }
 }
 
 /// Fires and removes the watches on `path`, notifying their sessions in ascending order,
@@ -517,7 +534,10 @@ fn trigger(
     skip: &BTreeSet<SessionId>,
     out: &mut Vec<Notification>,
 ) -> BTreeSet<SessionId> {
-    let sessions = watches.remove(path).unwrap_or_default();
+    // Nothing watched here (the common case): no set to walk.
+    let Some(sessions) = watches.remove(path) else {
+        return BTreeSet::new();
+    };
     for &session in sessions.difference(skip) {
         out.push(Notification {
             session,
@@ -530,5 +550,31 @@ fn trigger(
     sessions
 }
 
+/// The index of the last '/'. A plain loop: names are short, and `rfind`'s word-wise
+/// search cost more than it saved here.
+fn last_slash(path: &str) -> Option<usize> {
+    path.bytes().rposition(|b| b == b'/')
+}
+
+/// `path` with ZooKeeper's ten-digit sequence suffix, as `format!("{path}{n:010}")`
+/// writes it, without the formatting machinery (this runs on every sequential create).
+fn sequential_name(path: &str, n: i32) -> String {
+    if n < 0 {
+        return format!("{path}{n:010}");
+    }
+    let mut out = String::with_capacity(path.len() + 10);
+    out.push_str(path);
+    let mut digits = [b'0'; 10];
+    let mut v = n as u32;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    // An i32 has at most ten digits, so they all fit.
+    out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
+    out
+}
+
 #[cfg(test)]
 mod tests;
+mod valid;

@@ -93,12 +93,13 @@ pub fn run_scenario_with<R: Recipe>(
         }
     };
     let error = rt.block_on(sim.run(main)).err();
-    let w = sim.shared.world();
+    // The world is done with: its history and choices are moved out, not copied.
+    let mut w = sim.shared.world();
     RunOutcome {
         history: History {
-            events: w.history.clone(),
+            events: std::mem::take(&mut w.history),
         },
-        choices: w.choices.clone(),
+        choices: std::mem::take(&mut w.choices),
         final_lock_children: w.tree.children(&scenario.lock_path).unwrap_or_default(),
         error,
         faults_injected: w.faults.as_ref().map_or(0, |f| f.injected),

@@ -39,7 +39,7 @@ impl World {
             cl.state = state;
             cl.broadcast.send(state);
             self.record(c, EventKind::Session { state });
-            self.observe(c, &state);
+            self.observe(c, super::digest::Seen::Session(state));
         }
     }
 
@@ -243,7 +243,7 @@ impl World {
         let paused_us = self.now_us - self.clients[c].frozen_since;
         self.clients[c].frozen_until = None;
         for done in std::mem::take(&mut self.clients[c].deferred_sleeps) {
-            self.observe(c, &"woke");
+            self.observe(c, super::digest::Seen::Woke);
             let _ = done.send(());
         }
         for (op, reply) in std::mem::take(&mut self.clients[c].deferred_resource) {

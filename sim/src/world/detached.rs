@@ -23,7 +23,7 @@ use zklock_recipe::DetachedCleanup;
 use zklock_recipe::path::join;
 
 /// One step of cleanup work, each one request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Work {
     /// Delete this node.
     Delete(String),
@@ -53,7 +53,7 @@ impl Work {
 }
 
 /// A client's pending cleanup.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Hash)]
 pub(crate) struct Detached {
     queue: VecDeque<Work>,
     /// A request for the front item is on the connection or its reply on the way back.

@@ -8,18 +8,61 @@
 //! digests have the same futures, and exploring one of them suffices. Epoch counters are
 //! included as they are (sound, if it merges a little less). Hashing uses two independent
 //! 64-bit hashes; a collision could hide a state with probability about 2^-128 per pair.
+//!
+//! The state is encoded through `Hash` (every sequence with its length, so the encoding
+//! is unambiguous), never through `Debug` text: formatting the world cost more than
+//! simulating it. Two states encode alike exactly when their `Debug` renderings agree.
 
-use super::World;
+use super::request::Reply;
+use super::resource::ResourceReply;
+use super::{Inbound, World, timer_shape};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use zklock_recipe::{SessionState, WatchedEvent};
 
-fn fold(h: &mut DefaultHasher, v: &impl std::fmt::Debug) {
-    format!("{v:?}").hash(h);
+/// A value delivered to a client's actor. The variant keeps kinds apart, as their `Debug`
+/// texts were.
+#[derive(Hash)]
+pub(crate) enum Seen<'a> {
+    Reply(&'a Reply),
+    Event(&'a WatchedEvent),
+    Session(SessionState),
+    Resource(&'a ResourceReply),
+    /// A sleep ended.
+    Woke,
+}
+
+/// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
+/// whole state is hashed in one pass over one buffer.
+struct Bytes<'a>(&'a mut Vec<u8>);
+
+impl Hasher for Bytes<'_> {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+    fn finish(&self) -> u64 {
+        unreachable!("an encoder, never asked for a hash")
+    }
 }
 
 impl World {
     /// Folds a value delivered to client `c` into its observation digest (only when an
-    /// explorer asked for digests: it costs a format per delivery).
-    pub(crate) fn observe(&mut self, c: usize, v: &impl std::fmt::Debug) {
+    /// explorer asked for digests).
+    pub(crate) fn observe(&mut self, c: usize, v: Seen<'_>) {
         if !self.digesting {
             return;
         }
@@ -28,68 +71,68 @@ impl World {
         };
         let mut h = DefaultHasher::new();
         cl.obs.hash(&mut h);
-        fold(&mut h, v);
+        v.hash(&mut h);
         cl.obs = h.finish();
     }
 
     /// The digest of the current state (see the module docs).
-    pub(crate) fn digest(&self) -> u128 {
+    pub(crate) fn digest(&mut self) -> u128 {
+        let mut buf = std::mem::take(&mut self.digest_buf);
+        buf.clear();
+        self.encode(&mut Bytes(&mut buf));
         let mut a = DefaultHasher::new();
         let mut b = DefaultHasher::new();
         0x5a5a_u16.hash(&mut b);
-        for h in [&mut a, &mut b] {
-            self.now_us.hash(h);
-            fold(h, &self.tree);
-            for cl in &self.clients {
-                cl.obs.hash(h);
-                fold(h, &(cl.conn, cl.state, cl.conn_epoch));
-                fold(
-                    h,
-                    &(cl.frozen_until, cl.partitioned_until, cl.delayed_until),
-                );
-                fold(h, &(cl.lose_next_create, cl.crashed, cl.conn_broken));
-                // Whether a reply goes to the actor or to the background cleanup matters
-                // to what follows, as does the cleanup still queued.
-                for o in &cl.outbound {
-                    fold(h, &(&o.req, o.reply.is_detached()));
-                }
-                for i in &cl.inbound {
-                    match i {
-                        super::Inbound::Reply {
-                            result,
-                            watch,
-                            reply,
-                            ..
-                        } => fold(h, &(result, watch, reply.is_detached())),
-                        super::Inbound::Event(ev) => fold(h, ev),
-                    }
-                }
-                fold(h, &cl.detached);
-                fold(
-                    h,
-                    &cl.data_watchers
-                        .iter()
-                        .map(|(k, v)| (k, v.len()))
-                        .collect::<Vec<_>>(),
-                );
-                fold(
-                    h,
-                    &cl.child_watchers
-                        .iter()
-                        .map(|(k, v)| (k, v.len()))
-                        .collect::<Vec<_>>(),
-                );
-            }
-            for (id, s) in &self.sessions {
-                fold(h, &(id, s.alive, s.hears, s.expiry_epoch));
-            }
-            for ((at, _), t) in &self.timers {
-                at.hash(h);
-                fold(h, &super::timer_shape(t));
-            }
-            fold(h, &self.resource);
-            fold(h, &self.faults.as_ref().map(|f| f.injected));
-        }
+        a.write(&buf);
+        b.write(&buf);
+        self.digest_buf = buf;
         ((a.finish() as u128) << 64) | b.finish() as u128
+    }
+
+    fn encode(&self, h: &mut impl Hasher) {
+        self.now_us.hash(h);
+        self.tree.hash(h);
+        self.clients.len().hash(h);
+        for cl in &self.clients {
+            cl.obs.hash(h);
+            (cl.conn, cl.state, cl.conn_epoch).hash(h);
+            (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
+            (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
+            // Whether a reply goes to the actor or to the background cleanup matters
+            // to what follows, as does the cleanup still queued.
+            cl.outbound.len().hash(h);
+            for o in &cl.outbound {
+                (&o.req, o.reply.is_detached()).hash(h);
+            }
+            cl.inbound.len().hash(h);
+            for i in &cl.inbound {
+                match i {
+                    Inbound::Reply {
+                        result,
+                        watch,
+                        reply,
+                        ..
+                    } => (0u8, result, watch, reply.is_detached()).hash(h),
+                    Inbound::Event(ev) => (1u8, ev).hash(h),
+                }
+            }
+            cl.detached.hash(h);
+            for table in [&cl.data_watchers, &cl.child_watchers] {
+                table.len().hash(h);
+                for (path, senders) in table {
+                    (path, senders.len()).hash(h);
+                }
+            }
+        }
+        self.sessions.len().hash(h);
+        for (id, s) in &self.sessions {
+            (id, s.alive, s.hears, s.expiry_epoch).hash(h);
+        }
+        self.timers.len().hash(h);
+        for ((at, _), t) in &self.timers {
+            (at, timer_shape(t)).hash(h);
+        }
+        self.resource.hash(h);
+        self.faults.as_ref().map(|f| f.injected).hash(h);
     }
 }

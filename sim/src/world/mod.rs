@@ -16,6 +16,7 @@ use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
 use detached::Detached;
+use digest::Seen;
 pub(crate) use faults::FaultPlan;
 use futures_channel::oneshot;
 use request::{Answer, Reply, Request, RequestKind, WatchKind};
@@ -80,7 +81,7 @@ pub(crate) enum Control {
 
 pub(crate) type Hook = Box<dyn FnOnce(&mut ServerCtl<'_>) + Send>;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Conn {
     Connected,
     Disconnected,
@@ -194,6 +195,10 @@ pub(crate) struct World {
     timers: BTreeMap<(u64, u64), Timer>,
     timer_seq: u64,
     staged: Vec<((usize, usize), Staged)>,
+    /// Scratch list of `route`, kept to spare an allocation per write.
+    touched: Vec<ClientId>,
+    /// `staged`'s other buffer (see `flush_staged`).
+    staged_spare: Vec<((usize, usize), Staged)>,
     hooks: Vec<(ClientId, RequestKind, Hook)>,
     next_session: i64,
     /// Every event so far, in order.
@@ -208,6 +213,8 @@ pub(crate) struct World {
     outside_seq: usize,
     /// Whether the chooser wants state digests (then deliveries are folded into `obs`).
     pub(crate) digesting: bool,
+    /// Scratch space of `digest`, kept to spare an allocation per step.
+    digest_buf: Vec<u8>,
 }
 
 impl World {
@@ -225,6 +232,8 @@ impl World {
             timers: BTreeMap::new(),
             timer_seq: 0,
             staged: Vec::new(),
+            staged_spare: Vec::new(),
+            touched: Vec::new(),
             hooks: Vec::new(),
             next_session: 0x1000,
             history: Vec::new(),
@@ -234,6 +243,7 @@ impl World {
             detached_clients: 0,
             outside_seq: 0,
             digesting,
+            digest_buf: Vec::new(),
         }
     }
 
@@ -363,13 +373,13 @@ impl World {
             return Step::Progress;
         }
         // Then one pending request, from a client the chooser picks.
-        let ready: Vec<ClientId> = (0..self.clients.len())
-            .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))
-            .collect();
-        if !ready.is_empty() {
-            let i = self.choose(ChoiceKind::NextRequest, ready.len());
+        // Counted, then the i-th found again: no list is built at every step.
+        let n = self.ready_clients().count();
+        if n > 0 {
+            let i = self.choose(ChoiceKind::NextRequest, n);
+            let c = self.ready_clients().nth(i).expect("i < n");
             self.advance_to(self.now_us + self.cfg.request_time_us);
-            self.apply_next(ready[i]);
+            self.apply_next(c);
             return Step::Progress;
         }
         // Otherwise time moves on to the next timer.
@@ -396,9 +406,11 @@ impl World {
         if self.staged.is_empty() {
             return false;
         }
-        let mut staged = std::mem::take(&mut self.staged);
+        // Swapped with a spare vector and back, so staging never allocates once warm.
+        let mut staged =
+            std::mem::replace(&mut self.staged, std::mem::take(&mut self.staged_spare));
         staged.sort_by_key(|(order, _)| *order);
-        for (_, s) in staged {
+        for (_, s) in staged.drain(..) {
             match s {
                 Staged::Request { client, req, reply } => {
                     self.submit(client, req, ReplyTo::Actor(reply))
@@ -427,6 +439,7 @@ impl World {
                 Staged::Detached { client, what } => self.add_detached(client, what),
             }
         }
+        self.staged_spare = staged;
         true
     }
 
@@ -508,6 +521,12 @@ impl World {
             }
             Control::BeforeNext(c, k, h) => self.hooks.push((c, k, h)),
         }
+    }
+
+    /// Clients with a request to apply, in id order.
+    fn ready_clients(&self) -> impl Iterator<Item = ClientId> + '_ {
+        (0..self.clients.len())
+            .filter(|&c| !self.clients[c].outbound.is_empty() && self.can_reach_server(c))
     }
 
     /// Whether client `c`'s requests currently reach the server.
@@ -621,7 +640,10 @@ impl World {
 
     /// Queues watch notifications on their clients' connections.
     pub(crate) fn route(&mut self, notes: Vec<Notification>) {
-        let mut touched = Vec::new();
+        if notes.is_empty() {
+            return;
+        }
+        let mut touched = std::mem::take(&mut self.touched);
         for n in notes {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
@@ -632,9 +654,11 @@ impl World {
             }
         }
         touched.sort_unstable();
-        for c in touched {
+        for &c in &touched {
             self.pump(c);
         }
+        touched.clear();
+        self.touched = touched;
     }
 
     /// Delivers what the client's connection holds, in order, unless the client cannot
@@ -678,16 +702,13 @@ impl World {
                             error: e.clone(),
                         },
                     };
-                    self.observe(c, &result);
+                    self.observe(c, Seen::Reply(&result));
                     self.answer(c, reply, result);
                     self.record(c, kind);
                 }
                 Inbound::Event(ev) => {
-                    let seen = self.digesting.then(|| ev.clone());
+                    self.observe(c, Seen::Event(&ev));
                     fire_watchers(&mut self.clients[c], ev);
-                    if let Some(ev) = seen {
-                        self.observe(c, &ev);
-                    }
                 }
             }
         }
@@ -703,7 +724,7 @@ impl World {
                 {
                     self.clients[c].deferred_sleeps.push(done);
                 } else {
-                    self.observe(c, &"woke");
+                    self.observe(c, Seen::Woke);
                     let _ = done.send(());
                 }
             }
@@ -776,15 +797,26 @@ fn describe(req: &Request) -> (ZkOp, String) {
 
 fn fire_watchers(cl: &mut ClientState, ev: WatchedEvent) {
     use zklock_recipe::EventType::*;
-    let mut fired = Vec::new();
-    if matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted) {
-        fired.extend(cl.data_watchers.remove(&ev.path).unwrap_or_default());
-    }
-    if matches!(ev.event_type, NodeChildrenChanged | NodeDeleted) {
-        fired.extend(cl.child_watchers.remove(&ev.path).unwrap_or_default());
-    }
-    for w in fired {
-        w.fire(ev.clone());
+    let data = matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted)
+        .then(|| cl.data_watchers.remove(&ev.path))
+        .flatten();
+    let child = matches!(ev.event_type, NodeChildrenChanged | NodeDeleted)
+        .then(|| cl.child_watchers.remove(&ev.path))
+        .flatten();
+    // Data watches first, each in registration order; the last takes the event itself
+    // rather than a copy.
+    let mut fired = data
+        .into_iter()
+        .flatten()
+        .chain(child.into_iter().flatten())
+        .peekable();
+    while let Some(w) = fired.next() {
+        if fired.peek().is_some() {
+            w.fire(ev.clone());
+        } else {
+            w.fire(ev);
+            break;
+        }
     }
 }
 

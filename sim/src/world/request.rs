@@ -5,7 +5,7 @@ use zklock_recipe::{CreateMode, Op, OpResult, Stat, Watch, ZkError};
 /// The kind of a request, for hooks: the history's own operation names.
 pub use zklock_recipe::history::ZkOp as RequestKind;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub(crate) enum Request {
     Create {
         path: String,
@@ -79,8 +79,25 @@ impl Answer {
 pub(crate) type Reply = Result<Answer, ZkError>;
 
 /// Which client-side watch table a registration belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum WatchKind {
     Data,
     Child,
+}
+
+/// For state digests. A watch counts by its presence only: the one attached to a reply is
+/// always fresh and unfired, so nothing else about it can differ between two states.
+impl std::hash::Hash for Answer {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Answer::Created(p, s) => (p, s).hash(h),
+            Answer::Done => {}
+            Answer::Exists(s, w) => (s, w.is_some()).hash(h),
+            Answer::Data(d, s, w) => (d, s, w.is_some()).hash(h),
+            Answer::Children(c, w) => (c, w.is_some()).hash(h),
+            Answer::Stat(s) => s.hash(h),
+            Answer::Multi(r) => r.hash(h),
+        }
+    }
 }

@@ -20,14 +20,14 @@ pub(crate) enum ResourceOp {
 }
 
 /// What a resource operation saw.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ResourceReply {
     pub fenced: u64,
     pub unfenced: u64,
     pub accepted: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Hash)]
 pub(crate) struct ResourceState {
     fenced: u64,
     unfenced: u64,
@@ -94,7 +94,7 @@ impl World {
                 v
             }
         };
-        self.observe(c, &out);
+        self.observe(c, super::digest::Seen::Resource(&out));
         let _ = reply.send(out);
     }
 }

@@ -25,7 +25,7 @@ use super::LockOptions;
 use super::create::{ContenderSpec, OwnNode, create_contender_listed};
 use super::error::{LockError, LostReason};
 use super::guard::LockGuard;
-use super::naming::{LockNode, NodeKind, contenders};
+use super::naming::{LockNode, NodeKind, contenders_from};
 use super::observe::Observer;
 use super::queue::{blocker, position};
 use super::retry::{RetryPolicy, retry, session_over};
@@ -33,6 +33,7 @@ use super::state::{Pending, SharedState};
 use crate::path::join;
 use crate::{Coordination, SessionEvents, SessionState, Watch, WatchedEvent, ZkError};
 use futures_util::future::poll_fn;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::Poll;
@@ -44,7 +45,7 @@ pub async fn list_contenders<C: Coordination>(
     dir: &str,
 ) -> Result<Vec<LockNode>, LockError> {
     match retry(client, policy, || client.get_children(dir)).await {
-        Ok(children) => Ok(contenders(&children)),
+        Ok(children) => Ok(contenders_from(children)),
         Err(ZkError::NoNode) => Err(LockError::LockPathDeleted {
             path: dir.to_owned(),
         }),
@@ -155,11 +156,14 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             s.attempts += 1;
             s.attempts
         };
-        let base = match &options.guid {
-            Some(g) => g.clone(),
-            None => format!("{:x}", client.session_id().0),
+        // `<base>-<attempt>` in hex, written into one buffer (this is the hot path).
+        let mut guid = String::with_capacity(32);
+        let written = match &options.guid {
+            Some(g) => write!(guid, "{g}-{number:x}"),
+            None => write!(guid, "{:x}-{number:x}", client.session_id().0),
         };
-        let mut pending = Pending::new(shared.clone(), dir, format!("{base}-{number:x}"), kind);
+        written.expect("writing to a String cannot fail");
+        let mut pending = Pending::new(shared.clone(), dir, guid, kind);
         // Subscribed before the create, so no state change after it goes unseen.
         let events = client.session_events();
         let guid = pending.guid.clone();
@@ -177,7 +181,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
 
         // Session events from before the create on; our node's watch is the guard's.
         let mut observer = Observer::new(events);
-        let mut listed = listed.map(|children| contenders(&children));
+        let mut listed = listed.map(contenders_from);
         loop {
             if observer.lost.is_some() {
                 return Err(vanished(client, policy, &own.path).await);

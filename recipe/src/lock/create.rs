@@ -97,9 +97,7 @@ pub async fn find_own_nodes<C: Coordination>(
         .iter()
         .filter_map(|c| LockNode::parse(c))
         .filter(|n| {
-            n.style == NamingStyle::Curator
-                && n.kind == spec.kind
-                && n.guid.as_deref() == Some(spec.guid)
+            n.style == NamingStyle::Curator && n.kind == spec.kind && n.guid() == Some(spec.guid)
         })
         .collect();
     super::naming::sort_by_sequence(&mut mine);

@@ -57,12 +57,13 @@ pub enum NamingStyle {
 pub struct LockNode {
     /// The node's name (the last path component).
     pub name: String,
-    /// The contender's guid, if the style carries one.
-    pub guid: Option<String>,
     pub kind: NodeKind,
     pub style: NamingStyle,
     /// The numeric sequential suffix.
     pub sequence: u32,
+    /// Where the guid sits in `name` (start, end), if the style carries one: a listing
+    /// is parsed at every step of the recipe, so the guid is not copied out.
+    guid_at: Option<(usize, usize)>,
 }
 
 const CURATOR_MARKERS: [(&str, NodeKind); 5] = [
@@ -96,43 +97,73 @@ pub fn parse_sequence(name: &str) -> Option<u32> {
 impl LockNode {
     /// Parses a child name of a lock directory; `None` if it is not a contender.
     pub fn parse(name: &str) -> Option<LockNode> {
-        let sequence = parse_sequence(name)?;
-        let prefix = &name[..name.len() - SEQUENCE_DIGITS];
-        let node = |guid: Option<&str>, kind, style| LockNode {
+        let (guid_at, kind, style, sequence) = classify(name)?;
+        Some(LockNode {
             name: name.to_owned(),
-            guid: guid.map(str::to_owned),
             kind,
             style,
             sequence,
-        };
-        if let Some(rest) = prefix.strip_prefix("_c_") {
-            for (marker, kind) in CURATOR_MARKERS {
-                if let Some(guid) = rest.strip_suffix(marker).and_then(|r| r.strip_suffix('-'))
-                    && !guid.is_empty()
-                {
-                    return Some(node(Some(guid), kind, NamingStyle::Curator));
-                }
-            }
-        }
-        for (marker, kind) in KAZOO_MARKERS {
-            if let Some(guid) = prefix.strip_suffix(marker) {
-                let guid = (!guid.is_empty()).then_some(guid);
-                return Some(node(guid, kind, NamingStyle::Kazoo));
-            }
-        }
-        for (marker, kind) in &CURATOR_MARKERS[..3] {
-            if prefix == *marker {
-                return Some(node(None, *kind, NamingStyle::Plain));
-            }
-        }
-        None
+            guid_at,
+        })
     }
+
+    /// [`parse`](LockNode::parse), keeping `name` instead of copying it.
+    pub fn from_name(name: String) -> Option<LockNode> {
+        let (guid_at, kind, style, sequence) = classify(&name)?;
+        Some(LockNode {
+            name,
+            kind,
+            style,
+            sequence,
+            guid_at,
+        })
+    }
+
+    /// The contender's guid, if the style carries one.
+    pub fn guid(&self) -> Option<&str> {
+        self.guid_at.map(|(start, end)| &self.name[start..end])
+    }
+}
+
+type Parsed = (Option<(usize, usize)>, NodeKind, NamingStyle, u32);
+
+fn classify(name: &str) -> Option<Parsed> {
+    let sequence = parse_sequence(name)?;
+    let prefix = &name[..name.len() - SEQUENCE_DIGITS];
+    if let Some(rest) = prefix.strip_prefix("_c_") {
+        for (marker, kind) in CURATOR_MARKERS {
+            if let Some(guid) = rest.strip_suffix(marker).and_then(|r| r.strip_suffix('-'))
+                && !guid.is_empty()
+            {
+                let at = Some((3, 3 + guid.len()));
+                return Some((at, kind, NamingStyle::Curator, sequence));
+            }
+        }
+    }
+    for (marker, kind) in KAZOO_MARKERS {
+        if let Some(guid) = prefix.strip_suffix(marker) {
+            let at = (!guid.is_empty()).then_some((0, guid.len()));
+            return Some((at, kind, NamingStyle::Kazoo, sequence));
+        }
+    }
+    for (marker, kind) in &CURATOR_MARKERS[..3] {
+        if prefix == *marker {
+            return Some((None, *kind, NamingStyle::Plain, sequence));
+        }
+    }
+    None
 }
 
 /// The name this crate gives a contender before ZooKeeper appends the suffix:
 /// `_c_<guid>-<marker>`, Curator's protected naming.
 pub fn node_prefix(guid: &str, kind: NodeKind) -> String {
-    format!("_c_{guid}-{}", kind.marker())
+    let marker = kind.marker();
+    let mut prefix = String::with_capacity(4 + guid.len() + marker.len());
+    prefix.push_str("_c_");
+    prefix.push_str(guid);
+    prefix.push('-');
+    prefix.push_str(marker);
+    prefix
 }
 
 /// Orders contenders by sequence number (ties, impossible within one directory, by name
@@ -152,6 +183,16 @@ pub fn contenders<S: AsRef<str>>(children: &[S]) -> Vec<LockNode> {
     nodes
 }
 
+/// [`contenders`], keeping the listing's names instead of copying them.
+pub fn contenders_from(children: Vec<String>) -> Vec<LockNode> {
+    let mut nodes: Vec<LockNode> = children
+        .into_iter()
+        .filter_map(LockNode::from_name)
+        .collect();
+    sort_by_sequence(&mut nodes);
+    nodes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,7 +201,7 @@ mod tests {
     fn parses_each_style() {
         let c = LockNode::parse("_c_1f-0001-lock-0000000042").unwrap();
         assert_eq!(
-            (c.guid.as_deref(), c.kind, c.style, c.sequence),
+            (c.guid(), c.kind, c.style, c.sequence),
             (
                 Some("1f-0001"),
                 NodeKind::Exclusive,
@@ -169,22 +210,19 @@ mod tests {
             )
         );
         let r = LockNode::parse("_c_a-b-__READ__0000000007").unwrap();
-        assert_eq!((r.guid.as_deref(), r.kind), (Some("a-b"), NodeKind::Read));
+        assert_eq!((r.guid(), r.kind), (Some("a-b"), NodeKind::Read));
         let w = LockNode::parse("_c_x-__WRIT__0000000008").unwrap();
         assert_eq!(w.kind, NodeKind::Write);
         let k = LockNode::parse("3e1d9c__lock__0000000003").unwrap();
         assert_eq!(
-            (k.guid.as_deref(), k.kind, k.style, k.sequence),
+            (k.guid(), k.kind, k.style, k.sequence),
             (Some("3e1d9c"), NodeKind::Exclusive, NamingStyle::Kazoo, 3)
         );
         let kr = LockNode::parse("3e1d9c__rlock__0000000004").unwrap();
-        assert_eq!(
-            (kr.guid.as_deref(), kr.kind),
-            (Some("3e1d9c"), NodeKind::Read)
-        );
+        assert_eq!((kr.guid(), kr.kind), (Some("3e1d9c"), NodeKind::Read));
         let p = LockNode::parse("write-0000000005").unwrap();
         assert_eq!(
-            (p.guid, p.kind, p.style),
+            (p.guid(), p.kind, p.style),
             (None, NodeKind::Write, NamingStyle::Plain)
         );
     }
@@ -212,7 +250,7 @@ mod tests {
         let name = format!("{}0000000009", node_prefix("g", NodeKind::Write));
         let n = LockNode::parse(&name).unwrap();
         assert_eq!(
-            (n.guid.as_deref(), n.kind, n.sequence),
+            (n.guid(), n.kind, n.sequence),
             (Some("g"), NodeKind::Write, 9)
         );
     }

@@ -247,7 +247,7 @@ fn participants_lists_curator_and_kazoo_contenders_in_sequence_order() {
             .await
             .unwrap()
             .into_iter()
-            .map(|n| (n.sequence, n.kind, n.style, n.guid))
+            .map(|n| (n.sequence, n.kind, n.style, n.guid().map(str::to_owned)))
             .collect();
         let guid = held.node().name[3..]
             .split("-lock-")

@@ -15,5 +15,7 @@ fn two_clients_one_fault_shipped_recipe_is_correct() {
         panic!("{}", v.report);
     }
     assert!(r.complete, "{r}");
-    assert!(r.schedules > 1 && r.distinct_states > 1, "{r}");
+    // Pinned, as stateright pins its state counts: a change to the recipe's requests, the
+    // world's choices or the state digest shows up here. Update them knowingly.
+    assert_eq!((r.schedules, r.distinct_states), (22_686, 140_627), "{r}");
 }

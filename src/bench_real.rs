@@ -189,7 +189,9 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         rounds: opts.rounds,
         clients_note: "each client its own session, acquire -> release with no hold in a \
                        tight loop; the Rust clients are tasks on one multi-threaded tokio \
-                       runtime"
+                       runtime; zklock's release awaits the delete, and its lost signal \
+                       is not awaited (the other two have none), so it reads nothing of \
+                       its own node"
             .into(),
         ..RealFigures::default()
     };

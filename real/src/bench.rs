@@ -12,7 +12,9 @@
 //! client (with one client, its own next acquisition), in grant order.
 //!
 //! * [`recipe_cell`]: the shipped recipe, [`zklock_recipe::lock::Lock`] over [`ZkClient`];
-//!   release awaits the delete.
+//!   release awaits the delete. The guard's lost signal is not awaited (the other two
+//!   locks have none), so the recipe sends Curator's requests: create with the listing
+//!   right behind it, the predecessor's watch when contended, the listing again, delete.
 //! * [`zookeeper_client_cell`]: zookeeper-client's own `Client::lock` (Curator prefix);
 //!   its release is dropping the guard, which deletes the node in the background, as that
 //!   library designs it.

@@ -70,9 +70,17 @@
 //!   counter ([`LockOptions::guid`]), backoff has no jitter, and time is the runner's, so a
 //!   simulated run is reproducible from its seed.
 //!
+//! - **No request beyond Curator's.** Acquiring sends the create with the first listing
+//!   right behind it (one round trip: a session's requests are applied in order), then,
+//!   if blocked, the blocker's watch and the listing again once it fires; release deletes.
+//!   The watch on our own node (its deletion, revocation requests) is set when the
+//!   guard's [`lost`](LockGuard::lost) or [`revocation`](LockGuard::revocation) is first
+//!   awaited; that first read reports a deletion at any time since the grant.
+//!
 //! Revocation is cooperative: another client sets [`lock::REVOKE_MESSAGE`] on a holder's
 //! node ([`lock::request_revoke`]) and the holder sees
-//! [`revoke_requested`](LockGuard::revoke_requested); releasing is up to it.
+//! [`revoke_requested`](LockGuard::revoke_requested) once it awaits
+//! [`revocation`](LockGuard::revocation); releasing is up to it.
 //!
 //! The recipes are not reentrant: a lock object has one contender at a time.
 

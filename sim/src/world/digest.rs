@@ -6,17 +6,19 @@
 //! (tree, sessions, connections, queues, timers, resource, faults used) plus every
 //! client's `obs` therefore determines every continuation: two schedules that reach equal
 //! digests have the same futures, and exploring one of them suffices. Epoch counters are
-//! included as they are (sound, if it merges a little less). Hashing uses two independent
-//! 64-bit hashes; a collision could hide a state with probability about 2^-128 per pair.
+//! included as they are (sound, if it merges a little less). The encoding is hashed to 128
+//! bits in one pass ([`hash128`]); a collision could hide a state with a chance of about
+//! 2^-128 per pair.
 //!
 //! The state is encoded through `Hash` (every sequence with its length, so the encoding
 //! is unambiguous), never through `Debug` text: formatting the world cost more than
 //! simulating it. Two states encode alike exactly when their `Debug` renderings agree.
 
+use super::hash128::hash128;
 use super::request::Reply;
 use super::resource::ResourceReply;
 use super::{Inbound, World, timer_shape};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use zklock_recipe::{SessionState, WatchedEvent};
 
 /// A value delivered to a client's actor. The variant keeps kinds apart, as their `Debug`
@@ -69,10 +71,11 @@ impl World {
         let Some(cl) = self.clients.get_mut(c) else {
             return;
         };
-        let mut h = DefaultHasher::new();
-        cl.obs.hash(&mut h);
-        v.hash(&mut h);
-        cl.obs = h.finish();
+        let buf = &mut self.digest_buf;
+        buf.clear();
+        cl.obs.hash(&mut Bytes(buf));
+        v.hash(&mut Bytes(buf));
+        cl.obs = hash128(buf) as u64;
     }
 
     /// The digest of the current state (see the module docs).
@@ -80,13 +83,9 @@ impl World {
         let mut buf = std::mem::take(&mut self.digest_buf);
         buf.clear();
         self.encode(&mut Bytes(&mut buf));
-        let mut a = DefaultHasher::new();
-        let mut b = DefaultHasher::new();
-        0x5a5a_u16.hash(&mut b);
-        a.write(&buf);
-        b.write(&buf);
+        let digest = hash128(&buf);
         self.digest_buf = buf;
-        ((a.finish() as u128) << 64) | b.finish() as u128
+        digest
     }
 
     fn encode(&self, h: &mut impl Hasher) {

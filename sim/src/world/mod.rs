@@ -9,6 +9,7 @@ mod conn;
 mod detached;
 mod digest;
 mod faults;
+mod hash128;
 pub(crate) mod request;
 mod resource;
 

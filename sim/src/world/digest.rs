@@ -12,7 +12,9 @@
 //!
 //! The state is encoded through `Hash` (every sequence with its length, so the encoding
 //! is unambiguous), never through `Debug` text: formatting the world cost more than
-//! simulating it. Two states encode alike exactly when their `Debug` renderings agree.
+//! simulating it. Two states encode alike exactly when their `Debug` renderings agree
+//! (up to a collision of the tree's own digest, which stands in for the tree: see
+//! `CachedTree`).
 
 use super::hash128::hash128;
 use super::request::Reply;
@@ -35,7 +37,7 @@ pub(crate) enum Seen<'a> {
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
 /// whole state is hashed in one pass over one buffer.
-struct Bytes<'a>(&'a mut Vec<u8>);
+pub(super) struct Bytes<'a>(pub(super) &'a mut Vec<u8>);
 
 impl Hasher for Bytes<'_> {
     fn write(&mut self, bytes: &[u8]) {
@@ -81,16 +83,18 @@ impl World {
     /// The digest of the current state (see the module docs).
     pub(crate) fn digest(&mut self) -> u128 {
         let mut buf = std::mem::take(&mut self.digest_buf);
+        // The tree enters as its own digest, recomputed only when it may have changed.
+        let tree = self.tree.digest(&mut buf);
         buf.clear();
-        self.encode(&mut Bytes(&mut buf));
+        self.encode(tree, &mut Bytes(&mut buf));
         let digest = hash128(&buf);
         self.digest_buf = buf;
         digest
     }
 
-    fn encode(&self, h: &mut impl Hasher) {
+    fn encode(&self, tree: u128, h: &mut impl Hasher) {
         self.now_us.hash(h);
-        self.tree.hash(h);
+        tree.hash(h);
         self.clients.len().hash(h);
         for cl in &self.clients {
             cl.obs.hash(h);

@@ -43,7 +43,6 @@ pub struct DataTree {
     last_zxid: i64,
     data_watches: Watches,
     child_watches: Watches,
-    ephemerals: BTreeMap<SessionId, BTreeSet<String>>,
 }
 
 impl Default for DataTree {
@@ -70,7 +69,6 @@ impl DataTree {
             last_zxid: 0,
             data_watches: Watches::new(),
             child_watches: Watches::new(),
-            ephemerals: BTreeMap::new(),
         }
     }
 
@@ -189,11 +187,7 @@ impl DataTree {
                 !sessions.is_empty()
             });
         }
-        let paths: Vec<String> = self
-            .ephemerals
-            .get(&session)
-            .map(|paths| paths.iter().cloned().collect())
-            .unwrap_or_default();
+        let paths = self.ephemerals_of(session);
         if paths.is_empty() {
             return paths;
         }
@@ -272,12 +266,17 @@ impl DataTree {
         self.nodes.keys().cloned().collect()
     }
 
-    /// The ephemerals `session` owns, sorted.
+    /// The ephemerals `session` owns, sorted. A scan rather than an index: sessions end
+    /// far less often than nodes come and go, and the tree stays small.
     pub fn ephemerals_of(&self, session: SessionId) -> Vec<String> {
-        self.ephemerals
-            .get(&session)
-            .map(|paths| paths.iter().cloned().collect())
-            .unwrap_or_default()
+        if session.0 == 0 {
+            return Vec::new();
+        }
+        self.nodes
+            .iter()
+            .filter(|(_, node)| node.stat.ephemeral_owner == session.0)
+            .map(|(path, _)| path.clone())
+            .collect()
     }
 
     /// Whether `session` has any data or child watch registered.
@@ -307,14 +306,17 @@ impl DataTree {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
         };
-        let parent = self.nodes.get(parent_path).ok_or(ZkError::NoNode)?;
+        let parent = self.nodes.get_mut(parent_path).ok_or(ZkError::NoNode)?;
         let path = if mode.is_sequential() {
             sequential_name(path, parent.child_creates)
         } else {
             path.to_owned()
         };
+        // The suffix has no '/': the name starts after the same slash. A node exists
+        // exactly when its parent lists it; the one name no parent lists is "/"'s own.
+        let name = &path[slash.map_or(0, |i| i + 1)..];
         // The server checks existence before the ephemeral parent.
-        if self.nodes.contains_key(&path) {
+        if name.is_empty() || parent.children.contains(name) {
             return Err(ZkError::NodeExists);
         }
         if parent.stat.ephemeral_owner != 0 {
@@ -324,19 +326,11 @@ impl DataTree {
         let ephemeral_owner = if mode.is_ephemeral() {
             // ephemeral_owner 0 means persistent, so session 0 cannot own ephemerals.
             debug_assert_ne!(owner.0, 0, "session 0 cannot own an ephemeral");
-            self.ephemerals
-                .entry(owner)
-                .or_default()
-                .insert(path.clone());
             owner.0
         } else {
             0
         };
-        let parent = self.nodes.get_mut(parent_path).expect("checked above");
-        // The suffix has no '/': the name starts after the same slash.
-        parent
-            .children
-            .insert(path[slash.map_or(0, |i| i + 1)..].to_owned());
+        parent.children.insert(name.to_owned());
         parent.child_creates += 1;
         parent.stat.cversion += 1;
         parent.stat.num_children += 1;
@@ -393,24 +387,19 @@ impl DataTree {
                 return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
             }
         };
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        // Taken out at once, and put back on the rare refusal: one search, not two.
+        let (key, node) = self.nodes.remove_entry(path).ok_or(ZkError::NoNode)?;
         // The server checks the version before the children.
-        if !version_matches(version, node.stat.version) {
-            return Err(ZkError::BadVersion);
-        }
-        if !node.children.is_empty() {
-            return Err(ZkError::NotEmpty);
-        }
-
-        let node = self.nodes.remove(path).expect("checked above");
-        let owner = SessionId(node.stat.ephemeral_owner);
-        if owner.0 != 0
-            && let Some(paths) = self.ephemerals.get_mut(&owner)
-        {
-            paths.remove(path);
-            if paths.is_empty() {
-                self.ephemerals.remove(&owner);
-            }
+        let refused = if !version_matches(version, node.stat.version) {
+            Some(ZkError::BadVersion)
+        } else if !node.children.is_empty() {
+            Some(ZkError::NotEmpty)
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            self.nodes.insert(key, node);
+            return Err(e);
         }
         let parent = self
             .nodes
@@ -571,7 +560,7 @@ fn sequential_name(path: &str, n: i32) -> String {
         v /= 10;
     }
     // An i32 has at most ten digits, so they all fit.
-    out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
+    out.extend(digits.iter().map(|&d| char::from(d)));
     out
 }
 

@@ -47,11 +47,18 @@ pub fn run_scenario_with<R: Recipe>(
     };
     let rt = madsim::runtime::Runtime::with_seed_and_config(seed, Default::default());
     let sim = Sim::with_chooser(cfg, chooser);
-    sim.shared.world().faults = Some(FaultPlan::new(
-        &scenario.faults,
-        scenario.fault_mode,
-        scenario.heal_ms,
-    ));
+    {
+        let mut w = sim.shared.world();
+        w.faults = Some(FaultPlan::new(
+            &scenario.faults,
+            scenario.fault_mode,
+            scenario.heal_ms,
+        ));
+        // Room for a typical run's history (some 15 events an acquisition), so that it
+        // is not copied over and over as it grows.
+        let acquisitions = scenario.clients.min(64) * scenario.acquisitions_per_client;
+        w.history.reserve(acquisitions.min(1 << 16) as usize * 16);
+    }
     let clients: Vec<SimClient> = (0..scenario.clients.min(64))
         .map(|_| sim.client())
         .collect();

@@ -6,17 +6,21 @@
 //! (tree, sessions, connections, queues, timers, resource, faults used) plus every
 //! client's `obs` therefore determines every continuation: two schedules that reach equal
 //! digests have the same futures, and exploring one of them suffices. Epoch counters are
-//! included as they are (sound, if it merges a little less). Hashing uses two independent
-//! 64-bit hashes; a collision could hide a state with probability about 2^-128 per pair.
+//! included as they are (sound, if it merges a little less). The encoding is hashed to 128
+//! bits in one pass ([`hash128`]); a collision could hide a state with a chance of about
+//! 2^-128 per pair.
 //!
 //! The state is encoded through `Hash` (every sequence with its length, so the encoding
 //! is unambiguous), never through `Debug` text: formatting the world cost more than
-//! simulating it. Two states encode alike exactly when their `Debug` renderings agree.
+//! simulating it. Two states encode alike exactly when their `Debug` renderings agree
+//! (up to a collision of the tree's own digest, which stands in for the tree: see
+//! `CachedTree`).
 
+use super::hash128::hash128;
 use super::request::Reply;
 use super::resource::ResourceReply;
 use super::{Inbound, World, timer_shape};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use zklock_recipe::{SessionState, WatchedEvent};
 
 /// A value delivered to a client's actor. The variant keeps kinds apart, as their `Debug`
@@ -33,7 +37,7 @@ pub(crate) enum Seen<'a> {
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
 /// whole state is hashed in one pass over one buffer.
-struct Bytes<'a>(&'a mut Vec<u8>);
+pub(super) struct Bytes<'a>(pub(super) &'a mut Vec<u8>);
 
 impl Hasher for Bytes<'_> {
     fn write(&mut self, bytes: &[u8]) {
@@ -69,29 +73,28 @@ impl World {
         let Some(cl) = self.clients.get_mut(c) else {
             return;
         };
-        let mut h = DefaultHasher::new();
-        cl.obs.hash(&mut h);
-        v.hash(&mut h);
-        cl.obs = h.finish();
+        let buf = &mut self.digest_buf;
+        buf.clear();
+        cl.obs.hash(&mut Bytes(buf));
+        v.hash(&mut Bytes(buf));
+        cl.obs = hash128(buf) as u64;
     }
 
     /// The digest of the current state (see the module docs).
     pub(crate) fn digest(&mut self) -> u128 {
         let mut buf = std::mem::take(&mut self.digest_buf);
+        // The tree enters as its own digest, recomputed only when it may have changed.
+        let tree = self.tree.digest(&mut buf);
         buf.clear();
-        self.encode(&mut Bytes(&mut buf));
-        let mut a = DefaultHasher::new();
-        let mut b = DefaultHasher::new();
-        0x5a5a_u16.hash(&mut b);
-        a.write(&buf);
-        b.write(&buf);
+        self.encode(tree, &mut Bytes(&mut buf));
+        let digest = hash128(&buf);
         self.digest_buf = buf;
-        ((a.finish() as u128) << 64) | b.finish() as u128
+        digest
     }
 
-    fn encode(&self, h: &mut impl Hasher) {
+    fn encode(&self, tree: u128, h: &mut impl Hasher) {
         self.now_us.hash(h);
-        self.tree.hash(h);
+        tree.hash(h);
         self.clients.len().hash(h);
         for cl in &self.clients {
             cl.obs.hash(h);

@@ -5,16 +5,19 @@
 //! state. Requests and controls that actors issue between quiescent points are staged and
 //! then applied in (actor, sequence) order, so madsim's task order never matters.
 
+mod cached_tree;
 mod conn;
 mod detached;
 mod digest;
 mod faults;
+mod hash128;
 pub(crate) mod request;
 mod resource;
 
 use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
+use cached_tree::CachedTree;
 use detached::Detached;
 use digest::Seen;
 pub(crate) use faults::FaultPlan;
@@ -186,7 +189,7 @@ pub(crate) struct World {
     pub(crate) cfg: SimConfig,
     pub(crate) now_us: u64,
     pub(crate) steps: u64,
-    pub(crate) tree: DataTree,
+    pub(crate) tree: CachedTree,
     chooser: Box<dyn Chooser>,
     /// Every choice made, in order: with the scenario and seed, a replayable schedule.
     pub(crate) choices: Vec<u32>,
@@ -224,7 +227,7 @@ impl World {
             cfg,
             now_us: 0,
             steps: 0,
-            tree: DataTree::new(),
+            tree: CachedTree::default(),
             chooser,
             choices: Vec::new(),
             clients: Vec::new(),

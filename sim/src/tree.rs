@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use valid::validate as validate_path;
+use zklock_recipe::path::split;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -301,7 +302,7 @@ impl DataTree {
         check_data_size(data)?;
         // Like the server, split at the last '/' of the path as given: "/a/" (sequential)
         // names a child of "/a", and "/" (sequential) a child of "/".
-        let slash = last_slash(path);
+        let slash = path.bytes().rposition(|b| b == b'/');
         let parent_path = match slash {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
@@ -378,14 +379,8 @@ impl DataTree {
         out: &mut Vec<Notification>,
     ) -> Result<(), ZkError> {
         validate_path(path, false)?;
-        // As path::parent and path::basename, from one search.
-        let slash = last_slash(path).filter(|_| path != "/");
-        let (parent_path, name) = match slash {
-            Some(0) => ("/", &path[1..]),
-            Some(i) => (&path[..i], &path[i + 1..]),
-            None => {
-                return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
-            }
+        let Some((parent_path, name)) = split(path) else {
+            return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
         };
         // Taken out at once, and put back on the rare refusal: one search, not two.
         let (key, node) = self.nodes.remove_entry(path).ok_or(ZkError::NoNode)?;
@@ -537,12 +532,6 @@ fn trigger(
         });
     }
     sessions
-}
-
-/// The index of the last '/'. A plain loop: names are short, and `rfind`'s word-wise
-/// search cost more than it saved here.
-fn last_slash(path: &str) -> Option<usize> {
-    path.bytes().rposition(|b| b == b'/')
 }
 
 /// `path` with ZooKeeper's ten-digit sequence suffix, as `format!("{path}{n:010}")`

@@ -23,7 +23,7 @@
 
 use super::LockOptions;
 use super::create::{ContenderSpec, OwnNode, create_contender_listed};
-use super::error::{LockError, LostReason};
+use super::error::LockError;
 use super::guard::LockGuard;
 use super::naming::{LockNode, NodeKind, contenders_from};
 use super::observe::Observer;
@@ -104,27 +104,6 @@ async fn vanished<C: Coordination>(client: &C, policy: &RetryPolicy, path: &str)
     }
 }
 
-/// Waits until the blocker's watch fires, or the session ends.
-async fn wait_for_blocker(observer: &mut Observer, mut blocker: Watch) -> Result<(), LockError> {
-    let step = poll_fn(|cx| {
-        if let Poll::Ready(r) = Pin::new(&mut blocker).poll(cx) {
-            return Poll::Ready(Ok(r));
-        }
-        observer.absorb(Some(cx));
-        match observer.lost {
-            Some(reason) => Poll::Ready(Err(reason)),
-            None => Poll::Pending,
-        }
-    })
-    .await;
-    match step {
-        Ok(fired) => fired.map(drop).map_err(LockError::from),
-        Err(LostReason::Expired) => Err(LockError::SessionExpired),
-        // The observer has no watch on our node while waiting: nothing else ends the wait.
-        Err(_) => Err(LockError::SessionClosed),
-    }
-}
-
 /// One acquisition attempt by a lock object.
 pub(crate) struct Attempt<'a, C> {
     pub(crate) client: &'a C,
@@ -165,7 +144,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         written.expect("writing to a String cannot fail");
         let mut pending = Pending::new(shared.clone(), dir, guid, kind);
         // Subscribed before the create, so no state change after it goes unseen.
-        let events = client.session_events();
+        let mut events = client.session_events();
         let guid = pending.guid.clone();
         let spec = ContenderSpec {
             dir,
@@ -179,13 +158,8 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
         pending.path = Some(own.path.clone());
 
-        // Session events from before the create on; our node's watch is the guard's.
-        let mut observer = Observer::new(events);
         let mut listed = listed.map(contenders_from);
         loop {
-            if observer.lost.is_some() {
-                return Err(vanished(client, policy, &own.path).await);
-            }
             let list = match listed.take() {
                 Some(list) => list,
                 None => list_contenders(client, policy, dir).await?,
@@ -201,7 +175,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                 let Some(watch) = watch_node(client, policy, &ahead).await? else {
                     continue; // Already gone: list again at once.
                 };
-                wait_for_blocker(&mut observer, watch).await?;
+                await_watch(watch, &mut events).await?;
                 continue;
             }
             if let Some(over) = session_over(client) {
@@ -212,7 +186,8 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                 client.clone(),
                 own,
                 kind,
-                observer,
+                // Our node's watch is the guard's to set (see the module docs).
+                Observer::new(events),
                 options.lost_policy,
                 policy.clone(),
                 shared.clone(),

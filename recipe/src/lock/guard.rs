@@ -165,10 +165,11 @@ impl<C: Coordination> LockGuard<C> {
         self.watching.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes in queued notifications without waiting.
-    fn absorb_queued(&self) -> MutexGuard<'_, Watching> {
+    /// Takes in queued notifications (with `cx`, also registering for the next ones),
+    /// waking the guard's other waiters if anything changed.
+    fn absorb(&self, cx: Option<&mut Context<'_>>) -> MutexGuard<'_, Watching> {
         let mut w = self.watching();
-        if w.observer.absorb(None) {
+        if w.observer.absorb(cx) {
             w.wakers.drain(..).for_each(Waker::wake);
         }
         w
@@ -176,20 +177,17 @@ impl<C: Coordination> LockGuard<C> {
 
     /// Why the lock is lost, if that has been observed (see the type's docs).
     pub fn is_lost(&self) -> Option<LostReason> {
-        self.absorb_queued().observer.lost
+        self.absorb(None).observer.lost
     }
 
     /// Whether another client asked us to release (set [`REVOKE_MESSAGE`] on our node), as
     /// far as observed (see the type's docs). Releasing is up to the holder.
     pub fn revoke_requested(&self) -> bool {
-        self.absorb_queued().observer.revoke
+        self.absorb(None).observer.revoke
     }
 
     fn poll_step(&self, cx: &mut Context<'_>, want_revoke: bool) -> Poll<Step> {
-        let mut w = self.watching();
-        if w.observer.absorb(Some(cx)) {
-            w.wakers.drain(..).for_each(Waker::wake);
-        }
+        let mut w = self.absorb(Some(cx));
         if let Some(reason) = w.observer.lost {
             return Poll::Ready(Step::Lost(reason));
         }
@@ -240,11 +238,7 @@ impl<C: Coordination> LockGuard<C> {
             if let Poll::Ready(r) = fut.as_mut().poll(cx) {
                 return Poll::Ready(Some(r));
             }
-            let mut w = self.watching();
-            if w.observer.absorb(Some(cx)) {
-                w.wakers.drain(..).for_each(Waker::wake);
-            }
-            match w.observer.lost {
+            match self.absorb(Some(cx)).observer.lost {
                 Some(_) => Poll::Ready(None),
                 None => Poll::Pending,
             }

@@ -97,26 +97,22 @@ pub fn parse_sequence(name: &str) -> Option<u32> {
 impl LockNode {
     /// Parses a child name of a lock directory; `None` if it is not a contender.
     pub fn parse(name: &str) -> Option<LockNode> {
-        let (guid_at, kind, style, sequence) = classify(name)?;
-        Some(LockNode {
-            name: name.to_owned(),
-            kind,
-            style,
-            sequence,
-            guid_at,
-        })
+        classify(name).map(|parsed| LockNode::with(name.to_owned(), parsed))
     }
 
     /// [`parse`](LockNode::parse), keeping `name` instead of copying it.
     pub fn from_name(name: String) -> Option<LockNode> {
-        let (guid_at, kind, style, sequence) = classify(&name)?;
-        Some(LockNode {
+        classify(&name).map(|parsed| LockNode::with(name, parsed))
+    }
+
+    fn with(name: String, (guid_at, kind, style, sequence): Parsed) -> LockNode {
+        LockNode {
             name,
             kind,
             style,
             sequence,
             guid_at,
-        })
+        }
     }
 
     /// The contender's guid, if the style carries one.
@@ -175,20 +171,16 @@ pub fn sort_by_sequence(nodes: &mut [LockNode]) {
 /// The recognised contenders among a directory's children, in lock order. Children that
 /// are not contender nodes are skipped.
 pub fn contenders<S: AsRef<str>>(children: &[S]) -> Vec<LockNode> {
-    let mut nodes: Vec<LockNode> = children
-        .iter()
-        .filter_map(|c| LockNode::parse(c.as_ref()))
-        .collect();
-    sort_by_sequence(&mut nodes);
-    nodes
+    in_lock_order(children.iter().filter_map(|c| LockNode::parse(c.as_ref())))
 }
 
 /// [`contenders`], keeping the listing's names instead of copying them.
 pub fn contenders_from(children: Vec<String>) -> Vec<LockNode> {
-    let mut nodes: Vec<LockNode> = children
-        .into_iter()
-        .filter_map(LockNode::from_name)
-        .collect();
+    in_lock_order(children.into_iter().filter_map(LockNode::from_name))
+}
+
+fn in_lock_order(nodes: impl Iterator<Item = LockNode>) -> Vec<LockNode> {
+    let mut nodes: Vec<LockNode> = nodes.collect();
     sort_by_sequence(&mut nodes);
     nodes
 }

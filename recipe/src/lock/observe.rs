@@ -1,8 +1,8 @@
 //! Watching our own node and the session: the source of the lost and revoke signals.
 //!
-//! The recipe has no background task, so the observer is driven by whoever awaits it:
-//! the acquire loop while waiting (session events only), then the guard's `lost()` /
-//! `revocation()`, which set the watch on our node when first awaited.
+//! The recipe has no background task, so the observer is driven by whoever awaits the
+//! guard's `lost()` / `revocation()`, which set the watch on our node when first awaited.
+//! (While waiting for the lock, the acquire loop watches the session itself.)
 
 use super::error::LostReason;
 use super::guard::REVOKE_MESSAGE;
@@ -20,8 +20,7 @@ pub(crate) struct Observer {
     pub(crate) reread: bool,
     pub(crate) lost: Option<LostReason>,
     pub(crate) revoke: bool,
-    /// Whether Disconnected means lost (the guard's default policy). Off while waiting:
-    /// watches survive a reconnect, and expiry is reported on its own.
+    /// Whether Disconnected means lost (the guard's default policy; the guard sets it).
     pub(crate) counts_disconnect: bool,
 }
 

@@ -6,9 +6,10 @@
 //!
 //! **Determinism.** Every decision the world makes (which pending request applies next,
 //! which in-flight requests survive a broken connection, when and which fault strikes)
-//! is drawn from a [`Chooser`]. The world acts only at quiescent points, when every
-//! simulated actor is blocked, and applies what actors issued in (actor, sequence)
-//! order, so madsim's own task order never changes an outcome.
+//! is drawn from a [`Chooser`]. Actors are polled by the simulation's own executor, in
+//! id order, never by madsim's scheduler; the world acts only at quiescent points, when
+//! every actor is blocked, and applies what actors issued in (actor, sequence) order. So
+//! madsim's own task order (its seed) never changes an outcome.
 //!
 //! ```
 //! use zklock_recipe::{Coordination, CreateMode};

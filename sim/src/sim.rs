@@ -1,14 +1,14 @@
 //! The [`Sim`] handle: builds a world, runs actors on madsim, drives the world at
 //! quiescent points, and offers scripted faults and server inspection to tests.
 
-use crate::actor::{ActorWaker, Tracked, Tracker, current_order};
+use crate::actor::{Actors, Join, JoinState, Round, Runner, Slot, current_order, lock_join};
 use crate::chooser::{Chooser, RandomChooser};
 use crate::client::SimClient;
 use crate::config::{ClientConfig, SimConfig};
 use crate::world::request::RequestKind;
 use crate::world::{Control, ResourceOp, ResourceReply, ServerCtl, Staged, Step, World};
 use futures_channel::oneshot;
-use futures_util::future::{Either, select};
+use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -66,7 +66,7 @@ impl std::error::Error for SimError {}
 
 pub(crate) struct Shared {
     pub(crate) world: Mutex<World>,
-    pub(crate) tracker: Arc<Tracker>,
+    pub(crate) actors: Arc<Actors>,
 }
 
 impl Shared {
@@ -155,27 +155,41 @@ impl Sim {
         Sim {
             shared: Arc::new(Shared {
                 world: Mutex::new(World::new(config, chooser)),
-                tracker: Arc::new(Tracker::default()),
+                actors: Arc::new(Actors::default()),
             }),
         }
     }
 
     /// Runs `fut` as the main actor while driving the world; must be awaited inside a
     /// madsim runtime. Ends with the future's output, or with why the world stopped.
+    ///
+    /// The whole simulation runs inside this call: actors are polled in id order until
+    /// every one is blocked, then the world takes a step, and so on (see the `actor`
+    /// module). Actors still running when it ends are dropped, each as itself.
     pub async fn run<F: Future>(&self, fut: F) -> Result<F::Output, SimError> {
-        let (tx, rx) = oneshot::channel();
-        let shared = self.shared.clone();
-        let driver = madsim::task::spawn(async move {
-            let err = drive(&shared).await;
-            let _ = tx.send(err);
-        });
-        let main = Tracked::new(&self.shared.tracker, fut);
-        let out = match select(main, rx).await {
-            Either::Left((v, _)) => Ok(v),
-            Either::Right((Ok(err), _)) => Err(err),
-            Either::Right((Err(_), _)) => unreachable!("the driver always reports"),
-        };
-        driver.abort();
+        let actors = self.shared.actors.clone();
+        let mut main = Slot::new(&actors, actors.new_id());
+        actors.wake(main.id());
+        let mut runner = Runner::new(actors);
+        // Boxed so that, should the world stop first, it can be dropped as the main actor.
+        let mut fut = Some(Box::pin(fut));
+        let out = poll_fn(|_| {
+            loop {
+                let f = fut.as_mut().expect("taken once the run is over");
+                match runner.round(&mut main, |cx| f.as_mut().poll(cx)) {
+                    Round::Done(v) => return Poll::Ready(Ok(v)),
+                    Round::Ran => continue,
+                    Round::Quiescent => {}
+                }
+                if let Err(e) = step(&self.shared) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+        })
+        .await;
+        let f = fut.take();
+        main.enter(|_| drop(f));
+        runner.clear();
         out
     }
 
@@ -185,10 +199,23 @@ impl Sim {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let tracked = Tracked::new(&self.shared.tracker, fut);
+        let join: Join<F::Output> = Arc::new(Mutex::new(JoinState::default()));
+        let done = join.clone();
+        let id = self.shared.actors.spawn(Box::pin(async move {
+            let v = fut.await;
+            let waiter = {
+                let mut j = lock_join(&done);
+                j.output = Some(v);
+                j.waiter.take()
+            };
+            if let Some(w) = waiter {
+                w.wake();
+            }
+        }));
         SimTask {
-            waker: tracked.waker(),
-            handle: madsim::task::spawn(tracked),
+            id,
+            join,
+            actors: self.shared.actors.clone(),
         }
     }
 
@@ -363,40 +390,35 @@ impl Sim {
     }
 }
 
-/// The world's driver: at every quiescent point it takes one step.
-async fn drive(shared: &Shared) -> SimError {
-    loop {
-        shared.tracker.quiescent().await;
-        let mut w = shared.world();
-        let err = match w.step() {
-            Step::Progress => continue,
-            Step::Idle => SimError::Stuck {
-                at_ms: w.now_us / 1000,
-                requests_waiting: w.outbound_total(),
-            },
-            Step::OutOfTime => SimError::TimeLimit {
-                limit_ms: w.cfg.time_limit_ms,
-            },
-            Step::Pruned => SimError::Pruned,
-            Step::OutOfSteps => SimError::StepLimit {
-                steps_max: w.cfg.steps_max,
-            },
-        };
-        return err;
-    }
+/// One step of the world, at a quiescent point; `Err` when the world stops.
+fn step(shared: &Shared) -> Result<(), SimError> {
+    let mut w = shared.world();
+    Err(match w.step() {
+        Step::Progress => return Ok(()),
+        Step::Idle => SimError::Stuck {
+            at_ms: w.now_us / 1000,
+            requests_waiting: w.outbound_total(),
+        },
+        Step::OutOfTime => SimError::TimeLimit {
+            limit_ms: w.cfg.time_limit_ms,
+        },
+        Step::Pruned => SimError::Pruned,
+        Step::OutOfSteps => SimError::StepLimit {
+            steps_max: w.cfg.steps_max,
+        },
+    })
 }
 
 /// A spawned actor; await it for its output.
 pub struct SimTask<T> {
-    handle: madsim::task::JoinHandle<T>,
-    waker: Arc<ActorWaker>,
+    id: usize,
+    join: Join<T>,
+    actors: Arc<Actors>,
 }
 
 impl<T> std::fmt::Debug for SimTask<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimTask")
-            .field("handle", &self.handle)
-            .finish()
+        f.debug_struct("SimTask").field("actor", &self.id).finish()
     }
 }
 
@@ -404,18 +426,24 @@ impl<T> SimTask<T> {
     /// Stops the actor (used to model a crashed process's code stopping). Its future is
     /// dropped before the world's next step, as the actor.
     pub fn abort(&self) {
-        self.waker.hold_until_dropped();
-        self.handle.abort();
+        lock_join(&self.join).aborted = true;
+        self.actors.abort(self.id);
     }
 }
 
 impl<T> Future for SimTask<T> {
     type Output = T;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        match Pin::new(&mut self.handle).poll(cx) {
-            Poll::Ready(Ok(v)) => Poll::Ready(v),
-            Poll::Ready(Err(e)) => panic!("simulated actor failed: {e}"),
-            Poll::Pending => Poll::Pending,
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let mut j = lock_join(&self.join);
+        if let Some(v) = j.output.take() {
+            return Poll::Ready(v);
         }
+        if j.aborted {
+            panic!("simulated actor {} failed: it was aborted", self.id);
+        }
+        if !j.waiter.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            j.waiter = Some(cx.waker().clone());
+        }
+        Poll::Pending
     }
 }

@@ -316,7 +316,7 @@ impl World {
     /// Stages an item that comes from outside any actor: a `Drop` run by code around
     /// the simulation, such as a guard dropped after `run` returned. It sorts after every
     /// actor's items of the same batch, in arrival order. Actors dropped by abort or at
-    /// the end of a run stage as themselves (see `Tracked`), so only code outside the
+    /// the end of a run stage as themselves (see the `actor` module), so only code outside the
     /// simulation's schedule comes here.
     pub(crate) fn stage_outside(&mut self, s: Staged) {
         self.outside_seq += 1;

@@ -1,9 +1,9 @@
 //! [`SimClient`]: the `Coordination` trait on the simulated ZooKeeper.
 
 use crate::sim::Shared;
+use crate::world::delivery::Delivered;
 use crate::world::request::{Answer, Reply, Request};
 use crate::world::{ClientId, Staged};
-use futures_channel::oneshot;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
@@ -44,14 +44,15 @@ impl SimClient {
     }
 
     async fn call(&self, req: Request) -> Reply {
-        let (tx, rx) = oneshot::channel();
-        self.shared.stage(Staged::Request {
+        let slot = self.shared.stage_awaited(|reply| Staged::Request {
             client: self.id,
             req,
-            reply: tx,
+            reply,
         });
-        // A dropped sender means the world is gone with the request unanswered.
-        rx.await.unwrap_or(Err(ZkError::ConnectionLoss))
+        match self.shared.wait(slot).await {
+            Delivered::Reply(r) => r,
+            other => unreachable!("a request was answered with {other:?}"),
+        }
     }
 }
 
@@ -77,13 +78,12 @@ impl Coordination for SimClient {
     }
 
     async fn sleep(&self, duration: Duration) {
-        let (tx, rx) = oneshot::channel();
-        self.shared.stage(Staged::Sleep {
+        let slot = self.shared.stage_awaited(|done| Staged::Sleep {
             client: self.id,
             duration_us: duration.as_micros() as u64,
-            done: tx,
+            done,
         });
-        let _ = rx.await;
+        self.shared.wait(slot).await;
     }
 
     async fn create(

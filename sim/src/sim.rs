@@ -5,6 +5,7 @@ use crate::actor::{Actors, Join, JoinState, Round, Runner, Slot, current_order, 
 use crate::chooser::{Chooser, RandomChooser};
 use crate::client::SimClient;
 use crate::config::{ClientConfig, SimConfig};
+use crate::world::delivery::{Delivered, SlotId};
 use crate::world::request::RequestKind;
 use crate::world::{Control, ResourceOp, ResourceReply, ServerCtl, Staged, Step, World};
 use futures_channel::oneshot;
@@ -85,6 +86,28 @@ impl Shared {
         self.world().stage(order, s);
     }
 
+    /// Stages an item that an actor then awaits: `make` builds it around a fresh slot of
+    /// the world's (see `world::delivery`); await the slot with [`Shared::wait`].
+    pub(crate) fn stage_awaited(&self, make: impl FnOnce(SlotId) -> Staged) -> SlotId {
+        let order = current_order().expect(
+            "zklock-sim: the simulated ZooKeeper was used outside a simulated actor; run the \
+             code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
+        );
+        let mut w = self.world();
+        let slot = w.slots.open();
+        w.stage(order, make(slot));
+        slot
+    }
+
+    /// Waits for what the world delivers to `slot`.
+    pub(crate) fn wait(&self, slot: SlotId) -> Wait<'_> {
+        Wait {
+            shared: self,
+            slot,
+            done: false,
+        }
+    }
+
     /// As `stage`, for calls that may come from a `Drop` outside any actor. Never panics:
     /// a poisoned world (an actor panicked with it locked) just drops the item.
     pub(crate) fn stage_from_drop(&self, s: Staged) {
@@ -94,6 +117,33 @@ impl Shared {
         match current_order() {
             Some(order) => world.stage(order, s),
             None => world.stage_outside(s),
+        }
+    }
+}
+
+/// An actor's wait for a slot; if dropped first, the slot is abandoned.
+pub(crate) struct Wait<'a> {
+    shared: &'a Shared,
+    slot: SlotId,
+    done: bool,
+}
+
+impl Future for Wait<'_> {
+    type Output = Delivered;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivered> {
+        let out = self.shared.world().slots.poll(self.slot, cx);
+        self.done = out.is_ready();
+        out
+    }
+}
+
+impl Drop for Wait<'_> {
+    fn drop(&mut self) {
+        // A poisoned world (an actor panicked with it locked) is past caring.
+        if !self.done
+            && let Ok(mut w) = self.shared.world.lock()
+        {
+            w.slots.abandon(self.slot);
         }
     }
 }
@@ -345,13 +395,15 @@ impl Sim {
     }
 
     pub(crate) async fn resource(&self, client: &SimClient, op: ResourceOp) -> ResourceReply {
-        let (tx, rx) = oneshot::channel();
-        self.shared.stage(Staged::Resource {
+        let slot = self.shared.stage_awaited(|reply| Staged::Resource {
             client: client.index(),
             op,
-            reply: tx,
+            reply,
         });
-        rx.await.unwrap_or_default()
+        match self.shared.wait(slot).await {
+            Delivered::Resource(r) => r,
+            other => unreachable!("a resource operation was answered with {other:?}"),
+        }
     }
 
     /// Resolves when the client crashes (never, if it does not).
@@ -368,13 +420,12 @@ impl Sim {
 
     /// Waits for `duration` of virtual time, independent of any client.
     pub async fn sleep(&self, duration: Duration) {
-        let (tx, rx) = oneshot::channel();
-        self.shared.stage(Staged::Sleep {
+        let slot = self.shared.stage_awaited(|done| Staged::Sleep {
             client: usize::MAX,
             duration_us: duration.as_micros() as u64,
-            done: tx,
+            done,
         });
-        let _ = rx.await;
+        self.shared.wait(slot).await;
     }
 
     /// The history so far.

@@ -244,7 +244,7 @@ impl World {
         self.clients[c].frozen_until = None;
         for done in std::mem::take(&mut self.clients[c].deferred_sleeps) {
             self.observe(c, super::digest::Seen::Woke);
-            let _ = done.send(());
+            self.slots.fill(done, super::delivery::Delivered::Woke);
         }
         for (op, reply) in std::mem::take(&mut self.clients[c].deferred_resource) {
             self.resource_op(c, op, reply);

@@ -7,6 +7,7 @@
 
 mod cached_tree;
 mod conn;
+pub(crate) mod delivery;
 mod detached;
 mod digest;
 mod faults;
@@ -18,10 +19,10 @@ use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
 use cached_tree::CachedTree;
+use delivery::{Delivered, SlotId, Slots};
 use detached::Detached;
 use digest::Seen;
 pub(crate) use faults::FaultPlan;
-use futures_channel::oneshot;
 use request::{Answer, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
@@ -40,12 +41,12 @@ pub(crate) enum Staged {
     Request {
         client: ClientId,
         req: Request,
-        reply: oneshot::Sender<Reply>,
+        reply: SlotId,
     },
     Sleep {
         client: ClientId,
         duration_us: u64,
-        done: oneshot::Sender<()>,
+        done: SlotId,
     },
     Control(Control),
     /// A history event from the workload (acquire, release, lost...).
@@ -56,12 +57,12 @@ pub(crate) enum Staged {
     Resource {
         client: ClientId,
         op: ResourceOp,
-        reply: oneshot::Sender<ResourceReply>,
+        reply: SlotId,
     },
     /// Resolves when the client crashes.
     CrashWatch {
         client: ClientId,
-        done: oneshot::Sender<()>,
+        done: futures_channel::oneshot::Sender<()>,
     },
     /// Background cleanup for the client library (see `detached`).
     Detached {
@@ -94,7 +95,8 @@ pub(crate) enum Conn {
 
 /// Who awaits a request's reply.
 pub(crate) enum ReplyTo {
-    Actor(oneshot::Sender<Reply>),
+    /// The actor awaiting this slot.
+    Actor(SlotId),
     /// The client library's background cleanup: the world consumes the reply.
     Detached,
 }
@@ -143,10 +145,10 @@ pub(crate) struct ClientState {
     pub(crate) state: SessionState,
     pub(crate) lose_next_create: bool,
     /// Sleeps that ended while the client was frozen; they end at resume.
-    pub(crate) deferred_sleeps: Vec<oneshot::Sender<()>>,
+    pub(crate) deferred_sleeps: Vec<SlotId>,
     /// Resource operations issued while frozen; they happen at resume.
-    pub(crate) deferred_resource: Vec<(ResourceOp, oneshot::Sender<ResourceReply>)>,
-    pub(crate) crash_watchers: Vec<oneshot::Sender<()>>,
+    pub(crate) deferred_resource: Vec<(ResourceOp, SlotId)>,
+    pub(crate) crash_watchers: Vec<futures_channel::oneshot::Sender<()>>,
     pub(crate) crashed: bool,
     /// Background cleanup the client library still has to do.
     pub(crate) detached: Detached,
@@ -164,7 +166,7 @@ pub(crate) struct ServerSession {
 }
 
 pub(crate) enum Timer {
-    Sleep(ClientId, oneshot::Sender<()>),
+    Sleep(ClientId, SlotId),
     Expire { session: SessionId, epoch: u64 },
     Reconnect { client: ClientId, epoch: u64 },
     DetectDisconnect { client: ClientId, epoch: u64 },
@@ -190,6 +192,8 @@ pub(crate) struct World {
     pub(crate) now_us: u64,
     pub(crate) steps: u64,
     pub(crate) tree: CachedTree,
+    /// What actors await (see `delivery`).
+    pub(crate) slots: Slots,
     chooser: Box<dyn Chooser>,
     /// Every choice made, in order: with the scenario and seed, a replayable schedule.
     pub(crate) choices: Vec<u32>,
@@ -228,6 +232,7 @@ impl World {
             now_us: 0,
             steps: 0,
             tree: CachedTree::default(),
+            slots: Slots::default(),
             chooser,
             choices: Vec::new(),
             clients: Vec::new(),
@@ -455,7 +460,7 @@ impl World {
     pub(crate) fn answer(&mut self, c: ClientId, to: ReplyTo, result: Reply) {
         match to {
             // The receiver may be gone: the actor stopped caring.
-            ReplyTo::Actor(tx) => drop(tx.send(result)),
+            ReplyTo::Actor(slot) => self.slots.fill(slot, Delivered::Reply(result)),
             ReplyTo::Detached => self.detached_reply(c, result),
         }
     }
@@ -728,7 +733,7 @@ impl World {
                     self.clients[c].deferred_sleeps.push(done);
                 } else {
                     self.observe(c, Seen::Woke);
-                    let _ = done.send(());
+                    self.slots.fill(done, Delivered::Woke);
                 }
             }
             Timer::Expire { session, epoch } => self.expire_timer(session, epoch),

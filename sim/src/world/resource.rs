@@ -5,8 +5,8 @@
 //! write that finds the value changed since its read clobbers an update it never saw: a
 //! lost update.
 
+use super::delivery::{Delivered, SlotId};
 use super::{ClientId, World};
-use futures_channel::oneshot;
 use zklock_recipe::history::EventKind;
 
 #[derive(Clone, Copy, Debug)]
@@ -45,12 +45,7 @@ impl Default for ResourceState {
 }
 
 impl World {
-    pub(crate) fn resource_op(
-        &mut self,
-        c: ClientId,
-        op: ResourceOp,
-        reply: oneshot::Sender<ResourceReply>,
-    ) {
+    pub(crate) fn resource_op(&mut self, c: ClientId, op: ResourceOp, reply: SlotId) {
         let r = &mut self.resource;
         let out = match op {
             ResourceOp::Read => {
@@ -95,6 +90,6 @@ impl World {
             }
         };
         self.observe(c, super::digest::Seen::Resource(&out));
-        let _ = reply.send(out);
+        self.slots.fill(reply, Delivered::Resource(out));
     }
 }

@@ -5,10 +5,11 @@
 //! [`Notification`]s that its writes return. Everything is ordered (`BTreeMap`, `BTreeSet`),
 //! so the same calls always give the same tree and the same notifications in the same order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 use valid::validate as validate_path;
-use zklock_recipe::path::split;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -18,8 +19,17 @@ pub struct Notification {
     pub event: WatchedEvent,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A node's index in the tree's slab.
+type NodeId = u32;
+const ROOT: NodeId = 0;
+
+#[derive(Clone, Debug)]
 struct Node {
+    /// Full path, shared with the path index.
+    path: Arc<str>,
+    /// Where the name starts in `path`: after the last '/'.
+    name_at: usize,
+    parent: NodeId,
     data: Vec<u8>,
     /// The stat as clients see it. Its `cversion` counts child creates and deletes.
     stat: Stat,
@@ -28,22 +38,44 @@ struct Node {
     /// 3.8 server names the child created after 3 creates and 2 deletes `-0000000003`,
     /// while its parent's stat reports cversion 5.
     child_creates: i32,
-    children: BTreeSet<String>,
+    /// Children, in name order.
+    children: Vec<NodeId>,
+    /// Sessions with a data (exists/getData) watch on this node, ascending.
+    data_watches: Vec<SessionId>,
+    /// Sessions with a child (getChildren) watch on this node, ascending.
+    child_watches: Vec<SessionId>,
 }
 
-/// Watches of one kind: path -> the sessions watching it.
-type Watches = BTreeMap<String, BTreeSet<SessionId>>;
+impl Node {
+    fn name(&self) -> &str {
+        &self.path[self.name_at..]
+    }
+}
 
 /// The in-memory tree of one simulated ZooKeeper ensemble.
 ///
+/// Nodes live in a slab, found by path through an ordered index, and know their parent
+/// and children by slot: a request looks its path up once. A node carries its own
+/// watches (ZooKeeper keys watches by path; a watch on an existing path fires and goes
+/// when the node does, so only `exists` watches on absent paths need a table of their
+/// own). Equality and hashing see the logical tree only (paths, data, stats, counters,
+/// children, watches), never the slab's layout.
+///
 /// Failed writes leave the tree untouched and consume no zxid. A real server does log
 /// them as error transactions with zxids of their own, but no client can observe the gap.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct DataTree {
-    nodes: BTreeMap<String, Node>,
+    /// `None`: a free slot, listed in `free`.
+    nodes: Vec<Option<Node>>,
+    free: Vec<NodeId>,
+    /// Path → node. Only looked up, never iterated where order could show: the ordered
+    /// views (`paths`, equality, hashing) sort.
+    index: HashMap<Arc<str>, NodeId, BuildHasherDefault<PathHasher>>,
     last_zxid: i64,
-    data_watches: Watches,
-    child_watches: Watches,
+    /// Data watches left by `exists` on paths without a node: they fire NodeCreated.
+    absent_watches: BTreeMap<String, Vec<SessionId>>,
+    /// Scratch for sequential names, kept to spare an allocation per create.
+    scratch: String,
 }
 
 impl Default for DataTree {
@@ -59,23 +91,51 @@ impl DataTree {
 
     /// A tree holding only "/", with an all-zero stat.
     pub fn new() -> Self {
+        let path: Arc<str> = Arc::from("/");
         let root = Node {
+            path: path.clone(),
+            name_at: 1,
+            parent: ROOT,
             data: Vec::new(),
             stat: Stat::default(),
             child_creates: 0,
-            children: BTreeSet::new(),
+            children: Vec::new(),
+            data_watches: Vec::new(),
+            child_watches: Vec::new(),
         };
         DataTree {
-            nodes: BTreeMap::from([("/".to_owned(), root)]),
+            nodes: vec![Some(root)],
+            free: Vec::new(),
+            index: HashMap::from_iter([(path, ROOT)]),
             last_zxid: 0,
-            data_watches: Watches::new(),
-            child_watches: Watches::new(),
+            absent_watches: BTreeMap::new(),
+            scratch: String::new(),
         }
     }
 
     /// The zxid of the last successful write transaction; 0 before any.
     pub fn last_zxid(&self) -> i64 {
         self.last_zxid
+    }
+
+    fn node(&self, id: NodeId) -> &Node {
+        self.nodes[id as usize]
+            .as_ref()
+            .expect("an indexed node exists")
+    }
+
+    fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        self.nodes[id as usize]
+            .as_mut()
+            .expect("an indexed node exists")
+    }
+
+    fn find(&self, path: &str) -> Option<NodeId> {
+        self.index.get(path).copied()
+    }
+
+    fn get(&self, path: &str) -> Option<&Node> {
+        self.find(path).map(|id| self.node(id))
     }
 
     // ---- Writes: each successful one is one transaction with the next zxid. ----
@@ -182,12 +242,14 @@ impl DataTree {
         out: &mut Vec<Notification>,
     ) -> Vec<String> {
         // Watches go first: a closed session must never be notified.
-        for watches in [&mut self.data_watches, &mut self.child_watches] {
-            watches.retain(|_, sessions| {
-                sessions.remove(&session);
-                !sessions.is_empty()
-            });
+        for node in self.nodes.iter_mut().flatten() {
+            remove_session(&mut node.data_watches, session);
+            remove_session(&mut node.child_watches, session);
         }
+        self.absent_watches.retain(|_, sessions| {
+            remove_session(sessions, session);
+            !sessions.is_empty()
+        });
         let paths = self.ephemerals_of(session);
         if paths.is_empty() {
             return paths;
@@ -211,10 +273,26 @@ impl DataTree {
         watcher: Option<SessionId>,
     ) -> Result<Option<Stat>, ZkError> {
         validate_path(path, false)?;
-        if let Some(session) = watcher {
-            add_watch(&mut self.data_watches, path, session);
+        match self.find(path) {
+            Some(id) => {
+                let node = self.node_mut(id);
+                if let Some(session) = watcher {
+                    add_session(&mut node.data_watches, session);
+                }
+                Ok(Some(node.stat))
+            }
+            None => {
+                if let Some(session) = watcher {
+                    match self.absent_watches.get_mut(path) {
+                        Some(sessions) => add_session(sessions, session),
+                        None => {
+                            self.absent_watches.insert(path.to_owned(), vec![session]);
+                        }
+                    }
+                }
+                Ok(None)
+            }
         }
-        Ok(self.nodes.get(path).map(|node| node.stat))
     }
 
     /// The node's data and stat. NoNode leaves no watch.
@@ -224,9 +302,10 @@ impl DataTree {
         watcher: Option<SessionId>,
     ) -> Result<(Vec<u8>, Stat), ZkError> {
         validate_path(path, false)?;
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let node = self.node_mut(id);
         if let Some(session) = watcher {
-            add_watch(&mut self.data_watches, path, session);
+            add_session(&mut node.data_watches, session);
         }
         Ok((node.data.clone(), node.stat))
     }
@@ -238,33 +317,39 @@ impl DataTree {
         watcher: Option<SessionId>,
     ) -> Result<Vec<String>, ZkError> {
         validate_path(path, false)?;
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        let id = self.find(path).ok_or(ZkError::NoNode)?;
         if let Some(session) = watcher {
-            add_watch(&mut self.child_watches, path, session);
+            add_session(&mut self.node_mut(id).child_watches, session);
         }
-        Ok(node.children.iter().cloned().collect())
+        Ok(self.child_names(id))
+    }
+
+    fn child_names(&self, id: NodeId) -> Vec<String> {
+        self.node(id)
+            .children
+            .iter()
+            .map(|&c| self.node(c).name().to_owned())
+            .collect()
     }
 
     // ---- Inspection, for tests and the checker: no watches, no errors. ----
 
     pub fn stat(&self, path: &str) -> Option<Stat> {
-        self.nodes.get(path).map(|node| node.stat)
+        self.get(path).map(|node| node.stat)
     }
 
     pub fn data(&self, path: &str) -> Option<&[u8]> {
-        self.nodes.get(path).map(|node| node.data.as_slice())
+        self.get(path).map(|node| node.data.as_slice())
     }
 
     /// Child names, sorted.
     pub fn children(&self, path: &str) -> Option<Vec<String>> {
-        self.nodes
-            .get(path)
-            .map(|node| node.children.iter().cloned().collect())
+        self.find(path).map(|id| self.child_names(id))
     }
 
     /// Every node's path, sorted, "/" included.
     pub fn paths(&self) -> Vec<String> {
-        self.nodes.keys().cloned().collect()
+        self.logical().map(|(p, _)| p.to_owned()).collect()
     }
 
     /// The ephemerals `session` owns, sorted. A scan rather than an index: sessions end
@@ -273,18 +358,20 @@ impl DataTree {
         if session.0 == 0 {
             return Vec::new();
         }
-        self.nodes
-            .iter()
+        self.logical()
             .filter(|(_, node)| node.stat.ephemeral_owner == session.0)
-            .map(|(path, _)| path.clone())
+            .map(|(path, _)| path.to_owned())
             .collect()
     }
 
     /// Whether `session` has any data or child watch registered.
     pub fn has_watches(&self, session: SessionId) -> bool {
-        [&self.data_watches, &self.child_watches]
-            .iter()
-            .any(|watches| watches.values().any(|sessions| sessions.contains(&session)))
+        self.nodes.iter().flatten().any(|node| {
+            node.data_watches.contains(&session) || node.child_watches.contains(&session)
+        }) || self
+            .absent_watches
+            .values()
+            .any(|sessions| sessions.contains(&session))
     }
 
     // ---- One op at a given zxid. Each validates fully before it changes anything. ----
@@ -307,23 +394,19 @@ impl DataTree {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
         };
-        let parent = self.nodes.get_mut(parent_path).ok_or(ZkError::NoNode)?;
-        let path = if mode.is_sequential() {
-            sequential_name(path, parent.child_creates)
-        } else {
-            path.to_owned()
-        };
-        // The suffix has no '/': the name starts after the same slash. A node exists
-        // exactly when its parent lists it; the one name no parent lists is "/"'s own.
-        let name = &path[slash.map_or(0, |i| i + 1)..];
-        // The server checks existence before the ephemeral parent.
-        if name.is_empty() || parent.children.contains(name) {
-            return Err(ZkError::NodeExists);
+        let parent_id = self.find(parent_path).ok_or(ZkError::NoNode)?;
+        let name_at = slash.map_or(0, |i| i + 1);
+        let mut full = std::mem::take(&mut self.scratch);
+        full.clear();
+        full.push_str(path);
+        if mode.is_sequential() {
+            push_sequence(&mut full, self.node(parent_id).child_creates);
         }
-        if parent.stat.ephemeral_owner != 0 {
-            return Err(ZkError::NoChildrenForEphemerals);
+        let refused = self.refuse_create(parent_id, &full[name_at..]);
+        if let Err(e) = refused {
+            self.scratch = full;
+            return Err(e);
         }
-
         let ephemeral_owner = if mode.is_ephemeral() {
             // ephemeral_owner 0 means persistent, so session 0 cannot own ephemerals.
             debug_assert_ne!(owner.0, 0, "session 0 cannot own an ephemeral");
@@ -331,11 +414,6 @@ impl DataTree {
         } else {
             0
         };
-        parent.children.insert(name.to_owned());
-        parent.child_creates += 1;
-        parent.stat.cversion += 1;
-        parent.stat.num_children += 1;
-        parent.stat.pzxid = zxid;
         let stat = Stat {
             czxid: zxid,
             mzxid: zxid,
@@ -346,29 +424,78 @@ impl DataTree {
             num_children: 0,
             data_length: data_len(data),
         };
+        let shared: Arc<str> = Arc::from(full.as_str());
+        let created = full.clone();
+        self.scratch = full;
         let node = Node {
+            path: shared.clone(),
+            name_at,
+            parent: parent_id,
             data: data.to_vec(),
             stat,
             child_creates: 0,
-            children: BTreeSet::new(),
+            children: Vec::new(),
+            data_watches: Vec::new(),
+            child_watches: Vec::new(),
         };
-        self.nodes.insert(path.clone(), node);
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = Some(node);
+                id
+            }
+            None => {
+                self.nodes.push(Some(node));
+                NodeId::try_from(self.nodes.len() - 1).expect("fewer than 2^32 nodes")
+            }
+        };
+        self.index.insert(shared, id);
+        let name = &created[name_at..];
+        let at = self.child_position(parent_id, name).unwrap_err();
+        let parent = self.node_mut(parent_id);
+        parent.children.insert(at, id);
+        parent.child_creates += 1;
+        parent.stat.cversion += 1;
+        parent.stat.num_children += 1;
+        parent.stat.pzxid = zxid;
 
-        trigger(
-            &mut self.data_watches,
-            &path,
-            EventType::NodeCreated,
-            &BTreeSet::new(),
-            out,
-        );
-        trigger(
-            &mut self.child_watches,
-            parent_path,
-            EventType::NodeChildrenChanged,
-            &BTreeSet::new(),
-            out,
-        );
-        Ok((path, stat))
+        if !self.absent_watches.is_empty()
+            && let Some(sessions) = self.absent_watches.remove(created.as_str())
+        {
+            notify(sessions, &created, EventType::NodeCreated, &[], out);
+        }
+        let parent = self.node_mut(parent_id);
+        if !parent.child_watches.is_empty() {
+            let sessions = std::mem::take(&mut parent.child_watches);
+            let parent_path = parent.path.clone();
+            notify(
+                sessions,
+                &parent_path,
+                EventType::NodeChildrenChanged,
+                &[],
+                out,
+            );
+        }
+        Ok((created, stat))
+    }
+
+    /// Why a child named `name` cannot be created under `parent_id`, if it cannot.
+    fn refuse_create(&self, parent_id: NodeId, name: &str) -> Result<(), ZkError> {
+        // The server checks existence before the ephemeral parent. A node exists exactly
+        // when its parent lists it; the one name no parent lists is "/"'s own.
+        if name.is_empty() || self.child_position(parent_id, name).is_ok() {
+            return Err(ZkError::NodeExists);
+        }
+        if self.node(parent_id).stat.ephemeral_owner != 0 {
+            return Err(ZkError::NoChildrenForEphemerals);
+        }
+        Ok(())
+    }
+
+    /// Where `name` is, or would go, among the children of `parent_id`.
+    fn child_position(&self, parent_id: NodeId, name: &str) -> Result<usize, usize> {
+        self.node(parent_id)
+            .children
+            .binary_search_by(|&c| self.node(c).name().cmp(name))
     }
 
     fn apply_delete(
@@ -379,54 +506,54 @@ impl DataTree {
         out: &mut Vec<Notification>,
     ) -> Result<(), ZkError> {
         validate_path(path, false)?;
-        let Some((parent_path, name)) = split(path) else {
+        if path == "/" {
             return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
-        };
-        // Taken out at once, and put back on the rare refusal: one search, not two.
-        let (key, node) = self.nodes.remove_entry(path).ok_or(ZkError::NoNode)?;
-        // The server checks the version before the children.
-        let refused = if !version_matches(version, node.stat.version) {
-            Some(ZkError::BadVersion)
-        } else if !node.children.is_empty() {
-            Some(ZkError::NotEmpty)
-        } else {
-            None
-        };
-        if let Some(e) = refused {
-            self.nodes.insert(key, node);
-            return Err(e);
         }
-        let parent = self
-            .nodes
-            .get_mut(parent_path)
-            .expect("a node's parent exists");
-        parent.children.remove(name);
+        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let node = self.node(id);
+        // The server checks the version before the children.
+        if !version_matches(version, node.stat.version) {
+            return Err(ZkError::BadVersion);
+        }
+        if !node.children.is_empty() {
+            return Err(ZkError::NotEmpty);
+        }
+        let parent_id = node.parent;
+        let at = self
+            .child_position(parent_id, node.name())
+            .expect("a node's parent lists it");
+        let node = self.nodes[id as usize].take().expect("found above");
+        self.free.push(id);
+        self.index.remove(path);
+        let parent = self.node_mut(parent_id);
+        parent.children.remove(at);
         parent.stat.cversion += 1;
         parent.stat.num_children -= 1;
         parent.stat.pzxid = zxid;
 
         // A session watching both data and children of the path hears NodeDeleted once.
-        let notified = trigger(
-            &mut self.data_watches,
-            path,
-            EventType::NodeDeleted,
-            &BTreeSet::new(),
-            out,
-        );
-        trigger(
-            &mut self.child_watches,
+        let path = &*node.path;
+        let notified = node.data_watches;
+        notify(notified.clone(), path, EventType::NodeDeleted, &[], out);
+        notify(
+            node.child_watches,
             path,
             EventType::NodeDeleted,
             &notified,
             out,
         );
-        trigger(
-            &mut self.child_watches,
-            parent_path,
-            EventType::NodeChildrenChanged,
-            &BTreeSet::new(),
-            out,
-        );
+        let parent = self.node_mut(parent_id);
+        if !parent.child_watches.is_empty() {
+            let sessions = std::mem::take(&mut parent.child_watches);
+            let parent_path = parent.path.clone();
+            notify(
+                sessions,
+                &parent_path,
+                EventType::NodeChildrenChanged,
+                &[],
+                out,
+            );
+        }
         Ok(())
     }
 
@@ -440,7 +567,8 @@ impl DataTree {
     ) -> Result<Stat, ZkError> {
         validate_path(path, false)?;
         check_data_size(data)?;
-        let node = self.nodes.get_mut(path).ok_or(ZkError::NoNode)?;
+        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let node = self.node_mut(id);
         if !version_matches(version, node.stat.version) {
             return Err(ZkError::BadVersion);
         }
@@ -450,24 +578,165 @@ impl DataTree {
         node.stat.mzxid = zxid;
         node.stat.data_length = data_len(data);
         let stat = node.stat;
-        trigger(
-            &mut self.data_watches,
-            path,
-            EventType::NodeDataChanged,
-            &BTreeSet::new(),
-            out,
-        );
+        let sessions = std::mem::take(&mut node.data_watches);
+        notify(sessions, path, EventType::NodeDataChanged, &[], out);
         Ok(stat)
     }
 
     /// A multi's Check op: the node exists with the expected version.
     fn check(&self, path: &str, version: i32) -> Result<(), ZkError> {
         validate_path(path, false)?;
-        let node = self.nodes.get(path).ok_or(ZkError::NoNode)?;
+        let node = self.get(path).ok_or(ZkError::NoNode)?;
         if version_matches(Some(version), node.stat.version) {
             Ok(())
         } else {
             Err(ZkError::BadVersion)
+        }
+    }
+
+    /// The logical tree, in path order: what equality and hashing compare.
+    fn logical(&self) -> impl Iterator<Item = (&str, &Node)> {
+        let mut all: Vec<(&str, &Node)> =
+            self.nodes.iter().flatten().map(|n| (&*n.path, n)).collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all.into_iter()
+    }
+
+    /// Every watch of one kind as (path, sessions), in path order: ZooKeeper's own view.
+    fn watches(&self, data: bool) -> Vec<(&str, &[SessionId])> {
+        let mut all: Vec<(&str, &[SessionId])> = self
+            .logical()
+            .map(|(p, n)| {
+                let sessions = if data {
+                    &n.data_watches
+                } else {
+                    &n.child_watches
+                };
+                (p, sessions.as_slice())
+            })
+            .filter(|(_, s)| !s.is_empty())
+            .collect();
+        if data {
+            all.extend(
+                self.absent_watches
+                    .iter()
+                    .map(|(p, s)| (p.as_str(), s.as_slice())),
+            );
+            all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        all
+    }
+}
+
+impl PartialEq for DataTree {
+    fn eq(&self, other: &Self) -> bool {
+        self.last_zxid == other.last_zxid
+            && self.index.len() == other.index.len()
+            && self
+                .logical()
+                .zip(other.logical())
+                .all(|((pa, a), (pb, b))| {
+                    pa == pb
+                        && (&a.data, a.stat, a.child_creates) == (&b.data, b.stat, b.child_creates)
+                        && self.child_names(self.find(pa).expect("indexed"))
+                            == other.child_names(other.find(pb).expect("indexed"))
+                })
+            && self.watches(true) == other.watches(true)
+            && self.watches(false) == other.watches(false)
+    }
+}
+
+impl Eq for DataTree {}
+
+/// The logical tree (see [`DataTree`]): nodes in path order with their data, stat,
+/// counter and child names, the last zxid, then both kinds of watches in path order.
+impl std::hash::Hash for DataTree {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.index.len().hash(h);
+        for (path, node) in self.logical() {
+            (path, &node.data, node.stat, node.child_creates).hash(h);
+            node.children.len().hash(h);
+            for &c in &node.children {
+                self.node(c).name().hash(h);
+            }
+        }
+        self.last_zxid.hash(h);
+        for data in [true, false] {
+            let watches = self.watches(data);
+            watches.len().hash(h);
+            for (path, sessions) in watches {
+                (path, sessions).hash(h);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for DataTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nodes: Vec<_> = self
+            .logical()
+            .map(|(p, n)| (p, &n.data, n.stat, n.child_creates))
+            .collect();
+        f.debug_struct("DataTree")
+            .field("nodes", &nodes)
+            .field("last_zxid", &self.last_zxid)
+            .field("data_watches", &self.watches(true))
+            .field("child_watches", &self.watches(false))
+            .finish()
+    }
+}
+
+/// FxHash (rustc's hasher) over path bytes: fast, and the same on every run, though
+/// nothing depends on a hash value anyway (the index is never iterated in hash order).
+#[derive(Default)]
+struct PathHasher(u64);
+
+impl std::hash::Hasher for PathHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+fn add_session(sessions: &mut Vec<SessionId>, session: SessionId) {
+    if let Err(at) = sessions.binary_search(&session) {
+        sessions.insert(at, session);
+    }
+}
+
+fn remove_session(sessions: &mut Vec<SessionId>, session: SessionId) {
+    if let Ok(at) = sessions.binary_search(&session) {
+        sessions.remove(at);
+    }
+}
+
+/// Notifies `sessions` (ascending) of `event_type` on `path`, except those in `skip`.
+fn notify(
+    sessions: Vec<SessionId>,
+    path: &str,
+    event_type: EventType,
+    skip: &[SessionId],
+    out: &mut Vec<Notification>,
+) {
+    for session in sessions {
+        if !skip.contains(&session) {
+            out.push(Notification {
+                session,
+                event: WatchedEvent {
+                    event_type,
+                    path: path.to_owned(),
+                },
+            });
         }
     }
 }
@@ -496,52 +765,14 @@ fn data_len(data: &[u8]) -> i32 {
     i32::try_from(data.len()).expect("data size is checked against DATA_BYTES_MAX")
 }
 
-fn add_watch(watches: &mut Watches, path: &str, session: SessionId) {
-    // The key is copied only when the path is not watched yet.
-    match watches.get_mut(path) {
-        Some(sessions) => {
-            sessions.insert(session);
-        }
-        None => {
-            watches.insert(path.to_owned(), BTreeSet::from([session]));
-        }
-    }
-}
-
-/// Fires and removes the watches on `path`, notifying their sessions in ascending order,
-/// except those in `skip` (their watch is removed all the same). Returns the sessions
-/// whose watches fired.
-fn trigger(
-    watches: &mut Watches,
-    path: &str,
-    event_type: EventType,
-    skip: &BTreeSet<SessionId>,
-    out: &mut Vec<Notification>,
-) -> BTreeSet<SessionId> {
-    // Nothing watched here (the common case): no set to walk.
-    let Some(sessions) = watches.remove(path) else {
-        return BTreeSet::new();
-    };
-    for &session in sessions.difference(skip) {
-        out.push(Notification {
-            session,
-            event: WatchedEvent {
-                event_type,
-                path: path.to_owned(),
-            },
-        });
-    }
-    sessions
-}
-
-/// `path` with ZooKeeper's ten-digit sequence suffix, as `format!("{path}{n:010}")`
-/// writes it, without the formatting machinery (this runs on every sequential create).
-fn sequential_name(path: &str, n: i32) -> String {
+/// Appends ZooKeeper's ten-digit sequence suffix, as `format!("{n:010}")` writes it,
+/// without the formatting machinery (this runs on every sequential create).
+fn push_sequence(out: &mut String, n: i32) {
     if n < 0 {
-        return format!("{path}{n:010}");
+        use std::fmt::Write as _;
+        write!(out, "{n:010}").expect("writing to a String cannot fail");
+        return;
     }
-    let mut out = String::with_capacity(path.len() + 10);
-    out.push_str(path);
     let mut digits = [b'0'; 10];
     let mut v = n as u32;
     for d in digits.iter_mut().rev() {
@@ -550,7 +781,6 @@ fn sequential_name(path: &str, n: i32) -> String {
     }
     // An i32 has at most ten digits, so they all fit.
     out.extend(digits.iter().map(|&d| char::from(d)));
-    out
 }
 
 #[cfg(test)]

@@ -33,7 +33,6 @@ use super::state::{Pending, SharedState};
 use crate::path::join;
 use crate::{Coordination, SessionEvents, SessionState, Watch, WatchedEvent, ZkError};
 use futures_util::future::poll_fn;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::Poll;
@@ -104,6 +103,15 @@ async fn vanished<C: Coordination>(client: &C, policy: &RetryPolicy, path: &str)
     }
 }
 
+/// Appends `v` in lower-case hex, as `{:x}` writes it, without the formatting machinery.
+fn push_hex(out: &mut String, v: u64) {
+    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        let d = ((v >> (i * 4)) & 0xf) as u8;
+        out.push(char::from(if d < 10 { b'0' + d } else { b'a' + d - 10 }));
+    }
+}
+
 /// One acquisition attempt by a lock object.
 pub(crate) struct Attempt<'a, C> {
     pub(crate) client: &'a C,
@@ -137,15 +145,15 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         };
         // `<base>-<attempt>` in hex, written into one buffer (this is the hot path).
         let mut guid = String::with_capacity(32);
-        let written = match &options.guid {
-            Some(g) => write!(guid, "{g}-{number:x}"),
-            None => write!(guid, "{:x}-{number:x}", client.session_id().0),
-        };
-        written.expect("writing to a String cannot fail");
-        let mut pending = Pending::new(shared.clone(), dir, guid, kind);
+        match &options.guid {
+            Some(g) => guid.push_str(g),
+            None => push_hex(&mut guid, client.session_id().0 as u64),
+        }
+        guid.push('-');
+        push_hex(&mut guid, number);
+        let mut pending = Pending::new(shared.clone(), dir, &guid, kind);
         // Subscribed before the create, so no state change after it goes unseen.
         let mut events = client.session_events();
-        let guid = pending.guid.clone();
         let spec = ContenderSpec {
             dir,
             guid: &guid,
@@ -192,6 +200,18 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                 policy.clone(),
                 shared.clone(),
             )));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn push_hex_writes_what_format_writes() {
+        for v in [0, 1, 9, 10, 15, 16, 0x1001, 0xdead_beef, u64::MAX, 1 << 63] {
+            let mut s = String::from(">");
+            super::push_hex(&mut s, v);
+            assert_eq!(s, format!(">{v:x}"));
         }
     }
 }

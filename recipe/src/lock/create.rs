@@ -8,7 +8,7 @@
 //! or of a client reusing the guid, must not be mistaken for ours).
 
 use super::error::LockError;
-use super::naming::{LockNode, NamingStyle, NodeKind, node_prefix, parse_sequence};
+use super::naming::{LockNode, NamingStyle, NodeKind, parse_sequence, push_node_prefix};
 use super::retry::{RetryPolicy, delete_until_gone, retry, session_over};
 use crate::path::{basename, join, parent};
 use crate::{Coordination, CreateMode, ZkError};
@@ -147,7 +147,15 @@ async fn create_loop<C: Coordination>(
     spec: &ContenderSpec<'_>,
     list: bool,
 ) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
-    let prefix = join(spec.dir, &node_prefix(spec.guid, spec.kind));
+    // `<dir>/<node_prefix>`, built in one buffer.
+    let prefix = {
+        let dir = if spec.dir == "/" { "" } else { spec.dir };
+        let mut p = String::with_capacity(dir.len() + 5 + spec.guid.len() + 6);
+        p.push_str(dir);
+        p.push('/');
+        push_node_prefix(&mut p, spec.guid, spec.kind);
+        p
+    };
     let mut attempt = 1;
     let mut parents_made = false;
     loop {

@@ -87,11 +87,16 @@ const KAZOO_MARKERS: [(&str, NodeKind); 2] = [
 /// are not recognised, as in Curator and Kazoo.
 pub fn parse_sequence(name: &str) -> Option<u32> {
     let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
-    let digits = name.get(start..)?;
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    // Ten ASCII digits, read by hand: this runs for every child of every listing.
+    let mut n: u64 = 0;
+    for &b in &name.as_bytes()[start..] {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
     }
-    digits.parse::<u32>().ok()
+    u32::try_from(n).ok()
 }
 
 impl LockNode {
@@ -153,36 +158,44 @@ fn classify(name: &str) -> Option<Parsed> {
 /// The name this crate gives a contender before ZooKeeper appends the suffix:
 /// `_c_<guid>-<marker>`, Curator's protected naming.
 pub fn node_prefix(guid: &str, kind: NodeKind) -> String {
-    let marker = kind.marker();
-    let mut prefix = String::with_capacity(4 + guid.len() + marker.len());
-    prefix.push_str("_c_");
-    prefix.push_str(guid);
-    prefix.push('-');
-    prefix.push_str(marker);
+    let mut prefix = String::with_capacity(4 + guid.len() + kind.marker().len());
+    push_node_prefix(&mut prefix, guid, kind);
     prefix
+}
+
+/// Appends [`node_prefix`] to `out`, so a caller can build a whole path in one buffer.
+pub fn push_node_prefix(out: &mut String, guid: &str, kind: NodeKind) {
+    out.push_str("_c_");
+    out.push_str(guid);
+    out.push('-');
+    out.push_str(kind.marker());
 }
 
 /// Orders contenders by sequence number (ties, impossible within one directory, by name
 /// so that the order is total and deterministic).
 pub fn sort_by_sequence(nodes: &mut [LockNode]) {
-    nodes.sort_by(|a, b| (a.sequence, &a.name).cmp(&(b.sequence, &b.name)));
+    nodes.sort_unstable_by(|a, b| (a.sequence, &a.name).cmp(&(b.sequence, &b.name)));
 }
 
 /// The recognised contenders among a directory's children, in lock order. Children that
 /// are not contender nodes are skipped.
 pub fn contenders<S: AsRef<str>>(children: &[S]) -> Vec<LockNode> {
-    in_lock_order(children.iter().filter_map(|c| LockNode::parse(c.as_ref())))
+    let nodes = children.iter().filter_map(|c| LockNode::parse(c.as_ref()));
+    in_lock_order(nodes, children.len())
 }
 
 /// [`contenders`], keeping the listing's names instead of copying them.
 pub fn contenders_from(children: Vec<String>) -> Vec<LockNode> {
-    in_lock_order(children.into_iter().filter_map(LockNode::from_name))
+    let room = children.len();
+    in_lock_order(children.into_iter().filter_map(LockNode::from_name), room)
 }
 
-fn in_lock_order(nodes: impl Iterator<Item = LockNode>) -> Vec<LockNode> {
-    let mut nodes: Vec<LockNode> = nodes.collect();
-    sort_by_sequence(&mut nodes);
-    nodes
+fn in_lock_order(nodes: impl Iterator<Item = LockNode>, room: usize) -> Vec<LockNode> {
+    // Sized once: most children of a lock directory are contenders.
+    let mut list = Vec::with_capacity(room);
+    list.extend(nodes);
+    sort_by_sequence(&mut list);
+    list
 }
 
 #[cfg(test)]
@@ -273,5 +286,8 @@ mod tests {
         assert_eq!(parse_sequence("0000000000"), Some(0));
         assert_eq!(parse_sequence("x000000010"), None);
         assert_eq!(parse_sequence("lock-00000000é1"), None);
+        assert_eq!(parse_sequence("n-4294967295"), Some(u32::MAX));
+        assert_eq!(parse_sequence("n-4294967296"), None);
+        assert_eq!(parse_sequence("n-+000000001"), None);
     }
 }

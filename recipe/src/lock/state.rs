@@ -127,10 +127,10 @@ async fn delete_owned_matching<C: Coordination>(
 /// its node to a guard, it records the node, or the name fragment of an unanswered
 /// create, as an orphan; [`DetachOnDrop`] or the lock object's call then deletes it.
 #[derive(Debug)]
-pub(crate) struct Pending {
+pub(crate) struct Pending<'a> {
     shared: SharedState,
-    dir: String,
-    pub(crate) guid: String,
+    dir: &'a str,
+    guid: &'a str,
     kind: NodeKind,
     /// Set before the first create is sent: from then on a node may exist.
     pub(crate) create_sent: bool,
@@ -139,11 +139,11 @@ pub(crate) struct Pending {
     armed: bool,
 }
 
-impl Pending {
-    pub(crate) fn new(shared: SharedState, dir: &str, guid: String, kind: NodeKind) -> Pending {
+impl<'a> Pending<'a> {
+    pub(crate) fn new(shared: SharedState, dir: &'a str, guid: &'a str, kind: NodeKind) -> Self {
         Pending {
             shared,
-            dir: dir.to_owned(),
+            dir,
             guid,
             kind,
             create_sent: false,
@@ -158,18 +158,18 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
+impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if !self.armed {
             return;
         }
-        let orphan = match (&self.path, self.create_sent) {
-            (Some(path), _) => Some(DetachedCleanup::Node(path.clone())),
+        let orphan = match (self.path.take(), self.create_sent) {
+            (Some(path), _) => Some(DetachedCleanup::Node(path)),
             // The name's guid and kind part identifies our nodes; the owner check in the
             // cleanup rules out another session's node that happens to contain it.
             (None, true) => Some(DetachedCleanup::OwnedMatching {
-                dir: self.dir.clone(),
-                fragment: node_prefix(&self.guid, self.kind),
+                dir: self.dir.to_owned(),
+                fragment: node_prefix(self.guid, self.kind),
             }),
             (None, false) => None,
         };

@@ -4,12 +4,12 @@
 
 use crate::ZkError;
 use crate::types::{CreateMode, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent};
-use futures_channel::{mpsc, oneshot};
-use futures_util::StreamExt;
+use futures_channel::oneshot;
+use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// A one-shot watch left by `exists_watch`, `get_data_watch` or `get_children_watch`.
@@ -76,41 +76,88 @@ impl Future for Watch {
 }
 
 /// A subscription to a session's state changes, from the moment of subscribing.
+///
+/// It reads the session's log of state changes from where it subscribed, so
+/// subscribing costs no channel and every subscriber sees every later change, in order.
 #[derive(Debug)]
 pub struct SessionEvents {
-    rx: mpsc::UnboundedReceiver<SessionState>,
+    log: Arc<Mutex<StateLog>>,
+    /// Index in the log of the next change to read.
+    next: usize,
+}
+
+/// A session's state changes so far, and who waits for the next.
+#[derive(Debug, Default)]
+struct StateLog {
+    states: Vec<SessionState>,
+    /// No change will come any more (after the terminal state).
+    closed: bool,
+    waiters: Vec<Waker>,
 }
 
 impl SessionEvents {
     /// The next state change; `None` once the session is gone and every change was read.
     pub async fn next(&mut self) -> Option<SessionState> {
-        self.rx.next().await
+        poll_fn(|cx| self.poll_next(cx)).await
     }
+
     /// The next state change if one is already queued.
     pub fn try_next(&mut self) -> Option<SessionState> {
-        self.rx.try_recv().ok()
+        let log = lock_log(&self.log);
+        let state = log.states.get(self.next).copied()?;
+        self.next += 1;
+        Some(state)
     }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<SessionState>> {
+        let mut log = lock_log(&self.log);
+        if let Some(&state) = log.states.get(self.next) {
+            self.next += 1;
+            return Poll::Ready(Some(state));
+        }
+        if log.closed {
+            return Poll::Ready(None);
+        }
+        if !log.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            log.waiters.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+fn lock_log(log: &Mutex<StateLog>) -> MutexGuard<'_, StateLog> {
+    // Every update under this lock is complete when it is released.
+    log.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Fans session state changes out to every subscriber. For runners, not recipes.
 #[derive(Debug, Default)]
 pub struct SessionBroadcast {
-    subscribers: Vec<mpsc::UnboundedSender<SessionState>>,
+    log: Arc<Mutex<StateLog>>,
 }
 
 impl SessionBroadcast {
     pub fn subscribe(&mut self) -> SessionEvents {
-        let (tx, rx) = mpsc::unbounded();
-        self.subscribers.push(tx);
-        SessionEvents { rx }
+        let next = lock_log(&self.log).states.len();
+        SessionEvents {
+            log: Arc::clone(&self.log),
+            next,
+        }
     }
     pub fn send(&mut self, state: SessionState) {
-        self.subscribers
-            .retain(|tx| tx.unbounded_send(state).is_ok());
+        let mut log = lock_log(&self.log);
+        log.states.push(state);
+        let waiters = std::mem::take(&mut log.waiters);
+        drop(log);
+        waiters.into_iter().for_each(Waker::wake);
     }
     /// Ends every subscription (after the terminal state was sent).
     pub fn close(&mut self) {
-        self.subscribers.clear();
+        let mut log = lock_log(&self.log);
+        log.closed = true;
+        let waiters = std::mem::take(&mut log.waiters);
+        drop(log);
+        waiters.into_iter().for_each(Waker::wake);
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`ZkClient`]: the `Coordination` trait over a real ZooKeeper session.
 
 use crate::convert::{self, zk_error};
+use crate::detached::{self, Raw};
 use crate::error::RealError;
 use crate::watch::WatchForwarder;
 use std::future::Future;
@@ -61,11 +62,13 @@ impl StateHub {
 /// * Dropping the client closes its session in the background (zookeeper-client sends
 ///   CloseSession when its last handle goes); [`close`](Coordination::close) does it and
 ///   waits for the server's answer.
-/// * [`cleanup_detached`](Coordination::cleanup_detached) spawns a task, on the runtime the
-///   client was connected in (a `Drop` may run outside any task), that works on a clone of
-///   zookeeper-client's handle: requests wait out a disconnect there, connection loss is
-///   retried with backoff, and the task ends once the node or the session is gone. Until
-///   then that handle keeps the session open even if this client is dropped.
+/// * [`cleanup_detached`](Coordination::cleanup_detached) sends its first request at the
+///   call, on a clone of zookeeper-client's handle, so it goes out before any request this
+///   client issues afterwards. A task spawned on the runtime the client was connected in
+///   (a `Drop` may run outside any task) awaits the reply and does the rest: requests wait
+///   out a disconnect there, connection loss is retried with backoff, and the task ends
+///   once the node or the session is gone. Until then that handle keeps the session open
+///   even if this client is dropped.
 ///
 /// All methods must run inside a tokio runtime.
 #[derive(Debug)]
@@ -185,6 +188,34 @@ impl ZkClient {
     fn reply<T>(&self, result: Result<T, zk::Error>) -> Result<T, ZkError> {
         self.watches.flush();
         result.map_err(zk_error)
+    }
+
+    /// Sends a delete at the call (where [`delete`](Coordination::delete) sends at its
+    /// future's first poll); the future awaits the reply. For the client's background
+    /// work: no recipe sees the reply, so no watch is flushed ahead of it.
+    pub(crate) fn delete_now(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send + use<> {
+        let sent = validate_path(path, false)
+            .and_then(|()| self.live())
+            .map(|client| client.delete(path, version));
+        async move { sent?.await.map_err(zk_error) }
+    }
+
+    /// Sends a listing at the call, as [`delete_now`](ZkClient::delete_now).
+    pub(crate) fn get_children_now(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send + use<> {
+        let sent = validate_path(path, false)
+            .and_then(|()| self.live())
+            .map(|client| client.get_children(path));
+        async move {
+            let (children, _) = sent?.await.map_err(zk_error)?;
+            Ok(children)
+        }
     }
 
     async fn do_multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
@@ -409,7 +440,6 @@ impl Coordination for ZkClient {
             return;
         };
         let session = self.session_id;
-        self.runtime
-            .spawn(crate::detached::run_detached_raw(client, session, what));
+        detached::start(&self.runtime, Raw { client, session }, what);
     }
 }

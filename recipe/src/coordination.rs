@@ -205,6 +205,12 @@ pub trait Coordination: Send + Sync {
     /// - Its requests go after every request this client issued before the call, so a
     ///   create still in flight is seen by the listing of
     ///   [`OwnedMatching`](DetachedCleanup::OwnedMatching).
+    /// - Its first request goes out before any request this client issues after the
+    ///   call, provided that at the call the client is connected (its connection
+    ///   reaching the server) and none of its earlier background work is still under
+    ///   way. So the node of a [`Node`](DetachedCleanup::Node) is deleted before the
+    ///   client's next create or listing is applied, and that listing does not show it.
+    ///   Otherwise the request may go out after later requests of the client.
     /// - Each request is retried through [`ZkError::ConnectionLoss`] (after the
     ///   reconnect) until the node is gone.
     /// - It ends without error when the session ends (`SessionExpired` or

@@ -11,15 +11,19 @@
 //! *handoff*: from a release's invocation to the next hold's acquisition, by whichever
 //! client (with one client, its own next acquisition), in grant order.
 //!
-//! * [`recipe_cell`]: the shipped recipe, [`zklock_recipe::lock::Lock`] over [`ZkClient`];
-//!   release awaits the delete. The guard's lost signal is not awaited (the other two
-//!   locks have none), so the recipe sends Curator's requests: create with the listing
-//!   right behind it, the predecessor's watch when contended, the listing again, delete.
+//! * [`recipe_cell`]: the shipped recipe, [`zklock_recipe::lock::Lock`] over [`ZkClient`],
+//!   in two ways of releasing ([`RecipeRelease`]): `release_in_background` (the delete is
+//!   sent at once and its reply awaited by a background task; the next acquire starts at
+//!   once) and `release().await` (the next acquire starts once the delete is answered).
+//!   The guard's lost signal is not awaited (the other two locks have none), so the
+//!   recipe sends Curator's requests: create with the listing right behind it, the
+//!   predecessor's watch when contended, the listing again, delete.
 //! * [`zookeeper_client_cell`]: zookeeper-client's own `Client::lock` (Curator prefix);
 //!   its release is dropping the guard, which deletes the node in the background, as that
-//!   library designs it.
+//!   library designs it: the like-for-like peer of `release_in_background`.
 //! * [`kazoo_cell`]: Kazoo's `Lock`, one `/usr/bin/python3` process per client running
-//!   [`KAZOO_SCRIPT`], each with its own `KazooClient`. Python stamps with
+//!   [`KAZOO_SCRIPT`], each with its own `KazooClient`. Its `release()` waits for the
+//!   delete: the like-for-like peer of `release().await`. Python stamps with
 //!   `time.monotonic()` (CLOCK_MONOTONIC, the clock of Rust's `Instant` on Linux); the
 //!   stamps are put on the run clock by reading both clocks at one instant.
 //! * [`raw_write_rate`]: the server's write rate with many setData requests in flight on
@@ -51,8 +55,10 @@ const DEFAULT_PYTHON: &str = "/usr/bin/python3";
 /// A lock implementation under measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Contender {
-    /// zklock's shipped recipe over [`ZkClient`].
-    Recipe,
+    /// zklock's shipped recipe over [`ZkClient`], released with `release_in_background`.
+    RecipeBackground,
+    /// zklock's shipped recipe over [`ZkClient`], released with `release().await`.
+    RecipeAwaited,
     /// zookeeper-client's built-in `Client::lock` with a Curator prefix.
     ZookeeperClient,
     /// Kazoo's `kazoo.recipe.lock.Lock`.
@@ -60,29 +66,58 @@ pub enum Contender {
 }
 
 impl Contender {
-    pub const ALL: [Contender; 3] = [
-        Contender::Recipe,
+    pub const ALL: [Contender; 4] = [
+        Contender::RecipeBackground,
+        Contender::RecipeAwaited,
         Contender::ZookeeperClient,
         Contender::Kazoo,
     ];
 
-    /// A short stable name, for JSON keys and lock paths.
+    /// A short stable name, for JSON keys, table columns, `--real-locks` and lock paths.
     pub fn key(self) -> &'static str {
         match self {
-            Contender::Recipe => "zklock",
+            Contender::RecipeBackground => "zklock",
+            Contender::RecipeAwaited => "zklock-awaited",
             Contender::ZookeeperClient => "zookeeper-client",
             Contender::Kazoo => "kazoo",
         }
+    }
+
+    /// The contender whose [`key`](Contender::key) is `key`.
+    pub fn from_key(key: &str) -> Option<Contender> {
+        Contender::ALL.into_iter().find(|c| c.key() == key)
     }
 }
 
 impl fmt::Display for Contender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Contender::Recipe => "zklock recipe (Lock over ZkClient)",
+            Contender::RecipeBackground => {
+                "zklock recipe (Lock over ZkClient), release_in_background"
+            }
+            Contender::RecipeAwaited => "zklock recipe (Lock over ZkClient), release().await",
             Contender::ZookeeperClient => "zookeeper-client Client::lock (Curator prefix)",
             Contender::Kazoo => "Kazoo Lock (python3)",
         })
+    }
+}
+
+/// How the recipe's cell releases each hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecipeRelease {
+    /// `release_in_background`: the delete is sent, the next acquire starts at once.
+    InBackground,
+    /// `release().await`: the next acquire starts once the delete is answered.
+    Awaited,
+}
+
+impl RecipeRelease {
+    /// The contender this way of releasing is measured as.
+    pub fn contender(self) -> Contender {
+        match self {
+            RecipeRelease::InBackground => Contender::RecipeBackground,
+            RecipeRelease::Awaited => Contender::RecipeAwaited,
+        }
     }
 }
 
@@ -344,8 +379,13 @@ async fn join_clients(
     }
 }
 
-/// The shipped recipe: `cfg.clients` [`ZkClient`] sessions, one [`Lock`] each.
-pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, BenchError> {
+/// The shipped recipe: `cfg.clients` [`ZkClient`] sessions, one [`Lock`] each, releasing
+/// as `release` says.
+pub async fn recipe_cell(
+    addr: &str,
+    cfg: &CellConfig,
+    release: RecipeRelease,
+) -> Result<CellResult, BenchError> {
     cfg.check()?;
     let mut clients = Vec::new();
     for _ in 0..cfg.clients {
@@ -369,7 +409,10 @@ pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, Ben
                 let guard = lock.acquire().await.map_err(|e| e.to_string())?;
                 let acquired = monotonic_now();
                 let release_invoked = monotonic_now();
-                guard.release().await.map_err(|e| e.to_string())?;
+                match release {
+                    RecipeRelease::InBackground => guard.release_in_background(),
+                    RecipeRelease::Awaited => guard.release().await.map_err(|e| e.to_string())?,
+                }
                 holds.push(Hold {
                     client: index,
                     acquired,
@@ -379,17 +422,13 @@ pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, Ben
             Ok(holds)
         });
     }
-    let holds = join_clients(tasks, end + cfg.stop_timeout, "zklock recipe").await;
+    let contender = release.contender();
+    let holds = join_clients(tasks, end + cfg.stop_timeout, contender.key()).await;
+    // Background deletes still under way keep their session until they are answered.
     for client in &clients {
         let _ = client.close().await;
     }
-    Ok(summarize(
-        Contender::Recipe,
-        cfg.clients,
-        &holds?,
-        start,
-        end,
-    ))
+    Ok(summarize(contender, cfg.clients, &holds?, start, end))
 }
 
 async fn zk_connect(addr: &str, cfg: &CellConfig) -> Result<zk::Client, BenchError> {
@@ -771,7 +810,7 @@ mod tests {
             hold(1, 50, 60),
         ];
         let r = summarize(
-            Contender::Recipe,
+            Contender::RecipeBackground,
             3,
             &holds,
             Duration::from_micros(100),
@@ -800,14 +839,14 @@ mod tests {
         let (s1, e1) = window(0);
         let (s2, e2) = window(10_000);
         let one = summarize(
-            Contender::Recipe,
+            Contender::RecipeBackground,
             2,
             &[hold(0, 100, 100), hold(1, 400, 400)],
             s1,
             e1,
         );
         let two = summarize(
-            Contender::Recipe,
+            Contender::RecipeBackground,
             2,
             &[
                 hold(1, 10_100, 10_100),

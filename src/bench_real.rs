@@ -82,6 +82,9 @@ pub struct RealCell {
     pub per_client_max_acquisitions: u64,
     /// Holds acquired before the previous release was invoked; 0 for a correct lock.
     pub overlaps: u64,
+    /// CPU time of the bench process (all threads) per acquisition while the cell's
+    /// clients ran, µs: the client side's cost. `None` for Kazoo (other processes).
+    pub client_cpu_us_per_acquisition: Option<f64>,
 }
 
 impl RealCell {
@@ -101,6 +104,7 @@ impl RealCell {
             per_client_min_acquisitions: min,
             per_client_max_acquisitions: max,
             overlaps: pooled.overlaps,
+            client_cpu_us_per_acquisition: pooled.client_cpu.and_then(|c| c.per_acquisition_us()),
         }
     }
 }
@@ -505,6 +509,14 @@ pub fn print_table(f: &RealFigures) {
                     micros(r.handoff_p99_us)
                 )
             })
+        });
+    }
+
+    println!("\n  client CPU per acquisition, us (this process, all threads)");
+    locks_row("clients", &|c| c.key().to_owned());
+    for cmp in &f.comparisons {
+        locks_row(&cmp.clients.to_string(), &|c| {
+            micros(find(c, cmp.clients).and_then(|r| r.client_cpu_us_per_acquisition))
         });
     }
     let overlaps: u64 = f.cells.iter().map(|c| c.overlaps).sum();

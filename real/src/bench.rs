@@ -221,6 +221,51 @@ pub struct CellResult {
     /// Holds acquired before the previous hold's release was invoked: mutual exclusion
     /// broken, or clocks misaligned. Always 0 for a correct lock on one clock.
     pub overlaps: u64,
+    /// The client side's CPU cost, for locks whose clients run in this process; `None`
+    /// for Kazoo (other processes).
+    pub client_cpu: Option<ClientCpu>,
+}
+
+/// CPU time of this process (all threads) while a cell's clients ran, from the window's
+/// start until the last client stopped, and the holds acquired meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientCpu {
+    pub cpu_s: f64,
+    pub holds: u64,
+}
+
+impl ClientCpu {
+    /// CPU µs per acquisition (with its release); `None` without holds.
+    pub fn per_acquisition_us(&self) -> Option<f64> {
+        (self.holds > 0).then(|| self.cpu_s * 1e6 / self.holds as f64)
+    }
+}
+
+/// CPU time this process has used so far, all threads together.
+fn process_cpu() -> Duration {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// Awaits the clients of a cell whose window starts at `start`, measuring this process's
+/// CPU time from `start` until they all stopped.
+async fn join_measured(
+    tasks: tokio::task::JoinSet<Result<Vec<Hold>, String>>,
+    start: Duration,
+    deadline: Duration,
+    what: &str,
+) -> Result<(Vec<Hold>, ClientCpu), BenchError> {
+    sleep_until_run_time(start).await;
+    let before = process_cpu();
+    let holds = join_clients(tasks, deadline, what).await?;
+    let cpu = ClientCpu {
+        cpu_s: process_cpu().saturating_sub(before).as_secs_f64(),
+        holds: holds.len() as u64,
+    };
+    Ok((holds, cpu))
 }
 
 impl CellResult {
@@ -263,6 +308,10 @@ impl CellResult {
             handoff_ns: Vec::new(),
             per_client: vec![0; first.per_client.len()],
             overlaps: 0,
+            client_cpu: first.client_cpu.map(|_| ClientCpu {
+                cpu_s: 0.0,
+                holds: 0,
+            }),
         };
         for r in rounds {
             pooled.window_s += r.window_s;
@@ -272,6 +321,13 @@ impl CellResult {
                 *sum += n;
             }
             pooled.overlaps += r.overlaps;
+            pooled.client_cpu = pooled
+                .client_cpu
+                .zip(r.client_cpu)
+                .map(|(sum, c)| ClientCpu {
+                    cpu_s: sum.cpu_s + c.cpu_s,
+                    holds: sum.holds + c.holds,
+                });
         }
         pooled.handoff_ns.sort_unstable();
         pooled.acquisitions_per_s = rate(pooled.acquisitions, pooled.window_s);
@@ -338,6 +394,7 @@ pub fn summarize(
         handoff_ns,
         per_client,
         overlaps,
+        client_cpu: None,
     }
 }
 
@@ -423,12 +480,16 @@ pub async fn recipe_cell(
         });
     }
     let contender = release.contender();
-    let holds = join_clients(tasks, end + cfg.stop_timeout, contender.key()).await;
+    let joined = join_measured(tasks, start, end + cfg.stop_timeout, contender.key()).await;
     // Background deletes still under way keep their session until they are answered.
     for client in &clients {
         let _ = client.close().await;
     }
-    Ok(summarize(contender, cfg.clients, &holds?, start, end))
+    let (holds, cpu) = joined?;
+    Ok(CellResult {
+        client_cpu: Some(cpu),
+        ..summarize(contender, cfg.clients, &holds, start, end)
+    })
 }
 
 async fn zk_connect(addr: &str, cfg: &CellConfig) -> Result<zk::Client, BenchError> {
@@ -500,14 +561,12 @@ pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellR
             Ok(holds)
         });
     }
-    let holds = join_clients(tasks, end + cfg.stop_timeout, "zookeeper-client").await?;
-    Ok(summarize(
-        Contender::ZookeeperClient,
-        cfg.clients,
-        &holds,
-        start,
-        end,
-    ))
+    let (holds, cpu) =
+        join_measured(tasks, start, end + cfg.stop_timeout, "zookeeper-client").await?;
+    Ok(CellResult {
+        client_cpu: Some(cpu),
+        ..summarize(Contender::ZookeeperClient, cfg.clients, &holds, start, end)
+    })
 }
 
 /// The Python that has Kazoo ([`PYTHON_ENV`] or `/usr/bin/python3`) and Kazoo's version,
@@ -865,6 +924,39 @@ mod tests {
         let other = CellResult { clients: 3, ..two };
         assert_eq!(CellResult::pool(&[pooled, other]), None);
         assert_eq!(CellResult::pool(&[]), None);
+    }
+
+    #[test]
+    fn client_cpu_pools_over_rounds_and_divides_by_the_holds() {
+        let round = |cpu_s: f64, holds: u64| CellResult {
+            client_cpu: Some(ClientCpu { cpu_s, holds }),
+            ..summarize(
+                Contender::ZookeeperClient,
+                1,
+                &[],
+                Duration::ZERO,
+                Duration::from_secs(1),
+            )
+        };
+        let pooled = CellResult::pool(&[round(0.010, 2), round(0.020, 3)]).unwrap();
+        let cpu = pooled.client_cpu.unwrap();
+        assert_eq!(cpu.holds, 5);
+        assert!((cpu.per_acquisition_us().unwrap() - 6_000.0).abs() < 1e-6);
+        assert_eq!(
+            ClientCpu {
+                cpu_s: 1.0,
+                holds: 0
+            }
+            .per_acquisition_us(),
+            None
+        );
+        // Unmeasured in one round: unmeasured in all.
+        let unmeasured = CellResult {
+            client_cpu: None,
+            ..round(0.0, 0)
+        };
+        let pooled = CellResult::pool(&[round(0.010, 2), unmeasured]).unwrap();
+        assert_eq!(pooled.client_cpu, None);
     }
 
     #[test]

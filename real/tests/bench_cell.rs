@@ -42,6 +42,16 @@ fn assert_measured(r: &CellResult, contender: Contender, clients: u32) {
         r.overlaps, 0,
         "{contender}: a hold began before the last ended"
     );
+    // The Rust locks run in this process, so their client CPU is measured.
+    let cpu = r.client_cpu.map(|c| c.per_acquisition_us());
+    if contender == Contender::Kazoo {
+        assert_eq!(cpu, None);
+    } else {
+        assert!(
+            cpu.flatten().is_some_and(|us| us > 0.0),
+            "{contender}: {cpu:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -73,8 +73,9 @@ impl StateHub {
 /// All methods must run inside a tokio runtime.
 #[derive(Debug)]
 pub struct ZkClient {
-    /// `None` after `close`; every operation then fails.
-    client: Mutex<Option<zk::Client>>,
+    /// `None` after `close`; every operation then fails. In an `Arc` so that a request
+    /// takes a reference, not a clone of zookeeper-client's handle (which allocates).
+    client: Mutex<Option<Arc<zk::Client>>>,
     session_id: SessionId,
     session_timeout: Duration,
     addr: String,
@@ -147,7 +148,7 @@ impl ZkClient {
         ZkClient {
             session_id: SessionId(client.session_id().0),
             session_timeout: client.session_timeout(),
-            client: Mutex::new(Some(client)),
+            client: Mutex::new(Some(Arc::new(client))),
             addr: addr.to_string(),
             hub,
             watches: WatchForwarder::default(),
@@ -168,7 +169,7 @@ impl ZkClient {
 
     /// The live client, or the error every request gets now. Fails fast while disconnected
     /// (see the type's docs).
-    fn live(&self) -> Result<zk::Client, ZkError> {
+    fn live(&self) -> Result<Arc<zk::Client>, ZkError> {
         let client = lock(&self.client).clone();
         let Some(client) = client else {
             return Err(match lock(&self.hub).state {

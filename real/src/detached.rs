@@ -18,6 +18,7 @@
 
 use crate::convert::{self, zk_error};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::lock::RetryPolicy;
 use zklock_recipe::path::join;
@@ -42,7 +43,7 @@ pub(crate) trait CleanupOps: Send + Sync + 'static {
 
 /// A zookeeper-client handle of one session.
 pub(crate) struct Raw {
-    pub(crate) client: zk::Client,
+    pub(crate) client: Arc<zk::Client>,
     pub(crate) session: SessionId,
 }
 

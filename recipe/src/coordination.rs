@@ -100,6 +100,10 @@ pub struct SessionBroadcast {
 
 impl SessionBroadcast {
     pub fn subscribe(&mut self) -> SessionEvents {
+        // Drops the subscriptions whose receiver is gone. A lock subscribes once per
+        // acquisition, and with no state change to prune them in `send`, they would pile
+        // up for the session's whole life.
+        self.subscribers.retain(|tx| !tx.is_closed());
         let (tx, rx) = mpsc::unbounded();
         self.subscribers.push(tx);
         SessionEvents { rx }
@@ -301,5 +305,28 @@ impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     }
     fn cleanup_detached(&self, what: DetachedCleanup) {
         (**self).cleanup_detached(what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_subscriptions_do_not_pile_up_between_state_changes() {
+        let mut broadcast = SessionBroadcast::default();
+        let mut kept = broadcast.subscribe();
+        for _ in 0..1000 {
+            drop(broadcast.subscribe());
+        }
+        // The one kept, plus the last one dropped (pruned at the next subscribe).
+        assert!(
+            broadcast.subscribers.len() <= 2,
+            "{}",
+            broadcast.subscribers.len()
+        );
+        broadcast.send(SessionState::Disconnected);
+        assert_eq!(kept.try_next(), Some(SessionState::Disconnected));
+        assert_eq!(broadcast.subscribers.len(), 1);
     }
 }

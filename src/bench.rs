@@ -181,7 +181,8 @@ OPTIONS:
     --real-cell-s S           measured seconds per real cell, all rounds together (3)
     --real-rounds N           rounds each real cell is split into, interleaved (3)
     --real-clients N,N,...    contending client counts (1,4,16)
-    --real-locks L,L,...      locks to measure: zklock, zookeeper-client, kazoo (all)
+    --real-locks L,L,...      locks to measure (all): zklock (release_in_background),
+                              zklock-awaited (release().await), zookeeper-client, kazoo
 
 The real part starts its own ZooKeeper server (Java and Debian's zookeeper package) and
 runs Kazoo with /usr/bin/python3 (python3-kazoo); without them it is skipped with a
@@ -232,15 +233,11 @@ pub fn run(args: &[String]) -> Result<bool> {
                 real_opts.locks = list
                     .split(',')
                     .map(|l| {
-                        Contender::ALL
-                            .into_iter()
-                            .find(|c| c.key() == l.trim())
-                            .with_context(|| {
-                                format!(
-                                    "--real-locks: {l:?} is not one of zklock, \
-                                     zookeeper-client, kazoo"
-                                )
-                            })
+                        Contender::from_key(l.trim()).with_context(|| {
+                            let keys: Vec<&str> =
+                                Contender::ALL.into_iter().map(Contender::key).collect();
+                            format!("--real-locks: {l:?} is not one of {}", keys.join(", "))
+                        })
                     })
                     .collect::<Result<_>>()?;
             }

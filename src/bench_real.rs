@@ -4,6 +4,11 @@
 //! the server's raw write rate as the limit. The measurements themselves are in
 //! `zklock_real::bench`.
 //!
+//! The recipe is measured twice, once per way of releasing, so that each target compares
+//! like with like ([`TARGETS`]): `zklock` releases in the background, as zookeeper-client's
+//! guard does when dropped; `zklock-awaited` awaits the delete, as Kazoo's `release()`
+//! does.
+//!
 //! Each cell (lock × client count) is measured for `--real-cell-s` seconds in all, split
 //! into `--real-rounds` rounds; a round measures every cell once, in turn, so that drift
 //! of the machine or the server spreads over all locks alike. A cell's figures pool its
@@ -14,8 +19,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use zklock_real::bench::{
-    CellConfig, CellResult, Contender, kazoo_cell, kazoo_python, raw_write_rate, recipe_cell,
-    zookeeper_client_cell,
+    CellConfig, CellResult, Contender, RecipeRelease, kazoo_cell, kazoo_python, raw_write_rate,
+    recipe_cell, zookeeper_client_cell,
 };
 use zklock_real::harness::{self, TestServer};
 
@@ -77,6 +82,9 @@ pub struct RealCell {
     pub per_client_max_acquisitions: u64,
     /// Holds acquired before the previous release was invoked; 0 for a correct lock.
     pub overlaps: u64,
+    /// CPU time of the bench process (all threads) per acquisition while the cell's
+    /// clients ran, µs: the client side's cost. `None` for Kazoo (other processes).
+    pub client_cpu_us_per_acquisition: Option<f64>,
 }
 
 impl RealCell {
@@ -96,25 +104,69 @@ impl RealCell {
             per_client_min_acquisitions: min,
             per_client_max_acquisitions: max,
             overlaps: pooled.overlaps,
+            client_cpu_us_per_acquisition: pooled.client_cpu.and_then(|c| c.per_acquisition_us()),
         }
     }
 }
 
-/// Per client count: the rates side by side and the targets' ratios (`None` where a lock
-/// was not measured).
+/// A target: ours over theirs, for a pair that releases alike.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    pub ours: Contender,
+    pub theirs: Contender,
+    /// The least acceptable ratio.
+    pub at_least: f64,
+    /// Why the pair is like for like.
+    pub why: &'static str,
+}
+
+/// The targets, each on a like-for-like pair.
+pub const TARGETS: [Target; 2] = [
+    Target {
+        ours: Contender::RecipeBackground,
+        theirs: Contender::ZookeeperClient,
+        at_least: 1.0,
+        why: "both send the delete and start the next acquire without awaiting its reply",
+    },
+    Target {
+        ours: Contender::RecipeAwaited,
+        theirs: Contender::Kazoo,
+        at_least: 2.0,
+        why: "both start the next acquire once the delete is answered",
+    },
+];
+
+/// One target's ratio at one client count (`None` where a lock was not measured).
+#[derive(Debug, Serialize)]
+pub struct RealRatio {
+    /// The numerator's lock key, e.g. "zklock".
+    pub ours: String,
+    /// The denominator's lock key, e.g. "zookeeper-client".
+    pub theirs: String,
+    /// Target: ratio >= this.
+    pub target: f64,
+    pub ratio: Option<f64>,
+    /// The same ratio in each round (the rounds are interleaved, so paired).
+    pub rounds: Vec<f64>,
+    pub met: Option<bool>,
+}
+
+/// Per client count: each lock's rate and each target's ratio.
 #[derive(Debug, Serialize)]
 pub struct RealComparison {
     pub clients: u32,
-    pub zklock_per_s: Option<f64>,
-    pub zookeeper_client_per_s: Option<f64>,
-    pub kazoo_per_s: Option<f64>,
-    /// Target: >= 1.
-    pub ours_over_zookeeper_client: Option<f64>,
-    /// The same ratio in each round (the rounds are interleaved, so paired).
-    pub ours_over_zookeeper_client_rounds: Vec<f64>,
-    /// Target: >= 2.
-    pub ours_over_kazoo: Option<f64>,
-    pub ours_over_kazoo_rounds: Vec<f64>,
+    /// Acquisitions per second by lock key; measured locks only.
+    pub per_s: BTreeMap<String, f64>,
+    pub ratios: Vec<RealRatio>,
+}
+
+/// A target in the JSON: which pair, the bound, and why the pair is like for like.
+#[derive(Debug, Serialize)]
+pub struct RealTarget {
+    pub ours: String,
+    pub theirs: String,
+    pub at_least: f64,
+    pub like_for_like: String,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -133,6 +185,7 @@ pub struct RealFigures {
     pub kazoo: String,
     pub raw_writes: RawWriteFigures,
     pub cells: Vec<RealCell>,
+    pub targets: Vec<RealTarget>,
     pub comparisons: Vec<RealComparison>,
     pub total_s: f64,
 }
@@ -189,10 +242,22 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         rounds: opts.rounds,
         clients_note: "each client its own session, acquire -> release with no hold in a \
                        tight loop; the Rust clients are tasks on one multi-threaded tokio \
-                       runtime; zklock's release awaits the delete, and its lost signal \
-                       is not awaited (the other two have none), so it reads nothing of \
-                       its own node"
+                       runtime. zklock: release_in_background sends the delete and the \
+                       next acquire starts at once (a background task awaits the reply), \
+                       as zookeeper-client's guard deletes on drop; zklock-awaited: \
+                       release().await waits for the delete's reply, as Kazoo's release() \
+                       does. zklock's lost signal is not awaited (the other two have \
+                       none), so it reads nothing of its own node"
             .into(),
+        targets: TARGETS
+            .iter()
+            .map(|t| RealTarget {
+                ours: t.ours.key().to_owned(),
+                theirs: t.theirs.key().to_owned(),
+                at_least: t.at_least,
+                like_for_like: t.why.to_owned(),
+            })
+            .collect(),
         ..RealFigures::default()
     };
     let kazoo = if opts.locks.contains(&Contender::Kazoo) {
@@ -237,7 +302,7 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     rt.block_on(async {
         raw_write_rate(&addr, "/bench/warmup-raw", opts.raw_in_flight, warmup).await?;
         let cfg = CellConfig::new(4, warmup, "/bench/warmup-zklock");
-        recipe_cell(&addr, &cfg).await?;
+        recipe_cell(&addr, &cfg, RecipeRelease::InBackground).await?;
         let cfg = CellConfig::new(4, warmup, "/bench/warmup-zookeeper-client");
         zookeeper_client_cell(&addr, &cfg).await?;
         anyhow::Ok(())
@@ -269,7 +334,12 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
                 let cfg = CellConfig::new(clients, per_round, &path);
                 eprintln!("real: round {round}/{rounds}, {clients} client(s), {contender}...");
                 let r = match contender {
-                    Contender::Recipe => rt.block_on(recipe_cell(&addr, &cfg)),
+                    Contender::RecipeBackground => {
+                        rt.block_on(recipe_cell(&addr, &cfg, RecipeRelease::InBackground))
+                    }
+                    Contender::RecipeAwaited => {
+                        rt.block_on(recipe_cell(&addr, &cfg, RecipeRelease::Awaited))
+                    }
                     Contender::ZookeeperClient => rt.block_on(zookeeper_client_cell(&addr, &cfg)),
                     Contender::Kazoo => match &kazoo {
                         Some(python) => kazoo_cell(python, &addr, &cfg),
@@ -295,24 +365,31 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
                 rs.iter().map(|r| r.acquisitions_per_s).collect()
             })
         };
-        let ours = rate(Contender::Recipe);
-        let ratio = |theirs: Option<f64>| Some(ours? / theirs?);
-        let ratios = |theirs: Contender| -> Vec<f64> {
-            per_round(Contender::Recipe)
-                .iter()
-                .zip(per_round(theirs))
-                .map(|(o, t)| o / t)
-                .collect()
-        };
+        let ratios = TARGETS
+            .iter()
+            .map(|t| {
+                let ratio = rate(t.ours).zip(rate(t.theirs)).map(|(o, t)| o / t);
+                RealRatio {
+                    ours: t.ours.key().to_owned(),
+                    theirs: t.theirs.key().to_owned(),
+                    target: t.at_least,
+                    ratio,
+                    rounds: per_round(t.ours)
+                        .iter()
+                        .zip(per_round(t.theirs))
+                        .map(|(o, t)| o / t)
+                        .collect(),
+                    met: ratio.map(|r| r >= t.at_least),
+                }
+            })
+            .collect();
         f.comparisons.push(RealComparison {
             clients,
-            zklock_per_s: ours,
-            zookeeper_client_per_s: rate(Contender::ZookeeperClient),
-            kazoo_per_s: rate(Contender::Kazoo),
-            ours_over_zookeeper_client: ratio(rate(Contender::ZookeeperClient)),
-            ours_over_zookeeper_client_rounds: ratios(Contender::ZookeeperClient),
-            ours_over_kazoo: ratio(rate(Contender::Kazoo)),
-            ours_over_kazoo_rounds: ratios(Contender::Kazoo),
+            per_s: Contender::ALL
+                .into_iter()
+                .filter_map(|c| Some((c.key().to_owned(), rate(c)?)))
+                .collect(),
+            ratios,
         });
     }
     f.cells = pooled
@@ -325,10 +402,6 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
 
 fn micros(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.0}"))
-}
-
-fn verdict(ratio: f64, target: f64) -> &'static str {
-    if ratio >= target { "ok" } else { "MISS" }
 }
 
 fn range(values: &[f64], decimals: usize) -> String {
@@ -371,79 +444,81 @@ pub fn print_table(f: &RealFigures) {
         "  limit: acquisitions/s at 2 writes each (pipelined / 2)   {:>10.0}",
         w.acquisition_limit_per_s
     );
-    let row = |cols: [&str; 9]| {
-        println!(
-            "  {:>7}  {:>9} {:>9} {:>9}  {:>13} {:>13} {:>13}  {:>10} {:>10}",
-            cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8]
-        );
-    };
-    println!(
-        "\n  {:>7}  {:<29}  {:<41}  ours / theirs",
-        "", "acquisitions/s", "handoff p50 / p99, us"
-    );
-    row([
-        "clients",
-        "zklock",
-        "zk-client",
-        "Kazoo",
-        "zklock",
-        "zk-client",
-        "Kazoo",
-        "zk-client",
-        "Kazoo",
-    ]);
-    let find = |lock: &str, clients: u32| {
+    let find = |lock: Contender, clients: u32| {
         f.cells
             .iter()
-            .find(|c| c.lock == lock && c.clients == clients)
+            .find(|c| c.lock == lock.key() && c.clients == clients)
     };
-    let vs = |ratio: Option<f64>, target: f64| {
-        ratio.map_or("-".into(), |r| format!("{r:.2} {}", verdict(r, target)))
+    let locks_row = |first: &str, cell: &dyn Fn(Contender) -> String| {
+        let cols: Vec<String> = Contender::ALL
+            .into_iter()
+            .map(|c| format!("{:>17}", cell(c)))
+            .collect();
+        println!("  {first:>7}{}", cols.concat());
     };
+    println!("\n  acquisitions/s");
+    locks_row("clients", &|c| c.key().to_owned());
     for cmp in &f.comparisons {
-        let rate = |lock| {
-            find(lock, cmp.clients).map_or("-".into(), |c| format!("{:.0}", c.acquisitions_per_s))
-        };
-        let lat = |lock| {
-            find(lock, cmp.clients).map_or("-".into(), |c| {
-                format!(
-                    "{} / {}",
-                    micros(c.handoff_p50_us),
-                    micros(c.handoff_p99_us)
-                )
-            })
-        };
-        row([
-            &cmp.clients.to_string(),
-            &rate("zklock"),
-            &rate("zookeeper-client"),
-            &rate("kazoo"),
-            &lat("zklock"),
-            &lat("zookeeper-client"),
-            &lat("kazoo"),
-            &vs(cmp.ours_over_zookeeper_client, 1.0),
-            &vs(cmp.ours_over_kazoo, 2.0),
-        ]);
+        locks_row(&cmp.clients.to_string(), &|c| {
+            find(c, cmp.clients).map_or("-".into(), |r| format!("{:.0}", r.acquisitions_per_s))
+        });
     }
     if f.rounds > 1 {
         println!("  per round, lowest-highest:");
         for cmp in &f.comparisons {
-            let rounds =
-                |lock| find(lock, cmp.clients).map_or("-".into(), |c| range(&c.rounds_per_s, 0));
-            row([
-                &cmp.clients.to_string(),
-                &rounds("zklock"),
-                &rounds("zookeeper-client"),
-                &rounds("kazoo"),
-                "",
-                "",
-                "",
-                &range(&cmp.ours_over_zookeeper_client_rounds, 2),
-                &range(&cmp.ours_over_kazoo_rounds, 2),
-            ]);
+            locks_row(&cmp.clients.to_string(), &|c| {
+                find(c, cmp.clients).map_or("-".into(), |r| range(&r.rounds_per_s, 0))
+            });
         }
     }
-    println!("  targets: ours >= 1.00 x zookeeper-client and >= 2.00 x Kazoo at every count");
+
+    println!("\n  like for like, ours / theirs (per round, lowest-highest)");
+    let pair = |t: &Target| format!("{} / {}", t.ours.key(), t.theirs.key());
+    let header: Vec<String> = TARGETS.iter().map(|t| format!("{:>32}", pair(t))).collect();
+    println!("  {:>7}{}", "clients", header.concat());
+    for cmp in &f.comparisons {
+        let cols: Vec<String> = cmp
+            .ratios
+            .iter()
+            .map(|r| {
+                let text = match (r.ratio, r.met) {
+                    (Some(ratio), Some(met)) => format!(
+                        "{ratio:.2} {} ({})",
+                        if met { "ok" } else { "MISS" },
+                        range(&r.rounds, 2)
+                    ),
+                    _ => "-".into(),
+                };
+                format!("{text:>32}")
+            })
+            .collect();
+        println!("  {:>7}{}", cmp.clients, cols.concat());
+    }
+    for t in &TARGETS {
+        println!("  target: {} >= {:.2}: {}", pair(t), t.at_least, t.why);
+    }
+
+    println!("\n  handoff p50 / p99, us");
+    locks_row("clients", &|c| c.key().to_owned());
+    for cmp in &f.comparisons {
+        locks_row(&cmp.clients.to_string(), &|c| {
+            find(c, cmp.clients).map_or("-".into(), |r| {
+                format!(
+                    "{} / {}",
+                    micros(r.handoff_p50_us),
+                    micros(r.handoff_p99_us)
+                )
+            })
+        });
+    }
+
+    println!("\n  client CPU per acquisition, us (this process, all threads)");
+    locks_row("clients", &|c| c.key().to_owned());
+    for cmp in &f.comparisons {
+        locks_row(&cmp.clients.to_string(), &|c| {
+            micros(find(c, cmp.clients).and_then(|r| r.client_cpu_us_per_acquisition))
+        });
+    }
     let overlaps: u64 = f.cells.iter().map(|c| c.overlaps).sum();
     if overlaps > 0 {
         println!("  WARNING: {overlaps} hold(s) acquired before the previous release (see JSON)");

@@ -11,15 +11,19 @@
 //! *handoff*: from a release's invocation to the next hold's acquisition, by whichever
 //! client (with one client, its own next acquisition), in grant order.
 //!
-//! * [`recipe_cell`]: the shipped recipe, [`zklock_recipe::lock::Lock`] over [`ZkClient`];
-//!   release awaits the delete. The guard's lost signal is not awaited (the other two
-//!   locks have none), so the recipe sends Curator's requests: create with the listing
-//!   right behind it, the predecessor's watch when contended, the listing again, delete.
+//! * [`recipe_cell`]: the shipped recipe, [`zklock_recipe::lock::Lock`] over [`ZkClient`],
+//!   in two ways of releasing ([`RecipeRelease`]): `release_in_background` (the delete is
+//!   sent at once and its reply awaited by a background task; the next acquire starts at
+//!   once) and `release().await` (the next acquire starts once the delete is answered).
+//!   The guard's lost signal is not awaited (the other two locks have none), so the
+//!   recipe sends Curator's requests: create with the listing right behind it, the
+//!   predecessor's watch when contended, the listing again, delete.
 //! * [`zookeeper_client_cell`]: zookeeper-client's own `Client::lock` (Curator prefix);
 //!   its release is dropping the guard, which deletes the node in the background, as that
-//!   library designs it.
+//!   library designs it: the like-for-like peer of `release_in_background`.
 //! * [`kazoo_cell`]: Kazoo's `Lock`, one `/usr/bin/python3` process per client running
-//!   [`KAZOO_SCRIPT`], each with its own `KazooClient`. Python stamps with
+//!   [`KAZOO_SCRIPT`], each with its own `KazooClient`. Its `release()` waits for the
+//!   delete: the like-for-like peer of `release().await`. Python stamps with
 //!   `time.monotonic()` (CLOCK_MONOTONIC, the clock of Rust's `Instant` on Linux); the
 //!   stamps are put on the run clock by reading both clocks at one instant.
 //! * [`raw_write_rate`]: the server's write rate with many setData requests in flight on
@@ -51,8 +55,10 @@ const DEFAULT_PYTHON: &str = "/usr/bin/python3";
 /// A lock implementation under measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Contender {
-    /// zklock's shipped recipe over [`ZkClient`].
-    Recipe,
+    /// zklock's shipped recipe over [`ZkClient`], released with `release_in_background`.
+    RecipeBackground,
+    /// zklock's shipped recipe over [`ZkClient`], released with `release().await`.
+    RecipeAwaited,
     /// zookeeper-client's built-in `Client::lock` with a Curator prefix.
     ZookeeperClient,
     /// Kazoo's `kazoo.recipe.lock.Lock`.
@@ -60,29 +66,58 @@ pub enum Contender {
 }
 
 impl Contender {
-    pub const ALL: [Contender; 3] = [
-        Contender::Recipe,
+    pub const ALL: [Contender; 4] = [
+        Contender::RecipeBackground,
+        Contender::RecipeAwaited,
         Contender::ZookeeperClient,
         Contender::Kazoo,
     ];
 
-    /// A short stable name, for JSON keys and lock paths.
+    /// A short stable name, for JSON keys, table columns, `--real-locks` and lock paths.
     pub fn key(self) -> &'static str {
         match self {
-            Contender::Recipe => "zklock",
+            Contender::RecipeBackground => "zklock",
+            Contender::RecipeAwaited => "zklock-awaited",
             Contender::ZookeeperClient => "zookeeper-client",
             Contender::Kazoo => "kazoo",
         }
+    }
+
+    /// The contender whose [`key`](Contender::key) is `key`.
+    pub fn from_key(key: &str) -> Option<Contender> {
+        Contender::ALL.into_iter().find(|c| c.key() == key)
     }
 }
 
 impl fmt::Display for Contender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Contender::Recipe => "zklock recipe (Lock over ZkClient)",
+            Contender::RecipeBackground => {
+                "zklock recipe (Lock over ZkClient), release_in_background"
+            }
+            Contender::RecipeAwaited => "zklock recipe (Lock over ZkClient), release().await",
             Contender::ZookeeperClient => "zookeeper-client Client::lock (Curator prefix)",
             Contender::Kazoo => "Kazoo Lock (python3)",
         })
+    }
+}
+
+/// How the recipe's cell releases each hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecipeRelease {
+    /// `release_in_background`: the delete is sent, the next acquire starts at once.
+    InBackground,
+    /// `release().await`: the next acquire starts once the delete is answered.
+    Awaited,
+}
+
+impl RecipeRelease {
+    /// The contender this way of releasing is measured as.
+    pub fn contender(self) -> Contender {
+        match self {
+            RecipeRelease::InBackground => Contender::RecipeBackground,
+            RecipeRelease::Awaited => Contender::RecipeAwaited,
+        }
     }
 }
 
@@ -186,6 +221,51 @@ pub struct CellResult {
     /// Holds acquired before the previous hold's release was invoked: mutual exclusion
     /// broken, or clocks misaligned. Always 0 for a correct lock on one clock.
     pub overlaps: u64,
+    /// The client side's CPU cost, for locks whose clients run in this process; `None`
+    /// for Kazoo (other processes).
+    pub client_cpu: Option<ClientCpu>,
+}
+
+/// CPU time of this process (all threads) while a cell's clients ran, from the window's
+/// start until the last client stopped, and the holds acquired meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientCpu {
+    pub cpu_s: f64,
+    pub holds: u64,
+}
+
+impl ClientCpu {
+    /// CPU µs per acquisition (with its release); `None` without holds.
+    pub fn per_acquisition_us(&self) -> Option<f64> {
+        (self.holds > 0).then(|| self.cpu_s * 1e6 / self.holds as f64)
+    }
+}
+
+/// CPU time this process has used so far, all threads together.
+fn process_cpu() -> Duration {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// Awaits the clients of a cell whose window starts at `start`, measuring this process's
+/// CPU time from `start` until they all stopped.
+async fn join_measured(
+    tasks: tokio::task::JoinSet<Result<Vec<Hold>, String>>,
+    start: Duration,
+    deadline: Duration,
+    what: &str,
+) -> Result<(Vec<Hold>, ClientCpu), BenchError> {
+    sleep_until_run_time(start).await;
+    let before = process_cpu();
+    let holds = join_clients(tasks, deadline, what).await?;
+    let cpu = ClientCpu {
+        cpu_s: process_cpu().saturating_sub(before).as_secs_f64(),
+        holds: holds.len() as u64,
+    };
+    Ok((holds, cpu))
 }
 
 impl CellResult {
@@ -228,6 +308,10 @@ impl CellResult {
             handoff_ns: Vec::new(),
             per_client: vec![0; first.per_client.len()],
             overlaps: 0,
+            client_cpu: first.client_cpu.map(|_| ClientCpu {
+                cpu_s: 0.0,
+                holds: 0,
+            }),
         };
         for r in rounds {
             pooled.window_s += r.window_s;
@@ -237,6 +321,13 @@ impl CellResult {
                 *sum += n;
             }
             pooled.overlaps += r.overlaps;
+            pooled.client_cpu = pooled
+                .client_cpu
+                .zip(r.client_cpu)
+                .map(|(sum, c)| ClientCpu {
+                    cpu_s: sum.cpu_s + c.cpu_s,
+                    holds: sum.holds + c.holds,
+                });
         }
         pooled.handoff_ns.sort_unstable();
         pooled.acquisitions_per_s = rate(pooled.acquisitions, pooled.window_s);
@@ -303,6 +394,7 @@ pub fn summarize(
         handoff_ns,
         per_client,
         overlaps,
+        client_cpu: None,
     }
 }
 
@@ -344,8 +436,13 @@ async fn join_clients(
     }
 }
 
-/// The shipped recipe: `cfg.clients` [`ZkClient`] sessions, one [`Lock`] each.
-pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, BenchError> {
+/// The shipped recipe: `cfg.clients` [`ZkClient`] sessions, one [`Lock`] each, releasing
+/// as `release` says.
+pub async fn recipe_cell(
+    addr: &str,
+    cfg: &CellConfig,
+    release: RecipeRelease,
+) -> Result<CellResult, BenchError> {
     cfg.check()?;
     let mut clients = Vec::new();
     for _ in 0..cfg.clients {
@@ -369,7 +466,10 @@ pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, Ben
                 let guard = lock.acquire().await.map_err(|e| e.to_string())?;
                 let acquired = monotonic_now();
                 let release_invoked = monotonic_now();
-                guard.release().await.map_err(|e| e.to_string())?;
+                match release {
+                    RecipeRelease::InBackground => guard.release_in_background(),
+                    RecipeRelease::Awaited => guard.release().await.map_err(|e| e.to_string())?,
+                }
                 holds.push(Hold {
                     client: index,
                     acquired,
@@ -379,17 +479,17 @@ pub async fn recipe_cell(addr: &str, cfg: &CellConfig) -> Result<CellResult, Ben
             Ok(holds)
         });
     }
-    let holds = join_clients(tasks, end + cfg.stop_timeout, "zklock recipe").await;
+    let contender = release.contender();
+    let joined = join_measured(tasks, start, end + cfg.stop_timeout, contender.key()).await;
+    // Background deletes still under way keep their session until they are answered.
     for client in &clients {
         let _ = client.close().await;
     }
-    Ok(summarize(
-        Contender::Recipe,
-        cfg.clients,
-        &holds?,
-        start,
-        end,
-    ))
+    let (holds, cpu) = joined?;
+    Ok(CellResult {
+        client_cpu: Some(cpu),
+        ..summarize(contender, cfg.clients, &holds, start, end)
+    })
 }
 
 async fn zk_connect(addr: &str, cfg: &CellConfig) -> Result<zk::Client, BenchError> {
@@ -461,14 +561,12 @@ pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellR
             Ok(holds)
         });
     }
-    let holds = join_clients(tasks, end + cfg.stop_timeout, "zookeeper-client").await?;
-    Ok(summarize(
-        Contender::ZookeeperClient,
-        cfg.clients,
-        &holds,
-        start,
-        end,
-    ))
+    let (holds, cpu) =
+        join_measured(tasks, start, end + cfg.stop_timeout, "zookeeper-client").await?;
+    Ok(CellResult {
+        client_cpu: Some(cpu),
+        ..summarize(Contender::ZookeeperClient, cfg.clients, &holds, start, end)
+    })
 }
 
 /// The Python that has Kazoo ([`PYTHON_ENV`] or `/usr/bin/python3`) and Kazoo's version,
@@ -771,7 +869,7 @@ mod tests {
             hold(1, 50, 60),
         ];
         let r = summarize(
-            Contender::Recipe,
+            Contender::RecipeBackground,
             3,
             &holds,
             Duration::from_micros(100),
@@ -800,14 +898,14 @@ mod tests {
         let (s1, e1) = window(0);
         let (s2, e2) = window(10_000);
         let one = summarize(
-            Contender::Recipe,
+            Contender::RecipeBackground,
             2,
             &[hold(0, 100, 100), hold(1, 400, 400)],
             s1,
             e1,
         );
         let two = summarize(
-            Contender::Recipe,
+            Contender::RecipeBackground,
             2,
             &[
                 hold(1, 10_100, 10_100),
@@ -826,6 +924,39 @@ mod tests {
         let other = CellResult { clients: 3, ..two };
         assert_eq!(CellResult::pool(&[pooled, other]), None);
         assert_eq!(CellResult::pool(&[]), None);
+    }
+
+    #[test]
+    fn client_cpu_pools_over_rounds_and_divides_by_the_holds() {
+        let round = |cpu_s: f64, holds: u64| CellResult {
+            client_cpu: Some(ClientCpu { cpu_s, holds }),
+            ..summarize(
+                Contender::ZookeeperClient,
+                1,
+                &[],
+                Duration::ZERO,
+                Duration::from_secs(1),
+            )
+        };
+        let pooled = CellResult::pool(&[round(0.010, 2), round(0.020, 3)]).unwrap();
+        let cpu = pooled.client_cpu.unwrap();
+        assert_eq!(cpu.holds, 5);
+        assert!((cpu.per_acquisition_us().unwrap() - 6_000.0).abs() < 1e-6);
+        assert_eq!(
+            ClientCpu {
+                cpu_s: 1.0,
+                holds: 0
+            }
+            .per_acquisition_us(),
+            None
+        );
+        // Unmeasured in one round: unmeasured in all.
+        let unmeasured = CellResult {
+            client_cpu: None,
+            ..round(0.0, 0)
+        };
+        let pooled = CellResult::pool(&[round(0.010, 2), unmeasured]).unwrap();
+        assert_eq!(pooled.client_cpu, None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! [`ZkClient`]: the `Coordination` trait over a real ZooKeeper session.
 
 use crate::convert::{self, zk_error};
+use crate::detached::{self, Raw};
 use crate::error::RealError;
 use crate::watch::WatchForwarder;
 use std::future::Future;
@@ -61,17 +62,20 @@ impl StateHub {
 /// * Dropping the client closes its session in the background (zookeeper-client sends
 ///   CloseSession when its last handle goes); [`close`](Coordination::close) does it and
 ///   waits for the server's answer.
-/// * [`cleanup_detached`](Coordination::cleanup_detached) spawns a task, on the runtime the
-///   client was connected in (a `Drop` may run outside any task), that works on a clone of
-///   zookeeper-client's handle: requests wait out a disconnect there, connection loss is
-///   retried with backoff, and the task ends once the node or the session is gone. Until
-///   then that handle keeps the session open even if this client is dropped.
+/// * [`cleanup_detached`](Coordination::cleanup_detached) sends its first request at the
+///   call, on a clone of zookeeper-client's handle, so it goes out before any request this
+///   client issues afterwards. A task spawned on the runtime the client was connected in
+///   (a `Drop` may run outside any task) awaits the reply and does the rest: requests wait
+///   out a disconnect there, connection loss is retried with backoff, and the task ends
+///   once the node or the session is gone. Until then that handle keeps the session open
+///   even if this client is dropped.
 ///
 /// All methods must run inside a tokio runtime.
 #[derive(Debug)]
 pub struct ZkClient {
-    /// `None` after `close`; every operation then fails.
-    client: Mutex<Option<zk::Client>>,
+    /// `None` after `close`; every operation then fails. In an `Arc` so that a request
+    /// takes a reference, not a clone of zookeeper-client's handle (which allocates).
+    client: Mutex<Option<Arc<zk::Client>>>,
     session_id: SessionId,
     session_timeout: Duration,
     addr: String,
@@ -144,7 +148,7 @@ impl ZkClient {
         ZkClient {
             session_id: SessionId(client.session_id().0),
             session_timeout: client.session_timeout(),
-            client: Mutex::new(Some(client)),
+            client: Mutex::new(Some(Arc::new(client))),
             addr: addr.to_string(),
             hub,
             watches: WatchForwarder::default(),
@@ -165,7 +169,7 @@ impl ZkClient {
 
     /// The live client, or the error every request gets now. Fails fast while disconnected
     /// (see the type's docs).
-    fn live(&self) -> Result<zk::Client, ZkError> {
+    fn live(&self) -> Result<Arc<zk::Client>, ZkError> {
         let client = lock(&self.client).clone();
         let Some(client) = client else {
             return Err(match lock(&self.hub).state {
@@ -185,6 +189,34 @@ impl ZkClient {
     fn reply<T>(&self, result: Result<T, zk::Error>) -> Result<T, ZkError> {
         self.watches.flush();
         result.map_err(zk_error)
+    }
+
+    /// Sends a delete at the call (where [`delete`](Coordination::delete) sends at its
+    /// future's first poll); the future awaits the reply. For the client's background
+    /// work: no recipe sees the reply, so no watch is flushed ahead of it.
+    pub(crate) fn delete_now(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send + use<> {
+        let sent = validate_path(path, false)
+            .and_then(|()| self.live())
+            .map(|client| client.delete(path, version));
+        async move { sent?.await.map_err(zk_error) }
+    }
+
+    /// Sends a listing at the call, as [`delete_now`](ZkClient::delete_now).
+    pub(crate) fn get_children_now(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send + use<> {
+        let sent = validate_path(path, false)
+            .and_then(|()| self.live())
+            .map(|client| client.get_children(path));
+        async move {
+            let (children, _) = sent?.await.map_err(zk_error)?;
+            Ok(children)
+        }
     }
 
     async fn do_multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
@@ -409,7 +441,6 @@ impl Coordination for ZkClient {
             return;
         };
         let session = self.session_id;
-        self.runtime
-            .spawn(crate::detached::run_detached_raw(client, session, what));
+        detached::start(&self.runtime, Raw { client, session }, what);
     }
 }

@@ -6,10 +6,11 @@
 //! for connection loss: the client cannot know whether the server applied it. Session
 //! states are recorded by a task that follows the client's session events. Background
 //! cleanup ([`Coordination::cleanup_detached`]) runs through the recording client too, so
-//! its requests are in the history like any other, as in the simulation.
+//! its requests are in the history like any other, as in the simulation. Its first
+//! request is sent at the call (see `crate::detached`), and recorded as issued then.
 
 use crate::client::ZkClient;
-use crate::detached::run_detached;
+use crate::detached::{self, CleanupOps};
 use crate::recorder::Recorder;
 use std::future::Future;
 use std::sync::Arc;
@@ -99,7 +100,45 @@ impl RecordingClient {
         let session = i.client.session_id();
         let op_id = i.recorder.invoke(i.index, session, op, path);
         let result = request.await;
-        let kind = match &result {
+        i.record_outcome(session, op_id, &result);
+        result
+    }
+}
+
+/// A request recorded as issued, whose outcome is still to be recorded.
+struct Invoked {
+    inner: Arc<Inner>,
+    session: SessionId,
+    op_id: u64,
+}
+
+impl Invoked {
+    /// Records the invoke of `op` on `path` now: send the request right after.
+    fn now(client: &RecordingClient, op: ZkOp, path: &str) -> Invoked {
+        let inner = Arc::clone(&client.inner);
+        let session = inner.client.session_id();
+        let op_id = inner.recorder.invoke(inner.index, session, op, path);
+        Invoked {
+            inner,
+            session,
+            op_id,
+        }
+    }
+
+    /// Awaits the reply of the request sent and records its outcome.
+    async fn outcome<T>(
+        self,
+        reply: impl Future<Output = Result<T, ZkError>>,
+    ) -> Result<T, ZkError> {
+        let result = reply.await;
+        self.inner.record_outcome(self.session, self.op_id, &result);
+        result
+    }
+}
+
+impl Inner {
+    fn record_outcome<T>(&self, session: SessionId, op_id: u64, result: &Result<T, ZkError>) {
+        let kind = match result {
             Ok(_) => EventKind::OpOk { op_id },
             Err(e) if e.is_connection_loss() => EventKind::OpUnknown { op_id },
             Err(e) => EventKind::OpFail {
@@ -107,8 +146,31 @@ impl RecordingClient {
                 error: e.clone(),
             },
         };
-        i.recorder.record(i.index, session, kind);
-        result
+        self.recorder.record(self.index, session, kind);
+    }
+}
+
+/// Background cleanup through the recording client, so each request is in the history.
+impl CleanupOps for RecordingClient {
+    fn delete(&self, path: &str) -> impl Future<Output = Result<(), ZkError>> + Send + use<> {
+        let invoked = Invoked::now(self, ZkOp::Delete, path);
+        invoked.outcome(self.inner.client.delete_now(path, None))
+    }
+    fn children(
+        &self,
+        dir: &str,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send + use<> {
+        let invoked = Invoked::now(self, ZkOp::GetChildren, dir);
+        invoked.outcome(self.inner.client.get_children_now(dir))
+    }
+    async fn owner(&self, path: &str) -> Result<Option<i64>, ZkError> {
+        Ok(self.exists(path).await?.map(|s| s.ephemeral_owner))
+    }
+    fn session(&self) -> SessionId {
+        self.session_id()
+    }
+    fn pause(&self, duration: Duration) -> impl Future<Output = ()> + Send {
+        self.sleep(duration)
     }
 }
 
@@ -201,9 +263,6 @@ impl Coordination for RecordingClient {
     }
 
     fn cleanup_detached(&self, what: DetachedCleanup) {
-        let client = self.clone();
-        self.inner.runtime.spawn(async move {
-            run_detached(&client, what).await;
-        });
+        detached::start(&self.inner.runtime, self.clone(), what);
     }
 }

@@ -12,7 +12,7 @@ use common::{kazoo_python, zookeeper_available};
 use std::time::Duration;
 use tokio::task::block_in_place;
 use zklock_real::bench::{
-    CellConfig, CellResult, Contender, kazoo_cell, raw_write_rate, recipe_cell,
+    CellConfig, CellResult, Contender, RecipeRelease, kazoo_cell, raw_write_rate, recipe_cell,
     zookeeper_client_cell,
 };
 use zklock_real::harness::TestServer;
@@ -42,6 +42,16 @@ fn assert_measured(r: &CellResult, contender: Contender, clients: u32) {
         r.overlaps, 0,
         "{contender}: a hold began before the last ended"
     );
+    // The Rust locks run in this process, so their client CPU is measured.
+    let cpu = r.client_cpu.map(|c| c.per_acquisition_us());
+    if contender == Contender::Kazoo {
+        assert_eq!(cpu, None);
+    } else {
+        assert!(
+            cpu.flatten().is_some_and(|us| us > 0.0),
+            "{contender}: {cpu:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -52,11 +62,12 @@ async fn tiny_cells_of_the_rust_locks_and_the_raw_write_rate_measure_something()
     let server = block_in_place(TestServer::start).unwrap();
     let addr = server.connect_string();
 
-    let r = recipe_cell(&addr, &CellConfig::new(1, TINY, "/bench-test/zklock-1"))
-        .await
-        .unwrap();
-    assert_measured(&r, Contender::Recipe, 1);
-    assert!(r.acquisitions > 1, "one client acquires again and again");
+    for release in [RecipeRelease::InBackground, RecipeRelease::Awaited] {
+        let cfg = CellConfig::new(1, TINY, &format!("/bench-test/{release:?}-1"));
+        let r = recipe_cell(&addr, &cfg, release).await.unwrap();
+        assert_measured(&r, release.contender(), 1);
+        assert!(r.acquisitions > 1, "one client acquires again and again");
+    }
 
     let r = zookeeper_client_cell(&addr, &CellConfig::new(1, TINY, "/bench-test/zkc-1"))
         .await
@@ -64,10 +75,11 @@ async fn tiny_cells_of_the_rust_locks_and_the_raw_write_rate_measure_something()
     assert_measured(&r, Contender::ZookeeperClient, 1);
 
     // Contention: handoffs between clients, and no two holds overlap.
-    let r = recipe_cell(&addr, &CellConfig::new(3, TINY, "/bench-test/zklock-3"))
-        .await
-        .unwrap();
-    assert_measured(&r, Contender::Recipe, 3);
+    for release in [RecipeRelease::InBackground, RecipeRelease::Awaited] {
+        let cfg = CellConfig::new(3, TINY, &format!("/bench-test/{release:?}-3"));
+        let r = recipe_cell(&addr, &cfg, release).await.unwrap();
+        assert_measured(&r, release.contender(), 3);
+    }
 
     let raw = raw_write_rate(&addr, "/bench-test/raw", 8, TINY)
         .await

@@ -82,6 +82,8 @@ impl Future for Watch {
 #[derive(Debug)]
 pub struct SessionEvents {
     log: Arc<Mutex<StateLog>>,
+    /// This subscription's number, for its entry among the log's waiters.
+    id: u64,
     /// Index in the log of the next change to read.
     next: usize,
 }
@@ -92,7 +94,11 @@ struct StateLog {
     states: Vec<SessionState>,
     /// No change will come any more (after the terminal state).
     closed: bool,
-    waiters: Vec<Waker>,
+    /// Subscriptions made so far: numbers them.
+    subscribers: u64,
+    /// Subscriptions waiting for the next change, each once; a subscription's entry goes
+    /// with it, so dropped ones never pile up between changes.
+    waiters: Vec<(u64, Waker)>,
 }
 
 impl SessionEvents {
@@ -118,10 +124,20 @@ impl SessionEvents {
         if log.closed {
             return Poll::Ready(None);
         }
-        if !log.waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            log.waiters.push(cx.waker().clone());
+        match log.waiters.iter_mut().find(|(id, _)| *id == self.id) {
+            Some((_, w)) => w.clone_from(cx.waker()),
+            None => log.waiters.push((self.id, cx.waker().clone())),
         }
         Poll::Pending
+    }
+}
+
+impl Drop for SessionEvents {
+    fn drop(&mut self) {
+        let mut log = lock_log(&self.log);
+        if let Some(i) = log.waiters.iter().position(|(id, _)| *id == self.id) {
+            log.waiters.swap_remove(i);
+        }
     }
 }
 
@@ -138,10 +154,12 @@ pub struct SessionBroadcast {
 
 impl SessionBroadcast {
     pub fn subscribe(&mut self) -> SessionEvents {
-        let next = lock_log(&self.log).states.len();
+        let mut log = lock_log(&self.log);
+        log.subscribers += 1;
         SessionEvents {
             log: Arc::clone(&self.log),
-            next,
+            id: log.subscribers,
+            next: log.states.len(),
         }
     }
     pub fn send(&mut self, state: SessionState) {
@@ -149,7 +167,7 @@ impl SessionBroadcast {
         log.states.push(state);
         let waiters = std::mem::take(&mut log.waiters);
         drop(log);
-        waiters.into_iter().for_each(Waker::wake);
+        waiters.into_iter().for_each(|(_, w)| w.wake());
     }
     /// Ends every subscription (after the terminal state was sent).
     pub fn close(&mut self) {
@@ -157,7 +175,7 @@ impl SessionBroadcast {
         log.closed = true;
         let waiters = std::mem::take(&mut log.waiters);
         drop(log);
-        waiters.into_iter().for_each(Waker::wake);
+        waiters.into_iter().for_each(|(_, w)| w.wake());
     }
 }
 
@@ -252,6 +270,12 @@ pub trait Coordination: Send + Sync {
     /// - Its requests go after every request this client issued before the call, so a
     ///   create still in flight is seen by the listing of
     ///   [`OwnedMatching`](DetachedCleanup::OwnedMatching).
+    /// - Its first request goes out before any request this client issues after the
+    ///   call, provided that at the call the client is connected (its connection
+    ///   reaching the server) and none of its earlier background work is still under
+    ///   way. So the node of a [`Node`](DetachedCleanup::Node) is deleted before the
+    ///   client's next create or listing is applied, and that listing does not show it.
+    ///   Otherwise the request may go out after later requests of the client.
     /// - Each request is retried through [`ZkError::ConnectionLoss`] (after the
     ///   reconnect) until the node is gone.
     /// - It ends without error when the session ends (`SessionExpired` or
@@ -342,5 +366,34 @@ impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     }
     fn cleanup_detached(&self, what: DetachedCleanup) {
         (**self).cleanup_detached(what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dropped_subscriptions_do_not_pile_up_between_state_changes() {
+        let mut broadcast = SessionBroadcast::default();
+        let mut kept = broadcast.subscribe();
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(kept.poll_next(&mut cx).is_pending());
+        for _ in 0..1000 {
+            let mut gone = broadcast.subscribe();
+            assert!(gone.poll_next(&mut cx).is_pending());
+        }
+        // Only the subscription still alive waits.
+        assert_eq!(lock_log(&broadcast.log).waiters.len(), 1);
+        broadcast.send(SessionState::Disconnected);
+        assert_eq!(kept.try_next(), Some(SessionState::Disconnected));
+        // A subscription sees changes from when it subscribed, and ends with the log.
+        let mut late = broadcast.subscribe();
+        broadcast.send(SessionState::Expired);
+        broadcast.close();
+        assert_eq!(late.try_next(), Some(SessionState::Expired));
+        assert_eq!(late.poll_next(&mut cx), Poll::Ready(None));
+        assert_eq!(kept.try_next(), Some(SessionState::Expired));
     }
 }

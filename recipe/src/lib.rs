@@ -62,7 +62,9 @@
 //!   the node or the session is gone; `release` does the same. A *dropped* acquire future,
 //!   or a guard dropped without release, cannot await: it hands its node to the runner
 //!   ([`Coordination::cleanup_detached`]), which deletes it in the background with the
-//!   same retry rule, as Curator's background executor does. So a dropped acquire leaves
+//!   same retry rule, as Curator's background executor does;
+//!   [`release_in_background`](LockGuard::release_in_background) does that on purpose,
+//!   for a caller that need not wait for the delete. So a dropped acquire leaves
 //!   no node behind once that background cleanup completes, with no further call on the
 //!   lock object. If the create's reply never came, the runner finds the node by its guid
 //!   and our session as owner.

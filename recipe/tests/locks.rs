@@ -1,6 +1,8 @@
 //! Scenario tests of the lock recipes on the simulated ZooKeeper. Each asserts the
 //! outcome and the nodes left in the server's tree.
 
+#[path = "locks/background_release.rs"]
+mod background_release;
 #[path = "locks/basic.rs"]
 mod basic;
 #[path = "locks/canary.rs"]

@@ -52,12 +52,15 @@ enum Step {
     Reread,
 }
 
-/// Proof that the lock was granted. Release it with [`release`](LockGuard::release).
+/// Proof that the lock was granted. Release it with [`release`](LockGuard::release),
+/// which returns once our node is gone, or with
+/// [`release_in_background`](LockGuard::release_in_background), which does not wait.
 ///
-/// Dropping a guard without releasing cannot await the delete: the node goes to the
-/// runner's background cleanup ([`Coordination::cleanup_detached`]), which retries it
-/// through connection loss until the node or the session is gone. Until that completes it
-/// blocks other contenders; `release` returns only once the node is gone.
+/// Dropping a guard is the same as `release_in_background`: nothing can await the
+/// delete, so the node goes to the runner's background cleanup
+/// ([`Coordination::cleanup_detached`]), which retries it through connection loss until
+/// the node or the session is gone. Until the delete is applied the node blocks other
+/// contenders.
 ///
 /// The guard has no background task: its lost and revoke signals advance while
 /// [`lost`](LockGuard::lost) or [`revocation`](LockGuard::revocation) is awaited;
@@ -273,15 +276,43 @@ impl<C: Coordination> LockGuard<C> {
         self.shared.cleanup(&self.client, &self.retry).await?;
         Ok(())
     }
+
+    /// Releases without waiting for the delete, as dropping the guard does, but said
+    /// explicitly. The lock's peers in other libraries release this way too
+    /// (zookeeper-client deletes in the background when its lock guard is dropped).
+    ///
+    /// - Our node's delete is sent now, through the runner's background cleanup
+    ///   ([`Coordination::cleanup_detached`]): when the client is connected, ahead of any
+    ///   request it issues afterwards. It is retried there through connection loss until
+    ///   the node or the session is gone.
+    /// - Other contenders can acquire once the delete is applied.
+    /// - The lock object is free for its next acquire at once, and that acquire's listing
+    ///   does not show this node (the delete went first).
+    /// - Orphans recorded on the lock object go to the background cleanup too.
+    ///
+    /// Nothing reports whether the delete succeeded; use [`release`](LockGuard::release)
+    /// to know that the node is gone.
+    pub fn release_in_background(mut self) {
+        self.hand_over();
+    }
+
+    /// Hands our node, then any recorded orphans, to the runner's background cleanup, and
+    /// frees the lock object.
+    fn hand_over(&mut self) {
+        self.released = true;
+        // The guard is going away: its path is not needed after this.
+        let path = std::mem::take(&mut self.node.path);
+        self.client.cleanup_detached(DetachedCleanup::Node(path));
+        self.shared.detach_all(&self.client);
+        self.shared.abandon(None);
+    }
 }
 
 impl<C: Coordination> Drop for LockGuard<C> {
     fn drop(&mut self) {
         if !self.released {
             // Nobody can await the delete now: the runner does it in the background.
-            self.client
-                .cleanup_detached(DetachedCleanup::Node(self.node.path.clone()));
-            self.shared.abandon(None);
+            self.hand_over();
         }
     }
 }

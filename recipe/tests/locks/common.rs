@@ -1,8 +1,10 @@
 //! Shared helpers for the scenario tests.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 use zklock_recipe::Coordination;
+use zklock_recipe::history::{EventKind, ZkOp};
 use zklock_sim::{Sim, SimClient, SimConfig};
 
 /// Runs a scenario on a fresh simulated world and panics with the reason if it stops
@@ -46,4 +48,36 @@ pub async fn wait_until(client: &SimClient, mut cond: impl FnMut() -> bool) {
 /// Sleeps `ms` milliseconds of virtual time.
 pub async fn sleep_ms(client: &SimClient, ms: u64) {
     client.sleep(Duration::from_millis(ms)).await;
+}
+
+/// Client `c`'s requests issued at or after `since`, in order, each with its outcome:
+/// "ok", "unknown" or the error.
+pub fn ops_since(sim: &Sim, c: &SimClient, since: Duration) -> Vec<(ZkOp, String, String)> {
+    let since_us = since.as_micros() as u64;
+    let events = sim.history().events;
+    let mut outcome: BTreeMap<u64, String> = BTreeMap::new();
+    for e in &events {
+        let (id, what) = match &e.kind {
+            EventKind::OpOk { op_id } => (*op_id, "ok".to_owned()),
+            EventKind::OpUnknown { op_id } => (*op_id, "unknown".to_owned()),
+            EventKind::OpFail { op_id, error } => (*op_id, format!("{error:?}")),
+            _ => continue,
+        };
+        outcome.insert(id, what);
+    }
+    events
+        .iter()
+        .filter(|e| e.client as usize == c.index() && e.time_us >= since_us)
+        .filter_map(|e| match &e.kind {
+            EventKind::OpInvoke { op_id, op, path } => Some((
+                *op,
+                path.clone(),
+                outcome
+                    .get(op_id)
+                    .cloned()
+                    .unwrap_or_else(|| "pending".into()),
+            )),
+            _ => None,
+        })
+        .collect()
 }

@@ -2,48 +2,15 @@
 //! (`Coordination::cleanup_detached`), which deletes them without any further call on the
 //! lock object, through lost create replies, connection loss and session expiry.
 
-use crate::common::{DIR, nodes, sim, sleep_ms};
+use crate::common::{DIR, nodes, ops_since, sim, sleep_ms};
 use futures_util::future::{self, Either};
-use std::collections::BTreeMap;
 use std::pin::pin;
 use std::time::Duration;
-use zklock_recipe::history::{EventKind, ZkOp};
+use zklock_recipe::history::ZkOp;
 use zklock_recipe::lock::{RetryPolicy, ensure_path};
 use zklock_recipe::path::join;
 use zklock_recipe::{Coordination, Lock, LockOptions, SessionState};
-use zklock_sim::{Sim, SimClient};
-
-/// Client `c`'s requests issued at or after `since`, in order, each with its outcome:
-/// "ok", "unknown" or the error.
-fn ops_since(sim: &Sim, c: &SimClient, since: Duration) -> Vec<(ZkOp, String, String)> {
-    let since_us = since.as_micros() as u64;
-    let events = sim.history().events;
-    let mut outcome: BTreeMap<u64, String> = BTreeMap::new();
-    for e in &events {
-        let (id, what) = match &e.kind {
-            EventKind::OpOk { op_id } => (*op_id, "ok".to_owned()),
-            EventKind::OpUnknown { op_id } => (*op_id, "unknown".to_owned()),
-            EventKind::OpFail { op_id, error } => (*op_id, format!("{error:?}")),
-            _ => continue,
-        };
-        outcome.insert(id, what);
-    }
-    events
-        .iter()
-        .filter(|e| e.client as usize == c.index() && e.time_us >= since_us)
-        .filter_map(|e| match &e.kind {
-            EventKind::OpInvoke { op_id, op, path } => Some((
-                *op,
-                path.clone(),
-                outcome
-                    .get(op_id)
-                    .cloned()
-                    .unwrap_or_else(|| "pending".into()),
-            )),
-            _ => None,
-        })
-        .collect()
-}
+use zklock_sim::SimClient;
 
 /// Drops `acquire` after `ms` of virtual time, asserting it had not finished.
 async fn drop_after<F: std::future::Future>(c: &SimClient, ms: u64, acquire: F) {

@@ -210,13 +210,16 @@ impl Sim {
         }
     }
 
-    /// Runs `fut` as the main actor while driving the world; must be awaited inside a
-    /// madsim runtime. Ends with the future's output, or with why the world stopped.
+    /// Runs `fut` as the main actor while driving the world. Ends with the future's
+    /// output, or with why the world stopped.
     ///
-    /// The whole simulation runs inside this call: actors are polled in id order until
-    /// every one is blocked, then the world takes a step, and so on (see the `actor`
-    /// module). Actors still running when it ends are dropped, each as itself.
+    /// The whole simulation runs inside this call, which never waits on anything outside
+    /// the world: actors are polled in id order until every one is blocked, then the
+    /// world takes a step, and so on (see the `actor` module). Actors still running when
+    /// it ends are dropped, each as itself. Awaited inside a madsim runtime (as in a
+    /// `#[madsim::test]`), it keeps madsim's clock in step with the world's.
     pub async fn run<F: Future>(&self, fut: F) -> Result<F::Output, SimError> {
+        self.shared.world().madsim_clock = madsim::time::TimeHandle::try_current();
         let actors = self.shared.actors.clone();
         let mut main = Slot::new(&actors, actors.new_id());
         actors.wake(main.id());
@@ -438,6 +441,17 @@ impl Sim {
     /// World steps taken so far.
     pub fn steps(&self) -> u64 {
         self.shared.world().steps
+    }
+}
+
+/// Runs a future that waits on nothing outside the world, such as [`Sim::run`]'s, to
+/// completion on this thread, without a runtime.
+pub(crate) fn complete<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let waker = futures_util::task::noop_waker();
+    match fut.as_mut().poll(&mut Context::from_waker(&waker)) {
+        Poll::Ready(v) => v,
+        Poll::Pending => unreachable!("a simulation never waits outside its world"),
     }
 }
 

@@ -32,7 +32,8 @@ pub fn run_scenario<R: Recipe>(scenario: &Scenario, seed: u64, recipe: &R) -> Ru
 }
 
 /// Runs `scenario` drawing every decision from `chooser` (replay, or an explorer's).
-/// `seed` seeds madsim's scheduler, which must not (and does not) change the outcome.
+/// `seed` only names the run: every decision comes from `chooser`. The run needs no
+/// runtime (see [`Sim::run`]), so none is built.
 pub fn run_scenario_with<R: Recipe>(
     scenario: &Scenario,
     seed: u64,
@@ -45,7 +46,6 @@ pub fn run_scenario_with<R: Recipe>(
         time_limit_ms: scenario.time_limit_ms,
         ..SimConfig::default()
     };
-    let rt = madsim::runtime::Runtime::with_seed_and_config(seed, Default::default());
     let sim = Sim::with_chooser(cfg, chooser);
     {
         let mut w = sim.shared.world();
@@ -99,7 +99,7 @@ pub fn run_scenario_with<R: Recipe>(
                 .await;
         }
     };
-    let error = rt.block_on(sim.run(main)).err();
+    let error = crate::sim::complete(sim.run(main)).err();
     // The world is done with: its history and choices are moved out, not copied.
     let mut w = sim.shared.world();
     RunOutcome {

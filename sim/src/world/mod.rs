@@ -220,6 +220,8 @@ pub(crate) struct World {
     outside_seq: usize,
     /// Whether the chooser wants state digests (then deliveries are folded into `obs`).
     pub(crate) digesting: bool,
+    /// The clock of the madsim runtime hosting the run, if any (see `Sim::run`).
+    pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,
     /// Scratch space of `digest`, kept to spare an allocation per step.
     digest_buf: Vec<u8>,
 }
@@ -251,6 +253,7 @@ impl World {
             detached_clients: 0,
             outside_seq: 0,
             digesting,
+            madsim_clock: None,
             digest_buf: Vec::new(),
         }
     }
@@ -405,7 +408,9 @@ impl World {
             let delta = at - self.now_us;
             self.now_us = at;
             // Keep madsim's clock in step, so code reading madsim's time sees ours.
-            madsim::time::advance(std::time::Duration::from_micros(delta));
+            if let Some(clock) = &self.madsim_clock {
+                clock.advance(std::time::Duration::from_micros(delta));
+            }
         }
     }
 

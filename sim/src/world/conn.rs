@@ -284,15 +284,7 @@ impl World {
     /// The session is over for the client: every watch ends with `error`, the final
     /// state is announced, and the subscriptions end.
     fn end_session(&mut self, c: ClientId, error: ZkError, state: SessionState) {
-        let cl = &mut self.clients[c];
-        let watchers: Vec<_> = std::mem::take(&mut cl.data_watchers)
-            .into_values()
-            .chain(std::mem::take(&mut cl.child_watchers).into_values())
-            .flatten()
-            .collect();
-        for w in watchers {
-            w.fail(error.clone());
-        }
+        self.clients[c].watches.fail_all(&error);
         self.set_state(c, state);
         self.clients[c].broadcast.close();
     }

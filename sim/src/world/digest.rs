@@ -120,12 +120,7 @@ impl World {
                 }
             }
             cl.detached.hash(h);
-            for table in [&cl.data_watchers, &cl.child_watchers] {
-                table.len().hash(h);
-                for (path, senders) in table {
-                    (path, senders.len()).hash(h);
-                }
-            }
+            cl.watches.hash_shape(h);
         }
         self.sessions.len().hash(h);
         for (id, s) in &self.sessions {

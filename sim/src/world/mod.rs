@@ -14,6 +14,7 @@ mod faults;
 mod hash128;
 pub(crate) mod request;
 mod resource;
+mod watches;
 
 use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
@@ -27,10 +28,11 @@ use request::{Answer, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
+use watches::ClientWatches;
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
     CreateMode, DetachedCleanup, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat,
-    WatchSender, WatchedEvent, ZkError,
+    WatchedEvent, ZkError,
 };
 
 /// Index of a client in its world, in creation order.
@@ -139,8 +141,7 @@ pub(crate) struct ClientState {
     pub(crate) conn_broken: bool,
     pub(crate) outbound: VecDeque<Outbound>,
     pub(crate) inbound: VecDeque<Inbound>,
-    pub(crate) data_watchers: BTreeMap<String, Vec<WatchSender>>,
-    pub(crate) child_watchers: BTreeMap<String, Vec<WatchSender>>,
+    pub(crate) watches: ClientWatches,
     pub(crate) broadcast: SessionBroadcast,
     pub(crate) state: SessionState,
     pub(crate) lose_next_create: bool,
@@ -289,8 +290,7 @@ impl World {
             conn_broken: false,
             outbound: VecDeque::new(),
             inbound: VecDeque::new(),
-            data_watchers: BTreeMap::new(),
-            child_watchers: BTreeMap::new(),
+            watches: ClientWatches::default(),
             broadcast: SessionBroadcast::default(),
             state: SessionState::Connected,
             lose_next_create: false,
@@ -701,11 +701,7 @@ impl World {
                 } => {
                     if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
                         let (tx, w) = zklock_recipe::Watch::channel();
-                        let table = match kind {
-                            WatchKind::Data => &mut cl.data_watchers,
-                            WatchKind::Child => &mut cl.child_watchers,
-                        };
-                        table.entry(path).or_default().push(tx);
+                        cl.watches.add(kind, path, tx);
                         answer.attach_watch(w);
                     }
                     let kind = match &result {
@@ -721,7 +717,7 @@ impl World {
                 }
                 Inbound::Event(ev) => {
                     self.observe(c, Seen::Event(&ev));
-                    fire_watchers(&mut self.clients[c], ev);
+                    self.clients[c].watches.fire(ev);
                 }
             }
         }
@@ -806,31 +802,6 @@ fn describe(req: &Request) -> (ZkOp, String) {
         Request::Close => String::new(),
     };
     (req.kind(), path)
-}
-
-fn fire_watchers(cl: &mut ClientState, ev: WatchedEvent) {
-    use zklock_recipe::EventType::*;
-    let data = matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted)
-        .then(|| cl.data_watchers.remove(&ev.path))
-        .flatten();
-    let child = matches!(ev.event_type, NodeChildrenChanged | NodeDeleted)
-        .then(|| cl.child_watchers.remove(&ev.path))
-        .flatten();
-    // Data watches first, each in registration order; the last takes the event itself
-    // rather than a copy.
-    let mut fired = data
-        .into_iter()
-        .flatten()
-        .chain(child.into_iter().flatten())
-        .peekable();
-    while let Some(w) = fired.next() {
-        if fired.peek().is_some() {
-            w.fire(ev.clone());
-        } else {
-            w.fire(ev);
-            break;
-        }
-    }
 }
 
 /// Direct access to the server for scenario hooks: writes as a system session, expiry.

@@ -1,0 +1,90 @@
+//! The watches a client library holds: each registered when the reply that set it
+//! reaches the client, fired by the server's notification, failed when the session ends.
+//!
+//! A client holds a handful at most, so a list in registration order serves better than
+//! maps keyed by path: registering one costs no node of a tree, firing one a short scan.
+
+use super::request::WatchKind;
+use std::hash::{Hash, Hasher};
+use zklock_recipe::{EventType, WatchSender, WatchedEvent, ZkError};
+
+#[derive(Debug, Default)]
+pub(crate) struct ClientWatches {
+    /// In registration order.
+    list: Vec<(WatchKind, String, WatchSender)>,
+}
+
+impl ClientWatches {
+    pub(crate) fn add(&mut self, kind: WatchKind, path: String, tx: WatchSender) {
+        self.list.push((kind, path, tx));
+    }
+
+    /// Fires every watch `ev` triggers: data watches first, then child watches, each in
+    /// registration order, as ZooKeeper's client does.
+    pub(crate) fn fire(&mut self, ev: WatchedEvent) {
+        use EventType::*;
+        let data = matches!(ev.event_type, NodeCreated | NodeDataChanged | NodeDeleted);
+        let child = matches!(ev.event_type, NodeChildrenChanged | NodeDeleted);
+        let hit = |kind: WatchKind, path: &str| {
+            path == ev.path
+                && match kind {
+                    WatchKind::Data => data,
+                    WatchKind::Child => child,
+                }
+        };
+        let mut left = self.list.iter().filter(|(k, p, _)| hit(*k, p)).count();
+        for kind in [WatchKind::Data, WatchKind::Child] {
+            let mut i = 0;
+            while i < self.list.len() {
+                let (k, p, _) = &self.list[i];
+                if *k != kind || !hit(*k, p) {
+                    i += 1;
+                    continue;
+                }
+                let (_, _, w) = self.list.remove(i);
+                left -= 1;
+                // The last one takes the event itself rather than a copy.
+                if left == 0 {
+                    w.fire(ev);
+                    return;
+                }
+                w.fire(ev.clone());
+            }
+        }
+    }
+
+    /// Ends every watch with `error` (the session is over): data watches, then child
+    /// watches, each by path, then in registration order.
+    pub(crate) fn fail_all(&mut self, error: &ZkError) {
+        let mut all = std::mem::take(&mut self.list);
+        all.sort_by(|(ka, pa, _), (kb, pb, _)| (*ka as u8, pa).cmp(&(*kb as u8, pb)));
+        for (_, _, w) in all {
+            w.fail(error.clone());
+        }
+    }
+
+    /// For state digests: per kind, each watched path with how many watches it has, in
+    /// path order. The senders themselves are fresh or abandoned, nothing else.
+    pub(crate) fn hash_shape<H: Hasher>(&self, h: &mut H) {
+        for kind in [WatchKind::Data, WatchKind::Child] {
+            let mut paths: Vec<&str> = self
+                .list
+                .iter()
+                .filter(|(k, _, _)| *k == kind)
+                .map(|(_, p, _)| p.as_str())
+                .collect();
+            paths.sort_unstable();
+            let mut counted: Vec<(&str, usize)> = Vec::new();
+            for p in paths {
+                match counted.last_mut() {
+                    Some((last, n)) if *last == p => *n += 1,
+                    _ => counted.push((p, 1)),
+                }
+            }
+            counted.len().hash(h);
+            for (path, n) in counted {
+                (path, n).hash(h);
+            }
+        }
+    }
+}

@@ -15,14 +15,204 @@
 //! the read/write recipe wants; those readers are not counted.
 
 use super::beliefs::{Beliefs, HoldRef};
-use super::index::HistoryIndex;
+use super::slots::Slots;
 use super::verdict::at;
+use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
-use crate::holds::{basename, has_basename, is_crash, is_writer};
+use crate::holds::{basename, has_basename, is_writer};
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{Event, EventKind, History, LockRole, ZkOp};
+use zklock_recipe::history::{Event, EventKind, FaultKind, History, LockRole, ZkOp};
 
 pub const NAME: &str = "no_herd";
+
+pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
+    walk::alone::<NoHerd<'_>>(history, cfg, &Slots::new(history))
+}
+
+/// The property's state.
+#[derive(Debug)]
+pub(crate) struct NoHerd<'h> {
+    history: &'h History,
+    slots: &'h Slots,
+    /// The lock directory, without a trailing '/'.
+    dir: &'h str,
+    /// By client slot: the hold it is releasing, from its `ReleaseInvoked` to its delete.
+    releasing: Vec<Option<HoldRef<'h>>>,
+    waiters: Vec<Waiter<'h>>,
+    /// Working space for each release, kept across releases: by client slot, whether
+    /// the waiter is woken if its first request after the delete looks again.
+    pending: Vec<bool>,
+    /// The waiters a release woke, with the index of each one's first request after.
+    woken: Vec<(u32, usize)>,
+    /// The first release that woke more than one waiter.
+    found: Option<Herd<'h>>,
+}
+
+/// A release that woke a herd.
+#[derive(Debug)]
+struct Herd<'h> {
+    /// The index of the delete.
+    delete: usize,
+    released: HoldRef<'h>,
+    /// The waiters woken, with the index of each one's first request after the delete.
+    woken: Vec<(u32, usize)>,
+}
+
+impl<'h> Judge<'h> for NoHerd<'h> {
+    type Output = Verdict;
+
+    fn new(history: &'h History, cfg: &'h CheckConfig, slots: &'h Slots) -> Self {
+        NoHerd {
+            history,
+            slots,
+            dir: cfg.lock_path.trim_end_matches('/'),
+            releasing: slots.table(),
+            waiters: slots.table(),
+            pending: slots.table(),
+            woken: Vec::new(),
+            found: None,
+        }
+    }
+
+    #[inline]
+    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str) {
+        if self.found.is_some() {
+            return;
+        }
+        if op == ZkOp::Delete && self.releasing[step.slot].is_some() {
+            self.delete(step, op_id, path);
+            if self.found.is_some() {
+                return;
+            }
+        }
+        self.waiters[step.slot].request(op_id, op, path, self.dir);
+    }
+
+    #[inline]
+    fn reply(&mut self, step: Step<'h>, op_id: u64, ok: bool) {
+        self.waiters[step.slot].reply(op_id, ok);
+    }
+
+    #[inline]
+    fn acquire_invoked(&mut self, step: Step<'h>, role: LockRole, _: &Beliefs<'h>) {
+        self.waiters[step.slot].start(role);
+    }
+
+    #[inline]
+    fn acquired(&mut self, step: Step<'h>, _: i64, _: &'h str, _: &Beliefs<'h>) {
+        self.waiters[step.slot].active = false;
+    }
+
+    #[inline]
+    fn acquire_failed(&mut self, step: Step<'h>) {
+        self.waiters[step.slot].active = false;
+    }
+
+    #[inline]
+    fn release_invoked(&mut self, step: Step<'h>, beliefs: &Beliefs<'h>) {
+        if let Some(h) = beliefs.hold_of(step.slot) {
+            self.releasing[step.slot] = Some(*h);
+        }
+    }
+
+    #[inline]
+    fn session(&mut self, step: Step<'h>, state: SessionState) {
+        let w = &mut self.waiters[step.slot];
+        if w.active {
+            w.unsettled = state != SessionState::Connected;
+        }
+    }
+
+    #[inline]
+    fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
+        if fault == FaultKind::Crash {
+            self.waiters[step.slot].active = false;
+        }
+    }
+
+    fn finish(self) -> Verdict {
+        let violation = self.found.map(|herd| report(self.history, &herd));
+        Verdict::from_violation(NAME, violation)
+    }
+}
+
+impl<'h> NoHerd<'h> {
+    /// A delete by a client releasing a hold: when it deletes that hold's node and is
+    /// answered ok, it is the release, and the waiters it woke are counted.
+    #[inline(never)]
+    fn delete(&mut self, step: Step<'h>, op_id: u64, path: &'h str) {
+        let s = step.slot;
+        let Some(node) = self.releasing[s].map(|h| basename(h.node)) else {
+            return;
+        };
+        if !(has_basename(path, node)
+            && answered_ok(self.history, step.event.client, op_id, step.index))
+        {
+            return;
+        }
+        let released = self.releasing[s].take().expect("checked above");
+        // The deleted path's basename is the released node's.
+        if self.herd_woken_by(step, node, &released) {
+            self.found = Some(Herd {
+                delete: step.index,
+                released,
+                woken: self.woken.clone(),
+            });
+        }
+    }
+
+    /// Whether the release (the delete of `step`, of the node named `deleted`) woke more
+    /// than one waiter (a herd), kept in `woken` with the index of each one's first
+    /// request after.
+    fn herd_woken_by(&mut self, step: Step<'_>, deleted: &str, released: &HoldRef<'_>) -> bool {
+        let dir = self.dir;
+        // A woken waiter's first move is to look again: list the directory, or touch the
+        // node that went (re-create it, in a one-node lock). A waiter caught between its
+        // listing and its watch (real, parallel histories) sends a request on its
+        // predecessor instead: that is the step it was already taking, not a wake.
+        let wake_request = |op: ZkOp, p: &str| {
+            let p = p.trim_end_matches('/');
+            (op == ZkOp::GetChildren && p == dir) || has_basename(p, deleted)
+        };
+        let mut pending = 0;
+        for (s, w) in self.waiters.iter().enumerate() {
+            // A writer's release frees the readers queued behind it: they may all wake.
+            let excused = released.is_writer() && !w.is_writer();
+            let blocked = w.active && s != step.slot && w.blocked_on_watch() && !excused;
+            let woken_if_looks =
+                blocked && (w.watches_dir || w.watched.iter().any(|p| has_basename(p, deleted)));
+            self.pending[s] = woken_if_looks;
+            pending += usize::from(woken_if_looks);
+        }
+        self.woken.clear();
+        for (j, e) in self.history.events.iter().enumerate().skip(step.index + 1) {
+            if pending == 0 {
+                break;
+            }
+            match &e.kind {
+                EventKind::OpInvoke {
+                    op: ZkOp::Delete, ..
+                }
+                | EventKind::Fault { .. } => break,
+                EventKind::OpInvoke { op, path, .. } => {
+                    // Only a waiter's first request after the delete tells whether it woke.
+                    let first = std::mem::take(&mut self.pending[self.slots.of(e.client)]);
+                    pending -= usize::from(first);
+                    if first && wake_request(*op, path) {
+                        self.woken.push((e.client, j));
+                    }
+                }
+                EventKind::Session { .. } => {
+                    // Reconnection work is not a wake.
+                    let first = std::mem::take(&mut self.pending[self.slots.of(e.client)]);
+                    pending -= usize::from(first);
+                }
+                _ => {}
+            }
+        }
+        self.woken.len() > 1
+    }
+}
 
 /// A client in the middle of an acquire. Paths are borrowed from the history, and a
 /// waiter's lists are cleared rather than dropped, so following waiters allocates only
@@ -79,14 +269,40 @@ impl<'h> Waiter<'h> {
             None => self.in_flight.push((op_id, on_dir, path)),
         }
     }
-}
 
-pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
-    check_indexed(&HistoryIndex::new(history), cfg)
-}
+    /// A request sent.
+    #[inline]
+    fn request(&mut self, op_id: u64, op: ZkOp, path: &'h str, dir: &str) {
+        if !self.active {
+            return;
+        }
+        let path = path.trim_end_matches('/');
+        let on_dir = path == dir;
+        if op == ZkOp::GetChildren && on_dir {
+            self.watched.clear();
+        }
+        self.put_in_flight(op_id, on_dir, path);
+    }
 
-pub(crate) fn check_indexed(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Verdict {
-    Verdict::from_violation(NAME, first_herd(index, cfg))
+    /// A request answered: ok, or failed (or its fate unknown).
+    #[inline]
+    fn reply(&mut self, op_id: u64, ok: bool) {
+        if !self.active {
+            return;
+        }
+        let sent = self.take_in_flight(op_id);
+        if !ok {
+            self.last_failed = true;
+            return;
+        }
+        if let Some((on_dir, path)) = sent {
+            self.watches_dir = on_dir;
+            if !on_dir && !self.watched.contains(&path) {
+                self.watched.push(path);
+            }
+        }
+        self.last_failed = false;
+    }
 }
 
 /// Whether `client`'s request `op_id` was answered ok anywhere in the history. The answer
@@ -98,159 +314,8 @@ fn answered_ok(history: &History, client: u32, op_id: u64, from: usize) -> bool 
     history.events[from..].iter().any(is_ok) || history.events[..from].iter().any(is_ok)
 }
 
-fn first_herd(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violation> {
-    let history = index.history;
-    let dir = cfg.lock_path.trim_end_matches('/');
-    let mut beliefs = Beliefs::new(&index.slots);
-    let mut releasing: Vec<Option<HoldRef<'_>>> = index.slots.table();
-    let mut waiters: Vec<Waiter<'_>> = index.slots.table();
-    let mut wake = Wake::default();
-    for (i, e) in history.events.iter().enumerate() {
-        let s = index.slots.of(e.client);
-        match &e.kind {
-            EventKind::ReleaseInvoked => {
-                if let Some(h) = beliefs.hold_of(s) {
-                    releasing[s] = Some(*h);
-                }
-            }
-            EventKind::OpInvoke {
-                op_id,
-                op: ZkOp::Delete,
-                path,
-            } if releasing[s].is_some_and(|h| has_basename(path, basename(h.node)))
-                && answered_ok(history, e.client, *op_id, i) =>
-            {
-                let released = releasing[s].take().expect("checked above");
-                let woken = wake.woken_by(index, i, dir, path, &released, &waiters);
-                if woken.len() > 1 {
-                    return Some(report(history, i, &released, woken));
-                }
-            }
-            _ => {}
-        }
-        beliefs.observe(i, e, s);
-        track_waiter(&mut waiters[s], e, dir);
-    }
-    None
-}
-
-fn track_waiter<'h>(w: &mut Waiter<'h>, e: &'h Event, dir: &str) {
-    if let EventKind::AcquireInvoked { role, .. } = &e.kind {
-        w.start(*role);
-        return;
-    }
-    if !w.active {
-        return;
-    }
-    match &e.kind {
-        EventKind::Acquired { .. } | EventKind::AcquireFailed { .. } => w.active = false,
-        EventKind::OpInvoke { op_id, op, path } => {
-            let path = path.trim_end_matches('/');
-            let on_dir = path == dir;
-            if *op == ZkOp::GetChildren && on_dir {
-                w.watched.clear();
-            }
-            w.put_in_flight(*op_id, on_dir, path);
-        }
-        EventKind::OpOk { op_id } => {
-            if let Some((on_dir, path)) = w.take_in_flight(*op_id) {
-                w.watches_dir = on_dir;
-                if !on_dir && !w.watched.contains(&path) {
-                    w.watched.push(path);
-                }
-            }
-            w.last_failed = false;
-        }
-        EventKind::OpFail { op_id, .. } | EventKind::OpUnknown { op_id } => {
-            w.take_in_flight(*op_id);
-            w.last_failed = true;
-        }
-        EventKind::Session { state } => w.unsettled = *state != SessionState::Connected,
-        _ if is_crash(e) => w.active = false,
-        _ => {}
-    }
-}
-
-/// Working space for judging each release, kept across releases.
-#[derive(Debug, Default)]
-struct Wake {
-    /// By client slot: blocked on a watch the delete fired, first request not yet seen.
-    pending: Vec<bool>,
-    /// The waiters woken, with the index of each one's first request after the delete.
-    woken: Vec<(u32, usize)>,
-}
-
-impl Wake {
-    /// The waiters the delete at `at` woke, with the index of each one's first request
-    /// after.
-    fn woken_by(
-        &mut self,
-        index: &HistoryIndex<'_>,
-        at: usize,
-        dir: &str,
-        deleted: &str,
-        released: &HoldRef<'_>,
-        waiters: &[Waiter<'_>],
-    ) -> &[(u32, usize)] {
-        let deleted = basename(deleted);
-        // A woken waiter's first move is to look again: list the directory, or touch the
-        // node that went (re-create it, in a one-node lock). A waiter caught between its
-        // listing and its watch (real, parallel histories) sends a request on its
-        // predecessor instead: that is the step it was already taking, not a wake.
-        let wake_request = |op: ZkOp, p: &str| {
-            let p = p.trim_end_matches('/');
-            (op == ZkOp::GetChildren && p == dir) || has_basename(p, deleted)
-        };
-        // A writer's release frees the readers queued behind it: they may all wake.
-        let excused = |w: &Waiter<'_>| released.is_writer() && !w.is_writer();
-        let watched_released =
-            |w: &Waiter<'_>| w.watches_dir || w.watched.iter().any(|p| has_basename(p, deleted));
-        self.pending.clear();
-        self.pending
-            .extend(waiters.iter().enumerate().map(|(s, w)| {
-                w.active
-                    && index.slots.id(s) != released.client
-                    && w.blocked_on_watch()
-                    && watched_released(w)
-                    && !excused(w)
-            }));
-        let mut pending = self.pending.iter().filter(|p| **p).count();
-        self.woken.clear();
-        for (j, e) in index.history.events.iter().enumerate().skip(at + 1) {
-            if pending == 0 {
-                break;
-            }
-            match &e.kind {
-                EventKind::OpInvoke {
-                    op: ZkOp::Delete, ..
-                }
-                | EventKind::Fault { .. } => break,
-                EventKind::OpInvoke { op, path, .. } => {
-                    // Only a waiter's first request after the delete tells whether it woke.
-                    let first = std::mem::take(&mut self.pending[index.slots.of(e.client)]);
-                    pending -= usize::from(first);
-                    if first && wake_request(*op, path) {
-                        self.woken.push((e.client, j));
-                    }
-                }
-                EventKind::Session { .. } => {
-                    // Reconnection work is not a wake.
-                    let first = std::mem::take(&mut self.pending[index.slots.of(e.client)]);
-                    pending -= usize::from(first);
-                }
-                _ => {}
-            }
-        }
-        &self.woken
-    }
-}
-
-fn report(
-    history: &History,
-    delete: usize,
-    released: &HoldRef<'_>,
-    woken: &[(u32, usize)],
-) -> Violation {
+fn report(history: &History, herd: &Herd<'_>) -> Violation {
+    let (delete, released, woken) = (herd.delete, &herd.released, &herd.woken);
     let names: Vec<String> = woken.iter().map(|(c, _)| format!("c{c}")).collect();
     let summary = format!(
         "c{}'s release of {} (token {}) at {} woke {} waiters: {}",

@@ -47,11 +47,6 @@ impl Slots {
         }
     }
 
-    /// The client id of `slot`.
-    pub(crate) fn id(&self, slot: usize) -> u32 {
-        self.ids[slot]
-    }
-
     /// A per-client table, every entry `T::default()`.
     pub(crate) fn table<T: Default + Clone>(&self) -> Vec<T> {
         vec![T::default(); self.len()]
@@ -80,10 +75,9 @@ mod tests {
     #[test]
     fn slots_follow_client_id_order_whether_ids_are_dense_or_not() {
         let dense = Slots::new(&history(&[2, 0, 1, 1, 0]));
-        assert_eq!((dense.len(), dense.of(2), dense.id(1)), (3, 2, 1));
+        assert_eq!((dense.len(), dense.of(2), dense.of(1)), (3, 2, 1));
         let sparse = Slots::new(&history(&[70, 3, 70, 900]));
         assert_eq!(sparse.len(), 3);
         assert_eq!([sparse.of(3), sparse.of(70), sparse.of(900)], [0, 1, 2]);
-        assert_eq!(sparse.id(2), 900);
     }
 }

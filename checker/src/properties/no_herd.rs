@@ -19,7 +19,7 @@ use super::slots::Slots;
 use super::verdict::at;
 use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
-use crate::holds::{basename, has_basename, is_writer};
+use crate::holds::{is_writer, same_basename};
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{Event, EventKind, FaultKind, History, LockRole, ZkOp};
 
@@ -44,6 +44,7 @@ pub(crate) struct NoHerd<'h> {
     pending: Vec<bool>,
     /// The waiters a release woke, with the index of each one's first request after.
     woken: Vec<(u32, usize)>,
+    answers: Answers,
     /// The first release that woke more than one waiter.
     found: Option<Herd<'h>>,
 }
@@ -70,6 +71,7 @@ impl<'h> Judge<'h> for NoHerd<'h> {
             waiters: slots.table(),
             pending: slots.table(),
             woken: Vec::new(),
+            answers: Answers::default(),
             found: None,
         }
     }
@@ -142,16 +144,17 @@ impl<'h> NoHerd<'h> {
     #[inline(never)]
     fn delete(&mut self, step: Step<'h>, op_id: u64, path: &'h str) {
         let s = step.slot;
-        let Some(node) = self.releasing[s].map(|h| basename(h.node)) else {
+        let Some(node) = self.releasing[s].map(|h| h.node) else {
             return;
         };
-        if !(has_basename(path, node)
-            && answered_ok(self.history, step.event.client, op_id, step.index))
+        if !(same_basename(path, node)
+            && self
+                .answers
+                .answered_ok(self.history, self.slots, step, op_id))
         {
             return;
         }
         let released = self.releasing[s].take().expect("checked above");
-        // The deleted path's basename is the released node's.
         if self.herd_woken_by(step, node, &released) {
             self.found = Some(Herd {
                 delete: step.index,
@@ -161,9 +164,10 @@ impl<'h> NoHerd<'h> {
         }
     }
 
-    /// Whether the release (the delete of `step`, of the node named `deleted`) woke more
+    /// Whether the release (the delete of `step`, of the node `deleted`) woke more
     /// than one waiter (a herd), kept in `woken` with the index of each one's first
-    /// request after.
+    /// request after. Once no herd is possible any more (fewer than two waiters woken or
+    /// still to be seen), the search stops.
     fn herd_woken_by(&mut self, step: Step<'_>, deleted: &str, released: &HoldRef<'_>) -> bool {
         let dir = self.dir;
         // A woken waiter's first move is to look again: list the directory, or touch the
@@ -171,8 +175,8 @@ impl<'h> NoHerd<'h> {
         // listing and its watch (real, parallel histories) sends a request on its
         // predecessor instead: that is the step it was already taking, not a wake.
         let wake_request = |op: ZkOp, p: &str| {
-            let p = p.trim_end_matches('/');
-            (op == ZkOp::GetChildren && p == dir) || has_basename(p, deleted)
+            let p = trim_slashes(p);
+            (op == ZkOp::GetChildren && p == dir) || same_basename(p, deleted)
         };
         let mut pending = 0;
         for (s, w) in self.waiters.iter().enumerate() {
@@ -180,12 +184,15 @@ impl<'h> NoHerd<'h> {
             let excused = released.is_writer() && !w.is_writer();
             let blocked = w.active && s != step.slot && w.blocked_on_watch() && !excused;
             let woken_if_looks =
-                blocked && (w.watches_dir || w.watched.iter().any(|p| has_basename(p, deleted)));
+                blocked && (w.watches_dir || w.watched.iter().any(|p| same_basename(p, deleted)));
             self.pending[s] = woken_if_looks;
             pending += usize::from(woken_if_looks);
         }
         self.woken.clear();
         for (j, e) in self.history.events.iter().enumerate().skip(step.index + 1) {
+            if self.woken.len() + pending < 2 {
+                return false;
+            }
             if pending == 0 {
                 break;
             }
@@ -276,7 +283,7 @@ impl<'h> Waiter<'h> {
         if !self.active {
             return;
         }
-        let path = path.trim_end_matches('/');
+        let path = trim_slashes(path);
         let on_dir = path == dir;
         if op == ZkOp::GetChildren && on_dir {
             self.watched.clear();
@@ -297,7 +304,9 @@ impl<'h> Waiter<'h> {
         }
         if let Some((on_dir, path)) = sent {
             self.watches_dir = on_dir;
-            if !on_dir && !self.watched.contains(&path) {
+            // A path watched twice is kept twice: only whether any watched path is the
+            // released node is ever asked.
+            if !on_dir {
                 self.watched.push(path);
             }
         }
@@ -305,13 +314,63 @@ impl<'h> Waiter<'h> {
     }
 }
 
-/// Whether `client`'s request `op_id` was answered ok anywhere in the history. The answer
-/// usually comes a few events after `from`, so the search starts there.
-fn answered_ok(history: &History, client: u32, op_id: u64, from: usize) -> bool {
-    let is_ok = |e: &Event| {
-        e.client == client && matches!(e.kind, EventKind::OpOk { op_id: id } if id == op_id)
-    };
-    history.events[from..].iter().any(is_ok) || history.events[..from].iter().any(is_ok)
+/// Which requests were answered ok, anywhere in the history.
+#[derive(Debug, Default)]
+struct Answers {
+    /// By client slot, the op ids answered ok; gathered on first need.
+    ok: Option<Vec<Vec<u64>>>,
+}
+
+impl Answers {
+    /// How far after a request its answer is looked for before the whole history is.
+    const NEAR: usize = 16;
+    /// Op ids each client's list of answers first has room for (under 1 KiB).
+    const ROOM: usize = 120;
+
+    /// Whether the request `op_id` of `step`'s client was answered ok anywhere in the
+    /// history. The answer usually comes a few events after the request, so it is looked
+    /// for there first; a request never answered ok would cost a look at every event, so
+    /// then every answer of the history is gathered, once.
+    fn answered_ok(
+        &mut self,
+        history: &History,
+        slots: &Slots,
+        step: Step<'_>,
+        op_id: u64,
+    ) -> bool {
+        let client = step.event.client;
+        let is_answer = |e: &Event| {
+            e.client == client && matches!(e.kind, EventKind::OpOk { op_id: id } if id == op_id)
+        };
+        let near = &history.events[step.index..];
+        if near.iter().take(Self::NEAR).any(is_answer) {
+            return true;
+        }
+        let ok = self.ok.get_or_insert_with(|| {
+            // Room for a client's answers in a typical run, in a block small enough for
+            // the allocator's quick lists (large blocks cost it a search).
+            let mut ok: Vec<Vec<u64>> = (0..slots.len())
+                .map(|_| Vec::with_capacity(Self::ROOM))
+                .collect();
+            for e in &history.events {
+                if let EventKind::OpOk { op_id } = e.kind {
+                    ok[slots.of(e.client)].push(op_id);
+                }
+            }
+            ok
+        });
+        ok[step.slot].contains(&op_id)
+    }
+}
+
+/// `path.trim_end_matches('/')`, after a look at the last byte (paths seldom end in '/').
+#[inline]
+fn trim_slashes(path: &str) -> &str {
+    if path.ends_with('/') {
+        path.trim_end_matches('/')
+    } else {
+        path
+    }
 }
 
 fn report(history: &History, herd: &Herd<'_>) -> Violation {
@@ -333,4 +392,16 @@ fn report(history: &History, herd: &Herd<'_>) -> Violation {
     let mut proof: Vec<(usize, &str)> = vec![(delete, "the release deletes the holder's node")];
     proof.extend(roles.iter().map(|(j, r)| (*j, r.as_str())));
     Violation::new(NAME, history, summary, &proof)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trim_slashes;
+
+    #[test]
+    fn trim_slashes_agrees_with_trim_end_matches() {
+        for p in ["", "/", "//", "/a", "/a/", "/a//", "a", "/zklock/lock/"] {
+            assert_eq!(trim_slashes(p), p.trim_end_matches('/'), "{p:?}");
+        }
+    }
 }

@@ -65,62 +65,62 @@ impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
     fn new(history: &'h History, cfg: &'h CheckConfig, slots: &'h Slots) -> Self {
         (A::new(history, cfg, slots), B::new(history, cfg, slots))
     }
-    #[inline]
+    #[inline(always)]
     fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str) {
         self.0.request(step, op_id, op, path);
         self.1.request(step, op_id, op, path);
     }
-    #[inline]
+    #[inline(always)]
     fn reply(&mut self, step: Step<'h>, op_id: u64, ok: bool) {
         self.0.reply(step, op_id, ok);
         self.1.reply(step, op_id, ok);
     }
-    #[inline]
+    #[inline(always)]
     fn acquire_invoked(&mut self, step: Step<'h>, role: LockRole, beliefs: &Beliefs<'h>) {
         self.0.acquire_invoked(step, role, beliefs);
         self.1.acquire_invoked(step, role, beliefs);
     }
-    #[inline]
+    #[inline(always)]
     fn acquired(&mut self, step: Step<'h>, token: i64, node: &'h str, beliefs: &Beliefs<'h>) {
         self.0.acquired(step, token, node, beliefs);
         self.1.acquired(step, token, node, beliefs);
     }
-    #[inline]
+    #[inline(always)]
     fn acquire_failed(&mut self, step: Step<'h>) {
         self.0.acquire_failed(step);
         self.1.acquire_failed(step);
     }
-    #[inline]
+    #[inline(always)]
     fn release_invoked(&mut self, step: Step<'h>, beliefs: &Beliefs<'h>) {
         self.0.release_invoked(step, beliefs);
         self.1.release_invoked(step, beliefs);
     }
-    #[inline]
+    #[inline(always)]
     fn released(&mut self, step: Step<'h>) {
         self.0.released(step);
         self.1.released(step);
     }
-    #[inline]
+    #[inline(always)]
     fn lost(&mut self, step: Step<'h>) {
         self.0.lost(step);
         self.1.lost(step);
     }
-    #[inline]
+    #[inline(always)]
     fn session(&mut self, step: Step<'h>, state: SessionState) {
         self.0.session(step, state);
         self.1.session(step, state);
     }
-    #[inline]
+    #[inline(always)]
     fn resource_write(&mut self, step: Step<'h>, write: Write, beliefs: &Beliefs<'h>) {
         self.0.resource_write(step, write, beliefs);
         self.1.resource_write(step, write, beliefs);
     }
-    #[inline]
+    #[inline(always)]
     fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
         self.0.fault(step, fault);
         self.1.fault(step, fault);
     }
-    #[inline]
+    #[inline(always)]
     fn done(&mut self, step: Step<'h>) {
         self.0.done(step);
         self.1.done(step);
@@ -133,12 +133,28 @@ impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
 
 /// Feeds every event of `history` (whose `slots` they are) to `judge`, keeping belief.
 pub(crate) fn walk<'h, J: Judge<'h>>(history: &'h History, slots: &'h Slots, judge: &mut J) {
+    // The usual ids, 0..n, get a loop of their own, where the slot is the id.
+    if slots.is_identity() {
+        walk_by(history, slots, judge, |client| client as usize);
+    } else {
+        walk_by(history, slots, judge, |client| slots.of(client));
+    }
+}
+
+/// [`walk`], with `slot_of` giving each client's slot.
+#[inline(always)]
+fn walk_by<'h, J: Judge<'h>>(
+    history: &'h History,
+    slots: &'h Slots,
+    judge: &mut J,
+    slot_of: impl Fn(u32) -> usize,
+) {
     let mut beliefs = Beliefs::new(slots);
     for (index, event) in history.events.iter().enumerate() {
         let step = Step {
             index,
             event,
-            slot: slots.of(event.client),
+            slot: slot_of(event.client),
         };
         match &event.kind {
             EventKind::OpInvoke { op_id, op, path } => judge.request(step, *op_id, *op, path),

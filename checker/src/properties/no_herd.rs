@@ -140,7 +140,8 @@ impl<'h> Judge<'h> for NoHerd<'h> {
 
 impl<'h> NoHerd<'h> {
     /// A delete by a client releasing a hold: when it deletes that hold's node and is
-    /// answered ok, it is the release, and the waiters it woke are counted.
+    /// answered ok, it is the release, and the waiters it woke are counted. Kept out of
+    /// the walk's loop: once per release, not per event.
     #[inline(never)]
     fn delete(&mut self, step: Step<'h>, op_id: u64, path: &'h str) {
         let s = step.slot;

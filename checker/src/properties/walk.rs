@@ -58,7 +58,8 @@ pub(crate) trait Judge<'h> {
     fn finish(self) -> Self::Output;
 }
 
-/// Two judges fed the same events, in order.
+/// Two judges fed the same events, in order. The hooks are always inlined, so that the
+/// walk over all the judges is one loop, with no call per event and judge.
 impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
     type Output = (A::Output, B::Output);
 

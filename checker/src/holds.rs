@@ -161,32 +161,59 @@ pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// Whether `basename(path) == base`, for a `base` without '/' (as [`basename`] returns):
-/// a suffix comparison, with no search for the path's last '/'.
-pub(crate) fn has_basename(path: &str, base: &str) -> bool {
-    path.strip_suffix(base)
-        .is_some_and(|head| head.is_empty() || head.ends_with('/'))
+/// Whether `basename(a) == basename(b)`, without searching either for its last '/'.
+#[inline]
+pub(crate) fn same_basename(a: &str, b: &str) -> bool {
+    // Sibling nodes differ in their last digits: most pairs are told apart at once.
+    match (a.as_bytes().last(), b.as_bytes().last()) {
+        (Some(p), Some(q)) if p != q => false,
+        _ => same_basename_slow(a.as_bytes(), b.as_bytes()),
+    }
+}
+
+fn same_basename_slow(x: &[u8], y: &[u8]) -> bool {
+    // A node is mostly named by the same full path each time.
+    if x == y {
+        return true;
+    }
+    // The common tail, up to a '/': the names match if it reaches the start of both.
+    let tail = x
+        .iter()
+        .rev()
+        .zip(y.iter().rev())
+        .take_while(|(p, q)| p == q && **p != b'/')
+        .count();
+    let starts = |z: &[u8]| z.len() == tail || z[z.len() - tail - 1] == b'/';
+    starts(x) && starts(y)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{basename, has_basename};
+    use super::{basename, same_basename};
 
     #[test]
-    fn has_basename_agrees_with_basename() {
+    fn same_basename_agrees_with_basename() {
         let paths = [
             "",
             "/",
+            "//",
             "a",
             "/a",
             "a/",
+            "b/a",
             "/l/lock-0000000001",
+            "/l/lock-0000000011",
+            "/m/lock-0000000001",
+            "lock-0000000001",
             "/l/x-lock-0000000001",
         ];
-        let bases = ["", "a", "lock-0000000001", "x-lock-0000000001", "l"];
-        for p in paths {
-            for b in bases {
-                assert_eq!(has_basename(p, b), basename(p) == b, "{p:?} {b:?}");
+        for a in paths {
+            for b in paths {
+                assert_eq!(
+                    same_basename(a, b),
+                    basename(a) == basename(b),
+                    "{a:?} {b:?}"
+                );
             }
         }
     }

@@ -1,14 +1,15 @@
 //! Non-vacuity counters: how much a history exercised, so that a pass means something.
 
+use super::CheckConfig;
 use super::beliefs::Beliefs;
-use super::index::HistoryIndex;
-use crate::holds::is_crash;
+use super::slots::Slots;
+use super::walk::{self, Judge, Step, Write};
 use crate::timeline::fault_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{EventKind, FaultKind, History};
+use zklock_recipe::history::{FaultKind, History, LockRole};
 
 /// Counts over one history, or summed over many with [`Counters::merge`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,92 +100,122 @@ fn fault_slot(fault: FaultKind) -> usize {
 
 /// Counts one history.
 pub fn count(history: &History) -> Counters {
-    count_indexed(&HistoryIndex::new(history))
+    walk::alone::<Counting>(history, &CheckConfig::default(), &Slots::new(history))
 }
 
-pub(crate) fn count_indexed(index: &HistoryIndex<'_>) -> Counters {
-    let history = index.history;
-    let mut n = Counters::default();
-    let mut faults = [0u64; FAULT_KINDS.len()];
-    let mut beliefs = Beliefs::new(&index.slots);
-    let mut clients: Vec<ClientState> = index.slots.table();
-    let mut last_grant: Option<usize> = None;
-    for (i, e) in history.events.iter().enumerate() {
-        let c = index.slots.of(e.client);
-        let prev_broken = last_grant
-            .filter(|p| *p != c)
-            .is_some_and(|p| clients[p].broken_since_grant);
-        let st = &mut clients[c];
-        match &e.kind {
-            EventKind::AcquireInvoked { .. } => {
-                st.waiting = true;
-                st.contended = false;
-                st.lost_create = false;
-            }
-            EventKind::Acquired { .. } => {
-                n.acquisitions += 1;
-                n.contended_acquisitions += u64::from(st.contended);
-                n.recoveries_after_lost_create += u64::from(st.lost_create);
-                st.waiting = false;
-                st.broken_since_grant = false;
-                n.handovers_after_expiry += u64::from(prev_broken);
-                last_grant = Some(c);
-            }
-            EventKind::AcquireFailed { .. } => {
-                n.acquire_failures += 1;
-                st.waiting = false;
-            }
-            EventKind::Released => n.releases += 1,
-            EventKind::Lost { .. } => {
-                n.lost += 1;
-                st.broken_since_grant = true;
-            }
-            EventKind::Session {
-                state: SessionState::Expired,
-            } => st.broken_since_grant = true,
-            EventKind::ResourceWrite {
-                fenced_accepted,
-                unfenced_overwrote,
-                ..
-            } => {
-                n.fenced_rejections += u64::from(!*fenced_accepted);
-                n.unfenced_lost_updates += u64::from(*unfenced_overwrote);
-            }
-            EventKind::Fault { fault } => {
-                faults[fault_slot(*fault)] += 1;
-                if *fault == FaultKind::LostCreateResponse && st.waiting {
-                    st.lost_create = true;
-                }
-                if is_crash(e) {
-                    st.broken_since_grant = true;
-                }
-            }
-            _ => {}
+/// The counters' state.
+#[derive(Debug)]
+pub(crate) struct Counting {
+    n: Counters,
+    faults: [u64; FAULT_KINDS.len()],
+    clients: Vec<ClientState>,
+    /// The slot of the client granted last.
+    last_grant: Option<usize>,
+}
+
+impl<'h> Judge<'h> for Counting {
+    type Output = Counters;
+
+    fn new(_: &'h History, _: &'h CheckConfig, slots: &'h Slots) -> Self {
+        Counting {
+            n: Counters::default(),
+            faults: [0; FAULT_KINDS.len()],
+            clients: slots.table(),
+            last_grant: None,
         }
-        beliefs.observe(i, e, c);
+    }
+
+    #[inline]
+    fn acquire_invoked(&mut self, step: Step<'h>, _: LockRole, beliefs: &Beliefs<'h>) {
+        let st = &mut self.clients[step.slot];
+        st.waiting = true;
+        st.lost_create = false;
         // Contention: someone else believes they hold while a client waits. Holders only
-        // appear at `Acquired`, so it is enough to look when a wait starts and when anyone
-        // acquires.
-        match &e.kind {
-            EventKind::AcquireInvoked { .. } => {
-                clients[c].contended |= beliefs.held_by_other_than(c);
-            }
-            EventKind::Acquired { .. } => {
-                for (slot, s) in clients.iter_mut().enumerate() {
-                    if s.waiting && slot != c {
-                        s.contended = true;
-                    }
-                }
-            }
-            _ => {}
+        // appear at `Acquired`, so it is enough to look when a wait starts and when
+        // anyone acquires.
+        st.contended = beliefs.held_by_other_than(step.slot);
+    }
+
+    #[inline]
+    fn acquired(&mut self, step: Step<'h>, _: i64, _: &'h str, _: &Beliefs<'h>) {
+        self.grant(step.slot);
+    }
+
+    #[inline]
+    fn acquire_failed(&mut self, step: Step<'h>) {
+        self.n.acquire_failures += 1;
+        self.clients[step.slot].waiting = false;
+    }
+
+    #[inline]
+    fn released(&mut self, _: Step<'h>) {
+        self.n.releases += 1;
+    }
+
+    #[inline]
+    fn lost(&mut self, step: Step<'h>) {
+        self.n.lost += 1;
+        self.clients[step.slot].broken_since_grant = true;
+    }
+
+    #[inline]
+    fn session(&mut self, step: Step<'h>, state: SessionState) {
+        if state == SessionState::Expired {
+            self.clients[step.slot].broken_since_grant = true;
         }
     }
-    for (kind, k) in FAULT_KINDS.into_iter().zip(faults) {
-        if k > 0 {
-            n.faults.insert(fault_name(kind).to_owned(), k);
+
+    #[inline]
+    fn resource_write(&mut self, _: Step<'h>, write: Write, _: &Beliefs<'h>) {
+        self.n.fenced_rejections += u64::from(!write.fenced_accepted);
+        self.n.unfenced_lost_updates += u64::from(write.unfenced_overwrote);
+    }
+
+    #[inline]
+    fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
+        self.faults[fault_slot(fault)] += 1;
+        let st = &mut self.clients[step.slot];
+        if fault == FaultKind::LostCreateResponse && st.waiting {
+            st.lost_create = true;
+        }
+        if fault == FaultKind::Crash {
+            st.broken_since_grant = true;
         }
     }
-    n
+
+    fn finish(mut self) -> Counters {
+        for (kind, k) in FAULT_KINDS.into_iter().zip(self.faults) {
+            if k > 0 {
+                self.n.faults.insert(fault_name(kind).to_owned(), k);
+            }
+        }
+        self.n
+    }
+}
+
+impl Counting {
+    /// A grant to the client in slot `c`.
+    fn grant(&mut self, c: usize) {
+        let prev_broken = self
+            .last_grant
+            .filter(|p| *p != c)
+            .is_some_and(|p| self.clients[p].broken_since_grant);
+        let n = &mut self.n;
+        let st = &mut self.clients[c];
+        n.acquisitions += 1;
+        n.contended_acquisitions += u64::from(st.contended);
+        n.recoveries_after_lost_create += u64::from(st.lost_create);
+        st.waiting = false;
+        st.broken_since_grant = false;
+        n.handovers_after_expiry += u64::from(prev_broken);
+        self.last_grant = Some(c);
+        // Everyone else still waiting now waits on a holder.
+        for (slot, s) in self.clients.iter_mut().enumerate() {
+            if s.waiting && slot != c {
+                s.contended = true;
+            }
+        }
+    }
 }
 
 impl fmt::Display for Counters {

@@ -7,55 +7,82 @@
 //! `AcquireInvoked`) are judged: readers share the lock by design, so a reader's write is
 //! a workload's misuse, not the recipe's fault.
 
-use super::index::HistoryIndex;
+use super::beliefs::Beliefs;
+use super::slots::Slots;
 use super::verdict::at;
+use super::walk::{self, Judge, Step, Write};
 use super::{CheckConfig, Verdict, Violation};
 use crate::holds::is_writer;
-use zklock_recipe::history::{EventKind, History, LockRole};
+use zklock_recipe::history::History;
 
 pub const NAME: &str = "fenced_resource";
 
 pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
-    check_indexed(&HistoryIndex::new(history), cfg)
+    walk::alone::<FencedResource<'_>>(history, cfg, &Slots::new(history))
 }
 
-pub(crate) fn check_indexed(index: &HistoryIndex<'_>, _cfg: &CheckConfig) -> Verdict {
-    let history = index.history;
-    let mut unfenced_lost = 0u64;
-    // (index, token) of the accepted write with the highest token so far.
-    let mut highest: Option<(usize, i64)> = None;
-    let mut violation = None;
-    // The role of each client's latest acquire, by slot.
-    let mut roles: Vec<Option<LockRole>> = index.slots.table();
-    for (i, e) in history.events.iter().enumerate() {
-        if let EventKind::AcquireInvoked { role, .. } = e.kind {
-            roles[index.slots.of(e.client)] = Some(role);
+/// The property's state.
+#[derive(Debug)]
+pub(crate) struct FencedResource<'h> {
+    history: &'h History,
+    unfenced_lost: u64,
+    /// (index, token) of the accepted write with the highest token so far.
+    highest: Option<(usize, i64)>,
+    violation: Option<Violation>,
+}
+
+impl<'h> Judge<'h> for FencedResource<'h> {
+    type Output = Verdict;
+
+    fn new(history: &'h History, _: &'h CheckConfig, _: &'h Slots) -> Self {
+        FencedResource {
+            history,
+            unfenced_lost: 0,
+            highest: None,
+            violation: None,
         }
-        let EventKind::ResourceWrite {
-            token,
-            fenced_accepted,
-            fenced_lost_update,
-            unfenced_overwrote,
-            ..
-        } = &e.kind
-        else {
-            continue;
-        };
-        if roles[index.slots.of(e.client)].is_some_and(|r| !is_writer(r)) {
-            continue;
+    }
+
+    #[inline]
+    fn resource_write(&mut self, step: Step<'h>, write: Write, beliefs: &Beliefs<'h>) {
+        // The role of the writer's latest acquire.
+        if beliefs.role_of(step.slot).is_some_and(|r| !is_writer(r)) {
+            return;
         }
-        unfenced_lost += u64::from(*unfenced_overwrote);
-        if !*fenced_accepted || violation.is_some() {
-            continue;
+        self.unfenced_lost += u64::from(write.unfenced_overwrote);
+        if write.fenced_accepted && self.violation.is_none() {
+            self.accepted(step, write.token, write.fenced_lost_update);
         }
-        if let Some((hi, hi_token)) = highest.filter(|(_, t)| *token < *t) {
+    }
+
+    fn finish(self) -> Verdict {
+        let unfenced_lost = self.unfenced_lost;
+        let note = format!(
+            "fencing prevented {unfenced_lost} lost update{} (the unfenced resource lost {unfenced_lost})",
+            if unfenced_lost == 1 { "" } else { "s" }
+        );
+        let mut violation = self.violation;
+        if let Some(v) = violation.as_mut() {
+            v.explanation = Some(note.clone());
+        }
+        let mut verdict = Verdict::from_violation(NAME, violation);
+        verdict.note = Some(note);
+        verdict
+    }
+}
+
+impl FencedResource<'_> {
+    /// A writer's write the fenced resource accepted, before any violation.
+    fn accepted(&mut self, step: Step<'_>, token: i64, fenced_lost_update: bool) {
+        let (history, i, e) = (self.history, step.index, step.event);
+        if let Some((hi, hi_token)) = self.highest.filter(|(_, t)| token < *t) {
             let summary = format!(
                 "the fenced resource accepted token {token} from c{} at {} after it had \
                  accepted token {hi_token}",
                 e.client,
                 at(history, i)
             );
-            violation = Some(Violation::new(
+            self.violation = Some(Violation::new(
                 NAME,
                 history,
                 summary,
@@ -64,9 +91,9 @@ pub(crate) fn check_indexed(index: &HistoryIndex<'_>, _cfg: &CheckConfig) -> Ver
                     (i, "later accepted write with a lower token"),
                 ],
             ));
-        } else if *fenced_lost_update {
+        } else if fenced_lost_update {
             let mut proof = vec![(i, "accepted write that lost an update")];
-            if let Some((hi, _)) = highest {
+            if let Some((hi, _)) = self.highest {
                 proof.insert(0, (hi, "previous accepted write"));
             }
             let summary = format!(
@@ -75,20 +102,10 @@ pub(crate) fn check_indexed(index: &HistoryIndex<'_>, _cfg: &CheckConfig) -> Ver
                 e.client,
                 at(history, i)
             );
-            violation = Some(Violation::new(NAME, history, summary, &proof));
+            self.violation = Some(Violation::new(NAME, history, summary, &proof));
         }
-        if highest.is_none_or(|(_, t)| *token >= t) {
-            highest = Some((i, *token));
+        if self.highest.is_none_or(|(_, t)| token >= t) {
+            self.highest = Some((i, token));
         }
     }
-    let note = format!(
-        "fencing prevented {unfenced_lost} lost update{} (the unfenced resource lost {unfenced_lost})",
-        if unfenced_lost == 1 { "" } else { "s" }
-    );
-    if let Some(v) = violation.as_mut() {
-        v.explanation = Some(note.clone());
-    }
-    let mut verdict = Verdict::from_violation(NAME, violation);
-    verdict.note = Some(note);
-    verdict
 }

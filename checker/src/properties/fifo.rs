@@ -11,13 +11,15 @@
 //! violation. A grant made after its own session expired or closed (the client believes
 //! on a node that is gone) is skipped here; the belief properties judge it.
 
-use super::index::HistoryIndex;
+use super::beliefs::Beliefs;
+use super::slots::Slots;
 use super::verdict::at;
+use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
 use crate::holds::{is_writer, sequence_of};
 use zklock_recipe::SessionId;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{EventKind, History, LockRole};
+use zklock_recipe::history::{History, LockRole};
 
 pub const NAME: &str = "fifo";
 
@@ -38,58 +40,89 @@ impl Grant {
 }
 
 pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
-    check_indexed(&HistoryIndex::new(history), cfg)
+    walk::alone::<Fifo<'_>>(history, cfg, &Slots::new(history))
 }
 
-pub(crate) fn check_indexed(index: &HistoryIndex<'_>, _cfg: &CheckConfig) -> Verdict {
-    Verdict::from_violation(NAME, first_out_of_order(index))
-}
-
-fn first_out_of_order(index: &HistoryIndex<'_>) -> Option<Violation> {
-    let history = index.history;
-    let mut roles: Vec<Option<LockRole>> = index.slots.table();
+/// The property's state.
+#[derive(Debug)]
+pub(crate) struct Fifo<'h> {
+    history: &'h History,
     // Few sessions end in a run: a list is enough.
-    let mut ended_sessions: Vec<(u32, SessionId)> = Vec::new();
+    ended_sessions: Vec<(u32, SessionId)>,
     // A grant is out of turn when an earlier one has a higher sequence (a writer's, if
     // it is a reader). The earlier grant reported is the one with the highest
     // `(seq, index)` among those, so only two need keeping: over all grants, and over
     // writers' grants.
-    let mut top: Option<Grant> = None;
-    let mut top_writer: Option<Grant> = None;
-    for (i, e) in history.events.iter().enumerate() {
-        match &e.kind {
-            EventKind::AcquireInvoked { role, .. } => {
-                roles[index.slots.of(e.client)] = Some(*role);
-            }
-            EventKind::Session {
-                state: SessionState::Expired | SessionState::Closed,
-            } => {
-                ended_sessions.push((e.client, e.session));
-            }
-            EventKind::Acquired { node, .. } => {
-                let Some(seq) = sequence_of(node) else {
-                    continue;
-                };
-                if ended_sessions.contains(&(e.client, e.session)) {
-                    continue;
-                }
-                let role = roles[index.slots.of(e.client)].unwrap_or(LockRole::Exclusive);
-                let writer = is_writer(role);
-                let grant = Grant { index: i, seq };
-                // The earlier grant furthest ahead of this one that it must not follow.
-                let passed = if writer { top } else { top_writer };
-                if let Some(g) = passed.filter(|g| g.seq > seq) {
-                    return Some(report(history, g, grant));
-                }
-                top = Some(grant.max_with(top));
-                if writer {
-                    top_writer = Some(grant.max_with(top_writer));
-                }
-            }
-            _ => {}
+    top: Option<Grant>,
+    top_writer: Option<Grant>,
+    /// The first out-of-turn pair: (earlier, later).
+    found: Option<(Grant, Grant)>,
+}
+
+impl<'h> Judge<'h> for Fifo<'h> {
+    type Output = Verdict;
+
+    fn new(history: &'h History, _: &'h CheckConfig, _: &'h Slots) -> Self {
+        Fifo {
+            history,
+            ended_sessions: Vec::new(),
+            top: None,
+            top_writer: None,
+            found: None,
         }
     }
-    None
+
+    #[inline]
+    fn session(&mut self, step: Step<'h>, state: SessionState) {
+        if matches!(state, SessionState::Expired | SessionState::Closed) {
+            let e = step.event;
+            self.ended_sessions.push((e.client, e.session));
+        }
+    }
+
+    #[inline]
+    fn acquired(&mut self, step: Step<'h>, _: i64, node: &'h str, beliefs: &Beliefs<'h>) {
+        if self.found.is_none() {
+            self.grant(step, node, beliefs);
+        }
+    }
+
+    fn finish(self) -> Verdict {
+        let violation = self
+            .found
+            .map(|(earlier, later)| report(self.history, earlier, later));
+        Verdict::from_violation(NAME, violation)
+    }
+}
+
+impl Fifo<'_> {
+    /// A grant of `node`: was a node ahead of it in the queue passed over?
+    fn grant(&mut self, step: Step<'_>, node: &str, beliefs: &Beliefs<'_>) {
+        let e = step.event;
+        let Some(seq) = sequence_of(node) else {
+            return;
+        };
+        if self.ended_sessions.contains(&(e.client, e.session)) {
+            return;
+        }
+        // The role of the client's latest acquire.
+        let role = beliefs.role_of(step.slot).unwrap_or(LockRole::Exclusive);
+        let writer = is_writer(role);
+        let grant = Grant {
+            index: step.index,
+            seq,
+        };
+        // The earlier grant furthest ahead of this one that it must not follow.
+        let passed = if writer { self.top } else { self.top_writer };
+        if let Some(g) = passed.filter(|g| g.seq > seq) {
+            self.found = Some((g, grant));
+            return;
+        }
+        self.top = Some(grant.max_with(self.top));
+        if writer {
+            self.top_writer = Some(grant.max_with(self.top_writer));
+        }
+    }
 }
 
 fn report(history: &History, earlier: Grant, later: Grant) -> Violation {

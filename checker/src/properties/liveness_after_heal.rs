@@ -5,14 +5,16 @@
 //! is a stuck lock. And when every client is `Done`, no lock node may remain: each one
 //! left is an orphan (a lost create response shows up here).
 
-use super::index::HistoryIndex;
+use super::beliefs::Beliefs;
+use super::slots::Slots;
 use super::verdict::at;
+use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
-use crate::holds::{basename, is_crash};
+use crate::holds::basename;
 use crate::timeline::format_ms;
 use std::collections::BTreeSet;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{EventKind, History, ZkOp};
+use zklock_recipe::history::{EventKind, FaultKind, History, LockRole, ZkOp};
 
 pub const NAME: &str = "liveness_after_heal";
 
@@ -23,13 +25,104 @@ struct Wait {
     since_us: u64,
 }
 
-pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
-    check_indexed(&HistoryIndex::new(history), cfg)
+/// One client, as this property follows it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Client {
+    /// The wait in progress.
+    wait: Option<Wait>,
+    /// Excused: crashed, or its session ended.
+    dead: bool,
+    /// `None` until it invokes an acquire or finishes; then the index of its `Done`, if
+    /// any (for orphans).
+    done: Option<Option<usize>>,
 }
 
-pub(crate) fn check_indexed(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Verdict {
-    let violation = late_or_stuck(index, cfg).or_else(|| orphans(index, cfg));
-    Verdict::from_violation(NAME, violation)
+pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
+    walk::alone::<LivenessAfterHeal<'_>>(history, cfg, &Slots::new(history))
+}
+
+/// The property's state.
+#[derive(Debug)]
+pub(crate) struct LivenessAfterHeal<'h> {
+    history: &'h History,
+    cfg: &'h CheckConfig,
+    clients: Vec<Client>,
+    /// The first wait served past its deadline: it ends the judging.
+    late: Option<Violation>,
+}
+
+impl<'h> Judge<'h> for LivenessAfterHeal<'h> {
+    type Output = Verdict;
+
+    fn new(history: &'h History, cfg: &'h CheckConfig, slots: &'h Slots) -> Self {
+        LivenessAfterHeal {
+            history,
+            cfg,
+            clients: slots.table(),
+            late: None,
+        }
+    }
+
+    #[inline]
+    fn acquire_invoked(&mut self, step: Step<'h>, _: LockRole, _: &Beliefs<'h>) {
+        let st = &mut self.clients[step.slot];
+        st.dead = false;
+        st.wait = Some(Wait {
+            invoke: step.index,
+            since_us: step.event.time_us,
+        });
+        st.done.get_or_insert(None);
+    }
+
+    #[inline]
+    fn acquired(&mut self, step: Step<'h>, _: i64, _: &'h str, _: &Beliefs<'h>) {
+        self.served(step);
+    }
+
+    #[inline]
+    fn acquire_failed(&mut self, step: Step<'h>) {
+        self.served(step);
+    }
+
+    #[inline]
+    fn session(&mut self, step: Step<'h>, state: SessionState) {
+        if matches!(state, SessionState::Expired | SessionState::Closed) {
+            self.clients[step.slot].dead = true;
+        }
+    }
+
+    #[inline]
+    fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
+        if fault == FaultKind::Crash {
+            self.clients[step.slot].dead = true;
+        }
+    }
+
+    #[inline]
+    fn done(&mut self, step: Step<'h>) {
+        self.clients[step.slot].done = Some(Some(step.index));
+    }
+
+    fn finish(self) -> Verdict {
+        let violation = self
+            .late
+            .or_else(|| stuck(self.history, self.cfg, &self.clients))
+            .or_else(|| orphans(self.history, self.cfg, &self.clients));
+        Verdict::from_violation(NAME, violation)
+    }
+}
+
+impl LivenessAfterHeal<'_> {
+    /// An acquire ended (`Acquired` or `AcquireFailed`): was it in time?
+    #[inline]
+    fn served(&mut self, step: Step<'_>) {
+        if let Some(w) = self.clients[step.slot].wait.take()
+            && self.late.is_none()
+            && step.event.time_us > deadline_us(w, self.cfg)
+        {
+            self.late = Some(late(self.history, self.cfg, w, step));
+        }
+    }
 }
 
 fn deadline_us(wait: Wait, cfg: &CheckConfig) -> u64 {
@@ -39,67 +132,34 @@ fn deadline_us(wait: Wait, cfg: &CheckConfig) -> u64 {
         .saturating_add(cfg.liveness_bound_ms.saturating_mul(1000))
 }
 
-fn late_or_stuck(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violation> {
-    let history = index.history;
-    // Per client slot: the wait in progress, whether it is excused (crashed, or its
-    // session ended), and its last event.
-    let mut waits: Vec<Option<Wait>> = index.slots.table();
-    let mut dead: Vec<bool> = index.slots.table();
-    let mut last_seen: Vec<Option<usize>> = index.slots.table();
-    for (i, e) in history.events.iter().enumerate() {
-        let c = e.client;
-        let s = index.slots.of(c);
-        match &e.kind {
-            EventKind::AcquireInvoked { .. } => {
-                dead[s] = false;
-                waits[s] = Some(Wait {
-                    invoke: i,
-                    since_us: e.time_us,
-                });
-            }
-            EventKind::Acquired { .. } | EventKind::AcquireFailed { .. } => {
-                if let Some(w) = waits[s].take() {
-                    let deadline = deadline_us(w, cfg);
-                    if e.time_us > deadline {
-                        let summary = format!(
-                            "c{c} waited from {} and was served only at {}, past its \
-                             deadline {} ms (heal {} ms + bound {} ms)",
-                            at(history, w.invoke),
-                            at(history, i),
-                            format_ms(deadline),
-                            cfg.heal_ms,
-                            cfg.liveness_bound_ms
-                        );
-                        let proof = [(w.invoke, "waiting since"), (i, "served too late")];
-                        return Some(Violation::new(NAME, history, summary, &proof));
-                    }
-                }
-            }
-            EventKind::Session {
-                state: SessionState::Expired | SessionState::Closed,
-            } => {
-                dead[s] = true;
-            }
-            _ if is_crash(e) => {
-                dead[s] = true;
-            }
-            _ => {}
-        }
-        // Fault events name their target, not an actor: not a sign of life.
-        if !matches!(e.kind, EventKind::Fault { .. }) {
-            last_seen[s] = Some(i);
-        }
-    }
+/// The wait `w` served at `step`, past its deadline.
+fn late(history: &History, cfg: &CheckConfig, w: Wait, step: Step<'_>) -> Violation {
+    let (c, i) = (step.event.client, step.index);
+    let summary = format!(
+        "c{c} waited from {} and was served only at {}, past its \
+         deadline {} ms (heal {} ms + bound {} ms)",
+        at(history, w.invoke),
+        at(history, i),
+        format_ms(deadline_us(w, cfg)),
+        cfg.heal_ms,
+        cfg.liveness_bound_ms
+    );
+    let proof = [(w.invoke, "waiting since"), (i, "served too late")];
+    Violation::new(NAME, history, summary, &proof)
+}
+
+/// The earliest wait still pending, not excused, when the run ended past its deadline.
+fn stuck(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<Violation> {
     let last_us = history.events.last().map_or(0, |e| e.time_us);
     let end_us = cfg.run_end_us.unwrap_or(0).max(last_us);
     // Invoke indices are distinct, so the earliest is the same in any slot order.
-    let (s, w) = waits
-        .into_iter()
-        .enumerate()
-        .filter_map(|(s, w)| Some((s, w?)))
-        .filter(|(s, w)| !dead[*s] && end_us > deadline_us(*w, cfg))
-        .min_by_key(|(_, w)| w.invoke)?;
-    let c = index.slots.id(s);
+    let w = clients
+        .iter()
+        .filter(|st| !st.dead)
+        .filter_map(|st| st.wait)
+        .filter(|w| end_us > deadline_us(*w, cfg))
+        .min_by_key(|w| w.invoke)?;
+    let c = history.events[w.invoke].client;
     let summary = format!(
         "c{c} has waited since {} and was still waiting when the run ended at {} ms, past \
          its deadline {} ms (heal {} ms + bound {} ms): a stuck lock",
@@ -110,33 +170,26 @@ fn late_or_stuck(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violatio
         cfg.liveness_bound_ms
     );
     let mut proof = vec![(w.invoke, "waiting since")];
-    if let Some(last) = last_seen[s].filter(|&l| l != w.invoke) {
+    // Fault events name their target, not an actor: not a sign of life.
+    let last_seen = history
+        .events
+        .iter()
+        .rposition(|e| e.client == c && !matches!(e.kind, EventKind::Fault { .. }));
+    if let Some(last) = last_seen.filter(|&l| l != w.invoke) {
         proof.push((last, "its last event"));
     }
     Some(Violation::new(NAME, history, summary, &proof))
 }
 
-fn orphans(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Option<Violation> {
+fn orphans(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<Violation> {
     if cfg.final_lock_children.is_empty() {
         return None;
     }
-    let history = index.history;
-    // Per client slot that ever acquired or finished: the index of its `Done`, if any.
-    let mut done: Vec<Option<Option<usize>>> = index.slots.table();
-    for (i, e) in history.events.iter().enumerate() {
-        let s = index.slots.of(e.client);
-        match e.kind {
-            EventKind::AcquireInvoked { .. } => {
-                done[s].get_or_insert(None);
-            }
-            EventKind::Done => {
-                done[s] = Some(Some(i));
-            }
-            _ => {}
-        }
-    }
     // Some client took part, and every one of them is done.
-    let done: Vec<usize> = done.into_iter().flatten().collect::<Option<_>>()?;
+    let done: Vec<usize> = clients
+        .iter()
+        .filter_map(|st| st.done)
+        .collect::<Option<_>>()?;
     if done.is_empty() {
         return None;
     }

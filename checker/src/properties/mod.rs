@@ -14,7 +14,6 @@ mod config;
 mod counters;
 pub mod fenced_resource;
 pub mod fifo;
-mod index;
 pub mod liveness_after_heal;
 pub mod mutual_exclusion;
 pub mod no_herd;
@@ -23,6 +22,7 @@ pub mod read_write_compat;
 mod report;
 mod slots;
 mod verdict;
+mod walk;
 
 #[cfg(test)]
 mod tests;

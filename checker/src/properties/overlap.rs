@@ -1,46 +1,113 @@
 //! Overlapping holds, shared by the two belief properties.
 
 use super::CheckConfig;
-use super::beliefs::HoldRef;
-use super::index::HistoryIndex;
+use super::beliefs::{Beliefs, HoldRef, belief_end};
 use super::verdict::{Violation, at};
+use super::walk::Step;
+use crate::holds::is_writer;
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, FaultKind, History};
 
-/// The first pair of overlapping holds of different clients that `conflict` accepts:
-/// `(earlier, later)`, where the later one's `Acquired` came while the earlier was still
-/// believed. History order is time order, so overlap is judged by event index.
-pub(crate) fn first_overlap<'a, 'h>(
-    holds: &'a [HoldRef<'h>],
-    conflict: impl Fn(&HoldRef<'h>, &HoldRef<'h>) -> bool,
-) -> Option<(&'a HoldRef<'h>, &'a HoldRef<'h>)> {
-    // Holds come ordered by start, and a hold no longer believed at one start is not at
-    // any later one: the earlier candidates are the holds still open, kept in start order.
-    let mut open: Vec<&'a HoldRef<'h>> = Vec::new();
-    for later in holds {
-        open.retain(|a| a.open_at(later.start));
-        if let Some(earlier) = open
-            .iter()
-            .find(|a| a.client != later.client && conflict(a, later))
-        {
-            return Some((earlier, later));
-        }
-        open.push(later);
-    }
-    None
+/// Which overlapping holds a property forbids.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Conflict {
+    /// Two writers' (exclusive or write holds).
+    Writers,
+    /// A reader's and a writer's.
+    ReaderAndWriter,
 }
 
-/// Checks the holds for a conflicting overlap and reports it; under pauses a violation
-/// involving a paused client is the known, unavoidable class.
-pub(crate) fn check(
+impl Conflict {
+    /// Whether an earlier hold conflicts with a later one, by whether each is a writer's.
+    fn between(self, earlier_writer: bool, later_writer: bool) -> bool {
+        match self {
+            Conflict::Writers => earlier_writer && later_writer,
+            Conflict::ReaderAndWriter => earlier_writer != later_writer,
+        }
+    }
+}
+
+/// Looks for the first pair of overlapping holds of different clients that `conflict`
+/// accepts: `(earlier, later)`, where the later one's `Acquired` came while the earlier
+/// was still believed. History order is time order, so overlap is judged by event index:
+/// at each `Acquired`, the candidates are the holds open just before it.
+#[derive(Debug)]
+pub(crate) struct Overlaps<'h> {
     property: &'static str,
-    what: &str,
-    index: &HistoryIndex<'_>,
-    cfg: &CheckConfig,
-    conflict: impl Fn(&HoldRef<'_>, &HoldRef<'_>) -> bool,
-) -> Option<Violation> {
-    let (a, b) = first_overlap(index.holds(), conflict)?;
-    Some(report(property, what, index.history, cfg, a, b))
+    /// What the two holders did, for the summary.
+    what: &'static str,
+    history: &'h History,
+    cfg: &'h CheckConfig,
+    conflict: Conflict,
+    found: Option<(HoldRef<'h>, HoldRef<'h>)>,
+}
+
+impl<'h> Overlaps<'h> {
+    pub(crate) fn new(
+        property: &'static str,
+        what: &'static str,
+        history: &'h History,
+        cfg: &'h CheckConfig,
+        conflict: Conflict,
+    ) -> Overlaps<'h> {
+        Overlaps {
+            property,
+            what,
+            history,
+            cfg,
+            conflict,
+            found: None,
+        }
+    }
+
+    /// An `Acquired`: does the hold it opens overlap a conflicting one?
+    #[inline]
+    pub(crate) fn acquired(
+        &mut self,
+        step: Step<'h>,
+        token: i64,
+        node: &'h str,
+        beliefs: &Beliefs<'h>,
+    ) {
+        if self.found.is_some() {
+            return;
+        }
+        // Most grants find no conflicting holder at all: counted, not searched.
+        let writer = is_writer(beliefs.opening_role(step.slot));
+        let possible = [true, false].into_iter().any(|w| {
+            self.conflict.between(w, writer) && beliefs.held_by_other_than_as(step.slot, w)
+        });
+        if possible {
+            self.grant(step, token, node, beliefs);
+        }
+    }
+
+    fn grant(&mut self, step: Step<'h>, token: i64, node: &'h str, beliefs: &Beliefs<'h>) {
+        let later = beliefs.opening(step, token, node);
+        let writer = later.is_writer();
+        let conflict = self.conflict;
+        // The earliest-started conflicting hold is the one reported.
+        self.found = beliefs
+            .open()
+            .filter(|(s, a)| *s != step.slot && conflict.between(a.is_writer(), writer))
+            .map(|(_, a)| *a)
+            .min_by_key(|a| a.start)
+            .map(|earlier| (earlier, later));
+    }
+
+    /// The violation, if a conflicting overlap was found; under pauses one involving a
+    /// paused client is the known, unavoidable class.
+    pub(crate) fn finish(self) -> Option<Violation> {
+        let (a, b) = self.found?;
+        Some(report(
+            self.property,
+            self.what,
+            self.history,
+            self.cfg,
+            &a,
+            &b,
+        ))
+    }
 }
 
 fn report(
@@ -76,7 +143,7 @@ fn report(
     }) {
         proof.push((i, format!("{ca}'s session ended, yet it kept believing")));
     }
-    if let Some(end) = a.end {
+    if let Some(end) = belief_end(history, a.client, a.start) {
         proof.push((end, format!("{ca} stops believing")));
     }
     let refs: Vec<(usize, &str)> = proof.iter().map(|(i, r)| (*i, r.as_str())).collect();

@@ -3,23 +3,43 @@
 //! reader against a writer: each bug maps to one property name. The role of a hold is
 //! that of the client's preceding `AcquireInvoked`.
 
-use super::index::HistoryIndex;
-use super::{CheckConfig, Verdict, overlap};
+use super::beliefs::Beliefs;
+use super::overlap::{Conflict, Overlaps};
+use super::slots::Slots;
+use super::walk::{self, Judge, Step};
+use super::{CheckConfig, Verdict};
 use zklock_recipe::history::History;
 
 pub const NAME: &str = "read_write_compat";
 
 pub fn check(history: &History, cfg: &CheckConfig) -> Verdict {
-    check_indexed(&HistoryIndex::new(history), cfg)
+    walk::alone::<ReadWriteCompat<'_>>(history, cfg, &Slots::new(history))
 }
 
-pub(crate) fn check_indexed(index: &HistoryIndex<'_>, cfg: &CheckConfig) -> Verdict {
-    let v = overlap::check(
-        NAME,
-        "held a read and a write lock at once",
-        index,
-        cfg,
-        |a, b| a.is_writer() != b.is_writer(),
-    );
-    Verdict::from_violation(NAME, v)
+/// The property's state: the overlap search, for a reader against a writer.
+#[derive(Debug)]
+pub(crate) struct ReadWriteCompat<'h>(Overlaps<'h>);
+
+impl<'h> Judge<'h> for ReadWriteCompat<'h> {
+    type Output = Verdict;
+
+    fn new(history: &'h History, cfg: &'h CheckConfig, _: &'h Slots) -> Self {
+        let what = "held a read and a write lock at once";
+        ReadWriteCompat(Overlaps::new(
+            NAME,
+            what,
+            history,
+            cfg,
+            Conflict::ReaderAndWriter,
+        ))
+    }
+
+    #[inline]
+    fn acquired(&mut self, step: Step<'h>, token: i64, node: &'h str, beliefs: &Beliefs<'h>) {
+        self.0.acquired(step, token, node, beliefs);
+    }
+
+    fn finish(self) -> Verdict {
+        Verdict::from_violation(NAME, self.0.finish())
+    }
 }

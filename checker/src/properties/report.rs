@@ -1,10 +1,15 @@
 //! Every property at once, with the counters.
 
-use super::index::HistoryIndex;
-use super::{
-    CheckConfig, Counters, Verdict, counters, fenced_resource, fifo, liveness_after_heal,
-    mutual_exclusion, no_herd, read_write_compat,
-};
+use super::counters::Counting;
+use super::fenced_resource::FencedResource;
+use super::fifo::Fifo;
+use super::liveness_after_heal::LivenessAfterHeal;
+use super::mutual_exclusion::MutualExclusion;
+use super::no_herd::NoHerd;
+use super::read_write_compat::ReadWriteCompat;
+use super::slots::Slots;
+use super::walk::{Judge, walk};
+use super::{CheckConfig, Counters, Verdict};
 use std::fmt;
 use zklock_recipe::history::History;
 
@@ -16,20 +21,34 @@ pub struct Report {
     pub counters: Counters,
 }
 
-/// Runs every property on `history`.
+/// Runs every property on `history`, in one pass over its events.
 pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
-    // Client slots and holds are worked out once for all the properties.
-    let index = HistoryIndex::new(history);
+    let slots = Slots::new(history);
+    let mut judges = <(
+        MutualExclusion<'_>,
+        (
+            FencedResource<'_>,
+            (
+                ReadWriteCompat<'_>,
+                (LivenessAfterHeal<'_>, (NoHerd<'_>, (Fifo<'_>, Counting))),
+            ),
+        ),
+    )>::new(history, cfg, &slots);
+    walk(history, &slots, &mut judges);
+    let (
+        mutual_exclusion,
+        (fenced_resource, (read_write_compat, (liveness, (no_herd, (fifo, counters))))),
+    ) = judges.finish();
     Report {
         verdicts: vec![
-            mutual_exclusion::check_indexed(&index, cfg),
-            fenced_resource::check_indexed(&index, cfg),
-            read_write_compat::check_indexed(&index, cfg),
-            liveness_after_heal::check_indexed(&index, cfg),
-            no_herd::check_indexed(&index, cfg),
-            fifo::check_indexed(&index, cfg),
+            mutual_exclusion,
+            fenced_resource,
+            read_write_compat,
+            liveness,
+            no_herd,
+            fifo,
         ],
-        counters: counters::count_indexed(&index),
+        counters,
     }
 }
 

@@ -181,7 +181,7 @@ const BENCH_USAGE: &str = "\
 zklock bench: benchmark figures, printed and written to target/zklock-bench/bench.json
 
 OPTIONS:
-    --seeds N                 simulation seeds (400)
+    --seeds N                 simulation seeds per sweep (2000)
     --exhaustive-limit-s S    time limit of each exhaustive configuration (60)
     --sim-only                only the simulation and exhaustive parts
     --real-only               only the real-ZooKeeper part
@@ -197,7 +197,7 @@ notice saying what to install, except under CI=true, where that is an error.
 ";
 
 pub fn run(args: &[String]) -> Result<bool> {
-    let mut seeds = 400;
+    let mut seeds = 2000;
     let mut exhaustive_limit_s = 60;
     let (mut sim, mut real) = (true, true);
     let mut real_opts = RealOptions::default();

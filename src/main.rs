@@ -52,7 +52,7 @@ USAGE:
                                  against its madsim ceiling, exhaustive schedules/states
                                  per second, real lock throughput and handoff latency
                                  against zookeeper-client's lock and Kazoo's
-                                 [--sim-only | --real-only] [--seeds N (400)]
+                                 [--sim-only | --real-only] [--seeds N (2000)]
                                  [--exhaustive-limit-s S (60)] [--real-cell-s S]
                                  (`zklock bench --help` lists every flag)
     zklock help                  print this help

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 pub struct SimConfig {
     /// Seed of the random Chooser. Default 0.
     pub seed: u64,
-    /// Seed of madsim's own scheduler. It must not change any outcome (the world acts
-    /// only at quiescent points); tests vary it to prove that. Default: `seed`.
+    /// Seed of the madsim runtime [`run`](crate::run) hosts the world on. It cannot
+    /// change an outcome (actors run on the simulation's own executor, never as madsim
+    /// tasks); tests vary it to prove that. Default: `seed`.
     pub madsim_seed: Option<u64>,
     /// Virtual time the server takes per request it applies, in microseconds. Default 100.
     pub request_time_us: u64,

@@ -1,4 +1,4 @@
-//! A simulated in-memory ZooKeeper with fault injection, on madsim's virtual time.
+//! A simulated in-memory ZooKeeper with fault injection, under virtual time.
 //!
 //! A [`Sim`] holds one ZooKeeper server with ZooKeeper's semantics (see
 //! [`tree`]), its sessions and the clients' connections. [`SimClient`] implements

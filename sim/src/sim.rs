@@ -1,4 +1,4 @@
-//! The [`Sim`] handle: builds a world, runs actors on madsim, drives the world at
+//! The [`Sim`] handle: builds a world, runs actors on its own executor, drives the world at
 //! quiescent points, and offers scripted faults and server inspection to tests.
 
 use crate::actor::{Actors, Join, JoinState, Round, Runner, Slot, current_order, lock_join};
@@ -148,7 +148,7 @@ impl Drop for Wait<'_> {
     }
 }
 
-/// A simulated world: one ZooKeeper server and its clients, on madsim's virtual time.
+/// A simulated world: one ZooKeeper server and its clients, under virtual time.
 /// Cheap to clone; all clones share the world.
 #[derive(Clone)]
 pub struct Sim {

@@ -463,19 +463,18 @@ impl DataTree {
         {
             notify(sessions, &created, EventType::NodeCreated, &[], out);
         }
-        let parent = self.node_mut(parent_id);
-        if !parent.child_watches.is_empty() {
-            let sessions = std::mem::take(&mut parent.child_watches);
-            let parent_path = parent.path.clone();
-            notify(
-                sessions,
-                &parent_path,
-                EventType::NodeChildrenChanged,
-                &[],
-                out,
-            );
-        }
+        self.children_changed(parent_id, out);
         Ok((created, stat))
+    }
+
+    /// Fires the child watches of `id`: its children changed.
+    fn children_changed(&mut self, id: NodeId, out: &mut Vec<Notification>) {
+        let node = self.node_mut(id);
+        if !node.child_watches.is_empty() {
+            let sessions = std::mem::take(&mut node.child_watches);
+            let path = node.path.clone();
+            notify(sessions, &path, EventType::NodeChildrenChanged, &[], out);
+        }
     }
 
     /// Why a child named `name` cannot be created under `parent_id`, if it cannot.
@@ -542,18 +541,7 @@ impl DataTree {
             &notified,
             out,
         );
-        let parent = self.node_mut(parent_id);
-        if !parent.child_watches.is_empty() {
-            let sessions = std::mem::take(&mut parent.child_watches);
-            let parent_path = parent.path.clone();
-            notify(
-                sessions,
-                &parent_path,
-                EventType::NodeChildrenChanged,
-                &[],
-                out,
-            );
-        }
+        self.children_changed(parent_id, out);
         Ok(())
     }
 

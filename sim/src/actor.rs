@@ -71,6 +71,12 @@ impl Actors {
         self.inner().aborted.push(id);
     }
 
+    /// Whether the run loop has anything to do: an actor woken, spawned or aborted.
+    pub(crate) fn pending(&self) -> bool {
+        let s = self.inner();
+        !(s.woken.is_empty() && s.spawned.is_empty() && s.aborted.is_empty())
+    }
+
     /// Takes what happened since the last round, under one lock: the woken actors into
     /// `batch` (in id order), the newly spawned into `spawned`, the aborted into `aborted`.
     fn take_round(

@@ -458,7 +458,7 @@ pub(crate) fn complete<F: Future>(fut: F) -> F::Output {
 /// One step of the world, at a quiescent point; `Err` when the world stops.
 fn step(shared: &Shared) -> Result<(), SimError> {
     let mut w = shared.world();
-    Err(match w.step() {
+    Err(match w.step(|| shared.actors.pending()) {
         Step::Progress => return Ok(()),
         Step::Idle => SimError::Stuck {
             at_ms: w.now_us / 1000,

@@ -346,20 +346,22 @@ impl World {
         self.timers.insert((at, self.timer_seq), t);
     }
 
-    /// One step of the world, taken at a quiescent point.
-    pub(crate) fn step(&mut self) -> Step {
-        // What actors issued may have woken actors already (a resource reply, a refused
-        // request): that alone is progress.
-        let flushed = self.flush_staged();
-        self.steps += 1;
-        if self.steps > self.cfg.steps_max {
-            return Step::OutOfSteps;
+    /// One step of the world, taken at a quiescent point; `woken` tells whether an actor
+    /// is ready to run again.
+    pub(crate) fn step(&mut self, woken: impl Fn() -> bool) -> Step {
+        // Applying what actors staged is a step of its own, and may wake actors at once (a
+        // resource reply, a refused request): then they run first. If it woke none, the
+        // run loop would only find them all still blocked, so the next step follows here.
+        if self.flush_staged() {
+            if let Some(stop) = self.count_step() {
+                return stop;
+            }
+            if woken() {
+                return Step::Progress;
+            }
         }
-        if self.now_us > self.cfg.time_limit_ms.saturating_mul(1000) {
-            return Step::OutOfTime;
-        }
-        if flushed {
-            return Step::Progress;
+        if let Some(stop) = self.count_step() {
+            return stop;
         }
         // Due timers first, in (time, creation) order.
         if let Some(entry) = self.timers.first_entry()
@@ -401,6 +403,18 @@ impl World {
             }
             None => Step::Idle,
         }
+    }
+
+    /// Counts a step; `Some` when a limit stops the world.
+    fn count_step(&mut self) -> Option<Step> {
+        self.steps += 1;
+        if self.steps > self.cfg.steps_max {
+            return Some(Step::OutOfSteps);
+        }
+        if self.now_us > self.cfg.time_limit_ms.saturating_mul(1000) {
+            return Some(Step::OutOfTime);
+        }
+        None
     }
 
     fn advance_to(&mut self, at: u64) {

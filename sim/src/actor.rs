@@ -10,6 +10,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -18,15 +19,23 @@ pub(crate) type BoxedActor = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Who is woken, spawned or aborted: shared by the run loop, the wakers and `Sim::spawn`.
 #[derive(Default)]
 pub(crate) struct Actors {
+    next_id: AtomicUsize,
+    /// Woken actors among the first `LOW` ids, one bit each: a wake is one atomic OR, and
+    /// a round takes them in id order without a lock or a sort. Scenarios have at most
+    /// 64 workers and a main actor, so every wake of theirs lands here.
+    low: [AtomicU64; LOW / 64],
+    /// Whether `inner` may hold something, so that most rounds skip its lock.
+    busy: AtomicBool,
     inner: Mutex<Inner>,
 }
 
+const LOW: usize = 128;
+
 #[derive(Default)]
 struct Inner {
-    next_id: usize,
-    /// Woken actors, in wake order (sorted when taken), each once.
+    /// Woken actors from `LOW` on, in wake order (sorted when taken), each once.
     woken: Vec<usize>,
-    /// `queued[id]`: `id` is in `woken`.
+    /// `queued[id - LOW]`: `id` is in `woken`.
     queued: Vec<bool>,
     /// Spawned and not yet taken by the run loop.
     spawned: Vec<(usize, BoxedActor)>,
@@ -40,65 +49,80 @@ impl Actors {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Runs `f` on `inner` and marks it busy.
+    fn with_busy<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut s = self.inner();
+        self.busy.store(true, Ordering::SeqCst);
+        f(&mut s)
+    }
+
     /// A fresh actor id; ids are handed out in creation order from 0.
     pub(crate) fn new_id(&self) -> usize {
-        let mut s = self.inner();
-        let id = s.next_id;
-        s.next_id += 1;
-        id
+        self.next_id.fetch_add(1, Ordering::SeqCst)
     }
 
     pub(crate) fn wake(&self, id: usize) {
-        let mut s = self.inner();
-        if s.queued.len() <= id {
-            s.queued.resize(id + 1, false);
+        if id < LOW {
+            self.low[id / 64].fetch_or(1 << (id % 64), Ordering::SeqCst);
+            return;
         }
-        if !s.queued[id] {
-            s.queued[id] = true;
-            s.woken.push(id);
-        }
+        self.with_busy(|s| {
+            let i = id - LOW;
+            if s.queued.len() <= i {
+                s.queued.resize(i + 1, false);
+            }
+            if !s.queued[i] {
+                s.queued[i] = true;
+                s.woken.push(id);
+            }
+        })
     }
 
     /// Registers a spawned actor; it is polled first at the run loop's next round.
     pub(crate) fn spawn(&self, fut: BoxedActor) -> usize {
         let id = self.new_id();
-        self.inner().spawned.push((id, fut));
+        self.with_busy(|s| s.spawned.push((id, fut)));
         self.wake(id);
         id
     }
 
     pub(crate) fn abort(&self, id: usize) {
-        self.inner().aborted.push(id);
+        self.with_busy(|s| s.aborted.push(id));
     }
 
     /// Whether the run loop has anything to do: an actor woken, spawned or aborted.
     pub(crate) fn pending(&self) -> bool {
-        let s = self.inner();
-        !(s.woken.is_empty() && s.spawned.is_empty() && s.aborted.is_empty())
+        self.low.iter().any(|w| w.load(Ordering::SeqCst) != 0) || self.busy.load(Ordering::SeqCst)
     }
 
-    /// Takes what happened since the last round, under one lock: the woken actors into
-    /// `batch` (in id order), the newly spawned into `spawned`, the aborted into `aborted`.
-    fn take_round(
+    /// Takes the woken actors below `LOW`, as bit sets.
+    fn take_low(&self) -> [u64; LOW / 64] {
+        std::array::from_fn(|i| self.low[i].swap(0, Ordering::SeqCst))
+    }
+
+    /// Takes what `inner` gathered since the last round, under one lock: the woken
+    /// actors from `LOW` on into `high` (in id order), the newly spawned into `spawned`,
+    /// the aborted into `aborted`.
+    fn take_inner(
         &self,
-        batch: &mut Vec<usize>,
+        high: &mut Vec<usize>,
         spawned: &mut Vec<(usize, BoxedActor)>,
         aborted: &mut Vec<usize>,
     ) {
-        batch.clear();
+        high.clear();
+        if !self.busy.load(Ordering::SeqCst) {
+            return;
+        }
         let mut s = self.inner();
-        std::mem::swap(&mut s.woken, batch);
-        for &id in batch.iter() {
-            s.queued[id] = false;
+        self.busy.store(false, Ordering::SeqCst);
+        std::mem::swap(&mut s.woken, high);
+        for &id in high.iter() {
+            s.queued[id - LOW] = false;
         }
-        if !s.spawned.is_empty() {
-            std::mem::swap(&mut s.spawned, spawned);
-        }
-        if !s.aborted.is_empty() {
-            std::mem::swap(&mut s.aborted, aborted);
-        }
+        std::mem::swap(&mut s.spawned, spawned);
+        std::mem::swap(&mut s.aborted, aborted);
         drop(s);
-        batch.sort_unstable();
+        high.sort_unstable();
     }
 }
 
@@ -201,7 +225,10 @@ pub(crate) enum Round<T> {
 pub(crate) struct Runner {
     actors: Arc<Actors>,
     spawned: Vec<Option<Spawned>>,
-    batch: Vec<usize>,
+    /// Scratch lists of `round`, kept to spare allocations.
+    high: Vec<usize>,
+    adopted: Vec<(usize, BoxedActor)>,
+    aborted: Vec<usize>,
 }
 
 impl Runner {
@@ -209,7 +236,9 @@ impl Runner {
         Runner {
             actors,
             spawned: Vec::new(),
-            batch: Vec::new(),
+            high: Vec::new(),
+            adopted: Vec::new(),
+            aborted: Vec::new(),
         }
     }
 
@@ -220,52 +249,69 @@ impl Runner {
         main: &mut Slot,
         mut poll_main: impl FnMut(&mut Context<'_>) -> Poll<T>,
     ) -> Round<T> {
-        let mut batch = std::mem::take(&mut self.batch);
-        let (mut spawned, mut aborted) = (Vec::new(), Vec::new());
+        let low = self.actors.take_low();
+        let mut high = std::mem::take(&mut self.high);
         self.actors
-            .take_round(&mut batch, &mut spawned, &mut aborted);
-        if !spawned.is_empty() {
-            self.adopt(spawned);
+            .take_inner(&mut high, &mut self.adopted, &mut self.aborted);
+        if !self.adopted.is_empty() {
+            self.adopt();
         }
         // Dropped before anything else, as the actors themselves: their drops may stage
         // work (a dropped acquire's cleanup) that must land before the world's next step.
-        for id in aborted {
+        for id in self.aborted.drain(..) {
             if let Some(slot) = self.spawned.get_mut(id) {
                 drop(slot.take());
             }
         }
-        if batch.is_empty() {
-            self.batch = batch;
+        let mut out = Round::Ran;
+        if low.iter().all(|&w| w == 0) && high.is_empty() {
             // An abort's drop may have woken someone: then this is not quiescence yet.
-            return if self.actors.inner().woken.is_empty() {
-                Round::Quiescent
-            } else {
-                Round::Ran
-            };
-        }
-        for &id in &batch {
-            if id == main.id {
-                if let Poll::Ready(v) = main.enter(&mut poll_main) {
-                    self.batch = batch;
-                    return Round::Done(v);
+            if !self.actors.pending() {
+                out = Round::Quiescent;
+            }
+        } else {
+            let ids = low
+                .iter()
+                .enumerate()
+                .flat_map(|(w, &bits)| Bits(bits).map(move |b| w * 64 + b))
+                .chain(high.iter().copied());
+            for id in ids {
+                if let Some(v) = self.poll(id, main, &mut poll_main) {
+                    out = Round::Done(v);
+                    break;
                 }
-                continue;
-            }
-            let Some(Some(actor)) = self.spawned.get_mut(id) else {
-                continue; // Finished or aborted: a late wake-up.
-            };
-            let fut = actor.fut.as_mut().expect("taken only in drop");
-            if actor.slot.enter(|cx| fut.as_mut().poll(cx)).is_ready() {
-                // Dropped as itself (see `Spawned`'s drop).
-                self.spawned[id] = None;
             }
         }
-        self.batch = batch;
-        Round::Ran
+        self.high = high;
+        out
     }
 
-    fn adopt(&mut self, new: Vec<(usize, BoxedActor)>) {
-        for (id, fut) in new {
+    /// Polls actor `id`; `Some` when it was the main one and it finished.
+    fn poll<T>(
+        &mut self,
+        id: usize,
+        main: &mut Slot,
+        poll_main: &mut impl FnMut(&mut Context<'_>) -> Poll<T>,
+    ) -> Option<T> {
+        if id == main.id {
+            return match main.enter(poll_main) {
+                Poll::Ready(v) => Some(v),
+                Poll::Pending => None,
+            };
+        }
+        let Some(Some(actor)) = self.spawned.get_mut(id) else {
+            return None; // Finished or aborted: a late wake-up.
+        };
+        let fut = actor.fut.as_mut().expect("taken only in drop");
+        if actor.slot.enter(|cx| fut.as_mut().poll(cx)).is_ready() {
+            // Dropped as itself (see `Spawned`'s drop).
+            self.spawned[id] = None;
+        }
+        None
+    }
+
+    fn adopt(&mut self) {
+        for (id, fut) in self.adopted.drain(..) {
             if self.spawned.len() <= id {
                 self.spawned.resize_with(id + 1, || None);
             }
@@ -279,13 +325,28 @@ impl Runner {
     /// Drops every actor still owned, in id order (at the end of a run).
     pub(crate) fn clear(&mut self) {
         let mut s = self.actors.inner();
-        let new = std::mem::take(&mut s.spawned);
+        self.adopted.append(&mut s.spawned);
         s.aborted.clear();
         drop(s);
-        self.adopt(new);
+        self.adopt();
         for slot in &mut self.spawned {
             drop(slot.take());
         }
+    }
+}
+
+/// The set bits of a word, lowest first.
+struct Bits(u64);
+
+impl Iterator for Bits {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let b = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(b)
     }
 }
 

@@ -44,12 +44,12 @@ impl SimClient {
     }
 
     async fn call(&self, req: Request) -> Reply {
-        let slot = self.shared.stage_awaited(|reply| Staged::Request {
+        let reply = self.shared.awaited(|reply| Staged::Request {
             client: self.id,
             req,
             reply,
         });
-        match self.shared.wait(slot).await {
+        match reply.await {
             Delivered::Reply(r) => r,
             other => unreachable!("a request was answered with {other:?}"),
         }
@@ -78,12 +78,13 @@ impl Coordination for SimClient {
     }
 
     async fn sleep(&self, duration: Duration) {
-        let slot = self.shared.stage_awaited(|done| Staged::Sleep {
-            client: self.id,
-            duration_us: duration.as_micros() as u64,
-            done,
-        });
-        self.shared.wait(slot).await;
+        self.shared
+            .awaited(|done| Staged::Sleep {
+                client: self.id,
+                duration_us: duration.as_micros() as u64,
+                done,
+            })
+            .await;
     }
 
     async fn create(

@@ -86,24 +86,14 @@ impl Shared {
         self.world().stage(order, s);
     }
 
-    /// Stages an item that an actor then awaits: `make` builds it around a fresh slot of
-    /// the world's (see `world::delivery`); await the slot with [`Shared::wait`].
-    pub(crate) fn stage_awaited(&self, make: impl FnOnce(SlotId) -> Staged) -> SlotId {
-        let order = current_order().expect(
-            "zklock-sim: the simulated ZooKeeper was used outside a simulated actor; run the \
-             code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
-        );
-        let mut w = self.world();
-        let slot = w.slots.open();
-        w.stage(order, make(slot));
-        slot
-    }
-
-    /// Waits for what the world delivers to `slot`.
-    pub(crate) fn wait(&self, slot: SlotId) -> Wait<'_> {
+    /// Stages an item that an actor then awaits, and awaits it: `make` builds the item
+    /// around a fresh slot of the world's (see `world::delivery`). The item is staged at
+    /// the first poll, as an `async fn` would, and under the same lock as the wait starts.
+    pub(crate) fn awaited<F: FnOnce(SlotId) -> Staged + Unpin>(&self, make: F) -> Wait<'_, F> {
         Wait {
             shared: self,
-            slot,
+            make: Some(make),
+            slot: 0,
             done: false,
         }
     }
@@ -121,26 +111,42 @@ impl Shared {
     }
 }
 
-/// An actor's wait for a slot; if dropped first, the slot is abandoned.
-pub(crate) struct Wait<'a> {
+/// An actor's staged item and its wait for the slot; if dropped first, the slot is
+/// abandoned.
+pub(crate) struct Wait<'a, F> {
     shared: &'a Shared,
+    /// The item to stage: `None` once staged.
+    make: Option<F>,
     slot: SlotId,
     done: bool,
 }
 
-impl Future for Wait<'_> {
+impl<F: FnOnce(SlotId) -> Staged + Unpin> Future for Wait<'_, F> {
     type Output = Delivered;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivered> {
-        let out = self.shared.world().slots.poll(self.slot, cx);
-        self.done = out.is_ready();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivered> {
+        let this = self.get_mut();
+        let mut w = this.shared.world();
+        if let Some(make) = this.make.take() {
+            let order = current_order().expect(
+                "zklock-sim: the simulated ZooKeeper was used outside a simulated actor; run \
+                 the code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
+            );
+            this.slot = w.slots.open(cx.waker());
+            w.stage(order, make(this.slot));
+            // Nothing is delivered before the world's next step.
+            return Poll::Pending;
+        }
+        let out = w.slots.poll(this.slot, cx);
+        this.done = out.is_ready();
         out
     }
 }
 
-impl Drop for Wait<'_> {
+impl<F> Drop for Wait<'_, F> {
     fn drop(&mut self) {
         // A poisoned world (an actor panicked with it locked) is past caring.
-        if !self.done
+        if self.make.is_none()
+            && !self.done
             && let Ok(mut w) = self.shared.world.lock()
         {
             w.slots.abandon(self.slot);
@@ -398,12 +404,12 @@ impl Sim {
     }
 
     pub(crate) async fn resource(&self, client: &SimClient, op: ResourceOp) -> ResourceReply {
-        let slot = self.shared.stage_awaited(|reply| Staged::Resource {
+        let reply = self.shared.awaited(|reply| Staged::Resource {
             client: client.index(),
             op,
             reply,
         });
-        match self.shared.wait(slot).await {
+        match reply.await {
             Delivered::Resource(r) => r,
             other => unreachable!("a resource operation was answered with {other:?}"),
         }
@@ -423,12 +429,13 @@ impl Sim {
 
     /// Waits for `duration` of virtual time, independent of any client.
     pub async fn sleep(&self, duration: Duration) {
-        let slot = self.shared.stage_awaited(|done| Staged::Sleep {
-            client: usize::MAX,
-            duration_us: duration.as_micros() as u64,
-            done,
-        });
-        self.shared.wait(slot).await;
+        self.shared
+            .awaited(|done| Staged::Sleep {
+                client: usize::MAX,
+                duration_us: duration.as_micros() as u64,
+                done,
+            })
+            .await;
     }
 
     /// The history so far.

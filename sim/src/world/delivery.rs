@@ -35,14 +35,17 @@ pub(crate) struct Slots {
 }
 
 impl Slots {
-    pub(crate) fn open(&mut self) -> SlotId {
-        match self.free.pop() {
+    /// A fresh slot, whose value `waiter` awaits.
+    pub(crate) fn open(&mut self, waiter: &Waker) -> SlotId {
+        let id = match self.free.pop() {
             Some(id) => id,
             None => {
                 self.slots.push(Slot::default());
                 SlotId::try_from(self.slots.len() - 1).expect("fewer than 2^32 waits at once")
             }
-        }
+        };
+        self.slots[id as usize].waiter = Some(waiter.clone());
+        id
     }
 
     fn release(&mut self, id: SlotId) {

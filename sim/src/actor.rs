@@ -100,16 +100,16 @@ impl Actors {
         std::array::from_fn(|i| self.low[i].swap(0, Ordering::SeqCst))
     }
 
-    /// Takes what `inner` gathered since the last round, under one lock: the woken
-    /// actors from `LOW` on into `high` (in id order), the newly spawned into `spawned`,
-    /// the aborted into `aborted`.
+    /// Takes what `inner` gathered since the last round, under one lock, if anything: the
+    /// woken actors from `LOW` on into `high` (in id order), the newly spawned into
+    /// `spawned`, the aborted into `aborted`.
+    #[inline]
     fn take_inner(
         &self,
         high: &mut Vec<usize>,
         spawned: &mut Vec<(usize, BoxedActor)>,
         aborted: &mut Vec<usize>,
     ) {
-        high.clear();
         if !self.busy.load(Ordering::SeqCst) {
             return;
         }
@@ -215,9 +215,9 @@ impl Drop for Spawned {
 pub(crate) enum Round<T> {
     /// The main actor finished.
     Done(T),
-    /// Some actors ran; run another round.
+    /// Some actors are woken (or spawned, or aborted); run another round.
     Ran,
-    /// Every actor is blocked: the world may act.
+    /// After this round every actor is blocked: the world may act.
     Quiescent,
 }
 
@@ -250,9 +250,9 @@ impl Runner {
         mut poll_main: impl FnMut(&mut Context<'_>) -> Poll<T>,
     ) -> Round<T> {
         let low = self.actors.take_low();
-        let mut high = std::mem::take(&mut self.high);
+        self.high.clear();
         self.actors
-            .take_inner(&mut high, &mut self.adopted, &mut self.aborted);
+            .take_inner(&mut self.high, &mut self.adopted, &mut self.aborted);
         if !self.adopted.is_empty() {
             self.adopt();
         }
@@ -263,27 +263,25 @@ impl Runner {
                 drop(slot.take());
             }
         }
-        let mut out = Round::Ran;
-        if low.iter().all(|&w| w == 0) && high.is_empty() {
-            // An abort's drop may have woken someone: then this is not quiescence yet.
-            if !self.actors.pending() {
-                out = Round::Quiescent;
-            }
-        } else {
-            let ids = low
-                .iter()
-                .enumerate()
-                .flat_map(|(w, &bits)| Bits(bits).map(move |b| w * 64 + b))
-                .chain(high.iter().copied());
-            for id in ids {
-                if let Some(v) = self.poll(id, main, &mut poll_main) {
-                    out = Round::Done(v);
-                    break;
+        for (w, &bits) in low.iter().enumerate() {
+            for b in Bits(bits) {
+                if let Some(v) = self.poll(w * 64 + b, main, &mut poll_main) {
+                    return Round::Done(v);
                 }
             }
         }
-        self.high = high;
-        out
+        for i in 0..self.high.len() {
+            if let Some(v) = self.poll(self.high[i], main, &mut poll_main) {
+                return Round::Done(v);
+            }
+        }
+        // What ran (or was dropped) may have woken or spawned actors; if not, every actor
+        // is blocked, and no empty round is needed to tell.
+        if self.actors.pending() {
+            Round::Ran
+        } else {
+            Round::Quiescent
+        }
     }
 
     /// Polls actor `id`; `Some` when it was the main one and it finished.

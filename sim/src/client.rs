@@ -2,8 +2,10 @@
 
 use crate::sim::Shared;
 use crate::world::delivery::Delivered;
-use crate::world::request::{Answer, Reply, Request};
+use crate::world::request::{Answer, Request};
 use crate::world::{ClientId, Staged};
+use futures_util::FutureExt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
@@ -43,16 +45,21 @@ impl SimClient {
         self.id
     }
 
-    async fn call(&self, req: Request) -> Reply {
-        let reply = self.shared.awaited(|reply| Staged::Request {
-            client: self.id,
-            req,
-            reply,
-        });
-        match reply.await {
-            Delivered::Reply(r) => r,
-            other => unreachable!("a request was answered with {other:?}"),
-        }
+    /// Sends `req` and awaits its reply; `read` takes the expected answer apart (or
+    /// hands back an unexpected one). A plain future rather than an `async fn` around the
+    /// wait, as are the methods below: requests are the simulation's busiest await.
+    fn call<T>(
+        &self,
+        req: Request,
+        read: impl FnOnce(Answer) -> Result<T, Answer> + Send + 'static,
+    ) -> impl Future<Output = Result<T, ZkError>> + Send + '_ {
+        let client = self.id;
+        self.shared
+            .awaited(move |reply| Staged::Request { client, req, reply })
+            .map(move |d| match d {
+                Delivered::Reply(r) => r.map(|a| read(a).unwrap_or_else(|a| unexpected(a))),
+                other => unreachable!("a request was answered with {other:?}"),
+            })
     }
 }
 
@@ -77,139 +84,159 @@ impl Coordination for SimClient {
         Duration::from_micros(self.shared.world().now_us)
     }
 
-    async fn sleep(&self, duration: Duration) {
+    fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
+        let client = self.id;
         self.shared
-            .awaited(|done| Staged::Sleep {
-                client: self.id,
+            .awaited(move |done| Staged::Sleep {
+                client,
                 duration_us: duration.as_micros() as u64,
                 done,
             })
-            .await;
+            .map(drop)
     }
 
-    async fn create(
+    fn create(
         &self,
         path: &str,
         data: &[u8],
         mode: CreateMode,
-    ) -> Result<(String, Stat), ZkError> {
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
         let req = Request::Create {
             path: path.to_owned(),
             data: data.to_vec(),
             mode,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Created(p, s) => Ok((p, s)),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
+    fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send {
         let req = Request::Delete {
             path: path.to_owned(),
             version,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Done => Ok(()),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
+    fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
         let req = Request::Exists {
             path: path.to_owned(),
             watch: false,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Exists(s, _) => Ok(s),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), ZkError> {
+    fn exists_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send {
         let req = Request::Exists {
             path: path.to_owned(),
             watch: true,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Exists(s, Some(w)) => Ok((s, w)),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
+    fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
         let req = Request::GetData {
             path: path.to_owned(),
             watch: false,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Data(d, s, _) => Ok((d, s)),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn get_data_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), ZkError> {
+    fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
         let req = Request::GetData {
             path: path.to_owned(),
             watch: true,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Data(d, s, Some(w)) => Ok((d, s, w)),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn get_children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+    fn get_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
         let req = Request::GetChildren {
             path: path.to_owned(),
             watch: false,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Children(c, _) => Ok(c),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), ZkError> {
+    fn get_children_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
         let req = Request::GetChildren {
             path: path.to_owned(),
             watch: true,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Children(c, Some(w)) => Ok((c, w)),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn set_data(
+    fn set_data(
         &self,
         path: &str,
         data: &[u8],
         version: Option<i32>,
-    ) -> Result<Stat, ZkError> {
+    ) -> impl Future<Output = Result<Stat, ZkError>> + Send {
         let req = Request::SetData {
             path: path.to_owned(),
             data: data.to_vec(),
             version,
         };
-        match self.call(req).await? {
+        self.call(req, |a| match a {
             Answer::Stat(s) => Ok(s),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
-        match self.call(Request::Multi(ops)).await? {
+    fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send {
+        self.call(Request::Multi(ops), |a| match a {
             Answer::Multi(r) => Ok(r),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
-    async fn close(&self) -> Result<(), ZkError> {
-        match self.call(Request::Close).await? {
+    fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        self.call(Request::Close, |a| match a {
             Answer::Done => Ok(()),
-            a => unexpected(a),
-        }
+            a => Err(a),
+        })
     }
 
     /// Staged like a request, so it takes its place among this actor's requests; the

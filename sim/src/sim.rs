@@ -9,6 +9,7 @@ use crate::world::delivery::{Delivered, SlotId};
 use crate::world::request::RequestKind;
 use crate::world::{Control, ResourceOp, ResourceReply, ServerCtl, Staged, Step, World};
 use futures_channel::oneshot;
+use futures_util::FutureExt;
 use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::Pin;
@@ -403,16 +404,18 @@ impl Sim {
         });
     }
 
-    pub(crate) async fn resource(&self, client: &SimClient, op: ResourceOp) -> ResourceReply {
-        let reply = self.shared.awaited(|reply| Staged::Resource {
-            client: client.index(),
-            op,
-            reply,
-        });
-        match reply.await {
-            Delivered::Resource(r) => r,
-            other => unreachable!("a resource operation was answered with {other:?}"),
-        }
+    pub(crate) fn resource(
+        &self,
+        client: &SimClient,
+        op: ResourceOp,
+    ) -> impl Future<Output = ResourceReply> + Send + '_ {
+        let client = client.index();
+        self.shared
+            .awaited(move |reply| Staged::Resource { client, op, reply })
+            .map(|d| match d {
+                Delivered::Resource(r) => r,
+                other => unreachable!("a resource operation was answered with {other:?}"),
+            })
     }
 
     /// Resolves when the client crashes (never, if it does not).

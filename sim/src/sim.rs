@@ -72,6 +72,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    #[inline]
     pub(crate) fn world(&self) -> MutexGuard<'_, World> {
         self.world
             .lock()

@@ -36,6 +36,7 @@ pub(crate) struct Slots {
 
 impl Slots {
     /// A fresh slot, whose value `waiter` awaits.
+    #[inline]
     pub(crate) fn open(&mut self, waiter: &Waker) -> SlotId {
         let id = match self.free.pop() {
             Some(id) => id,
@@ -48,6 +49,7 @@ impl Slots {
         id
     }
 
+    #[inline]
     fn release(&mut self, id: SlotId) {
         let slot = &mut self.slots[id as usize];
         slot.value = None;
@@ -57,6 +59,7 @@ impl Slots {
     }
 
     /// Delivers `value` to the slot's actor and wakes it.
+    #[inline]
     pub(crate) fn fill(&mut self, id: SlotId, value: Delivered) {
         let slot = &mut self.slots[id as usize];
         if slot.abandoned {
@@ -71,6 +74,7 @@ impl Slots {
     }
 
     /// The value, once delivered (the slot is then freed); else registers `cx`'s waker.
+    #[inline]
     pub(crate) fn poll(&mut self, id: SlotId, cx: &mut Context<'_>) -> Poll<Delivered> {
         let slot = &mut self.slots[id as usize];
         if let Some(v) = slot.value.take() {

@@ -3,9 +3,11 @@
 //! main future of [`Sim::run`](crate::Sim::run) and those of
 //! [`Sim::spawn`](crate::Sim::spawn)) are not madsim tasks: [`Actors`] keeps them, and the
 //! run loop polls every woken actor, in id order, until none is woken; that is the
-//! quiescent point where the world takes one step. madsim only hosts the run and keeps
-//! the virtual clock, so its task order cannot touch an outcome, and an actor's step costs
-//! one poll rather than a trip through a general-purpose scheduler.
+//! quiescent point where the world takes steps, until one wakes an actor. madsim only
+//! hosts the run and keeps the virtual clock, so its task order cannot touch an outcome,
+//! and an actor's step costs one poll rather than a trip through a general-purpose
+//! scheduler. Wakes of the first actors are bits of atomic words, so that waking and
+//! taking the woken need no lock.
 
 use std::cell::Cell;
 use std::future::Future;

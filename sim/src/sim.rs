@@ -223,7 +223,7 @@ impl Sim {
     ///
     /// The whole simulation runs inside this call, which never waits on anything outside
     /// the world: actors are polled in id order until every one is blocked, then the
-    /// world takes a step, and so on (see the `actor` module). Actors still running when
+    /// world steps until an actor is woken, and so on (see the `actor` module). Actors still running when
     /// it ends are dropped, each as itself. Awaited inside a madsim runtime (as in a
     /// `#[madsim::test]`), it keeps madsim's clock in step with the world's.
     pub async fn run<F: Future>(&self, fut: F) -> Result<F::Output, SimError> {
@@ -466,11 +466,25 @@ pub(crate) fn complete<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// One step of the world, at a quiescent point; `Err` when the world stops.
+/// Steps of the world, at a quiescent point, until one wakes an actor; `Err` when the
+/// world stops.
 fn step(shared: &Shared) -> Result<(), SimError> {
+    let woken = || shared.actors.pending();
     let mut w = shared.world();
-    Err(match w.step(|| shared.actors.pending()) {
-        Step::Progress => return Ok(()),
+    loop {
+        match w.step(woken) {
+            Step::Progress if woken() => return Ok(()),
+            // No actor can run: a round would find them all still blocked.
+            Step::Progress => continue,
+            stop => return Err(stopped(stop, &w)),
+        }
+    }
+}
+
+/// Why the world stopped, for a step other than `Progress`.
+fn stopped(stop: Step, w: &World) -> SimError {
+    match stop {
+        Step::Progress => unreachable!("progress is no stop"),
         Step::Idle => SimError::Stuck {
             at_ms: w.now_us / 1000,
             requests_waiting: w.outbound_total(),
@@ -482,7 +496,7 @@ fn step(shared: &Shared) -> Result<(), SimError> {
         Step::OutOfSteps => SimError::StepLimit {
             steps_max: w.cfg.steps_max,
         },
-    })
+    }
 }
 
 /// A spawned actor; await it for its output.

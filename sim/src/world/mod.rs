@@ -14,6 +14,7 @@ mod faults;
 mod hash128;
 pub(crate) mod request;
 mod resource;
+mod timers;
 mod watches;
 
 use crate::chooser::{ChoiceKind, Chooser};
@@ -28,6 +29,7 @@ use request::{Answer, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
+use timers::Timers;
 use watches::ClientWatches;
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
@@ -200,8 +202,7 @@ pub(crate) struct World {
     pub(crate) choices: Vec<u32>,
     pub(crate) clients: Vec<ClientState>,
     pub(crate) sessions: BTreeMap<SessionId, ServerSession>,
-    timers: BTreeMap<(u64, u64), Timer>,
-    timer_seq: u64,
+    timers: Timers,
     staged: Vec<((usize, usize), Staged)>,
     /// Scratch list of `route`, kept to spare an allocation per write.
     touched: Vec<ClientId>,
@@ -240,8 +241,7 @@ impl World {
             choices: Vec::new(),
             clients: Vec::new(),
             sessions: BTreeMap::new(),
-            timers: BTreeMap::new(),
-            timer_seq: 0,
+            timers: Timers::default(),
             staged: Vec::new(),
             staged_spare: Vec::new(),
             touched: Vec::new(),
@@ -342,8 +342,7 @@ impl World {
     }
 
     fn set_timer(&mut self, at: u64, t: Timer) {
-        self.timer_seq += 1;
-        self.timers.insert((at, self.timer_seq), t);
+        self.timers.set(at, t);
     }
 
     /// One step of the world, taken at a quiescent point.
@@ -362,10 +361,7 @@ impl World {
             return Step::Progress;
         }
         // Due timers first, in (time, creation) order.
-        if let Some(entry) = self.timers.first_entry()
-            && entry.key().0 <= self.now_us
-        {
-            let t = entry.remove();
+        if let Some(t) = self.timers.pop_due(self.now_us) {
             self.fire(t);
             return Step::Progress;
         }
@@ -394,8 +390,8 @@ impl World {
             return Step::Progress;
         }
         // Otherwise time moves on to the next timer.
-        match self.timers.first_key_value() {
-            Some((&(at, _), _)) => {
+        match self.timers.next_at() {
+            Some(at) => {
                 self.advance_to(at);
                 Step::Progress
             }

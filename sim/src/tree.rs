@@ -692,17 +692,30 @@ impl std::fmt::Debug for DataTree {
 #[derive(Default)]
 struct PathHasher(u64);
 
+impl PathHasher {
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
 impl std::hash::Hasher for PathHasher {
     fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+            self.mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        // The tail as one zero-padded word: equal keys still hash alike, and the map
+        // compares keys, so a padding collision costs nothing.
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            let mut w = [0u8; 8];
+            w[..tail.len()].copy_from_slice(tail);
+            self.mix(u64::from_le_bytes(w));
         }
+    }
+    /// `str`'s terminator, in one step.
+    fn write_u8(&mut self, b: u8) {
+        self.mix(u64::from(b));
     }
     fn finish(&self) -> u64 {
         self.0

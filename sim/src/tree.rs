@@ -551,7 +551,13 @@ impl DataTree {
         let path = &*node.path;
         let notified = &node.data_watches;
         notify(notified, path, EventType::NodeDeleted, &[], out);
-        notify(&node.child_watches, path, EventType::NodeDeleted, notified, out);
+        notify(
+            &node.child_watches,
+            path,
+            EventType::NodeDeleted,
+            notified,
+            out,
+        );
         self.children_changed(parent_id, out);
         Ok(())
     }

@@ -138,6 +138,19 @@ impl DataTree {
         self.find(path).map(|id| self.node(id))
     }
 
+    /// The node at `path`, or why there is none. Every indexed path is valid (creates
+    /// validate), so only a path the index lacks needs validating: its error comes
+    /// before NoNode, as the server's does.
+    fn lookup(&self, path: &str) -> Result<NodeId, ZkError> {
+        match self.find(path) {
+            Some(id) => Ok(id),
+            None => {
+                validate_path(path, false)?;
+                Err(ZkError::NoNode)
+            }
+        }
+    }
+
     // ---- Writes: each successful one is one transaction with the next zxid. ----
 
     /// Creates a node; returns its actual path (with the suffix, if sequential) and stat.
@@ -272,7 +285,6 @@ impl DataTree {
         path: &str,
         watcher: Option<SessionId>,
     ) -> Result<Option<Stat>, ZkError> {
-        validate_path(path, false)?;
         match self.find(path) {
             Some(id) => {
                 let node = self.node_mut(id);
@@ -282,6 +294,7 @@ impl DataTree {
                 Ok(Some(node.stat))
             }
             None => {
+                validate_path(path, false)?;
                 if let Some(session) = watcher {
                     match self.absent_watches.get_mut(path) {
                         Some(sessions) => add_session(sessions, session),
@@ -301,8 +314,7 @@ impl DataTree {
         path: &str,
         watcher: Option<SessionId>,
     ) -> Result<(Vec<u8>, Stat), ZkError> {
-        validate_path(path, false)?;
-        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let id = self.lookup(path)?;
         let node = self.node_mut(id);
         if let Some(session) = watcher {
             add_session(&mut node.data_watches, session);
@@ -316,8 +328,7 @@ impl DataTree {
         path: &str,
         watcher: Option<SessionId>,
     ) -> Result<Vec<String>, ZkError> {
-        validate_path(path, false)?;
-        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let id = self.lookup(path)?;
         if let Some(session) = watcher {
             add_session(&mut self.node_mut(id).child_watches, session);
         }
@@ -402,11 +413,13 @@ impl DataTree {
         if mode.is_sequential() {
             push_sequence(&mut full, self.node(parent_id).child_creates);
         }
-        let refused = self.refuse_create(parent_id, &full[name_at..]);
-        if let Err(e) = refused {
-            self.scratch = full;
-            return Err(e);
-        }
+        let at = match self.refuse_create(parent_id, &full[name_at..]) {
+            Ok(at) => at,
+            Err(e) => {
+                self.scratch = full;
+                return Err(e);
+            }
+        };
         let ephemeral_owner = if mode.is_ephemeral() {
             // ephemeral_owner 0 means persistent, so session 0 cannot own ephemerals.
             debug_assert_ne!(owner.0, 0, "session 0 cannot own an ephemeral");
@@ -449,8 +462,6 @@ impl DataTree {
             }
         };
         self.index.insert(shared, id);
-        let name = &created[name_at..];
-        let at = self.child_position(parent_id, name).unwrap_err();
         let parent = self.node_mut(parent_id);
         parent.children.insert(at, id);
         parent.child_creates += 1;
@@ -461,7 +472,7 @@ impl DataTree {
         if !self.absent_watches.is_empty()
             && let Some(sessions) = self.absent_watches.remove(created.as_str())
         {
-            notify(sessions, &created, EventType::NodeCreated, &[], out);
+            notify(&sessions, &created, EventType::NodeCreated, &[], out);
         }
         self.children_changed(parent_id, out);
         Ok((created, stat))
@@ -473,21 +484,23 @@ impl DataTree {
         if !node.child_watches.is_empty() {
             let sessions = std::mem::take(&mut node.child_watches);
             let path = node.path.clone();
-            notify(sessions, &path, EventType::NodeChildrenChanged, &[], out);
+            notify(&sessions, &path, EventType::NodeChildrenChanged, &[], out);
         }
     }
 
-    /// Why a child named `name` cannot be created under `parent_id`, if it cannot.
-    fn refuse_create(&self, parent_id: NodeId, name: &str) -> Result<(), ZkError> {
+    /// Where a child named `name` goes among the children of `parent_id`, or why it
+    /// cannot be created there.
+    fn refuse_create(&self, parent_id: NodeId, name: &str) -> Result<usize, ZkError> {
         // The server checks existence before the ephemeral parent. A node exists exactly
         // when its parent lists it; the one name no parent lists is "/"'s own.
-        if name.is_empty() || self.child_position(parent_id, name).is_ok() {
-            return Err(ZkError::NodeExists);
-        }
+        let at = match self.child_position(parent_id, name) {
+            Err(at) if !name.is_empty() => at,
+            _ => return Err(ZkError::NodeExists),
+        };
         if self.node(parent_id).stat.ephemeral_owner != 0 {
             return Err(ZkError::NoChildrenForEphemerals);
         }
-        Ok(())
+        Ok(at)
     }
 
     /// Where `name` is, or would go, among the children of `parent_id`.
@@ -504,11 +517,10 @@ impl DataTree {
         version: Option<i32>,
         out: &mut Vec<Notification>,
     ) -> Result<(), ZkError> {
-        validate_path(path, false)?;
         if path == "/" {
             return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
         }
-        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let id = self.lookup(path)?;
         let node = self.node(id);
         // The server checks the version before the children.
         if !version_matches(version, node.stat.version) {
@@ -518,8 +530,13 @@ impl DataTree {
             return Err(ZkError::NotEmpty);
         }
         let parent_id = node.parent;
+        // A scan for the slot, not a search by name: lists are short, and slots compare
+        // cheaper than names.
         let at = self
-            .child_position(parent_id, node.name())
+            .node(parent_id)
+            .children
+            .iter()
+            .position(|&c| c == id)
             .expect("a node's parent lists it");
         let node = self.nodes[id as usize].take().expect("found above");
         self.free.push(id);
@@ -532,13 +549,13 @@ impl DataTree {
 
         // A session watching both data and children of the path hears NodeDeleted once.
         let path = &*node.path;
-        let notified = node.data_watches;
-        notify(notified.clone(), path, EventType::NodeDeleted, &[], out);
+        let notified = &node.data_watches;
+        notify(notified, path, EventType::NodeDeleted, &[], out);
         notify(
-            node.child_watches,
+            &node.child_watches,
             path,
             EventType::NodeDeleted,
-            &notified,
+            notified,
             out,
         );
         self.children_changed(parent_id, out);
@@ -553,9 +570,12 @@ impl DataTree {
         version: Option<i32>,
         out: &mut Vec<Notification>,
     ) -> Result<Stat, ZkError> {
-        validate_path(path, false)?;
+        let found = self.find(path);
+        if found.is_none() {
+            validate_path(path, false)?;
+        }
         check_data_size(data)?;
-        let id = self.find(path).ok_or(ZkError::NoNode)?;
+        let id = found.ok_or(ZkError::NoNode)?;
         let node = self.node_mut(id);
         if !version_matches(version, node.stat.version) {
             return Err(ZkError::BadVersion);
@@ -567,14 +587,13 @@ impl DataTree {
         node.stat.data_length = data_len(data);
         let stat = node.stat;
         let sessions = std::mem::take(&mut node.data_watches);
-        notify(sessions, path, EventType::NodeDataChanged, &[], out);
+        notify(&sessions, path, EventType::NodeDataChanged, &[], out);
         Ok(stat)
     }
 
     /// A multi's Check op: the node exists with the expected version.
     fn check(&self, path: &str, version: i32) -> Result<(), ZkError> {
-        validate_path(path, false)?;
-        let node = self.get(path).ok_or(ZkError::NoNode)?;
+        let node = self.node(self.lookup(path)?);
         if version_matches(Some(version), node.stat.version) {
             Ok(())
         } else {
@@ -679,17 +698,30 @@ impl std::fmt::Debug for DataTree {
 #[derive(Default)]
 struct PathHasher(u64);
 
+impl PathHasher {
+    fn mix(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
 impl std::hash::Hasher for PathHasher {
     fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+            self.mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        // The tail as one zero-padded word: equal keys still hash alike, and the map
+        // compares keys, so a padding collision costs nothing.
+        let tail = chunks.remainder();
+        if !tail.is_empty() {
+            let mut w = [0u8; 8];
+            w[..tail.len()].copy_from_slice(tail);
+            self.mix(u64::from_le_bytes(w));
         }
+    }
+    /// `str`'s terminator, in one step.
+    fn write_u8(&mut self, b: u8) {
+        self.mix(u64::from(b));
     }
     fn finish(&self) -> u64 {
         self.0
@@ -710,13 +742,13 @@ fn remove_session(sessions: &mut Vec<SessionId>, session: SessionId) {
 
 /// Notifies `sessions` (ascending) of `event_type` on `path`, except those in `skip`.
 fn notify(
-    sessions: Vec<SessionId>,
+    sessions: &[SessionId],
     path: &str,
     event_type: EventType,
     skip: &[SessionId],
     out: &mut Vec<Notification>,
 ) {
-    for session in sessions {
+    for &session in sessions {
         if !skip.contains(&session) {
             out.push(Notification {
                 session,

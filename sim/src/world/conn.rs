@@ -154,7 +154,7 @@ impl World {
         s.alive = false;
         let mut notes = Vec::new();
         self.tree.close_session(session, &mut notes);
-        self.route(notes);
+        self.route(&mut notes);
     }
 
     pub(crate) fn expire_timer(&mut self, session: SessionId, epoch: u64) {

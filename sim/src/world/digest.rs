@@ -127,7 +127,7 @@ impl World {
             (id, s.alive, s.hears, s.expiry_epoch).hash(h);
         }
         self.timers.len().hash(h);
-        for ((at, _), t) in &self.timers {
+        for (at, t) in self.timers.iter() {
             (at, timer_shape(t)).hash(h);
         }
         self.resource.hash(h);

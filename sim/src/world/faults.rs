@@ -27,6 +27,9 @@ pub(crate) struct FaultPlan {
     denom: u64,
     /// (kind, weight) in a fixed order; the weights sum to less than `denom`.
     table: Vec<(Kind, u64)>,
+    /// Draws below this strike no fault: the kinds' ranges all lie above it. Nearly
+    /// every draw lands here, so most steps skip the table.
+    quiet: u64,
     partition_ms_max: u64,
     pause_ms_max: u64,
     delay_ms_max: u64,
@@ -57,14 +60,16 @@ impl FaultPlan {
             .iter()
             .fold(1u64, |l, (_, r)| l / gcd(l, r.den as u64) * r.den as u64)
             .min(1 << 40);
-        let table = on
+        let table: Vec<(Kind, u64)> = on
             .iter()
             .map(|(k, r)| (*k, (r.num as u64 * denom / r.den as u64).min(denom)))
             .collect();
+        let quiet = table.iter().fold(denom, |hi, &(_, w)| hi.saturating_sub(w));
         FaultPlan {
             heal_us: heal_ms * 1000,
             denom,
             table,
+            quiet,
             partition_ms_max: f.partition_ms_max.max(1),
             pause_ms_max: f.pause_ms_max.max(1),
             delay_ms_max: f.delay_ms_max.max(1),
@@ -102,7 +107,7 @@ impl World {
             return false;
         }
         let plan = self.faults.as_ref().expect("faults on");
-        let (denom, kinds) = (plan.denom, plan.table.len());
+        let (denom, kinds, quiet) = (plan.denom, plan.table.len(), plan.quiet);
         let bounded = plan.bounded.map(|max| (max, plan.injected));
         // Draw first, then look the kind up: the table is read, never copied (this runs
         // at every step).
@@ -114,7 +119,13 @@ impl World {
                 // 0 is "no fault"; i is the i-th enabled kind.
                 self.choose(ChoiceKind::Fault, kinds + 1) as u64
             }
-            None => self.choose(ChoiceKind::Fault, denom as usize) as u64,
+            None => {
+                let draw = self.choose(ChoiceKind::Fault, denom as usize) as u64;
+                if draw < quiet {
+                    return false;
+                }
+                draw
+            }
         };
         let table = &self.faults.as_ref().expect("faults on").table;
         let kind = match bounded {

@@ -14,6 +14,7 @@ mod faults;
 mod hash128;
 pub(crate) mod request;
 mod resource;
+mod timers;
 mod watches;
 
 use crate::chooser::{ChoiceKind, Chooser};
@@ -28,6 +29,7 @@ use request::{Answer, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
+use timers::Timers;
 use watches::ClientWatches;
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
@@ -157,6 +159,18 @@ pub(crate) struct ClientState {
     pub(crate) obs: u64,
 }
 
+impl ClientState {
+    /// Whether the client can take `item` off its connection now: not while frozen,
+    /// partitioned or delayed, and no watch event while disconnected (it waits for the
+    /// reconnect).
+    fn can_take(&self, item: &Inbound) -> bool {
+        self.frozen_until.is_none()
+            && self.partitioned_until.is_none()
+            && self.delayed_until.is_none()
+            && (self.conn == Conn::Connected || !matches!(item, Inbound::Event(_)))
+    }
+}
+
 pub(crate) struct ServerSession {
     pub(crate) client: ClientId,
     pub(crate) alive: bool,
@@ -200,11 +214,12 @@ pub(crate) struct World {
     pub(crate) choices: Vec<u32>,
     pub(crate) clients: Vec<ClientState>,
     pub(crate) sessions: BTreeMap<SessionId, ServerSession>,
-    timers: BTreeMap<(u64, u64), Timer>,
-    timer_seq: u64,
+    timers: Timers,
     staged: Vec<((usize, usize), Staged)>,
     /// Scratch list of `route`, kept to spare an allocation per write.
     touched: Vec<ClientId>,
+    /// Scratch list of `execute`'s notifications, kept for the same reason.
+    notes: Vec<Notification>,
     /// `staged`'s other buffer (see `flush_staged`).
     staged_spare: Vec<((usize, usize), Staged)>,
     hooks: Vec<(ClientId, RequestKind, Hook)>,
@@ -240,11 +255,11 @@ impl World {
             choices: Vec::new(),
             clients: Vec::new(),
             sessions: BTreeMap::new(),
-            timers: BTreeMap::new(),
-            timer_seq: 0,
+            timers: Timers::default(),
             staged: Vec::new(),
             staged_spare: Vec::new(),
             touched: Vec::new(),
+            notes: Vec::new(),
             hooks: Vec::new(),
             next_session: 0x1000,
             history: Vec::new(),
@@ -342,8 +357,7 @@ impl World {
     }
 
     fn set_timer(&mut self, at: u64, t: Timer) {
-        self.timer_seq += 1;
-        self.timers.insert((at, self.timer_seq), t);
+        self.timers.set(at, t);
     }
 
     /// One step of the world, taken at a quiescent point; `woken` tells whether an actor
@@ -364,10 +378,7 @@ impl World {
             return stop;
         }
         // Due timers first, in (time, creation) order.
-        if let Some(entry) = self.timers.first_entry()
-            && entry.key().0 <= self.now_us
-        {
-            let t = entry.remove();
+        if let Some(t) = self.timers.pop_due(self.now_us) {
             self.fire(t);
             return Step::Progress;
         }
@@ -396,8 +407,8 @@ impl World {
             return Step::Progress;
         }
         // Otherwise time moves on to the next timer.
-        match self.timers.first_key_value() {
-            Some((&(at, _), _)) => {
+        match self.timers.next_at() {
+            Some(at) => {
                 self.advance_to(at);
                 Step::Progress
             }
@@ -595,13 +606,13 @@ impl World {
             self.record(c, EventKind::OpUnknown { op_id });
             self.drop_connection(c);
         } else {
-            self.clients[c].inbound.push_back(Inbound::Reply {
+            let reply = Inbound::Reply {
                 op_id,
                 reply: out.reply,
                 result,
                 watch,
-            });
-            self.pump(c);
+            };
+            self.send(c, reply);
             if closing {
                 self.mark_closed(c);
             }
@@ -612,7 +623,7 @@ impl World {
     /// ZooKeeper's server sends them.
     fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(String, WatchKind)>) {
         let session = self.clients[c].session;
-        let mut notes = Vec::new();
+        let mut notes = std::mem::take(&mut self.notes);
         let mut watch = None;
         let result = match req {
             Request::Create { path, data, mode } => self
@@ -664,17 +675,18 @@ impl World {
                 Ok(Answer::Done)
             }
         };
-        self.route(notes);
+        self.route(&mut notes);
+        self.notes = notes;
         (result, watch)
     }
 
-    /// Queues watch notifications on their clients' connections.
-    pub(crate) fn route(&mut self, notes: Vec<Notification>) {
+    /// Queues watch notifications on their clients' connections, leaving `notes` empty.
+    pub(crate) fn route(&mut self, notes: &mut Vec<Notification>) {
         if notes.is_empty() {
             return;
         }
         let mut touched = std::mem::take(&mut self.touched);
-        for n in notes {
+        for n in notes.drain(..) {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
                 self.clients[c].inbound.push_back(Inbound::Event(n.event));
@@ -691,51 +703,61 @@ impl World {
         self.touched = touched;
     }
 
+    /// Sends `item` down the client's connection: delivered at once when nothing is
+    /// queued ahead of it and the client can take it, else queued. The same as queueing
+    /// then pumping, without moving the item through the queue.
+    fn send(&mut self, c: ClientId, item: Inbound) {
+        let cl = &mut self.clients[c];
+        if cl.inbound.is_empty() && cl.can_take(&item) {
+            self.deliver(c, item);
+        } else {
+            cl.inbound.push_back(item);
+        }
+        self.pump(c);
+    }
+
     /// Delivers what the client's connection holds, in order, unless the client cannot
     /// receive now (frozen, partitioned, or disconnected: events wait for the reconnect).
     pub(crate) fn pump(&mut self, c: ClientId) {
         loop {
             let cl = &mut self.clients[c];
-            if cl.frozen_until.is_some()
-                || cl.partitioned_until.is_some()
-                || cl.delayed_until.is_some()
-            {
-                return;
-            }
-            let Some(front) = cl.inbound.front() else {
-                return;
-            };
-            if cl.conn != Conn::Connected && matches!(front, Inbound::Event(_)) {
-                return;
+            match cl.inbound.front() {
+                Some(front) if cl.can_take(front) => {}
+                _ => return,
             }
             let item = cl.inbound.pop_front().expect("front exists");
-            match item {
-                Inbound::Reply {
-                    op_id,
-                    reply,
-                    mut result,
-                    watch,
-                } => {
-                    if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
-                        let (tx, w) = zklock_recipe::Watch::channel();
-                        cl.watches.add(kind, path, tx);
-                        answer.attach_watch(w);
-                    }
-                    let kind = match &result {
-                        Ok(_) => EventKind::OpOk { op_id },
-                        Err(e) => EventKind::OpFail {
-                            op_id,
-                            error: e.clone(),
-                        },
-                    };
-                    self.observe(c, Seen::Reply(&result));
-                    self.answer(c, reply, result);
-                    self.record(c, kind);
+            self.deliver(c, item);
+        }
+    }
+
+    /// Hands one item of the connection to the client.
+    fn deliver(&mut self, c: ClientId, item: Inbound) {
+        match item {
+            Inbound::Reply {
+                op_id,
+                reply,
+                mut result,
+                watch,
+            } => {
+                if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
+                    let (tx, w) = zklock_recipe::Watch::channel();
+                    self.clients[c].watches.add(kind, path, tx);
+                    answer.attach_watch(w);
                 }
-                Inbound::Event(ev) => {
-                    self.observe(c, Seen::Event(&ev));
-                    self.clients[c].watches.fire(ev);
-                }
+                let kind = match &result {
+                    Ok(_) => EventKind::OpOk { op_id },
+                    Err(e) => EventKind::OpFail {
+                        op_id,
+                        error: e.clone(),
+                    },
+                };
+                self.observe(c, Seen::Reply(&result));
+                self.answer(c, reply, result);
+                self.record(c, kind);
+            }
+            Inbound::Event(ev) => {
+                self.observe(c, Seen::Event(&ev));
+                self.clients[c].watches.fire(ev);
             }
         }
     }
@@ -850,19 +872,19 @@ impl ServerCtl<'_> {
             .world
             .tree
             .create(SYSTEM_SESSION, path, data, mode, &mut notes);
-        self.world.route(notes);
+        self.world.route(&mut notes);
         r.map(|(p, _)| p)
     }
     pub fn delete(&mut self, path: &str) -> Result<(), ZkError> {
         let mut notes = Vec::new();
         let r = self.world.tree.delete(path, None, &mut notes);
-        self.world.route(notes);
+        self.world.route(&mut notes);
         r
     }
     pub fn set_data(&mut self, path: &str, data: &[u8]) -> Result<Stat, ZkError> {
         let mut notes = Vec::new();
         let r = self.world.tree.set_data(path, data, None, &mut notes);
-        self.world.route(notes);
+        self.world.route(&mut notes);
         r
     }
     /// Expires a session at the server now, as Curator's KillSession.

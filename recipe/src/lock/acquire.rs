@@ -27,7 +27,7 @@ use super::error::LockError;
 use super::guard::LockGuard;
 use super::naming::{LockNode, NodeKind, contenders_from};
 use super::observe::Observer;
-use super::queue::{blocker, position};
+use super::queue::{Standing, standing};
 use super::retry::{RetryPolicy, retry, session_over};
 use super::state::{Pending, SharedState};
 use crate::path::join;
@@ -43,8 +43,19 @@ pub async fn list_contenders<C: Coordination>(
     policy: &RetryPolicy,
     dir: &str,
 ) -> Result<Vec<LockNode>, LockError> {
+    list_children(client, policy, dir)
+        .await
+        .map(contenders_from)
+}
+
+/// The children of `dir`, as [`list_contenders`] fetches them, unparsed.
+async fn list_children<C: Coordination>(
+    client: &C,
+    policy: &RetryPolicy,
+    dir: &str,
+) -> Result<Vec<String>, LockError> {
     match retry(client, policy, || client.get_children(dir)).await {
-        Ok(children) => Ok(contenders_from(children)),
+        Ok(children) => Ok(children),
         Err(ZkError::NoNode) => Err(LockError::LockPathDeleted {
             path: dir.to_owned(),
         }),
@@ -166,20 +177,23 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
         pending.path = Some(own.path.clone());
 
-        let mut listed = listed.map(contenders_from);
+        let mut listed = listed;
         loop {
-            let list = match listed.take() {
-                Some(list) => list,
-                None => list_contenders(client, policy, dir).await?,
+            let children = match listed.take() {
+                Some(children) => children,
+                None => list_children(client, policy, dir).await?,
             };
-            let Some(ours) = position(&list, &own.name) else {
-                return Err(vanished(client, policy, &own.path).await);
+            // The listing is read in place: no contender list is built or sorted.
+            let ahead = match standing(&children, &own.name) {
+                Standing::Absent => return Err(vanished(client, policy, &own.path).await),
+                Standing::Holds => None,
+                Standing::Behind(name) => Some(join(dir, name)),
             };
-            if let Some(ahead) = blocker(&list, ours) {
+            drop(children);
+            if let Some(ahead) = ahead {
                 if !wait {
                     return Ok(None);
                 }
-                let ahead = join(dir, &ahead.name);
                 let Some(watch) = watch_node(client, policy, &ahead).await? else {
                     continue; // Already gone: list again at once.
                 };

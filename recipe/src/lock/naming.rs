@@ -129,7 +129,16 @@ impl LockNode {
 type Parsed = (Option<(usize, usize)>, NodeKind, NamingStyle, u32);
 
 fn classify(name: &str) -> Option<Parsed> {
-    let sequence = parse_sequence(name)?;
+    classify_with(name, parse_sequence(name)?)
+}
+
+/// The kind of a contender named `name`, whose sequential suffix reads `sequence`; `None`
+/// if the name is not a contender's.
+pub(crate) fn contender_kind(name: &str, sequence: u32) -> Option<NodeKind> {
+    classify_with(name, sequence).map(|(_, kind, _, _)| kind)
+}
+
+fn classify_with(name: &str, sequence: u32) -> Option<Parsed> {
     let prefix = &name[..name.len() - SEQUENCE_DIGITS];
     if let Some(rest) = prefix.strip_prefix("_c_") {
         for (marker, kind) in CURATOR_MARKERS {

@@ -177,6 +177,9 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
         pending.path = Some(own.path.clone());
 
+        // Our node, parsed once for every listing's comparisons. Always a contender: we
+        // named it (the guid was checked to keep names parseable).
+        let ours = LockNode::parse(&own.name);
         let mut listed = listed;
         loop {
             let children = match listed.take() {
@@ -184,7 +187,11 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                 None => list_children(client, policy, dir).await?,
             };
             // The listing is read in place: no contender list is built or sorted.
-            let ahead = match standing(&children, &own.name) {
+            let place = match &ours {
+                Some(ours) => standing(&children, ours),
+                None => Standing::Absent,
+            };
+            let ahead = match place {
                 Standing::Absent => return Err(vanished(client, policy, &own.path).await),
                 Standing::Holds => None,
                 Standing::Behind(name) => Some(join(dir, name)),

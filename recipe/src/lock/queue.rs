@@ -44,17 +44,12 @@ pub enum Standing<'a> {
     Behind(&'a str),
 }
 
-/// [`position`] and [`blocker`] of the node named `ours` over the listing `children`, as
+/// [`position`] and [`blocker`] of our node `ours` over the listing `children`, as
 /// [`contenders`](super::naming::contenders) would order it, but in one pass: no list is
 /// built or sorted, and only names that could be the blocker are classified. The acquire
 /// loop runs this on every listing.
-pub fn standing<'a, S: AsRef<str>>(children: &'a [S], ours: &str) -> Standing<'a> {
-    let Some(own_seq) = parse_sequence(ours) else {
-        return Standing::Absent;
-    };
-    let Some(own_kind) = contender_kind(ours, own_seq) else {
-        return Standing::Absent;
-    };
+pub fn standing<'a, S: AsRef<str>>(children: &'a [S], ours: &LockNode) -> Standing<'a> {
+    let (own_seq, own_kind, ours) = (ours.sequence, ours.kind, ours.name.as_str());
     let mut found = false;
     // The greatest (sequence, name) below ours that blocks us: the immediate predecessor
     // for a writer, the nearest writer for a reader.
@@ -98,8 +93,9 @@ mod tests {
     use crate::lock::naming::contenders;
 
     /// What the list-building path decides, for comparison with [`standing`].
-    fn by_list<'a>(names: &[&'a str], ours: &str) -> Standing<'a> {
+    fn by_list<'a>(names: &[&'a str], ours: &LockNode) -> Standing<'a> {
         let list = contenders(names);
+        let ours = ours.name.as_str();
         let Some(i) = position(&list, ours) else {
             return Standing::Absent;
         };
@@ -134,10 +130,15 @@ mod tests {
                 .collect();
             for _ in 0..2 {
                 for ours in names.iter().chain(["_c_z-lock-0000000005"].iter()) {
+                    // Our own node is always a contender.
+                    let Some(ours) = LockNode::parse(ours) else {
+                        continue;
+                    };
+                    let ours = &ours;
                     assert_eq!(
                         standing(&names, ours),
                         by_list(&names, ours),
-                        "{names:?} {ours}"
+                        "{names:?} {ours:?}"
                     );
                 }
                 names.reverse();

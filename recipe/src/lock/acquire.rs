@@ -25,7 +25,7 @@ use super::LockOptions;
 use super::create::{ContenderSpec, OwnNode, create_contender_listed};
 use super::error::LockError;
 use super::guard::LockGuard;
-use super::naming::{LockNode, NodeKind, contenders_from};
+use super::naming::{LockNode, NodeKind, contender_kind, contenders_from};
 use super::observe::Observer;
 use super::queue::{Standing, standing};
 use super::retry::{RetryPolicy, retry, session_over};
@@ -116,11 +116,15 @@ async fn vanished<C: Coordination>(client: &C, policy: &RetryPolicy, path: &str)
 
 /// Appends `v` in lower-case hex, as `{:x}` writes it, without the formatting machinery.
 fn push_hex(out: &mut String, v: u64) {
-    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
-    for i in (0..digits).rev() {
-        let d = ((v >> (i * 4)) & 0xf) as u8;
-        out.push(char::from(if d < 10 { b'0' + d } else { b'a' + d - 10 }));
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 16];
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
     }
+    // Leading zeros dropped, but at least one digit; appended in one go.
+    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
+    let hex = std::str::from_utf8(&buf[16 - digits..]).unwrap_or_default();
+    out.push_str(hex);
 }
 
 /// One acquisition attempt by a lock object.
@@ -174,21 +178,19 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             retry: policy,
         };
         pending.create_sent = true;
-        let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
-        pending.path = Some(own.path.clone());
-
-        // Our node, parsed once for every listing's comparisons. Always a contender: we
-        // named it (the guid was checked to keep names parseable).
-        let ours = LockNode::parse(&own.name);
-        let mut listed = listed;
+        let (own, mut listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
+        // Always a contender: we named it (the guid was checked to keep names parseable).
+        let own_kind = contender_kind(&own.name, own.sequence);
+        // The attempt's node, until the guard takes it.
+        let own: &OwnNode = pending.own.insert(own);
         loop {
             let children = match listed.take() {
                 Some(children) => children,
                 None => list_children(client, policy, dir).await?,
             };
             // The listing is read in place: no contender list is built or sorted.
-            let place = match &ours {
-                Some(ours) => standing(&children, ours),
+            let place = match own_kind {
+                Some(k) => standing(&children, &own.name, own.sequence, k),
                 None => Standing::Absent,
             };
             let ahead = match place {
@@ -210,7 +212,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             if let Some(over) = session_over(client) {
                 return Err(over.into());
             }
-            pending.hand_over();
+            let own = pending.hand_over();
             return Ok(Some(LockGuard::new(
                 client.clone(),
                 own,

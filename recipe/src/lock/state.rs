@@ -18,6 +18,7 @@
 //! A node whose deletion failed with an error that retrying cannot fix stays recorded
 //! here, and the lock object's next call tries again.
 
+use super::create::OwnNode;
 use super::naming::{NodeKind, node_prefix};
 use super::retry::{RetryPolicy, delete_until_gone, retry_while_session};
 use crate::path::join;
@@ -135,7 +136,7 @@ pub(crate) struct Pending<'a> {
     /// Set before the first create is sent: from then on a node may exist.
     pub(crate) create_sent: bool,
     /// Our node, once known.
-    pub(crate) path: Option<String>,
+    pub(crate) own: Option<OwnNode>,
     armed: bool,
 }
 
@@ -147,14 +148,17 @@ impl<'a> Pending<'a> {
             guid,
             kind,
             create_sent: false,
-            path: None,
+            own: None,
             armed: true,
         }
     }
 
-    /// The node now belongs to a guard, which takes over its cleanup.
-    pub(crate) fn hand_over(mut self) {
+    /// The node now belongs to a guard, which takes over its cleanup: here it is.
+    pub(crate) fn hand_over(mut self) -> OwnNode {
         self.armed = false;
+        self.own
+            .take()
+            .expect("a node is handed over only once it is known")
     }
 }
 
@@ -163,8 +167,8 @@ impl Drop for Pending<'_> {
         if !self.armed {
             return;
         }
-        let orphan = match (self.path.take(), self.create_sent) {
-            (Some(path), _) => Some(DetachedCleanup::Node(path)),
+        let orphan = match (self.own.take(), self.create_sent) {
+            (Some(own), _) => Some(DetachedCleanup::Node(own.path)),
             // The name's guid and kind part identifies our nodes; the owner check in the
             // cleanup rules out another session's node that happens to contain it.
             (None, true) => Some(DetachedCleanup::OwnedMatching {

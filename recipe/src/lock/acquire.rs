@@ -22,7 +22,7 @@
 //! the grant (the read finds no node).
 
 use super::LockOptions;
-use super::create::{ContenderSpec, OwnNode, create_contender_listed};
+use super::create::{ContenderSpec, OwnNode, create_listed_at};
 use super::error::LockError;
 use super::guard::LockGuard;
 use super::naming::{LockNode, NodeKind, contender_kind, contenders_from};
@@ -158,27 +158,37 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             s.attempts += 1;
             s.attempts
         };
-        // `<base>-<attempt>` in hex, written into one buffer (this is the hot path).
-        let mut guid = String::with_capacity(32);
+        // The create's path `<dir>/<node_prefix>` (`_c_<guid>-<marker>`), with the guid
+        // `<base>-<attempt>` in hex, written into one buffer; the guid is a slice of it
+        // (this is the hot path).
+        let dir_part = if dir == "/" { "" } else { dir };
+        let mut prefix = String::with_capacity(dir_part.len() + 4 + 34 + 7);
+        prefix.push_str(dir_part);
+        prefix.push_str("/_c_");
+        let guid_at = prefix.len();
         match &options.guid {
-            Some(g) => guid.push_str(g),
-            None => push_hex(&mut guid, client.session_id().0 as u64),
+            Some(g) => prefix.push_str(g),
+            None => push_hex(&mut prefix, client.session_id().0 as u64),
         }
-        guid.push('-');
-        push_hex(&mut guid, number);
-        let mut pending = Pending::new(shared.clone(), dir, &guid, kind);
+        prefix.push('-');
+        push_hex(&mut prefix, number);
+        let guid_end = prefix.len();
+        prefix.push('-');
+        prefix.push_str(kind.marker());
+        let guid = &prefix[guid_at..guid_end];
+        let mut pending = Pending::new(shared.clone(), dir, guid, kind);
         // Subscribed before the create, so no state change after it goes unseen.
         let mut events = client.session_events();
         let spec = ContenderSpec {
             dir,
-            guid: &guid,
+            guid,
             kind,
             data: &options.data,
             create_parents: options.create_parents,
             retry: policy,
         };
         pending.create_sent = true;
-        let (own, mut listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
+        let (own, mut listed): (OwnNode, _) = create_listed_at(client, &spec, &prefix).await?;
         // Always a contender: we named it (the guid was checked to keep names parseable).
         let own_kind = contender_kind(&own.name, own.sequence);
         // The attempt's node, until the guard takes it.

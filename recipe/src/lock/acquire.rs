@@ -117,14 +117,18 @@ async fn vanished<C: Coordination>(client: &C, policy: &RetryPolicy, path: &str)
 /// Appends `v` in lower-case hex, as `{:x}` writes it, without the formatting machinery.
 fn push_hex(out: &mut String, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 16];
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
+    // Leading zeros dropped, but at least one digit: an attempt number takes one or two.
+    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        out.push(char::from(DIGITS[((v >> (i * 4)) & 0xf) as usize]));
     }
-    // Leading zeros dropped, but at least one digit; appended in one go.
-    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
-    let hex = std::str::from_utf8(&buf[16 - digits..]).unwrap_or_default();
-    out.push_str(hex);
+}
+
+/// `v` in lower-case hex, as `{:x}` writes it.
+fn hex(v: u64) -> String {
+    let mut out = String::with_capacity(16);
+    push_hex(&mut out, v);
+    out
 }
 
 /// One acquisition attempt by a lock object.
@@ -149,15 +153,6 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             shared,
         } = self;
         let policy = &options.retry;
-        let number = {
-            let mut s = shared.lock();
-            if s.active {
-                return Err(LockError::InUse);
-            }
-            s.active = true;
-            s.attempts += 1;
-            s.attempts
-        };
         // The create's path `<dir>/<node_prefix>` (`_c_<guid>-<marker>`), with the guid
         // `<base>-<attempt>` in hex, written into one buffer; the guid is a slice of it
         // (this is the hot path).
@@ -166,17 +161,33 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         prefix.push_str(dir_part);
         prefix.push_str("/_c_");
         let guid_at = prefix.len();
-        match &options.guid {
-            Some(g) => prefix.push_str(g),
-            None => push_hex(&mut prefix, client.session_id().0 as u64),
-        }
+        let session = client.session_id().0;
+        let number = {
+            let mut s = shared.lock();
+            if s.active {
+                return Err(LockError::InUse);
+            }
+            s.active = true;
+            s.attempts += 1;
+            match &options.guid {
+                Some(g) => prefix.push_str(g),
+                None => {
+                    let (_, hex) = match &mut s.session_hex {
+                        Some(cached) if cached.0 == session => cached,
+                        stale => stale.insert((session, hex(session as u64))),
+                    };
+                    prefix.push_str(hex);
+                }
+            }
+            s.attempts
+        };
         prefix.push('-');
         push_hex(&mut prefix, number);
         let guid_end = prefix.len();
         prefix.push('-');
         prefix.push_str(kind.marker());
         let guid = &prefix[guid_at..guid_end];
-        let mut pending = Pending::new(shared.clone(), dir, guid, kind);
+        let mut pending = Pending::new(shared, dir, guid, kind);
         // Subscribed before the create, so no state change after it goes unseen.
         let mut events = client.session_events();
         let spec = ContenderSpec {

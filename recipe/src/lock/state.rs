@@ -33,6 +33,9 @@ pub(crate) struct Shared {
     pub(crate) active: bool,
     /// Acquire attempts so far; numbers each attempt's guid.
     pub(crate) attempts: u64,
+    /// The default guid base (the session id in hex) and the session it was written for,
+    /// kept so that each attempt copies it instead of formatting it again.
+    pub(crate) session_hex: Option<(i64, String)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -129,7 +132,7 @@ async fn delete_owned_matching<C: Coordination>(
 /// create, as an orphan; [`DetachOnDrop`] or the lock object's call then deletes it.
 #[derive(Debug)]
 pub(crate) struct Pending<'a> {
-    shared: SharedState,
+    shared: &'a SharedState,
     dir: &'a str,
     guid: &'a str,
     kind: NodeKind,
@@ -141,7 +144,12 @@ pub(crate) struct Pending<'a> {
 }
 
 impl<'a> Pending<'a> {
-    pub(crate) fn new(shared: SharedState, dir: &'a str, guid: &'a str, kind: NodeKind) -> Self {
+    pub(crate) fn new(
+        shared: &'a SharedState,
+        dir: &'a str,
+        guid: &'a str,
+        kind: NodeKind,
+    ) -> Self {
         Pending {
             shared,
             dir,

@@ -300,7 +300,9 @@ impl<C: Coordination> LockGuard<C> {
         delete_until_gone(&self.client, &self.retry, &self.node.path).await?;
         self.released = true;
         self.shared.abandon(None);
-        self.shared.cleanup(&self.client, &self.retry).await?;
+        if self.shared.has_orphans() {
+            self.shared.cleanup(&self.client, &self.retry).await?;
+        }
         Ok(())
     }
 

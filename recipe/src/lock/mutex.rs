@@ -101,7 +101,10 @@ impl<C: Coordination + Clone> Lock<C> {
         let detach = DetachOnDrop::new(&self.client, &self.shared);
         let outcome = {
             let attempt = pin!(async {
-                self.cleanup().await?;
+                // Usually nothing is recorded: checked here, without the cleanup's future.
+                if self.shared.has_orphans() {
+                    self.cleanup().await?;
+                }
                 self.attempt().run(wait).await
             });
             match stop {

@@ -51,6 +51,11 @@ impl SharedState {
         self.lock().orphans.clone()
     }
 
+    /// Whether any orphan is recorded (a cleanup would send requests).
+    pub(crate) fn has_orphans(&self) -> bool {
+        !self.lock().orphans.is_empty()
+    }
+
     /// Records an orphan and frees the lock object for another contender.
     pub(crate) fn abandon(&self, orphan: Option<DetachedCleanup>) {
         let mut s = self.lock();

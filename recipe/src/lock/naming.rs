@@ -62,7 +62,7 @@ pub struct LockNode {
     /// The numeric sequential suffix.
     pub sequence: u32,
     /// Where the guid sits in `name` (start, end), if the style carries one: a listing
-    /// is parsed at every step of the recipe, so the guid is not copied out.
+    /// may hold many contenders, so the guid is not copied out.
     guid_at: Option<(usize, usize)>,
 }
 

@@ -22,12 +22,12 @@
 //! the grant (the read finds no node).
 
 use super::LockOptions;
-use super::create::{ContenderSpec, OwnNode, create_contender_listed};
+use super::create::{ContenderSpec, OwnNode, create_listed_at};
 use super::error::LockError;
 use super::guard::LockGuard;
-use super::naming::{LockNode, NodeKind, contenders_from};
+use super::naming::{LockNode, NodeKind, contender_kind, contenders_from};
 use super::observe::Observer;
-use super::queue::{blocker, position};
+use super::queue::{Standing, standing};
 use super::retry::{RetryPolicy, retry, session_over};
 use super::state::{Pending, SharedState};
 use crate::path::join;
@@ -43,8 +43,19 @@ pub async fn list_contenders<C: Coordination>(
     policy: &RetryPolicy,
     dir: &str,
 ) -> Result<Vec<LockNode>, LockError> {
+    list_children(client, policy, dir)
+        .await
+        .map(contenders_from)
+}
+
+/// The children of `dir`, as [`list_contenders`] fetches them, unparsed.
+async fn list_children<C: Coordination>(
+    client: &C,
+    policy: &RetryPolicy,
+    dir: &str,
+) -> Result<Vec<String>, LockError> {
     match retry(client, policy, || client.get_children(dir)).await {
-        Ok(children) => Ok(contenders_from(children)),
+        Ok(children) => Ok(children),
         Err(ZkError::NoNode) => Err(LockError::LockPathDeleted {
             path: dir.to_owned(),
         }),
@@ -105,11 +116,19 @@ async fn vanished<C: Coordination>(client: &C, policy: &RetryPolicy, path: &str)
 
 /// Appends `v` in lower-case hex, as `{:x}` writes it, without the formatting machinery.
 fn push_hex(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // Leading zeros dropped, but at least one digit: an attempt number takes one or two.
     let digits = (64 - v.leading_zeros()).div_ceil(4).max(1);
     for i in (0..digits).rev() {
-        let d = ((v >> (i * 4)) & 0xf) as u8;
-        out.push(char::from(if d < 10 { b'0' + d } else { b'a' + d - 10 }));
+        out.push(char::from(DIGITS[((v >> (i * 4)) & 0xf) as usize]));
     }
+}
+
+/// `v` in lower-case hex, as `{:x}` writes it.
+fn hex(v: u64) -> String {
+    let mut out = String::with_capacity(16);
+    push_hex(&mut out, v);
+    out
 }
 
 /// One acquisition attempt by a lock object.
@@ -134,6 +153,15 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             shared,
         } = self;
         let policy = &options.retry;
+        // The create's path `<dir>/<node_prefix>` (`_c_<guid>-<marker>`), with the guid
+        // `<base>-<attempt>` in hex, written into one buffer; the guid is a slice of it
+        // (this is the hot path).
+        let dir_part = if dir == "/" { "" } else { dir };
+        let mut prefix = String::with_capacity(dir_part.len() + 4 + 34 + 7);
+        prefix.push_str(dir_part);
+        prefix.push_str("/_c_");
+        let guid_at = prefix.len();
+        let session = client.session_id().0;
         let number = {
             let mut s = shared.lock();
             if s.active {
@@ -141,45 +169,61 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             }
             s.active = true;
             s.attempts += 1;
+            match &options.guid {
+                Some(g) => prefix.push_str(g),
+                None => {
+                    let (_, hex) = match &mut s.session_hex {
+                        Some(cached) if cached.0 == session => cached,
+                        stale => stale.insert((session, hex(session as u64))),
+                    };
+                    prefix.push_str(hex);
+                }
+            }
             s.attempts
         };
-        // `<base>-<attempt>` in hex, written into one buffer (this is the hot path).
-        let mut guid = String::with_capacity(32);
-        match &options.guid {
-            Some(g) => guid.push_str(g),
-            None => push_hex(&mut guid, client.session_id().0 as u64),
-        }
-        guid.push('-');
-        push_hex(&mut guid, number);
-        let mut pending = Pending::new(shared.clone(), dir, &guid, kind);
+        prefix.push('-');
+        push_hex(&mut prefix, number);
+        let guid_end = prefix.len();
+        prefix.push('-');
+        prefix.push_str(kind.marker());
+        let guid = &prefix[guid_at..guid_end];
+        let mut pending = Pending::new(shared, dir, guid, kind);
         // Subscribed before the create, so no state change after it goes unseen.
         let mut events = client.session_events();
         let spec = ContenderSpec {
             dir,
-            guid: &guid,
+            guid,
             kind,
             data: &options.data,
             create_parents: options.create_parents,
             retry: policy,
         };
         pending.create_sent = true;
-        let (own, listed): (OwnNode, _) = create_contender_listed(client, &spec).await?;
-        pending.path = Some(own.path.clone());
-
-        let mut listed = listed.map(contenders_from);
+        let (own, mut listed): (OwnNode, _) = create_listed_at(client, &spec, &prefix).await?;
+        // Always a contender: we named it (the guid was checked to keep names parseable).
+        let own_kind = contender_kind(&own.name, own.sequence);
+        // The attempt's node, until the guard takes it.
+        let own: &OwnNode = pending.own.insert(own);
         loop {
-            let list = match listed.take() {
-                Some(list) => list,
-                None => list_contenders(client, policy, dir).await?,
+            let children = match listed.take() {
+                Some(children) => children,
+                None => list_children(client, policy, dir).await?,
             };
-            let Some(ours) = position(&list, &own.name) else {
-                return Err(vanished(client, policy, &own.path).await);
+            // The listing is read in place: no contender list is built or sorted.
+            let place = match own_kind {
+                Some(k) => standing(&children, &own.name, own.sequence, k),
+                None => Standing::Absent,
             };
-            if let Some(ahead) = blocker(&list, ours) {
+            let ahead = match place {
+                Standing::Absent => return Err(vanished(client, policy, &own.path).await),
+                Standing::Holds => None,
+                Standing::Behind(name) => Some(join(dir, name)),
+            };
+            drop(children);
+            if let Some(ahead) = ahead {
                 if !wait {
                     return Ok(None);
                 }
-                let ahead = join(dir, &ahead.name);
                 let Some(watch) = watch_node(client, policy, &ahead).await? else {
                     continue; // Already gone: list again at once.
                 };
@@ -189,7 +233,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             if let Some(over) = session_over(client) {
                 return Err(over.into());
             }
-            pending.hand_over();
+            let own = pending.hand_over();
             return Ok(Some(LockGuard::new(
                 client.clone(),
                 own,

@@ -12,6 +12,10 @@ use super::naming::{LockNode, NamingStyle, NodeKind, parse_sequence, push_node_p
 use super::retry::{RetryPolicy, delete_until_gone, retry, session_over};
 use crate::path::{basename, join, parent};
 use crate::{Coordination, CreateMode, ZkError};
+use futures_util::future::poll_fn;
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
 
 /// Our contender node, as created or adopted.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -127,7 +131,9 @@ pub async fn create_contender<C: Coordination>(
     client: &C,
     spec: &ContenderSpec<'_>,
 ) -> Result<OwnNode, LockError> {
-    create_loop(client, spec, false).await.map(|(own, _)| own)
+    create_loop(client, spec, false, &create_path(spec))
+        .await
+        .map(|(own, _)| own)
 }
 
 /// [`create_contender`], with the directory's listing requested right behind each create
@@ -139,30 +145,69 @@ pub async fn create_contender_listed<C: Coordination>(
     client: &C,
     spec: &ContenderSpec<'_>,
 ) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
-    create_loop(client, spec, true).await
+    create_loop(client, spec, true, &create_path(spec)).await
+}
+
+/// [`create_contender_listed`] for a caller that built the create's path
+/// `<dir>/<node_prefix>` itself (the acquire loop, with the guid in the same buffer).
+pub(crate) async fn create_listed_at<C: Coordination>(
+    client: &C,
+    spec: &ContenderSpec<'_>,
+    prefix: &str,
+) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
+    create_loop(client, spec, true, prefix).await
+}
+
+/// `<dir>/<node_prefix>`, built in one buffer.
+fn create_path(spec: &ContenderSpec<'_>) -> String {
+    let dir = if spec.dir == "/" { "" } else { spec.dir };
+    let mut p = String::with_capacity(dir.len() + 5 + spec.guid.len() + 6);
+    p.push_str(dir);
+    p.push('/');
+    push_node_prefix(&mut p, spec.guid, spec.kind);
+    p
 }
 
 async fn create_loop<C: Coordination>(
     client: &C,
     spec: &ContenderSpec<'_>,
     list: bool,
+    prefix: &str,
 ) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
-    // `<dir>/<node_prefix>`, built in one buffer.
-    let prefix = {
-        let dir = if spec.dir == "/" { "" } else { spec.dir };
-        let mut p = String::with_capacity(dir.len() + 5 + spec.guid.len() + 6);
-        p.push_str(dir);
-        p.push('/');
-        push_node_prefix(&mut p, spec.guid, spec.kind);
-        p
-    };
     let mut attempt = 1;
     let mut parents_made = false;
     loop {
-        let create = client.create(&prefix, spec.data, CreateMode::EphemeralSequential);
+        let create = client.create(prefix, spec.data, CreateMode::EphemeralSequential);
         let (created, listing) = if list {
-            let (c, l) = futures_util::future::join(create, client.get_children(spec.dir)).await;
-            (c, l.ok())
+            // Both polled in order on each wake until both answered, as `join` does but
+            // without its per-future wrappers. Pinned in reverse, so that (as in `join`)
+            // the create drops first if this is dropped halfway.
+            let listing = client.get_children(spec.dir);
+            let mut listing = pin!(listing);
+            let mut create = pin!(create);
+            let (mut c, mut l) = (None, None);
+            poll_fn(|cx| {
+                if c.is_none()
+                    && let Poll::Ready(r) = create.as_mut().poll(cx)
+                {
+                    c = Some(r);
+                }
+                if l.is_none()
+                    && let Poll::Ready(r) = listing.as_mut().poll(cx)
+                {
+                    l = Some(r);
+                }
+                if c.is_some() && l.is_some() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            match (c, l) {
+                (Some(c), Some(l)) => (c, l.ok()),
+                _ => unreachable!("both answered"),
+            }
         } else {
             (create.await, None)
         };

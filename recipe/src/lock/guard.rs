@@ -42,8 +42,37 @@ struct Watching {
     observer: Observer,
     /// Tasks awaiting this guard. A session-event receiver keeps only the last waker, so
     /// whoever sees a change wakes the others.
-    wakers: Vec<Waker>,
+    wakers: Wakers,
     rereading: bool,
+}
+
+/// The tasks awaiting a guard, in the order they first waited. Usually one task awaits,
+/// so the first is kept inline: no allocation per guard.
+#[derive(Debug, Default)]
+struct Wakers {
+    first: Option<Waker>,
+    more: Vec<Waker>,
+}
+
+impl Wakers {
+    fn register(&mut self, waker: &Waker) {
+        match &self.first {
+            None => self.first = Some(waker.clone()),
+            Some(w) if w.will_wake(waker) => {}
+            Some(_) => {
+                if !self.more.iter().any(|k| k.will_wake(waker)) {
+                    self.more.push(waker.clone());
+                }
+            }
+        }
+    }
+
+    fn wake_all(&mut self) {
+        if let Some(w) = self.first.take() {
+            w.wake();
+        }
+        self.more.drain(..).for_each(Waker::wake);
+    }
 }
 
 enum Step {
@@ -105,7 +134,7 @@ impl<C: Coordination> LockGuard<C> {
             retry,
             watching: Mutex::new(Watching {
                 observer,
-                wakers: Vec::new(),
+                wakers: Wakers::default(),
                 rereading: false,
             }),
             shared,
@@ -173,7 +202,7 @@ impl<C: Coordination> LockGuard<C> {
     fn absorb(&self, cx: Option<&mut Context<'_>>) -> MutexGuard<'_, Watching> {
         let mut w = self.watching();
         if w.observer.absorb(cx) {
-            w.wakers.drain(..).for_each(Waker::wake);
+            w.wakers.wake_all();
         }
         w
     }
@@ -201,9 +230,7 @@ impl<C: Coordination> LockGuard<C> {
             w.rereading = true;
             return Poll::Ready(Step::Reread);
         }
-        if !w.wakers.iter().any(|k| k.will_wake(cx.waker())) {
-            w.wakers.push(cx.waker().clone());
-        }
+        w.wakers.register(cx.waker());
         Poll::Pending
     }
 
@@ -273,7 +300,9 @@ impl<C: Coordination> LockGuard<C> {
         delete_until_gone(&self.client, &self.retry, &self.node.path).await?;
         self.released = true;
         self.shared.abandon(None);
-        self.shared.cleanup(&self.client, &self.retry).await?;
+        if self.shared.has_orphans() {
+            self.shared.cleanup(&self.client, &self.retry).await?;
+        }
         Ok(())
     }
 
@@ -324,7 +353,7 @@ impl<C: Coordination> Drop for RereadDone<'_, C> {
     fn drop(&mut self) {
         let mut w = self.0.watching();
         w.rereading = false;
-        w.wakers.drain(..).for_each(Waker::wake);
+        w.wakers.wake_all();
     }
 }
 

@@ -90,7 +90,9 @@ impl<C: Coordination + Clone> Lock<C> {
     /// the error to report. Anything short of a guard leaves no node: the attempt records
     /// it and it is deleted here before returning. If this call is itself dropped, the
     /// node goes to the runner's background cleanup instead.
-    async fn run<S>(&self, wait: bool, stop: S) -> Result<Option<LockGuard<C>>, LockError>
+    /// `stop: None` never stops: the attempt is awaited directly, without a `select`
+    /// layer polled on every wake.
+    async fn run<S>(&self, wait: bool, stop: Option<S>) -> Result<Option<LockGuard<C>>, LockError>
     where
         S: Future<Output = LockError>,
     {
@@ -99,12 +101,18 @@ impl<C: Coordination + Clone> Lock<C> {
         let detach = DetachOnDrop::new(&self.client, &self.shared);
         let outcome = {
             let attempt = pin!(async {
-                self.cleanup().await?;
+                // Usually nothing is recorded: checked here, without the cleanup's future.
+                if self.shared.has_orphans() {
+                    self.cleanup().await?;
+                }
                 self.attempt().run(wait).await
             });
-            match future::select(attempt, pin!(stop)).await {
-                Either::Left((outcome, _)) => outcome,
-                Either::Right((stopped, _)) => Err(stopped),
+            match stop {
+                None => attempt.await,
+                Some(stop) => match future::select(attempt, pin!(stop)).await {
+                    Either::Left((outcome, _)) => outcome,
+                    Either::Right((stopped, _)) => Err(stopped),
+                },
             }
             // The attempt is dropped here, recording its node.
         };
@@ -123,13 +131,13 @@ impl<C: Coordination + Clone> Lock<C> {
 
     /// Waits for the lock as long as it takes (or until the session ends).
     pub async fn acquire(&self) -> Result<LockGuard<C>, LockError> {
-        let guard = self.run(true, future::pending()).await?;
+        let guard = self.run(true, NEVER).await?;
         Ok(guard.expect("a waiting attempt returns a guard or an error"))
     }
 
     /// Takes the lock only if nobody blocks us now. `None` leaves no node behind.
     pub async fn try_acquire(&self) -> Result<Option<LockGuard<C>>, LockError> {
-        self.run(false, future::pending()).await
+        self.run(false, NEVER).await
     }
 
     /// Waits at most `timeout` (of the client's clock). On timeout our node is deleted,
@@ -140,7 +148,7 @@ impl<C: Coordination + Clone> Lock<C> {
             self.client.sleep(timeout).await;
             LockError::Timeout { waited: timeout }
         };
-        let guard = self.run(true, stop).await?;
+        let guard = self.run(true, Some(stop)).await?;
         Ok(guard.expect("a waiting attempt returns a guard or an error"))
     }
 
@@ -156,7 +164,7 @@ impl<C: Coordination + Clone> Lock<C> {
             cancel.await;
             LockError::Cancelled
         };
-        let guard = self.run(true, stop).await?;
+        let guard = self.run(true, Some(stop)).await?;
         Ok(guard.expect("a waiting attempt returns a guard or an error"))
     }
 
@@ -212,6 +220,9 @@ impl<C: Coordination + Clone> Lock<C> {
         self.shared.orphans()
     }
 }
+
+/// No stop: wait as long as it takes.
+const NEVER: Option<future::Pending<LockError>> = None;
 
 fn bad_arguments(e: ZkError) -> String {
     match e {

@@ -3,7 +3,7 @@
 //! Each waiter watches exactly one node, so a release wakes one waiter (or, for a
 //! writer's release, the readers right behind it), never the whole queue.
 
-use super::naming::LockNode;
+use super::naming::{LockNode, NodeKind, contender_kind, parse_sequence};
 
 /// The contender just before `ours` (any kind). An exclusive lock or a writer waits for it.
 pub fn immediate_predecessor(contenders: &[LockNode], ours: usize) -> Option<&LockNode> {
@@ -33,10 +33,123 @@ pub fn position(contenders: &[LockNode], name: &str) -> Option<usize> {
     contenders.iter().position(|c| c.name == name)
 }
 
+/// Where our node stands in a directory's raw listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing<'a> {
+    /// Our node is not among the contenders.
+    Absent,
+    /// Nobody blocks us: we hold.
+    Holds,
+    /// We wait for the contender of this name.
+    Behind(&'a str),
+}
+
+/// [`position`] and [`blocker`] of our node (named `ours`, with its sequence number and
+/// kind) over the listing `children`, as
+/// [`contenders`](super::naming::contenders) would order it, but in one pass: no list is
+/// built or sorted, and only names that could be the blocker are classified. The acquire
+/// loop runs this on every listing.
+pub fn standing<'a, S: AsRef<str>>(
+    children: &'a [S],
+    ours: &str,
+    own_seq: u32,
+    own_kind: NodeKind,
+) -> Standing<'a> {
+    let mut found = false;
+    // The greatest (sequence, name) below ours that blocks us: the immediate predecessor
+    // for a writer, the nearest writer for a reader.
+    let mut best: Option<(u32, &str)> = None;
+    for child in children {
+        let name = child.as_ref();
+        let Some(seq) = parse_sequence(name) else {
+            continue;
+        };
+        if seq > own_seq {
+            continue;
+        }
+        if seq == own_seq {
+            match name.cmp(ours) {
+                std::cmp::Ordering::Equal => {
+                    found = true;
+                    continue;
+                }
+                std::cmp::Ordering::Greater => continue,
+                std::cmp::Ordering::Less => {}
+            }
+        }
+        if best.is_some_and(|b| (seq, name) <= b) {
+            continue;
+        }
+        match contender_kind(name, seq) {
+            Some(kind) if own_kind.is_writer() || kind.is_writer() => best = Some((seq, name)),
+            _ => {}
+        }
+    }
+    match (found, best) {
+        (false, _) => Standing::Absent,
+        (true, None) => Standing::Holds,
+        (true, Some((_, name))) => Standing::Behind(name),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lock::naming::contenders;
+
+    /// What the list-building path decides, for comparison with [`standing`].
+    fn by_list<'a>(names: &[&'a str], ours: &LockNode) -> Standing<'a> {
+        let list = contenders(names);
+        let ours = ours.name.as_str();
+        let Some(i) = position(&list, ours) else {
+            return Standing::Absent;
+        };
+        match blocker(&list, i) {
+            None => Standing::Holds,
+            Some(n) => Standing::Behind(names.iter().find(|x| **x == n.name).unwrap()),
+        }
+    }
+
+    #[test]
+    fn standing_agrees_with_the_ordered_list() {
+        let pool = [
+            "_c_a-lock-0000000001",
+            "_c_b-read-0000000002",
+            "_c_c-write-0000000003",
+            "k__lock__0000000004",
+            "_c_d-read-0000000004",
+            "k__rlock__0000000005",
+            "read-0000000006",
+            "config",
+            "_c_e-lock-00000000x7",
+            "_c_f-read-0000000007",
+            "_c_g-__WRIT__0000000007",
+            "_c_h-write-0000000008",
+            "other-0000000009",
+        ];
+        // Every subset of the pool, each name of it in turn as ours, in two orders.
+        for mask in 0u32..(1 << pool.len()) {
+            let mut names: Vec<&str> = (0..pool.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .map(|i| pool[i])
+                .collect();
+            for _ in 0..2 {
+                for ours in names.iter().chain(["_c_z-lock-0000000005"].iter()) {
+                    // Our own node is always a contender.
+                    let Some(ours) = LockNode::parse(ours) else {
+                        continue;
+                    };
+                    let ours = &ours;
+                    assert_eq!(
+                        standing(&names, &ours.name, ours.sequence, ours.kind),
+                        by_list(&names, ours),
+                        "{names:?} {ours:?}"
+                    );
+                }
+                names.reverse();
+            }
+        }
+    }
 
     fn who_blocks(names: &[&str], ours: usize) -> Option<String> {
         let list = contenders(names);

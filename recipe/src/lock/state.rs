@@ -18,6 +18,7 @@
 //! A node whose deletion failed with an error that retrying cannot fix stays recorded
 //! here, and the lock object's next call tries again.
 
+use super::create::OwnNode;
 use super::naming::{NodeKind, node_prefix};
 use super::retry::{RetryPolicy, delete_until_gone, retry_while_session};
 use crate::path::join;
@@ -32,6 +33,9 @@ pub(crate) struct Shared {
     pub(crate) active: bool,
     /// Acquire attempts so far; numbers each attempt's guid.
     pub(crate) attempts: u64,
+    /// The default guid base (the session id in hex) and the session it was written for,
+    /// kept so that each attempt copies it instead of formatting it again.
+    pub(crate) session_hex: Option<(i64, String)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -45,6 +49,11 @@ impl SharedState {
 
     pub(crate) fn orphans(&self) -> Vec<DetachedCleanup> {
         self.lock().orphans.clone()
+    }
+
+    /// Whether any orphan is recorded (a cleanup would send requests).
+    pub(crate) fn has_orphans(&self) -> bool {
+        !self.lock().orphans.is_empty()
     }
 
     /// Records an orphan and frees the lock object for another contender.
@@ -128,33 +137,41 @@ async fn delete_owned_matching<C: Coordination>(
 /// create, as an orphan; [`DetachOnDrop`] or the lock object's call then deletes it.
 #[derive(Debug)]
 pub(crate) struct Pending<'a> {
-    shared: SharedState,
+    shared: &'a SharedState,
     dir: &'a str,
     guid: &'a str,
     kind: NodeKind,
     /// Set before the first create is sent: from then on a node may exist.
     pub(crate) create_sent: bool,
     /// Our node, once known.
-    pub(crate) path: Option<String>,
+    pub(crate) own: Option<OwnNode>,
     armed: bool,
 }
 
 impl<'a> Pending<'a> {
-    pub(crate) fn new(shared: SharedState, dir: &'a str, guid: &'a str, kind: NodeKind) -> Self {
+    pub(crate) fn new(
+        shared: &'a SharedState,
+        dir: &'a str,
+        guid: &'a str,
+        kind: NodeKind,
+    ) -> Self {
         Pending {
             shared,
             dir,
             guid,
             kind,
             create_sent: false,
-            path: None,
+            own: None,
             armed: true,
         }
     }
 
-    /// The node now belongs to a guard, which takes over its cleanup.
-    pub(crate) fn hand_over(mut self) {
+    /// The node now belongs to a guard, which takes over its cleanup: here it is.
+    pub(crate) fn hand_over(mut self) -> OwnNode {
         self.armed = false;
+        self.own
+            .take()
+            .expect("a node is handed over only once it is known")
     }
 }
 
@@ -163,8 +180,8 @@ impl Drop for Pending<'_> {
         if !self.armed {
             return;
         }
-        let orphan = match (self.path.take(), self.create_sent) {
-            (Some(path), _) => Some(DetachedCleanup::Node(path)),
+        let orphan = match (self.own.take(), self.create_sent) {
+            (Some(own), _) => Some(DetachedCleanup::Node(own.path)),
             // The name's guid and kind part identifies our nodes; the owner check in the
             // cleanup rules out another session's node that happens to contain it.
             (None, true) => Some(DetachedCleanup::OwnedMatching {

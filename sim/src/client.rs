@@ -4,7 +4,6 @@ use crate::sim::Shared;
 use crate::world::delivery::Delivered;
 use crate::world::request::{Answer, Request};
 use crate::world::{ClientId, Staged};
-use futures_util::FutureExt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,15 +50,16 @@ impl SimClient {
     fn call<T>(
         &self,
         req: Request,
-        read: impl FnOnce(Answer) -> Result<T, Answer> + Send + 'static,
+        read: impl Fn(Answer) -> Result<T, Answer> + Send + Unpin + 'static,
     ) -> impl Future<Output = Result<T, ZkError>> + Send + '_ {
         let client = self.id;
-        self.shared
-            .awaited(move |reply| Staged::Request { client, req, reply })
-            .map(move |d| match d {
+        self.shared.awaited(
+            move |reply| Staged::Request { client, req, reply },
+            move |d| match d {
                 Delivered::Reply(r) => r.map(|a| read(a).unwrap_or_else(|a| unexpected(a))),
                 other => unreachable!("a request was answered with {other:?}"),
-            })
+            },
+        )
     }
 }
 
@@ -86,13 +86,14 @@ impl Coordination for SimClient {
 
     fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
         let client = self.id;
-        self.shared
-            .awaited(move |done| Staged::Sleep {
+        self.shared.awaited(
+            move |done| Staged::Sleep {
                 client,
                 duration_us: duration.as_micros() as u64,
                 done,
-            })
-            .map(drop)
+            },
+            drop,
+        )
     }
 
     fn create(

@@ -9,7 +9,6 @@ use crate::world::delivery::{Delivered, SlotId};
 use crate::world::request::RequestKind;
 use crate::world::{Control, ResourceOp, ResourceReply, ServerCtl, Staged, Step, World};
 use futures_channel::oneshot;
-use futures_util::FutureExt;
 use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::Pin;
@@ -89,12 +88,19 @@ impl Shared {
     }
 
     /// Stages an item that an actor then awaits, and awaits it: `make` builds the item
-    /// around a fresh slot of the world's (see `world::delivery`). The item is staged at
-    /// the first poll, as an `async fn` would, and under the same lock as the wait starts.
-    pub(crate) fn awaited<F: FnOnce(SlotId) -> Staged + Unpin>(&self, make: F) -> Wait<'_, F> {
+    /// around a fresh slot of the world's (see `world::delivery`), `read` takes the
+    /// delivered value apart. The item is staged at the first poll, as an `async fn` would,
+    /// and under the same lock as the wait starts. `read` is part of the wait rather than a
+    /// `map` around it, so that the value goes straight from the slot to the caller.
+    pub(crate) fn awaited<F, R, T>(&self, make: F, read: R) -> Wait<'_, F, R>
+    where
+        F: FnOnce(SlotId) -> Staged + Unpin,
+        R: Fn(Delivered) -> T + Unpin,
+    {
         Wait {
             shared: self,
             make: Some(make),
+            read,
             slot: 0,
             done: false,
         }
@@ -115,17 +121,22 @@ impl Shared {
 
 /// An actor's staged item and its wait for the slot; if dropped first, the slot is
 /// abandoned.
-pub(crate) struct Wait<'a, F> {
+pub(crate) struct Wait<'a, F, R> {
     shared: &'a Shared,
     /// The item to stage: `None` once staged.
     make: Option<F>,
+    read: R,
     slot: SlotId,
     done: bool,
 }
 
-impl<F: FnOnce(SlotId) -> Staged + Unpin> Future for Wait<'_, F> {
-    type Output = Delivered;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Delivered> {
+impl<F, R, T> Future for Wait<'_, F, R>
+where
+    F: FnOnce(SlotId) -> Staged + Unpin,
+    R: Fn(Delivered) -> T + Unpin,
+{
+    type Output = T;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
         let mut w = this.shared.world();
         if let Some(make) = this.make.take() {
@@ -138,13 +149,18 @@ impl<F: FnOnce(SlotId) -> Staged + Unpin> Future for Wait<'_, F> {
             // Nothing is delivered before the world's next step.
             return Poll::Pending;
         }
-        let out = w.slots.poll(this.slot, cx);
-        this.done = out.is_ready();
-        out
+        match w.slots.poll(this.slot, cx) {
+            Poll::Ready(v) => {
+                drop(w);
+                this.done = true;
+                Poll::Ready((this.read)(v))
+            }
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
-impl<F> Drop for Wait<'_, F> {
+impl<F, R> Drop for Wait<'_, F, R> {
     fn drop(&mut self) {
         // A poisoned world (an actor panicked with it locked) is past caring.
         if self.make.is_none()
@@ -411,12 +427,13 @@ impl Sim {
         op: ResourceOp,
     ) -> impl Future<Output = ResourceReply> + Send + '_ {
         let client = client.index();
-        self.shared
-            .awaited(move |reply| Staged::Resource { client, op, reply })
-            .map(|d| match d {
+        self.shared.awaited(
+            move |reply| Staged::Resource { client, op, reply },
+            |d| match d {
                 Delivered::Resource(r) => r,
                 other => unreachable!("a resource operation was answered with {other:?}"),
-            })
+            },
+        )
     }
 
     /// Resolves when the client crashes (never, if it does not).
@@ -434,11 +451,14 @@ impl Sim {
     /// Waits for `duration` of virtual time, independent of any client.
     pub async fn sleep(&self, duration: Duration) {
         self.shared
-            .awaited(|done| Staged::Sleep {
-                client: usize::MAX,
-                duration_us: duration.as_micros() as u64,
-                done,
-            })
+            .awaited(
+                |done| Staged::Sleep {
+                    client: usize::MAX,
+                    duration_us: duration.as_micros() as u64,
+                    done,
+                },
+                drop,
+            )
             .await;
     }
 

@@ -36,7 +36,7 @@ pub(crate) struct Slots {
 
 impl Slots {
     /// A fresh slot, whose value `waiter` awaits.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn open(&mut self, waiter: &Waker) -> SlotId {
         let id = match self.free.pop() {
             Some(id) => id,
@@ -45,21 +45,25 @@ impl Slots {
                 SlotId::try_from(self.slots.len() - 1).expect("fewer than 2^32 waits at once")
             }
         };
-        self.slots[id as usize].waiter = Some(waiter.clone());
+        // A slot keeps its last waker: it is mostly reopened by the same actor, whose
+        // next request follows the reply it just took.
+        let slot = &mut self.slots[id as usize];
+        if !slot.waiter.as_ref().is_some_and(|w| w.will_wake(waiter)) {
+            slot.waiter = Some(waiter.clone());
+        }
         id
     }
 
-    #[inline]
+    #[inline(always)]
     fn release(&mut self, id: SlotId) {
         let slot = &mut self.slots[id as usize];
         slot.value = None;
-        slot.waiter = None;
         slot.abandoned = false;
         self.free.push(id);
     }
 
     /// Delivers `value` to the slot's actor and wakes it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn fill(&mut self, id: SlotId, value: Delivered) {
         let slot = &mut self.slots[id as usize];
         if slot.abandoned {
@@ -68,13 +72,13 @@ impl Slots {
         }
         debug_assert!(slot.value.is_none(), "slot {id} filled twice");
         slot.value = Some(value);
-        if let Some(w) = slot.waiter.take() {
-            w.wake();
+        if let Some(w) = &slot.waiter {
+            w.wake_by_ref();
         }
     }
 
     /// The value, once delivered (the slot is then freed); else registers `cx`'s waker.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll(&mut self, id: SlotId, cx: &mut Context<'_>) -> Poll<Delivered> {
         let slot = &mut self.slots[id as usize];
         if let Some(v) = slot.value.take() {

@@ -332,6 +332,7 @@ impl World {
         self.clients[c].broadcast.subscribe()
     }
 
+    #[inline]
     pub(crate) fn stage(&mut self, order: (usize, usize), s: Staged) {
         self.staged.push((order, s));
     }

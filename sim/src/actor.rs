@@ -63,11 +63,20 @@ impl Actors {
         self.next_id.fetch_add(1, Ordering::SeqCst)
     }
 
+    #[inline]
     pub(crate) fn wake(&self, id: usize) {
         if id < LOW {
             self.low[id / 64].fetch_or(1 << (id % 64), Ordering::SeqCst);
             return;
         }
+        self.wake_high(id);
+    }
+
+    /// `wake` past the bit sets: kept out of line, so that the common wake stays a few
+    /// instructions.
+    #[cold]
+    #[inline(never)]
+    fn wake_high(&self, id: usize) {
         self.with_busy(|s| {
             let i = id - LOW;
             if s.queued.len() <= i {

@@ -303,10 +303,7 @@ impl Runner {
         poll_main: &mut impl FnMut(&mut Context<'_>) -> Poll<T>,
     ) -> Option<T> {
         if id == main.id {
-            return match main.enter(poll_main) {
-                Poll::Ready(v) => Some(v),
-                Poll::Pending => None,
-            };
+            return poll_main_actor(main, poll_main);
         }
         let Some(Some(actor)) = self.spawned.get_mut(id) else {
             return None; // Finished or aborted: a late wake-up.
@@ -341,6 +338,19 @@ impl Runner {
         for slot in &mut self.spawned {
             drop(slot.take());
         }
+    }
+}
+
+/// Polls the main actor: `Some` when it finished. Out of line, as the main actor mostly
+/// waits for the workers, so that polling them carries a smaller frame.
+#[inline(never)]
+fn poll_main_actor<T>(
+    main: &mut Slot,
+    poll_main: &mut impl FnMut(&mut Context<'_>) -> Poll<T>,
+) -> Option<T> {
+    match main.enter(poll_main) {
+        Poll::Ready(v) => Some(v),
+        Poll::Pending => None,
     }
 }
 

@@ -85,6 +85,7 @@ const KAZOO_MARKERS: [(&str, NodeKind); 2] = [
 ///
 /// Names past 2^31 creates in one directory (where ZooKeeper's counter wraps negative)
 /// are not recognised, as in Curator and Kazoo.
+#[inline]
 pub fn parse_sequence(name: &str) -> Option<u32> {
     let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
     // This runs for every child of every listing, so the ten digits are checked and read

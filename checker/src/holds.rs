@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use zklock_recipe::SessionId;
 use zklock_recipe::history::{Event, EventKind, FaultKind, History, LockRole};
+use zklock_recipe::lock::naming::parse_sequence;
 
 /// One hold: a client's belief from its `Acquired` to the event that ended it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,6 +149,11 @@ pub fn all_holds(history: &History) -> Vec<Hold> {
 
 /// The 10-digit sequential suffix of a lock node, if it has one.
 pub fn sequence_of(node: &str) -> Option<u64> {
+    // The recipe's reader takes ten digits at once; it leaves suffixes past 2^32 (and
+    // non-digits) to the byte loop below.
+    if let Some(seq) = parse_sequence(node) {
+        return Some(u64::from(seq));
+    }
     let digits = node.len().checked_sub(10).and_then(|at| node.get(at..))?;
     if digits.bytes().all(|b| b.is_ascii_digit()) {
         digits.parse().ok()

@@ -52,10 +52,16 @@ pub fn format_ms(time_us: u64) -> String {
 #[derive(Debug)]
 pub struct Describer<'a> {
     history: &'a History,
-    ops: BTreeMap<(u32, u64), (ZkOp, &'a str)>,
+    /// Each (client, op id)'s request, the last one where an id repeats; `None` when
+    /// looked up in the history on demand instead (see [`Describer::sparse`]).
+    ops: Option<Requests<'a>>,
 }
 
+/// Requests by (client, op id).
+type Requests<'a> = BTreeMap<(u32, u64), (ZkOp, &'a str)>;
+
 impl<'a> Describer<'a> {
+    /// A describer of every event: requests are indexed once, up front.
     pub fn new(history: &'a History) -> Describer<'a> {
         let mut ops = BTreeMap::new();
         for e in &history.events {
@@ -63,7 +69,36 @@ impl<'a> Describer<'a> {
                 ops.insert((e.client, *op_id), (*op, path.as_str()));
             }
         }
-        Describer { history, ops }
+        Describer {
+            history,
+            ops: Some(ops),
+        }
+    }
+
+    /// A describer of a few events (a violation's): each reply's request is searched
+    /// for when described, instead of indexing every request of the history first.
+    pub fn sparse(history: &'a History) -> Describer<'a> {
+        Describer { history, ops: None }
+    }
+
+    /// The request of `client` with `op_id`: the last one, as [`Describer::new`] indexes.
+    fn request(&self, client: u32, op_id: u64) -> Option<(ZkOp, &'a str)> {
+        match &self.ops {
+            Some(ops) => ops.get(&(client, op_id)).copied(),
+            None => self
+                .history
+                .events
+                .iter()
+                .rev()
+                .find_map(|e| match &e.kind {
+                    EventKind::OpInvoke {
+                        op_id: id,
+                        op,
+                        path,
+                    } if e.client == client && *id == op_id => Some((*op, path.as_str())),
+                    _ => None,
+                }),
+        }
     }
 
     /// `  12.300 ms  c1    s0x1002     ACQ    acquired token 17 (...)`, padded so that
@@ -84,8 +119,8 @@ impl<'a> Describer<'a> {
     /// A human description of event `index`.
     pub fn describe(&self, index: usize) -> String {
         let e = &self.history.events[index];
-        let op = |op_id: &u64| match self.ops.get(&(e.client, *op_id)) {
-            Some((op, path)) => format!("#{op_id} {} {path}", op_name(*op)),
+        let op = |op_id: &u64| match self.request(e.client, *op_id) {
+            Some((op, path)) => format!("#{op_id} {} {path}", op_name(op)),
             None => format!("#{op_id}"),
         };
         match &e.kind {

@@ -320,6 +320,8 @@ impl<'h> Waiter<'h> {
 struct Answers {
     /// By client slot, the op ids answered ok; gathered on first need.
     ok: Option<Vec<Vec<u64>>>,
+    /// Events looked at past the near window so far, while nothing was gathered.
+    scanned: usize,
 }
 
 impl Answers {
@@ -330,8 +332,10 @@ impl Answers {
 
     /// Whether the request `op_id` of `step`'s client was answered ok anywhere in the
     /// history. The answer usually comes a few events after the request, so it is looked
-    /// for there first; a request never answered ok would cost a look at every event, so
-    /// then every answer of the history is gathered, once.
+    /// for there first, then further on. A request never answered ok would cost a look at
+    /// every event, so once the looks further on add up to the history's length, or one
+    /// finds nothing, every answer of the history is gathered, once: at most two passes
+    /// in all.
     fn answered_ok(
         &mut self,
         history: &History,
@@ -346,6 +350,17 @@ impl Answers {
         let near = &history.events[step.index..];
         if near.iter().take(Self::NEAR).any(is_answer) {
             return true;
+        }
+        if self.ok.is_none() {
+            let far = near.get(Self::NEAR..).unwrap_or_default();
+            let look = far
+                .len()
+                .min(history.events.len().saturating_sub(self.scanned));
+            if let Some(at) = far[..look].iter().position(is_answer) {
+                self.scanned += at + 1;
+                return true;
+            }
+            self.scanned += look;
         }
         let ok = self.ok.get_or_insert_with(|| {
             // Room for a client's answers in a typical run, in a block small enough for

@@ -144,7 +144,7 @@ impl Violation {
         proof: &[(usize, &str)],
         at: Option<usize>,
     ) -> Violation {
-        let describer = Describer::new(history);
+        let describer = Describer::sparse(history);
         let mut events: Vec<EventRef> = proof
             .iter()
             .map(|(i, role)| EventRef::new(&describer, history, *i, role))

@@ -1,4 +1,4 @@
-use super::{format_ms, render_timeline};
+use super::{Describer, format_ms, render_timeline};
 use crate::testkit::{DIR, Hb, node};
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole, ZkOp};
 use zklock_recipe::{SessionState, ZkError};
@@ -110,4 +110,35 @@ fn milliseconds_have_three_decimals() {
     assert_eq!(format_ms(12_300), "12.300");
     assert_eq!(format_ms(7), "0.007");
     assert_eq!(format_ms(0), "0.000");
+}
+
+#[test]
+fn a_sparse_describer_describes_as_the_indexed_one() {
+    let mut history = small_history();
+    // An op id used twice by one client, and once by another: the last request wins.
+    let mut hb = Hb::new();
+    let a = hb.invoke(1, ZkOp::Exists, "/x");
+    hb.ok(1, a);
+    hb.ev(
+        2,
+        EventKind::OpInvoke {
+            op_id: a,
+            op: ZkOp::Delete,
+            path: "/y".into(),
+        },
+    );
+    hb.ev(
+        1,
+        EventKind::OpInvoke {
+            op_id: a,
+            op: ZkOp::GetData,
+            path: "/z".into(),
+        },
+    );
+    hb.ev(2, EventKind::OpUnknown { op_id: a + 7 });
+    history.events.extend(hb.build().events);
+    let (indexed, sparse) = (Describer::new(&history), Describer::sparse(&history));
+    for i in 0..history.events.len() {
+        assert_eq!(indexed.line(i), sparse.line(i), "event {i}");
+    }
 }

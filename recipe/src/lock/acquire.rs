@@ -201,7 +201,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
         pending.create_sent = true;
         let (own, mut listed): (OwnNode, _) = create_listed_at(client, &spec, &prefix).await?;
         // Always a contender: we named it (the guid was checked to keep names parseable).
-        let own_kind = contender_kind(&own.name, own.sequence);
+        let own_kind = contender_kind(&own.name);
         // The attempt's node, until the guard takes it.
         let own: &OwnNode = pending.own.insert(own);
         loop {

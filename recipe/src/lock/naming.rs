@@ -85,6 +85,7 @@ const KAZOO_MARKERS: [(&str, NodeKind); 2] = [
 ///
 /// Names past 2^31 creates in one directory (where ZooKeeper's counter wraps negative)
 /// are not recognised, as in Curator and Kazoo.
+#[inline]
 pub fn parse_sequence(name: &str) -> Option<u32> {
     let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
     // This runs for every child of every listing, so the ten digits are checked and read
@@ -97,6 +98,22 @@ pub fn parse_sequence(name: &str) -> Option<u32> {
     }
     let n = u64::from(eight_digits(high)) * 100 + (low & 0xf) * 10 + ((low >> 8) & 0xf);
     u32::try_from(n).ok()
+}
+
+/// The ten-digit suffix of `name` as a key that orders as the sequence numbers do (the
+/// digits read big-endian), if `name` ends with ten ASCII digits. Comparing keys spares
+/// the conversion of every child of a listing to its number. A suffix past `u32` (not a
+/// sequence number for [`parse_sequence`]) has a key above every sequence's.
+#[inline]
+pub(crate) fn sequence_key(name: &str) -> Option<u128> {
+    let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
+    let (high, low) = name.as_bytes()[start..].split_at(8);
+    let high = u64::from_be_bytes(high.try_into().ok()?);
+    let low = u16::from_be_bytes(low.try_into().ok()?);
+    if !all_digits(high) || !all_digits(u64::from(low) | 0x3030_3030_3030_0000) {
+        return None;
+    }
+    Some((u128::from(high) << 16) | u128::from(low))
 }
 
 /// Whether each of the eight bytes of `word` is an ASCII digit: its high nibble is 3 and
@@ -155,10 +172,11 @@ fn classify(name: &str) -> Option<Parsed> {
     classify_with(name, parse_sequence(name)?)
 }
 
-/// The kind of a contender named `name`, whose sequential suffix reads `sequence`; `None`
-/// if the name is not a contender's.
-pub(crate) fn contender_kind(name: &str, sequence: u32) -> Option<NodeKind> {
-    classify_with(name, sequence).map(|(_, kind, _, _)| kind)
+/// The kind of a contender named `name`, which ends with a sequential suffix; `None` if
+/// the name is not a contender's.
+pub(crate) fn contender_kind(name: &str) -> Option<NodeKind> {
+    // The kind does not depend on the number: any stands in for it.
+    classify_with(name, 0).map(|(_, kind, _, _)| kind)
 }
 
 fn classify_with(name: &str, sequence: u32) -> Option<Parsed> {

@@ -3,7 +3,7 @@
 //! Each waiter watches exactly one node, so a release wakes one waiter (or, for a
 //! writer's release, the readers right behind it), never the whole queue.
 
-use super::naming::{LockNode, NodeKind, contender_kind, parse_sequence};
+use super::naming::{LockNode, NodeKind, contender_kind, parse_sequence, sequence_key};
 
 /// The contender just before `ours` (any kind). An exclusive lock or a writer waits for it.
 pub fn immediate_predecessor(contenders: &[LockNode], ours: usize) -> Option<&LockNode> {
@@ -55,19 +55,26 @@ pub fn standing<'a, S: AsRef<str>>(
     own_seq: u32,
     own_kind: NodeKind,
 ) -> Standing<'a> {
+    // Suffixes are compared as keys (see `sequence_key`), which order as the sequence
+    // numbers do; ours names `own_seq`.
+    let Some(own_key) = sequence_key(ours) else {
+        return Standing::Absent;
+    };
+    debug_assert_eq!(parse_sequence(ours), Some(own_seq), "{ours}");
     let mut found = false;
     // The greatest (sequence, name) below ours that blocks us: the immediate predecessor
     // for a writer, the nearest writer for a reader.
-    let mut best: Option<(u32, &str)> = None;
+    let mut best: Option<(u128, &str)> = None;
     for child in children {
         let name = child.as_ref();
-        let Some(seq) = parse_sequence(name) else {
+        let Some(key) = sequence_key(name) else {
             continue;
         };
-        if seq > own_seq {
+        // Suffixes past `u32`, which are no sequence numbers, go with the greater ones.
+        if key > own_key {
             continue;
         }
-        if seq == own_seq {
+        if key == own_key {
             match name.cmp(ours) {
                 std::cmp::Ordering::Equal => {
                     found = true;
@@ -77,11 +84,11 @@ pub fn standing<'a, S: AsRef<str>>(
                 std::cmp::Ordering::Less => {}
             }
         }
-        if best.is_some_and(|b| (seq, name) <= b) {
+        if best.is_some_and(|b| (key, name) <= b) {
             continue;
         }
-        match contender_kind(name, seq) {
-            Some(kind) if own_kind.is_writer() || kind.is_writer() => best = Some((seq, name)),
+        match contender_kind(name) {
+            Some(kind) if own_kind.is_writer() || kind.is_writer() => best = Some((key, name)),
             _ => {}
         }
     }

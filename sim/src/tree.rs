@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
-use valid::validate as validate_path;
+use valid::{validate as validate_path, validate_name};
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -396,8 +396,6 @@ impl DataTree {
         mode: CreateMode,
         out: &mut Vec<Notification>,
     ) -> Result<(String, Stat), ZkError> {
-        validate_path(path, mode.is_sequential())?;
-        check_data_size(data)?;
         // Like the server, split at the last '/' of the path as given: "/a/" (sequential)
         // names a child of "/a", and "/" (sequential) a child of "/".
         let slash = path.bytes().rposition(|b| b == b'/');
@@ -405,8 +403,18 @@ impl DataTree {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
         };
-        let parent_id = self.find(parent_path).ok_or(ZkError::NoNode)?;
+        let parent = self.find(parent_path);
         let name_at = slash.map_or(0, |i| i + 1);
+        // An indexed parent is valid, so then only the new name needs judging; but "//a"
+        // splits into "/" and "a" too, so a parent of one byte only counts at slash 0.
+        match (parent, slash) {
+            (Some(_), Some(i)) if i != 1 => {
+                validate_name(path, name_at, mode.is_sequential())?;
+            }
+            _ => validate_path(path, mode.is_sequential())?,
+        }
+        check_data_size(data)?;
+        let parent_id = parent.ok_or(ZkError::NoNode)?;
         let mut full = std::mem::take(&mut self.scratch);
         full.clear();
         full.push_str(path);

@@ -15,6 +15,18 @@ pub(super) fn validate(path: &str, sequential: bool) -> Result<(), ZkError> {
     }
 }
 
+/// `validate` for a path whose part before `name_at - 1` (its last '/') is a valid path
+/// other than "/", or which is "/" followed by a name (`name_at` 1): then the path is
+/// valid exactly when its last name is.
+pub(super) fn validate_name(path: &str, name_at: usize, sequential: bool) -> Result<(), ZkError> {
+    let name = &path.as_bytes()[name_at..];
+    if name.iter().all(|b| (0x20..0x7f).contains(b)) && (sequential || name_ok(name)) {
+        Ok(())
+    } else {
+        validate(path, sequential)
+    }
+}
+
 /// True only for paths `validate_path` accepts: "/" followed by printable-ASCII names
 /// that are neither empty nor "." nor ".." (a sequential create may end in "/", or in
 /// "." or "..", as the suffix follows). False means "ask `validate_path`".
@@ -155,6 +167,15 @@ mod tests {
                 }
                 if quickly_valid(p.as_bytes(), seq) {
                     assert_eq!(validate_path(p, seq), Ok(()), "{p:?} sequential={seq}");
+                }
+                // As `create` calls it: under a valid parent, or "/".
+                let Some(i) = p.rfind('/') else { continue };
+                if i == 0 || (i >= 2 && validate_path(&p[..i], false).is_ok()) {
+                    assert_eq!(
+                        validate_name(p, i + 1, seq),
+                        validate_path(p, seq),
+                        "{p:?} sequential={seq}"
+                    );
                 }
             }
         }

@@ -414,7 +414,10 @@ impl DataTree {
             _ => validate_path(path, mode.is_sequential())?,
         }
         check_data_size(data)?;
-        let parent_id = parent.ok_or(ZkError::NoNode)?;
+        // Not `ok_or`: that builds and drops an error even on success.
+        let Some(parent_id) = parent else {
+            return Err(ZkError::NoNode);
+        };
         let mut full = std::mem::take(&mut self.scratch);
         full.clear();
         full.push_str(path);
@@ -528,15 +531,25 @@ impl DataTree {
         if path == "/" {
             return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
         }
-        let id = self.lookup(path)?;
+        // Out of the index at once, with one hash: a delete that fails puts it back.
+        let Some((key, id)) = self.index.remove_entry(path) else {
+            validate_path(path, false)?;
+            return Err(ZkError::NoNode);
+        };
         let node = self.node(id);
         // The server checks the version before the children.
-        if !version_matches(version, node.stat.version) {
-            return Err(ZkError::BadVersion);
+        let refused = if !version_matches(version, node.stat.version) {
+            Some(ZkError::BadVersion)
+        } else if !node.children.is_empty() {
+            Some(ZkError::NotEmpty)
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            self.index.insert(key, id);
+            return Err(e);
         }
-        if !node.children.is_empty() {
-            return Err(ZkError::NotEmpty);
-        }
+        drop(key);
         let parent_id = node.parent;
         // A scan for the slot, not a search by name: lists are short, and slots compare
         // cheaper than names.
@@ -548,7 +561,6 @@ impl DataTree {
             .expect("a node's parent lists it");
         let node = self.nodes[id as usize].take().expect("found above");
         self.free.push(id);
-        self.index.remove(path);
         let parent = self.node_mut(parent_id);
         parent.children.remove(at);
         parent.stat.cversion += 1;
@@ -583,7 +595,9 @@ impl DataTree {
             validate_path(path, false)?;
         }
         check_data_size(data)?;
-        let id = found.ok_or(ZkError::NoNode)?;
+        let Some(id) = found else {
+            return Err(ZkError::NoNode);
+        };
         let node = self.node_mut(id);
         if !version_matches(version, node.stat.version) {
             return Err(ZkError::BadVersion);

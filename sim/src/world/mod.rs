@@ -689,7 +689,16 @@ impl World {
         for n in notes.drain(..) {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
-                self.clients[c].inbound.push_back(Inbound::Event(n.event));
+                let cl = &mut self.clients[c];
+                let item = Inbound::Event(n.event);
+                // Straight to a client with nothing queued, as `send` does. Clients then
+                // hear in notification order rather than by id, which nothing observes:
+                // an event only fires a watch, and wakes are taken in id order.
+                if cl.inbound.is_empty() && cl.can_take(&item) {
+                    self.deliver(c, item);
+                    continue;
+                }
+                cl.inbound.push_back(item);
                 if !touched.contains(&c) {
                     touched.push(c);
                 }

@@ -606,13 +606,7 @@ impl World {
             self.record(c, EventKind::OpUnknown { op_id });
             self.drop_connection(c);
         } else {
-            let reply = Inbound::Reply {
-                op_id,
-                reply: out.reply,
-                result,
-                watch,
-            };
-            self.send(c, reply);
+            self.send_reply(c, op_id, out.reply, result, watch);
             if closing {
                 self.mark_closed(c);
             }
@@ -712,15 +706,32 @@ impl World {
         self.touched = touched;
     }
 
-    /// Sends `item` down the client's connection: delivered at once when nothing is
+    /// Sends a reply down the client's connection: delivered at once when nothing is
     /// queued ahead of it and the client can take it, else queued. The same as queueing
-    /// then pumping, without moving the item through the queue.
-    fn send(&mut self, c: ClientId, item: Inbound) {
+    /// then pumping, without building the queue's item.
+    fn send_reply(
+        &mut self,
+        c: ClientId,
+        op_id: u64,
+        reply: ReplyTo,
+        result: Reply,
+        watch: Option<(String, WatchKind)>,
+    ) {
         let cl = &mut self.clients[c];
-        if cl.inbound.is_empty() && cl.can_take(&item) {
-            self.deliver(c, item);
+        // `can_take` for a reply: events alone wait for a connection.
+        if cl.inbound.is_empty()
+            && cl.frozen_until.is_none()
+            && cl.partitioned_until.is_none()
+            && cl.delayed_until.is_none()
+        {
+            self.deliver_reply(c, op_id, reply, result, watch);
         } else {
-            cl.inbound.push_back(item);
+            cl.inbound.push_back(Inbound::Reply {
+                op_id,
+                reply,
+                result,
+                watch,
+            });
         }
         self.pump(c);
     }
@@ -745,30 +756,40 @@ impl World {
             Inbound::Reply {
                 op_id,
                 reply,
-                mut result,
+                result,
                 watch,
-            } => {
-                if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
-                    let (tx, w) = zklock_recipe::Watch::channel();
-                    self.clients[c].watches.add(kind, path, tx);
-                    answer.attach_watch(w);
-                }
-                let kind = match &result {
-                    Ok(_) => EventKind::OpOk { op_id },
-                    Err(e) => EventKind::OpFail {
-                        op_id,
-                        error: e.clone(),
-                    },
-                };
-                self.observe(c, Seen::Reply(&result));
-                self.answer(c, reply, result);
-                self.record(c, kind);
-            }
+            } => self.deliver_reply(c, op_id, reply, result, watch),
             Inbound::Event(ev) => {
                 self.observe(c, Seen::Event(&ev));
                 self.clients[c].watches.fire(ev);
             }
         }
+    }
+
+    /// Hands a reply to the client: its watch registers now, as the client library's does.
+    fn deliver_reply(
+        &mut self,
+        c: ClientId,
+        op_id: u64,
+        reply: ReplyTo,
+        mut result: Reply,
+        watch: Option<(String, WatchKind)>,
+    ) {
+        if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
+            let (tx, w) = zklock_recipe::Watch::channel();
+            self.clients[c].watches.add(kind, path, tx);
+            answer.attach_watch(w);
+        }
+        let kind = match &result {
+            Ok(_) => EventKind::OpOk { op_id },
+            Err(e) => EventKind::OpFail {
+                op_id,
+                error: e.clone(),
+            },
+        };
+        self.observe(c, Seen::Reply(&result));
+        self.answer(c, reply, result);
+        self.record(c, kind);
     }
 
     fn fire(&mut self, t: Timer) {

@@ -10,6 +10,7 @@ use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use valid::{validate as validate_path, validate_name};
+use watchers::Watchers;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -41,9 +42,9 @@ struct Node {
     /// Children, in name order.
     children: Vec<NodeId>,
     /// Sessions with a data (exists/getData) watch on this node, ascending.
-    data_watches: Vec<SessionId>,
+    data_watches: Watchers,
     /// Sessions with a child (getChildren) watch on this node, ascending.
-    child_watches: Vec<SessionId>,
+    child_watches: Watchers,
 }
 
 impl Node {
@@ -100,8 +101,8 @@ impl DataTree {
             stat: Stat::default(),
             child_creates: 0,
             children: Vec::new(),
-            data_watches: Vec::new(),
-            child_watches: Vec::new(),
+            data_watches: Watchers::default(),
+            child_watches: Watchers::default(),
         };
         DataTree {
             nodes: vec![Some(root)],
@@ -256,8 +257,8 @@ impl DataTree {
     ) -> Vec<String> {
         // Watches go first: a closed session must never be notified.
         for node in self.nodes.iter_mut().flatten() {
-            remove_session(&mut node.data_watches, session);
-            remove_session(&mut node.child_watches, session);
+            node.data_watches.remove(session);
+            node.child_watches.remove(session);
         }
         self.absent_watches.retain(|_, sessions| {
             remove_session(sessions, session);
@@ -289,7 +290,7 @@ impl DataTree {
             Some(id) => {
                 let node = self.node_mut(id);
                 if let Some(session) = watcher {
-                    add_session(&mut node.data_watches, session);
+                    node.data_watches.add(session);
                 }
                 Ok(Some(node.stat))
             }
@@ -317,7 +318,7 @@ impl DataTree {
         let id = self.lookup(path)?;
         let node = self.node_mut(id);
         if let Some(session) = watcher {
-            add_session(&mut node.data_watches, session);
+            node.data_watches.add(session);
         }
         Ok((node.data.clone(), node.stat))
     }
@@ -330,7 +331,7 @@ impl DataTree {
     ) -> Result<Vec<String>, ZkError> {
         let id = self.lookup(path)?;
         if let Some(session) = watcher {
-            add_session(&mut self.node_mut(id).child_watches, session);
+            self.node_mut(id).child_watches.add(session);
         }
         Ok(self.child_names(id))
     }
@@ -377,12 +378,14 @@ impl DataTree {
 
     /// Whether `session` has any data or child watch registered.
     pub fn has_watches(&self, session: SessionId) -> bool {
-        self.nodes.iter().flatten().any(|node| {
-            node.data_watches.contains(&session) || node.child_watches.contains(&session)
-        }) || self
-            .absent_watches
-            .values()
-            .any(|sessions| sessions.contains(&session))
+        self.nodes
+            .iter()
+            .flatten()
+            .any(|node| node.data_watches.contains(session) || node.child_watches.contains(session))
+            || self
+                .absent_watches
+                .values()
+                .any(|sessions| sessions.contains(&session))
     }
 
     // ---- One op at a given zxid. Each validates fully before it changes anything. ----
@@ -459,8 +462,8 @@ impl DataTree {
             stat,
             child_creates: 0,
             children: Vec::new(),
-            data_watches: Vec::new(),
-            child_watches: Vec::new(),
+            data_watches: Watchers::default(),
+            child_watches: Watchers::default(),
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -493,9 +496,15 @@ impl DataTree {
     fn children_changed(&mut self, id: NodeId, out: &mut Vec<Notification>) {
         let node = self.node_mut(id);
         if !node.child_watches.is_empty() {
-            let sessions = std::mem::take(&mut node.child_watches);
-            let path = node.path.clone();
-            notify(&sessions, &path, EventType::NodeChildrenChanged, &[], out);
+            let sessions = node.child_watches.as_slice();
+            notify(
+                sessions,
+                &node.path,
+                EventType::NodeChildrenChanged,
+                &[],
+                out,
+            );
+            node.child_watches.clear();
         }
     }
 
@@ -569,10 +578,10 @@ impl DataTree {
 
         // A session watching both data and children of the path hears NodeDeleted once.
         let path = &*node.path;
-        let notified = &node.data_watches;
+        let notified = node.data_watches.as_slice();
         notify(notified, path, EventType::NodeDeleted, &[], out);
         notify(
-            &node.child_watches,
+            node.child_watches.as_slice(),
             path,
             EventType::NodeDeleted,
             notified,
@@ -608,8 +617,14 @@ impl DataTree {
         node.stat.mzxid = zxid;
         node.stat.data_length = data_len(data);
         let stat = node.stat;
-        let sessions = std::mem::take(&mut node.data_watches);
-        notify(&sessions, path, EventType::NodeDataChanged, &[], out);
+        notify(
+            node.data_watches.as_slice(),
+            path,
+            EventType::NodeDataChanged,
+            &[],
+            out,
+        );
+        node.data_watches.clear();
         Ok(stat)
     }
 
@@ -828,3 +843,4 @@ fn push_sequence(out: &mut String, n: i32) {
 #[cfg(test)]
 mod tests;
 mod valid;
+mod watchers;

@@ -568,8 +568,6 @@ impl DataTree {
             .iter()
             .position(|&c| c == id)
             .expect("a node's parent lists it");
-        let node = self.nodes[id as usize].take().expect("found above");
-        self.free.push(id);
         let parent = self.node_mut(parent_id);
         parent.children.remove(at);
         parent.stat.cversion += 1;
@@ -577,6 +575,7 @@ impl DataTree {
         parent.stat.pzxid = zxid;
 
         // A session watching both data and children of the path hears NodeDeleted once.
+        let node = self.node(id);
         let path = &*node.path;
         let notified = node.data_watches.as_slice();
         notify(notified, path, EventType::NodeDeleted, &[], out);
@@ -587,6 +586,9 @@ impl DataTree {
             notified,
             out,
         );
+        // Dropped in its slot, not moved out first.
+        self.nodes[id as usize] = None;
+        self.free.push(id);
         self.children_changed(parent_id, out);
         Ok(())
     }

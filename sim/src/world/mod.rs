@@ -164,10 +164,20 @@ impl ClientState {
     /// partitioned or delayed, and no watch event while disconnected (it waits for the
     /// reconnect).
     fn can_take(&self, item: &Inbound) -> bool {
+        match item {
+            Inbound::Reply { .. } => self.can_take_reply(),
+            Inbound::Event(_) => self.can_take_event(),
+        }
+    }
+
+    fn can_take_reply(&self) -> bool {
         self.frozen_until.is_none()
             && self.partitioned_until.is_none()
             && self.delayed_until.is_none()
-            && (self.conn == Conn::Connected || !matches!(item, Inbound::Event(_)))
+    }
+
+    fn can_take_event(&self) -> bool {
+        self.can_take_reply() && self.conn == Conn::Connected
     }
 }
 
@@ -684,15 +694,14 @@ impl World {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
                 let cl = &mut self.clients[c];
-                let item = Inbound::Event(n.event);
-                // Straight to a client with nothing queued, as `send` does. Clients then
-                // hear in notification order rather than by id, which nothing observes:
-                // an event only fires a watch, and wakes are taken in id order.
-                if cl.inbound.is_empty() && cl.can_take(&item) {
-                    self.deliver(c, item);
+                // Straight to a client with nothing queued, as `send_reply` does. Clients
+                // then hear in notification order rather than by id, which nothing
+                // observes: an event only fires a watch, and wakes are taken in id order.
+                if cl.inbound.is_empty() && cl.can_take_event() {
+                    self.deliver_event(c, n.event);
                     continue;
                 }
-                cl.inbound.push_back(item);
+                cl.inbound.push_back(Inbound::Event(n.event));
                 if !touched.contains(&c) {
                     touched.push(c);
                 }
@@ -718,12 +727,7 @@ impl World {
         watch: Option<(String, WatchKind)>,
     ) {
         let cl = &mut self.clients[c];
-        // `can_take` for a reply: events alone wait for a connection.
-        if cl.inbound.is_empty()
-            && cl.frozen_until.is_none()
-            && cl.partitioned_until.is_none()
-            && cl.delayed_until.is_none()
-        {
+        if cl.inbound.is_empty() && cl.can_take_reply() {
             self.deliver_reply(c, op_id, reply, result, watch);
         } else {
             cl.inbound.push_back(Inbound::Reply {
@@ -759,11 +763,13 @@ impl World {
                 result,
                 watch,
             } => self.deliver_reply(c, op_id, reply, result, watch),
-            Inbound::Event(ev) => {
-                self.observe(c, Seen::Event(&ev));
-                self.clients[c].watches.fire(ev);
-            }
+            Inbound::Event(ev) => self.deliver_event(c, ev),
         }
+    }
+
+    fn deliver_event(&mut self, c: ClientId, ev: WatchedEvent) {
+        self.observe(c, Seen::Event(&ev));
+        self.clients[c].watches.fire(ev);
     }
 
     /// Hands a reply to the client: its watch registers now, as the client library's does.

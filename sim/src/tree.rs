@@ -749,13 +749,17 @@ impl std::hash::Hasher for PathHasher {
         for c in &mut chunks {
             self.mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
-        // The tail as one zero-padded word: equal keys still hash alike, and the map
-        // compares keys, so a padding collision costs nothing.
+        // The tail as one word: the last eight bytes when there are that many (they
+        // overlap the chunks), else the bytes zero-padded. Equal keys still hash alike,
+        // and the map compares keys, so a collision costs nothing. Either way without a
+        // copy of variable length, which would cost a call to memcpy.
         let tail = chunks.remainder();
         if !tail.is_empty() {
-            let mut w = [0u8; 8];
-            w[..tail.len()].copy_from_slice(tail);
-            self.mix(u64::from_le_bytes(w));
+            let w = match bytes.last_chunk::<8>() {
+                Some(last) => u64::from_le_bytes(*last),
+                None => tail.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
+            };
+            self.mix(w);
         }
     }
     /// `str`'s terminator, in one step.

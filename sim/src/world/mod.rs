@@ -499,7 +499,9 @@ impl World {
         self.submit(c, req, ReplyTo::Detached);
     }
 
-    /// Hands a reply to whoever awaits it.
+    /// Hands a reply to whoever awaits it. Inlined, as `execute` is: a reply then moves
+    /// fewer times on its way.
+    #[inline]
     pub(crate) fn answer(&mut self, c: ClientId, to: ReplyTo, result: Reply) {
         match to {
             // The receiver may be gone: the actor stopped caring.
@@ -625,6 +627,7 @@ impl World {
 
     /// Applies a request at the server. Watch notifications go out before the reply, as
     /// ZooKeeper's server sends them.
+    #[inline]
     fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(String, WatchKind)>) {
         let session = self.clients[c].session;
         let mut notes = std::mem::take(&mut self.notes);

@@ -740,7 +740,10 @@ impl World {
                 watch,
             });
         }
-        self.pump(c);
+        // Pumping an empty queue does nothing; the check spares the call on every reply.
+        if !self.clients[c].inbound.is_empty() {
+            self.pump(c);
+        }
     }
 
     /// Delivers what the client's connection holds, in order, unless the client cannot

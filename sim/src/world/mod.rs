@@ -407,11 +407,17 @@ impl World {
             return Step::Progress;
         }
         // Then one pending request, from a client the chooser picks.
-        // Counted, then the i-th found again: no list is built at every step.
-        let n = self.ready_clients().count();
+        // Counted, then the i-th found again unless it is the first: no list is built at
+        // every step.
+        let (n, first) = self.ready_clients().fold((0, 0), |(n, first), c| {
+            (n + 1, if n == 0 { c } else { first })
+        });
         if n > 0 {
             let i = self.choose(ChoiceKind::NextRequest, n);
-            let c = self.ready_clients().nth(i).expect("i < n");
+            let c = match i {
+                0 => first,
+                _ => self.ready_clients().nth(i).expect("i < n"),
+            };
             self.advance_to(self.now_us + self.cfg.request_time_us);
             self.apply_next(c);
             return Step::Progress;

@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
-use valid::validate as validate_path;
+use valid::{validate as validate_path, validate_name};
+use watchers::Watchers;
 use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// A watch notification the server must send to `session`.
@@ -41,9 +42,9 @@ struct Node {
     /// Children, in name order.
     children: Vec<NodeId>,
     /// Sessions with a data (exists/getData) watch on this node, ascending.
-    data_watches: Vec<SessionId>,
+    data_watches: Watchers,
     /// Sessions with a child (getChildren) watch on this node, ascending.
-    child_watches: Vec<SessionId>,
+    child_watches: Watchers,
 }
 
 impl Node {
@@ -100,8 +101,8 @@ impl DataTree {
             stat: Stat::default(),
             child_creates: 0,
             children: Vec::new(),
-            data_watches: Vec::new(),
-            child_watches: Vec::new(),
+            data_watches: Watchers::default(),
+            child_watches: Watchers::default(),
         };
         DataTree {
             nodes: vec![Some(root)],
@@ -256,8 +257,8 @@ impl DataTree {
     ) -> Vec<String> {
         // Watches go first: a closed session must never be notified.
         for node in self.nodes.iter_mut().flatten() {
-            remove_session(&mut node.data_watches, session);
-            remove_session(&mut node.child_watches, session);
+            node.data_watches.remove(session);
+            node.child_watches.remove(session);
         }
         self.absent_watches.retain(|_, sessions| {
             remove_session(sessions, session);
@@ -289,7 +290,7 @@ impl DataTree {
             Some(id) => {
                 let node = self.node_mut(id);
                 if let Some(session) = watcher {
-                    add_session(&mut node.data_watches, session);
+                    node.data_watches.add(session);
                 }
                 Ok(Some(node.stat))
             }
@@ -317,7 +318,7 @@ impl DataTree {
         let id = self.lookup(path)?;
         let node = self.node_mut(id);
         if let Some(session) = watcher {
-            add_session(&mut node.data_watches, session);
+            node.data_watches.add(session);
         }
         Ok((node.data.clone(), node.stat))
     }
@@ -330,7 +331,7 @@ impl DataTree {
     ) -> Result<Vec<String>, ZkError> {
         let id = self.lookup(path)?;
         if let Some(session) = watcher {
-            add_session(&mut self.node_mut(id).child_watches, session);
+            self.node_mut(id).child_watches.add(session);
         }
         Ok(self.child_names(id))
     }
@@ -377,12 +378,14 @@ impl DataTree {
 
     /// Whether `session` has any data or child watch registered.
     pub fn has_watches(&self, session: SessionId) -> bool {
-        self.nodes.iter().flatten().any(|node| {
-            node.data_watches.contains(&session) || node.child_watches.contains(&session)
-        }) || self
-            .absent_watches
-            .values()
-            .any(|sessions| sessions.contains(&session))
+        self.nodes
+            .iter()
+            .flatten()
+            .any(|node| node.data_watches.contains(session) || node.child_watches.contains(session))
+            || self
+                .absent_watches
+                .values()
+                .any(|sessions| sessions.contains(&session))
     }
 
     // ---- One op at a given zxid. Each validates fully before it changes anything. ----
@@ -396,8 +399,6 @@ impl DataTree {
         mode: CreateMode,
         out: &mut Vec<Notification>,
     ) -> Result<(String, Stat), ZkError> {
-        validate_path(path, mode.is_sequential())?;
-        check_data_size(data)?;
         // Like the server, split at the last '/' of the path as given: "/a/" (sequential)
         // names a child of "/a", and "/" (sequential) a child of "/".
         let slash = path.bytes().rposition(|b| b == b'/');
@@ -405,8 +406,21 @@ impl DataTree {
             Some(i) if i > 0 => &path[..i],
             _ => "/",
         };
-        let parent_id = self.find(parent_path).ok_or(ZkError::NoNode)?;
+        let parent = self.find(parent_path);
         let name_at = slash.map_or(0, |i| i + 1);
+        // An indexed parent is valid, so then only the new name needs judging; but "//a"
+        // splits into "/" and "a" too, so a parent of one byte only counts at slash 0.
+        match (parent, slash) {
+            (Some(_), Some(i)) if i != 1 => {
+                validate_name(path, name_at, mode.is_sequential())?;
+            }
+            _ => validate_path(path, mode.is_sequential())?,
+        }
+        check_data_size(data)?;
+        // Not `ok_or`: that builds and drops an error even on success.
+        let Some(parent_id) = parent else {
+            return Err(ZkError::NoNode);
+        };
         let mut full = std::mem::take(&mut self.scratch);
         full.clear();
         full.push_str(path);
@@ -448,8 +462,8 @@ impl DataTree {
             stat,
             child_creates: 0,
             children: Vec::new(),
-            data_watches: Vec::new(),
-            child_watches: Vec::new(),
+            data_watches: Watchers::default(),
+            child_watches: Watchers::default(),
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -482,9 +496,15 @@ impl DataTree {
     fn children_changed(&mut self, id: NodeId, out: &mut Vec<Notification>) {
         let node = self.node_mut(id);
         if !node.child_watches.is_empty() {
-            let sessions = std::mem::take(&mut node.child_watches);
-            let path = node.path.clone();
-            notify(&sessions, &path, EventType::NodeChildrenChanged, &[], out);
+            let sessions = node.child_watches.as_slice();
+            notify(
+                sessions,
+                &node.path,
+                EventType::NodeChildrenChanged,
+                &[],
+                out,
+            );
+            node.child_watches.clear();
         }
     }
 
@@ -520,15 +540,25 @@ impl DataTree {
         if path == "/" {
             return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
         }
-        let id = self.lookup(path)?;
+        // Out of the index at once, with one hash: a delete that fails puts it back.
+        let Some((key, id)) = self.index.remove_entry(path) else {
+            validate_path(path, false)?;
+            return Err(ZkError::NoNode);
+        };
         let node = self.node(id);
         // The server checks the version before the children.
-        if !version_matches(version, node.stat.version) {
-            return Err(ZkError::BadVersion);
+        let refused = if !version_matches(version, node.stat.version) {
+            Some(ZkError::BadVersion)
+        } else if !node.children.is_empty() {
+            Some(ZkError::NotEmpty)
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            self.index.insert(key, id);
+            return Err(e);
         }
-        if !node.children.is_empty() {
-            return Err(ZkError::NotEmpty);
-        }
+        drop(key);
         let parent_id = node.parent;
         // A scan for the slot, not a search by name: lists are short, and slots compare
         // cheaper than names.
@@ -538,9 +568,6 @@ impl DataTree {
             .iter()
             .position(|&c| c == id)
             .expect("a node's parent lists it");
-        let node = self.nodes[id as usize].take().expect("found above");
-        self.free.push(id);
-        self.index.remove(path);
         let parent = self.node_mut(parent_id);
         parent.children.remove(at);
         parent.stat.cversion += 1;
@@ -548,16 +575,20 @@ impl DataTree {
         parent.stat.pzxid = zxid;
 
         // A session watching both data and children of the path hears NodeDeleted once.
+        let node = self.node(id);
         let path = &*node.path;
-        let notified = &node.data_watches;
+        let notified = node.data_watches.as_slice();
         notify(notified, path, EventType::NodeDeleted, &[], out);
         notify(
-            &node.child_watches,
+            node.child_watches.as_slice(),
             path,
             EventType::NodeDeleted,
             notified,
             out,
         );
+        // Dropped in its slot, not moved out first.
+        self.nodes[id as usize] = None;
+        self.free.push(id);
         self.children_changed(parent_id, out);
         Ok(())
     }
@@ -575,7 +606,9 @@ impl DataTree {
             validate_path(path, false)?;
         }
         check_data_size(data)?;
-        let id = found.ok_or(ZkError::NoNode)?;
+        let Some(id) = found else {
+            return Err(ZkError::NoNode);
+        };
         let node = self.node_mut(id);
         if !version_matches(version, node.stat.version) {
             return Err(ZkError::BadVersion);
@@ -586,8 +619,14 @@ impl DataTree {
         node.stat.mzxid = zxid;
         node.stat.data_length = data_len(data);
         let stat = node.stat;
-        let sessions = std::mem::take(&mut node.data_watches);
-        notify(&sessions, path, EventType::NodeDataChanged, &[], out);
+        notify(
+            node.data_watches.as_slice(),
+            path,
+            EventType::NodeDataChanged,
+            &[],
+            out,
+        );
+        node.data_watches.clear();
         Ok(stat)
     }
 
@@ -710,13 +749,17 @@ impl std::hash::Hasher for PathHasher {
         for c in &mut chunks {
             self.mix(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
-        // The tail as one zero-padded word: equal keys still hash alike, and the map
-        // compares keys, so a padding collision costs nothing.
+        // The tail as one word: the last eight bytes when there are that many (they
+        // overlap the chunks), else the bytes zero-padded. Equal keys still hash alike,
+        // and the map compares keys, so a collision costs nothing. Either way without a
+        // copy of variable length, which would cost a call to memcpy.
         let tail = chunks.remainder();
         if !tail.is_empty() {
-            let mut w = [0u8; 8];
-            w[..tail.len()].copy_from_slice(tail);
-            self.mix(u64::from_le_bytes(w));
+            let w = match bytes.last_chunk::<8>() {
+                Some(last) => u64::from_le_bytes(*last),
+                None => tail.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
+            };
+            self.mix(w);
         }
     }
     /// `str`'s terminator, in one step.
@@ -806,3 +849,4 @@ fn push_sequence(out: &mut String, n: i32) {
 #[cfg(test)]
 mod tests;
 mod valid;
+mod watchers;

@@ -15,6 +15,35 @@ pub(super) fn validate(path: &str, sequential: bool) -> Result<(), ZkError> {
     }
 }
 
+/// `validate` for a path whose part before `name_at - 1` (its last '/') is a valid path
+/// other than "/", or which is "/" followed by a name (`name_at` 1): then the path is
+/// valid exactly when its last name is.
+pub(super) fn validate_name(path: &str, name_at: usize, sequential: bool) -> Result<(), ZkError> {
+    let name = &path.as_bytes()[name_at..];
+    if printable(name) && (sequential || name_ok(name)) {
+        Ok(())
+    } else {
+        validate(path, sequential)
+    }
+}
+
+/// Whether every byte is printable ASCII, eight at a time.
+fn printable(p: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = p.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        // Bytes below 0x20, or at 0x7f and above, as in `quickly_valid`.
+        let control = w.wrapping_sub(0x20 * ONES) & !w & HIGH;
+        let high = (w.wrapping_add(ONES) | w) & HIGH;
+        if (control | high) != 0 {
+            return false;
+        }
+    }
+    chunks.remainder().iter().all(|b| (0x20..0x7f).contains(b))
+}
+
 /// True only for paths `validate_path` accepts: "/" followed by printable-ASCII names
 /// that are neither empty nor "." nor ".." (a sequential create may end in "/", or in
 /// "." or "..", as the suffix follows). False means "ask `validate_path`".
@@ -129,6 +158,29 @@ mod tests {
         }
     }
 
+    /// Every position of a long name under a valid parent, set to every byte that matters.
+    #[test]
+    fn one_byte_changes_of_a_long_name_agree_with_validate_path() {
+        let base = "/zklock/lock/_c_1001-3f-lock-0000000042";
+        let name_at = "/zklock/lock/".len();
+        for i in name_at..base.len() {
+            for b in [b'/', b'.', 0, 0x01, 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff] {
+                let mut bytes = base.as_bytes().to_vec();
+                bytes[i] = b;
+                let Ok(path) = String::from_utf8(bytes) else {
+                    continue;
+                };
+                if path[name_at..].contains('/') {
+                    continue;
+                }
+                for seq in [false, true] {
+                    let want = validate_path(&path, seq);
+                    assert_eq!(validate_name(&path, name_at, seq), want, "{path:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn agrees_with_validate_path() {
         let names = [
@@ -155,6 +207,15 @@ mod tests {
                 }
                 if quickly_valid(p.as_bytes(), seq) {
                     assert_eq!(validate_path(p, seq), Ok(()), "{p:?} sequential={seq}");
+                }
+                // As `create` calls it: under a valid parent, or "/".
+                let Some(i) = p.rfind('/') else { continue };
+                if i == 0 || (i >= 2 && validate_path(&p[..i], false).is_ok()) {
+                    assert_eq!(
+                        validate_name(p, i + 1, seq),
+                        validate_path(p, seq),
+                        "{p:?} sequential={seq}"
+                    );
                 }
             }
         }

@@ -164,10 +164,20 @@ impl ClientState {
     /// partitioned or delayed, and no watch event while disconnected (it waits for the
     /// reconnect).
     fn can_take(&self, item: &Inbound) -> bool {
+        match item {
+            Inbound::Reply { .. } => self.can_take_reply(),
+            Inbound::Event(_) => self.can_take_event(),
+        }
+    }
+
+    fn can_take_reply(&self) -> bool {
         self.frozen_until.is_none()
             && self.partitioned_until.is_none()
             && self.delayed_until.is_none()
-            && (self.conn == Conn::Connected || !matches!(item, Inbound::Event(_)))
+    }
+
+    fn can_take_event(&self) -> bool {
+        self.can_take_reply() && self.conn == Conn::Connected
     }
 }
 
@@ -398,11 +408,17 @@ impl World {
             return Step::Progress;
         }
         // Then one pending request, from a client the chooser picks.
-        // Counted, then the i-th found again: no list is built at every step.
-        let n = self.ready_clients().count();
+        // Counted, then the i-th found again unless it is the first: no list is built at
+        // every step.
+        let (n, first) = self.ready_clients().fold((0, 0), |(n, first), c| {
+            (n + 1, if n == 0 { c } else { first })
+        });
         if n > 0 {
             let i = self.choose(ChoiceKind::NextRequest, n);
-            let c = self.ready_clients().nth(i).expect("i < n");
+            let c = match i {
+                0 => first,
+                _ => self.ready_clients().nth(i).expect("i < n"),
+            };
             self.advance_to(self.now_us + self.cfg.request_time_us);
             self.apply_next(c);
             return Step::Progress;
@@ -490,7 +506,9 @@ impl World {
         self.submit(c, req, ReplyTo::Detached);
     }
 
-    /// Hands a reply to whoever awaits it.
+    /// Hands a reply to whoever awaits it. Inlined, as `execute` is: a reply then moves
+    /// fewer times on its way.
+    #[inline]
     pub(crate) fn answer(&mut self, c: ClientId, to: ReplyTo, result: Reply) {
         match to {
             // The receiver may be gone: the actor stopped caring.
@@ -607,13 +625,7 @@ impl World {
             self.record(c, EventKind::OpUnknown { op_id });
             self.drop_connection(c);
         } else {
-            let reply = Inbound::Reply {
-                op_id,
-                reply: out.reply,
-                result,
-                watch,
-            };
-            self.send(c, reply);
+            self.send_reply(c, op_id, out.reply, result, watch);
             if closing {
                 self.mark_closed(c);
             }
@@ -622,6 +634,7 @@ impl World {
 
     /// Applies a request at the server. Watch notifications go out before the reply, as
     /// ZooKeeper's server sends them.
+    #[inline]
     fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(String, WatchKind)>) {
         let session = self.clients[c].session;
         let mut notes = std::mem::take(&mut self.notes);
@@ -690,7 +703,15 @@ impl World {
         for n in notes.drain(..) {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
-                self.clients[c].inbound.push_back(Inbound::Event(n.event));
+                let cl = &mut self.clients[c];
+                // Straight to a client with nothing queued, as `send_reply` does. Clients
+                // then hear in notification order rather than by id, which nothing
+                // observes: an event only fires a watch, and wakes are taken in id order.
+                if cl.inbound.is_empty() && cl.can_take_event() {
+                    self.deliver_event(c, n.event);
+                    continue;
+                }
+                cl.inbound.push_back(Inbound::Event(n.event));
                 if !touched.contains(&c) {
                     touched.push(c);
                 }
@@ -704,17 +725,32 @@ impl World {
         self.touched = touched;
     }
 
-    /// Sends `item` down the client's connection: delivered at once when nothing is
+    /// Sends a reply down the client's connection: delivered at once when nothing is
     /// queued ahead of it and the client can take it, else queued. The same as queueing
-    /// then pumping, without moving the item through the queue.
-    fn send(&mut self, c: ClientId, item: Inbound) {
+    /// then pumping, without building the queue's item.
+    fn send_reply(
+        &mut self,
+        c: ClientId,
+        op_id: u64,
+        reply: ReplyTo,
+        result: Reply,
+        watch: Option<(String, WatchKind)>,
+    ) {
         let cl = &mut self.clients[c];
-        if cl.inbound.is_empty() && cl.can_take(&item) {
-            self.deliver(c, item);
+        if cl.inbound.is_empty() && cl.can_take_reply() {
+            self.deliver_reply(c, op_id, reply, result, watch);
         } else {
-            cl.inbound.push_back(item);
+            cl.inbound.push_back(Inbound::Reply {
+                op_id,
+                reply,
+                result,
+                watch,
+            });
         }
-        self.pump(c);
+        // Pumping an empty queue does nothing; the check spares the call on every reply.
+        if !self.clients[c].inbound.is_empty() {
+            self.pump(c);
+        }
     }
 
     /// Delivers what the client's connection holds, in order, unless the client cannot
@@ -737,30 +773,42 @@ impl World {
             Inbound::Reply {
                 op_id,
                 reply,
-                mut result,
+                result,
                 watch,
-            } => {
-                if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
-                    let (tx, w) = zklock_recipe::Watch::channel();
-                    self.clients[c].watches.add(kind, path, tx);
-                    answer.attach_watch(w);
-                }
-                let kind = match &result {
-                    Ok(_) => EventKind::OpOk { op_id },
-                    Err(e) => EventKind::OpFail {
-                        op_id,
-                        error: e.clone(),
-                    },
-                };
-                self.observe(c, Seen::Reply(&result));
-                self.answer(c, reply, result);
-                self.record(c, kind);
-            }
-            Inbound::Event(ev) => {
-                self.observe(c, Seen::Event(&ev));
-                self.clients[c].watches.fire(ev);
-            }
+            } => self.deliver_reply(c, op_id, reply, result, watch),
+            Inbound::Event(ev) => self.deliver_event(c, ev),
         }
+    }
+
+    fn deliver_event(&mut self, c: ClientId, ev: WatchedEvent) {
+        self.observe(c, Seen::Event(&ev));
+        self.clients[c].watches.fire(ev);
+    }
+
+    /// Hands a reply to the client: its watch registers now, as the client library's does.
+    fn deliver_reply(
+        &mut self,
+        c: ClientId,
+        op_id: u64,
+        reply: ReplyTo,
+        mut result: Reply,
+        watch: Option<(String, WatchKind)>,
+    ) {
+        if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
+            let (tx, w) = zklock_recipe::Watch::channel();
+            self.clients[c].watches.add(kind, path, tx);
+            answer.attach_watch(w);
+        }
+        let kind = match &result {
+            Ok(_) => EventKind::OpOk { op_id },
+            Err(e) => EventKind::OpFail {
+                op_id,
+                error: e.clone(),
+            },
+        };
+        self.observe(c, Seen::Reply(&result));
+        self.answer(c, reply, result);
+        self.record(c, kind);
     }
 
     fn fire(&mut self, t: Timer) {

@@ -32,6 +32,19 @@ impl ClientWatches {
                     WatchKind::Child => child,
                 }
         };
+        let mut hits = (0..self.list.len()).filter(|&i| {
+            let (k, p, _) = &self.list[i];
+            hit(*k, p)
+        });
+        let Some(first) = hits.next() else {
+            return;
+        };
+        // Nearly always the only one: then no order needs working out.
+        let Some(_) = hits.next() else {
+            let (_, _, w) = self.list.remove(first);
+            w.fire(ev);
+            return;
+        };
         let mut left = self.list.iter().filter(|(k, p, _)| hit(*k, p)).count();
         for kind in [WatchKind::Data, WatchKind::Child] {
             let mut i = 0;

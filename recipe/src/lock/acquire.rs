@@ -211,7 +211,7 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             };
             // The listing is read in place: no contender list is built or sorted.
             let place = match own_kind {
-                Some(k) => standing(&children, &own.name, own.sequence, k),
+                Some(k) => standing(&children, &own.name, k),
                 None => Standing::Absent,
             };
             let ahead = match place {

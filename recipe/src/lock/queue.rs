@@ -3,7 +3,7 @@
 //! Each waiter watches exactly one node, so a release wakes one waiter (or, for a
 //! writer's release, the readers right behind it), never the whole queue.
 
-use super::naming::{LockNode, NodeKind, contender_kind, parse_sequence, sequence_key};
+use super::naming::{LockNode, NodeKind, contender_kind, sequence_key};
 
 /// The contender just before `ours` (any kind). An exclusive lock or a writer waits for it.
 pub fn immediate_predecessor(contenders: &[LockNode], ours: usize) -> Option<&LockNode> {
@@ -44,23 +44,21 @@ pub enum Standing<'a> {
     Behind(&'a str),
 }
 
-/// [`position`] and [`blocker`] of our node (named `ours`, with its sequence number and
-/// kind) over the listing `children`, as
+/// [`position`] and [`blocker`] of our node (named `ours`, of kind `own_kind`) over the
+/// listing `children`, as
 /// [`contenders`](super::naming::contenders) would order it, but in one pass: no list is
 /// built or sorted, and only names that could be the blocker are classified. The acquire
 /// loop runs this on every listing.
 pub fn standing<'a, S: AsRef<str>>(
     children: &'a [S],
     ours: &str,
-    own_seq: u32,
     own_kind: NodeKind,
 ) -> Standing<'a> {
     // Suffixes are compared as keys (see `sequence_key`), which order as the sequence
-    // numbers do; ours names `own_seq`.
+    // numbers do.
     let Some(own_key) = sequence_key(ours) else {
         return Standing::Absent;
     };
-    debug_assert_eq!(parse_sequence(ours), Some(own_seq), "{ours}");
     let mut found = false;
     // The greatest (sequence, name) below ours that blocks us: the immediate predecessor
     // for a writer, the nearest writer for a reader.
@@ -148,7 +146,7 @@ mod tests {
                     };
                     let ours = &ours;
                     assert_eq!(
-                        standing(&names, &ours.name, ours.sequence, ours.kind),
+                        standing(&names, &ours.name, ours.kind),
                         by_list(&names, ours),
                         "{names:?} {ours:?}"
                     );

@@ -1,52 +1,39 @@
-//! Forwarding zookeeper-client's one-shot watchers into the recipe's [`Watch`].
+//! zookeeper-client's one-shot watchers as the recipe's [`Watch`].
 //!
-//! Each watch gets a spawned task that waits for the event and fires the recipe's `Watch`.
-//! A task alone would not keep ZooKeeper's ordering guarantee (a client sees a watch event
-//! before the reply to any later request of its own): the task may run after the recipe
-//! already saw that later reply. So every operation also *flushes* before handing its reply
-//! over: it polls each pending watcher once and fires those whose event has arrived. The
-//! session delivers the event before the later reply, so the flush always finds it.
+//! The recipe's `Watch` polls zookeeper-client's watcher itself ([`Watch::polled`]), so
+//! the event wakes the recipe's task directly; a forwarding task would add a task switch
+//! to every handoff. Polling alone would not keep ZooKeeper's ordering guarantee (a client
+//! sees a watch event before the reply to any later request of its own): the recipe may
+//! poll the later reply first. So every operation also *flushes* before handing its reply
+//! over: it polls each pending watcher once and keeps the outcome of those whose event
+//! has arrived. The session delivers the event before the later reply, so the flush always
+//! finds it.
 
 use crate::convert;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
-use zklock_recipe::{Watch, WatchSender};
+use zklock_recipe::{Watch, WatchSource, WatchedEvent, ZkError};
 use zookeeper_client as zk;
-
-/// How often a waiting forwarder checks whether the recipe dropped its `Watch`, so that an
-/// abandoned watch does not hold a task and a server-side watch until the session ends.
-const ABANDON_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 
-/// One watch on its way from zookeeper-client to the recipe.
+/// One watch between zookeeper-client and the recipe.
 struct Pending {
-    /// `None` once the event was delivered or the watch abandoned.
+    /// `None` once the event arrived or the recipe dropped its `Watch` (dropping
+    /// zookeeper-client's watcher also removes it from the session).
     event: Option<EventFuture>,
-    sender: Option<WatchSender>,
-    /// The forwarder task's waker. A flush polls with it, so the task stays the one woken.
+    /// The outcome a flush found, until the recipe's `Watch` takes it.
+    outcome: Option<Result<WatchedEvent, ZkError>>,
+    /// The waker of the recipe's last poll, which a flush polls with and wakes.
     waker: Option<Waker>,
 }
 
 impl Pending {
-    fn is_done(&self) -> bool {
-        self.event.is_none()
-    }
-
-    fn abandon_if_dropped(&mut self) {
-        if self.sender.as_ref().is_none_or(WatchSender::is_abandoned) {
-            // Dropping zookeeper-client's watcher also removes it from the session.
-            self.event = None;
-            self.sender = None;
-        }
-    }
-
-    /// Polls the event once and delivers it if it has arrived. True when nothing is left.
-    fn poll_deliver(&mut self, cx: &mut Context<'_>) -> bool {
-        self.abandon_if_dropped();
+    /// Polls the event once and keeps its outcome if it has arrived. True when no event
+    /// is awaited any more.
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> bool {
         let Some(event) = self.event.as_mut() else {
             return true;
         };
@@ -54,15 +41,43 @@ impl Pending {
             Poll::Pending => false,
             Poll::Ready(event) => {
                 self.event = None;
-                if let Some(sender) = self.sender.take() {
-                    match convert::watch_outcome(event) {
-                        Ok(event) => sender.fire(event),
-                        Err(error) => sender.fail(error),
-                    }
-                }
+                self.outcome = Some(convert::watch_outcome(event));
                 true
             }
         }
+    }
+}
+
+/// The recipe's end: its `Watch` polls this.
+struct Source(Arc<Mutex<Pending>>);
+
+impl WatchSource for Source {
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<WatchedEvent, ZkError>> {
+        let mut pending = lock(&self.0);
+        pending.poll_event(cx);
+        match pending.outcome.take() {
+            Some(outcome) => Poll::Ready(outcome),
+            // Polled again after its outcome was taken: nothing more can come.
+            None if pending.event.is_none() => Poll::Ready(Err(ZkError::SessionClosed)),
+            None => {
+                if !pending
+                    .waker
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+                {
+                    pending.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        let mut pending = lock(&self.0);
+        pending.event = None;
+        pending.outcome = None;
     }
 }
 
@@ -86,55 +101,130 @@ impl std::fmt::Debug for WatchForwarder {
 }
 
 impl WatchForwarder {
-    /// Turns a zookeeper-client watcher into a recipe `Watch`. Must run inside a tokio
-    /// runtime.
+    /// Turns a zookeeper-client watcher into a recipe `Watch`.
     pub(crate) fn forward(&self, watcher: zk::OneshotWatcher) -> Watch {
-        let (sender, watch) = Watch::channel();
+        self.forward_event(Box::pin(watcher.changed()))
+    }
+
+    fn forward_event(&self, event: EventFuture) -> Watch {
         let slot = Arc::new(Mutex::new(Pending {
-            event: Some(Box::pin(watcher.changed())),
-            sender: Some(sender),
+            event: Some(event),
+            outcome: None,
             waker: None,
         }));
         lock(&self.pending).push(Arc::clone(&slot));
-        tokio::spawn(async move {
-            loop {
-                let delivered = poll_fn(|cx| {
-                    let mut pending = lock(&slot);
-                    pending.waker = Some(cx.waker().clone());
-                    if pending.poll_deliver(cx) {
-                        Poll::Ready(())
-                    } else {
-                        Poll::Pending
-                    }
-                });
-                if tokio::time::timeout(ABANDON_CHECK_INTERVAL, delivered)
-                    .await
-                    .is_ok()
-                {
-                    return;
-                }
-                let mut pending = lock(&slot);
-                pending.abandon_if_dropped();
-                if pending.is_done() {
-                    return;
-                }
-            }
-        });
-        watch
+        Watch::polled(Box::new(Source(slot)))
     }
 
-    /// Fires every watch whose event has already arrived. Called before a reply is handed
-    /// to the recipe.
+    /// Takes the outcome of every watch whose event has already arrived, and wakes the
+    /// recipe if it waits on it. Called before a reply is handed to the recipe.
     pub(crate) fn flush(&self) {
         lock(&self.pending).retain(|slot| {
             let mut pending = lock(slot);
-            // Before its task first ran there is no task waker; the task polls (and so
-            // registers itself) when it runs, so a no-op waker is safe here.
-            let waker = pending
-                .waker
-                .clone()
-                .unwrap_or_else(|| Waker::noop().clone());
-            !pending.poll_deliver(&mut Context::from_waker(&waker))
+            // Before the recipe first polled there is no waker; its first poll registers
+            // one (and finds any outcome kept here), so a no-op waker is safe.
+            let waker = pending.waker.clone();
+            let done = pending.poll_event(&mut Context::from_waker(
+                waker.as_ref().unwrap_or(Waker::noop()),
+            ));
+            if done
+                && pending.outcome.is_some()
+                && let Some(waker) = waker
+            {
+                waker.wake();
+            }
+            !done
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+    use tokio::sync::oneshot;
+    use zklock_recipe::EventType;
+
+    /// An event future the test fires by hand; `dropped` tells when the watch let go of it.
+    fn event() -> (oneshot::Sender<zk::WatchedEvent>, EventFuture, Arc<()>) {
+        let (tx, rx) = oneshot::channel();
+        let alive = Arc::new(());
+        let held = Arc::clone(&alive);
+        let future = Box::pin(async move {
+            let _held = held;
+            rx.await.expect("the test keeps the sender")
+        });
+        (tx, future, alive)
+    }
+
+    #[derive(Default)]
+    struct CountingWaker(AtomicUsize);
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn deleted() -> zk::WatchedEvent {
+        zk::WatchedEvent::new(zk::EventType::NodeDeleted, "/a")
+    }
+
+    fn pending_count(forwarder: &WatchForwarder) -> usize {
+        lock(&forwarder.pending).len()
+    }
+
+    #[test]
+    fn a_flush_keeps_an_arrived_event_for_a_watch_not_yet_polled() {
+        let forwarder = WatchForwarder::default();
+        let (tx, future, _) = event();
+        let mut watch = forwarder.forward_event(future);
+        forwarder.flush();
+        assert_eq!(pending_count(&forwarder), 1, "nothing arrived yet");
+        tx.send(deleted()).unwrap();
+        forwarder.flush();
+        assert_eq!(pending_count(&forwarder), 0);
+        let expected = zklock_recipe::WatchedEvent {
+            event_type: EventType::NodeDeleted,
+            path: "/a".into(),
+        };
+        assert_eq!(watch.try_take(), Some(Ok(expected)));
+    }
+
+    #[test]
+    fn a_flush_wakes_the_recipe_waiting_on_the_watch() {
+        let forwarder = WatchForwarder::default();
+        let (tx, future, _) = event();
+        let mut watch = forwarder.forward_event(future);
+        let counter = Arc::new(CountingWaker::default());
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut watch).poll(&mut cx).is_pending());
+        // The event arrives; the recipe is woken by the event's own channel here, and by
+        // the flush when a reply's flush takes the event first.
+        tx.send(deleted()).unwrap();
+        let woken_by_event = counter.0.load(Ordering::SeqCst);
+        forwarder.flush();
+        assert_eq!(counter.0.load(Ordering::SeqCst), woken_by_event + 1);
+        assert!(matches!(
+            Pin::new(&mut watch).poll(&mut cx),
+            Poll::Ready(Ok(ref e)) if e.event_type == EventType::NodeDeleted
+        ));
+    }
+
+    #[test]
+    fn a_dropped_watch_lets_go_of_the_watcher_at_once() {
+        let forwarder = WatchForwarder::default();
+        let (_tx, future, alive) = event();
+        let watch = forwarder.forward_event(future);
+        assert_eq!(Arc::strong_count(&alive), 2);
+        drop(watch);
+        assert_eq!(
+            Arc::strong_count(&alive),
+            1,
+            "the watcher went with the watch"
+        );
+        forwarder.flush();
+        assert_eq!(pending_count(&forwarder), 0);
     }
 }

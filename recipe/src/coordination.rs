@@ -18,10 +18,36 @@ use std::time::Duration;
 /// ends first (`SessionExpired` or `SessionClosed`); after that no event can come.
 /// A watch survives a Disconnected/Connected cycle, as ZooKeeper restores watches on
 /// reconnect.
-#[derive(Debug)]
 #[must_use = "a watch does nothing unless awaited"]
 pub struct Watch {
-    rx: oneshot::Receiver<Result<WatchedEvent, ZkError>>,
+    source: Source,
+}
+
+/// Where a watch's outcome comes from.
+enum Source {
+    /// Sent by the runner ([`Watch::channel`]).
+    Sent(oneshot::Receiver<Result<WatchedEvent, ZkError>>),
+    /// Polled from the runner's own future ([`Watch::polled`]), so that the event wakes
+    /// the recipe directly, with no task in between to forward it.
+    Polled(Box<dyn WatchSource>),
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let source = match self.source {
+            Source::Sent(_) => "sent",
+            Source::Polled(_) => "polled",
+        };
+        f.debug_struct("Watch").field("source", &source).finish()
+    }
+}
+
+/// A runner's watch outcome, polled by the [`Watch`] made of it ([`Watch::polled`]).
+/// Dropping it (the recipe dropped its `Watch`) should drop the server-side interest.
+pub trait WatchSource: Send {
+    /// Polls for the outcome, as [`Future::poll`]: `Ready` once, with the event or the
+    /// error ending the session; it is not polled again after that.
+    fn poll_outcome(&mut self, cx: &mut Context<'_>) -> Poll<Result<WatchedEvent, ZkError>>;
 }
 
 /// The runner's end of a [`Watch`].
@@ -34,15 +60,35 @@ impl Watch {
     /// A new watch and the sender that fires it. For runners, not recipes.
     pub fn channel() -> (WatchSender, Watch) {
         let (tx, rx) = oneshot::channel();
-        (WatchSender { tx }, Watch { rx })
+        (
+            WatchSender { tx },
+            Watch {
+                source: Source::Sent(rx),
+            },
+        )
+    }
+
+    /// A watch that polls `source` for its outcome. For runners, not recipes.
+    pub fn polled(source: Box<dyn WatchSource>) -> Watch {
+        Watch {
+            source: Source::Polled(source),
+        }
     }
 
     /// The outcome if the watch has already resolved, without waiting.
     pub fn try_take(&mut self) -> Option<Result<WatchedEvent, ZkError>> {
-        match self.rx.try_recv() {
-            Ok(Some(r)) => Some(r),
-            Ok(None) => None,
-            Err(_) => Some(Err(ZkError::SessionClosed)),
+        match &mut self.source {
+            Source::Sent(rx) => match rx.try_recv() {
+                Ok(Some(r)) => Some(r),
+                Ok(None) => None,
+                Err(_) => Some(Err(ZkError::SessionClosed)),
+            },
+            Source::Polled(source) => {
+                match source.poll_outcome(&mut Context::from_waker(Waker::noop())) {
+                    Poll::Ready(r) => Some(r),
+                    Poll::Pending => None,
+                }
+            }
         }
     }
 }
@@ -66,11 +112,14 @@ impl WatchSender {
 impl Future for Watch {
     type Output = Result<WatchedEvent, ZkError>;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match Pin::new(&mut self.rx).poll(cx) {
-            Poll::Ready(Ok(r)) => Poll::Ready(r),
-            // The runner dropped the sender: the session is gone.
-            Poll::Ready(Err(_)) => Poll::Ready(Err(ZkError::SessionClosed)),
-            Poll::Pending => Poll::Pending,
+        match &mut self.source {
+            Source::Sent(rx) => match Pin::new(rx).poll(cx) {
+                Poll::Ready(Ok(r)) => Poll::Ready(r),
+                // The runner dropped the sender: the session is gone.
+                Poll::Ready(Err(_)) => Poll::Ready(Err(ZkError::SessionClosed)),
+                Poll::Pending => Poll::Pending,
+            },
+            Source::Polled(source) => source.poll_outcome(cx),
         }
     }
 }

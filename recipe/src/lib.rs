@@ -93,7 +93,7 @@ pub mod path;
 mod types;
 
 pub use coordination::{
-    Coordination, DetachedCleanup, SessionBroadcast, SessionEvents, Watch, WatchSender,
+    Coordination, DetachedCleanup, SessionBroadcast, SessionEvents, Watch, WatchSender, WatchSource,
 };
 pub use lock::{
     FencingToken, Lock, LockError, LockGuard, LockNode, LockOptions, LostPolicy, LostReason,

@@ -242,7 +242,9 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         rounds: opts.rounds,
         clients_note: "each client its own session, acquire -> release with no hold in a \
                        tight loop; the Rust clients are tasks on one multi-threaded tokio \
-                       runtime. zklock: release_in_background sends the delete and the \
+                       runtime, their connections with TCP_NODELAY (as Kazoo's; \
+                       zookeeper-client leaves Nagle on, zklock's client sets it). \
+                       zklock: release_in_background sends the delete and the \
                        next acquire starts at once (a background task awaits the reply), \
                        as zookeeper-client's guard deletes on drop; zklock-awaited: \
                        release().await waits for the delete's reply, as Kazoo's release() \

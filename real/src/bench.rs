@@ -497,7 +497,11 @@ async fn zk_connect(addr: &str, cfg: &CellConfig) -> Result<zk::Client, BenchErr
         .with_session_timeout(Duration::from_millis(cfg.session_timeout_ms))
         .connect(addr);
     match tokio::time::timeout(Duration::from_millis(cfg.connect_timeout_ms), connect).await {
-        Ok(Ok(client)) => Ok(client),
+        Ok(Ok(client)) => {
+            // Like for like: zklock's client sets TCP_NODELAY, so this one gets it too.
+            let _ = crate::nodelay::set_on_connections_to(addr);
+            Ok(client)
+        }
         Ok(Err(e)) => Err(BenchError::new(format!(
             "zookeeper-client cannot connect to {addr}: {e}"
         ))),

@@ -122,6 +122,8 @@ impl ZkClient {
             }
             Ok(Ok(client)) => client,
         };
+        // Best effort: without it requests are slower, not wrong.
+        let _ = crate::nodelay::set_on_connections_to(addr);
         Ok(ZkClient::from_client(client, addr))
     }
 
@@ -134,9 +136,14 @@ impl ZkClient {
             broadcast: SessionBroadcast::default(),
         }));
         let task_hub = Arc::clone(&hub);
+        let connect_string = addr.to_string();
         let state_task = tokio::spawn(async move {
             loop {
                 let state = convert::session_state(states.changed().await);
+                if state == SessionState::Connected {
+                    // A reconnect opened a new socket, with Nagle on again.
+                    let _ = crate::nodelay::set_on_connections_to(&connect_string);
+                }
                 let mut hub = lock(&task_hub);
                 hub.advance(state);
                 // After a terminal state zookeeper-client reports nothing more.

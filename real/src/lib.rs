@@ -69,6 +69,7 @@ mod detached;
 mod error;
 pub mod faults;
 pub mod harness;
+mod nodelay;
 pub mod proxy;
 pub mod recorder;
 pub mod recording;

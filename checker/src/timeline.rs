@@ -66,7 +66,7 @@ impl<'a> Describer<'a> {
         let mut ops = BTreeMap::new();
         for e in &history.events {
             if let EventKind::OpInvoke { op_id, op, path } = &e.kind {
-                ops.insert((e.client, *op_id), (*op, path.as_str()));
+                ops.insert((e.client, *op_id), (*op, &**path));
             }
         }
         Describer {
@@ -95,7 +95,7 @@ impl<'a> Describer<'a> {
                         op_id: id,
                         op,
                         path,
-                    } if e.client == client && *id == op_id => Some((*op, path.as_str())),
+                    } if e.client == client && *id == op_id => Some((*op, &**path)),
                     _ => None,
                 }),
         }

@@ -103,7 +103,7 @@ impl Recorder {
         let kind = EventKind::OpInvoke {
             op_id,
             op,
-            path: path.to_owned(),
+            path: path.into(),
         };
         self.push(&mut log, client, session, kind);
         op_id

@@ -3,6 +3,7 @@
 
 use crate::types::{SessionId, SessionState, ZkError};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Version of the history format. Bump it when a change would make older readers
 /// misread a history.
@@ -68,11 +69,12 @@ pub enum FaultKind {
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EventKind {
-    /// A ZooKeeper request was issued.
+    /// A ZooKeeper request was issued. The path is shared with the request that carries
+    /// it, so recording one copies no string (it serializes as a plain string).
     OpInvoke {
         op_id: u64,
         op: ZkOp,
-        path: String,
+        path: Arc<str>,
     },
     /// It succeeded.
     OpOk {

@@ -103,7 +103,7 @@ impl Coordination for SimClient {
         mode: CreateMode,
     ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
         let req = Request::Create {
-            path: path.to_owned(),
+            path: path.into(),
             data: data.to_vec(),
             mode,
         };
@@ -119,7 +119,7 @@ impl Coordination for SimClient {
         version: Option<i32>,
     ) -> impl Future<Output = Result<(), ZkError>> + Send {
         let req = Request::Delete {
-            path: path.to_owned(),
+            path: path.into(),
             version,
         };
         self.call(req, |a| match a {
@@ -130,7 +130,7 @@ impl Coordination for SimClient {
 
     fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
         let req = Request::Exists {
-            path: path.to_owned(),
+            path: path.into(),
             watch: false,
         };
         self.call(req, |a| match a {
@@ -144,7 +144,7 @@ impl Coordination for SimClient {
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, Watch), ZkError>> + Send {
         let req = Request::Exists {
-            path: path.to_owned(),
+            path: path.into(),
             watch: true,
         };
         self.call(req, |a| match a {
@@ -158,7 +158,7 @@ impl Coordination for SimClient {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
         let req = Request::GetData {
-            path: path.to_owned(),
+            path: path.into(),
             watch: false,
         };
         self.call(req, |a| match a {
@@ -172,7 +172,7 @@ impl Coordination for SimClient {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
         let req = Request::GetData {
-            path: path.to_owned(),
+            path: path.into(),
             watch: true,
         };
         self.call(req, |a| match a {
@@ -186,7 +186,7 @@ impl Coordination for SimClient {
         path: &str,
     ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
         let req = Request::GetChildren {
-            path: path.to_owned(),
+            path: path.into(),
             watch: false,
         };
         self.call(req, |a| match a {
@@ -200,7 +200,7 @@ impl Coordination for SimClient {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
         let req = Request::GetChildren {
-            path: path.to_owned(),
+            path: path.into(),
             watch: true,
         };
         self.call(req, |a| match a {
@@ -216,7 +216,7 @@ impl Coordination for SimClient {
         version: Option<i32>,
     ) -> impl Future<Output = Result<Stat, ZkError>> + Send {
         let req = Request::SetData {
-            path: path.to_owned(),
+            path: path.into(),
             data: data.to_vec(),
             version,
         };

@@ -30,7 +30,7 @@ fn ops(sim: &Sim, c: &SimClient, skip: usize) -> Vec<(ZkOp, String, &'static str
         .filter(|e| e.client as usize == c.index())
         .filter_map(|e| match &e.kind {
             EventKind::OpInvoke { op_id, op, path } => {
-                Some((*op, path.clone(), outcome(*op_id).unwrap_or("pending")))
+                Some((*op, path.to_string(), outcome(*op_id).unwrap_or("pending")))
             }
             _ => None,
         })

@@ -71,7 +71,7 @@ pub fn ops_since(sim: &Sim, c: &SimClient, since: Duration) -> Vec<(ZkOp, String
         .filter_map(|e| match &e.kind {
             EventKind::OpInvoke { op_id, op, path } => Some((
                 *op,
-                path.clone(),
+                path.to_string(),
                 outcome
                     .get(op_id)
                     .cloned()

@@ -37,15 +37,15 @@ impl Work {
     fn request(&self) -> Request {
         match self {
             Work::Delete(path) => Request::Delete {
-                path: path.clone(),
+                path: path.as_str().into(),
                 version: None,
             },
             Work::List { dir, .. } => Request::GetChildren {
-                path: dir.clone(),
+                path: dir.as_str().into(),
                 watch: false,
             },
             Work::CheckOwner(path) => Request::Exists {
-                path: path.clone(),
+                path: path.as_str().into(),
                 watch: false,
             },
         }

@@ -29,6 +29,7 @@ use request::{Answer, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use timers::Timers;
 use watches::ClientWatches;
 use zklock_recipe::history::{Event, EventKind, ZkOp};
@@ -122,7 +123,7 @@ pub(crate) enum Inbound {
         op_id: u64,
         reply: ReplyTo,
         result: Reply,
-        watch: Option<(String, WatchKind)>,
+        watch: Option<(Arc<str>, WatchKind)>,
     },
     Event(WatchedEvent),
 }
@@ -635,7 +636,7 @@ impl World {
     /// Applies a request at the server. Watch notifications go out before the reply, as
     /// ZooKeeper's server sends them.
     #[inline]
-    fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(String, WatchKind)>) {
+    fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(Arc<str>, WatchKind)>) {
         let session = self.clients[c].session;
         let mut notes = std::mem::take(&mut self.notes);
         let mut watch = None;
@@ -734,7 +735,7 @@ impl World {
         op_id: u64,
         reply: ReplyTo,
         result: Reply,
-        watch: Option<(String, WatchKind)>,
+        watch: Option<(Arc<str>, WatchKind)>,
     ) {
         let cl = &mut self.clients[c];
         if cl.inbound.is_empty() && cl.can_take_reply() {
@@ -792,7 +793,7 @@ impl World {
         op_id: u64,
         reply: ReplyTo,
         mut result: Reply,
-        watch: Option<(String, WatchKind)>,
+        watch: Option<(Arc<str>, WatchKind)>,
     ) {
         if let (Ok(answer), Some((path, kind))) = (&mut result, watch) {
             let (tx, w) = zklock_recipe::Watch::channel();
@@ -878,16 +879,16 @@ pub(crate) fn timer_shape(t: &Timer) -> (u8, u64, u64) {
     }
 }
 
-fn describe(req: &Request) -> (ZkOp, String) {
+fn describe(req: &Request) -> (ZkOp, Arc<str>) {
     let path = match req {
         Request::Create { path, .. }
         | Request::Delete { path, .. }
         | Request::Exists { path, .. }
         | Request::GetData { path, .. }
         | Request::GetChildren { path, .. }
-        | Request::SetData { path, .. } => path.clone(),
-        Request::Multi(ops) => ops.first().map_or(String::new(), |o| o.path().into()),
-        Request::Close => String::new(),
+        | Request::SetData { path, .. } => Arc::clone(path),
+        Request::Multi(ops) => ops.first().map_or_else(|| "".into(), |o| o.path().into()),
+        Request::Close => "".into(),
     };
     (req.kind(), path)
 }

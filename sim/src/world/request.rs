@@ -1,35 +1,38 @@
 //! Requests as the simulated server receives them, and their answers.
 
+use std::sync::Arc;
 use zklock_recipe::{CreateMode, Op, OpResult, Stat, Watch, ZkError};
 
 /// The kind of a request, for hooks: the history's own operation names.
 pub use zklock_recipe::history::ZkOp as RequestKind;
 
+/// Paths are shared (`Arc<str>`): the history's record of a request and the watch it
+/// sets take the path without copying it.
 #[derive(Clone, Debug, Hash)]
 pub(crate) enum Request {
     Create {
-        path: String,
+        path: Arc<str>,
         data: Vec<u8>,
         mode: CreateMode,
     },
     Delete {
-        path: String,
+        path: Arc<str>,
         version: Option<i32>,
     },
     Exists {
-        path: String,
+        path: Arc<str>,
         watch: bool,
     },
     GetData {
-        path: String,
+        path: Arc<str>,
         watch: bool,
     },
     GetChildren {
-        path: String,
+        path: Arc<str>,
         watch: bool,
     },
     SetData {
-        path: String,
+        path: Arc<str>,
         data: Vec<u8>,
         version: Option<i32>,
     },

@@ -6,16 +6,17 @@
 
 use super::request::WatchKind;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use zklock_recipe::{EventType, WatchSender, WatchedEvent, ZkError};
 
 #[derive(Debug, Default)]
 pub(crate) struct ClientWatches {
     /// In registration order.
-    list: Vec<(WatchKind, String, WatchSender)>,
+    list: Vec<(WatchKind, Arc<str>, WatchSender)>,
 }
 
 impl ClientWatches {
-    pub(crate) fn add(&mut self, kind: WatchKind, path: String, tx: WatchSender) {
+    pub(crate) fn add(&mut self, kind: WatchKind, path: Arc<str>, tx: WatchSender) {
         self.list.push((kind, path, tx));
     }
 
@@ -84,7 +85,7 @@ impl ClientWatches {
                 .list
                 .iter()
                 .filter(|(k, _, _)| *k == kind)
-                .map(|(_, p, _)| p.as_str())
+                .map(|(_, p, _)| &**p)
                 .collect();
             paths.sort_unstable();
             let mut counted: Vec<(&str, usize)> = Vec::new();

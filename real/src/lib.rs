@@ -30,6 +30,10 @@
 //! [`bench`] measures lock throughput and handoff latency on a real server (the shipped
 //! recipe, zookeeper-client's `Client::lock` and Kazoo's `Lock`) for `zklock bench`.
 //!
+//! [`ZkClient`] sets TCP_NODELAY on its connections, as ZooKeeper's Java client and Kazoo
+//! do: zookeeper-client leaves Nagle's algorithm on, which holds a request sent behind an
+//! unanswered one (the recipe's listing behind its create) for a round trip.
+//!
 //! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
 //! [`harness::availability`]).
 //!

@@ -13,10 +13,13 @@ use rustix::process::{PidfdFlags, PidfdGetfdFlags, getpid, pidfd_getfd, pidfd_op
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-/// Sets TCP_NODELAY on every socket of this process connected to one of `addrs` (a
-/// connect string's `host:port` list) that lacks it. Returns how many it set.
+/// Sets TCP_NODELAY on every socket of this process connected to a server of
+/// `connect_string` (`host:port,...`, with or without a chroot) that lacks it. Returns
+/// how many it set.
 pub(crate) fn set_on_connections_to(connect_string: &str) -> io::Result<usize> {
-    let peers: Vec<SocketAddr> = connect_string
+    // A chroot suffix (`host:port,host:port/app`) names no server.
+    let hosts = connect_string.split('/').next().unwrap_or_default();
+    let peers: Vec<SocketAddr> = hosts
         .split(',')
         .filter_map(|hp| hp.to_socket_addrs().ok())
         .flatten()
@@ -66,7 +69,8 @@ mod tests {
         let theirs = TcpStream::connect(other.local_addr().unwrap()).unwrap();
         assert!(!ours.nodelay().unwrap(), "Nagle is on by default");
 
-        let set = set_on_connections_to(&server.local_addr().unwrap().to_string()).unwrap();
+        let chrooted = format!("{},127.0.0.1:1/app", server.local_addr().unwrap());
+        let set = set_on_connections_to(&chrooted).unwrap();
         assert!(set >= 1, "our connection was found");
         assert!(ours.nodelay().unwrap());
         assert!(

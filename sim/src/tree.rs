@@ -75,8 +75,6 @@ pub struct DataTree {
     last_zxid: i64,
     /// Data watches left by `exists` on paths without a node: they fire NodeCreated.
     absent_watches: BTreeMap<String, Vec<SessionId>>,
-    /// Scratch for sequential names, kept to spare an allocation per create.
-    scratch: String,
 }
 
 impl Default for DataTree {
@@ -110,7 +108,6 @@ impl DataTree {
             index: HashMap::from_iter([(path, ROOT)]),
             last_zxid: 0,
             absent_watches: BTreeMap::new(),
-            scratch: String::new(),
         }
     }
 
@@ -421,18 +418,18 @@ impl DataTree {
         let Some(parent_id) = parent else {
             return Err(ZkError::NoNode);
         };
-        let mut full = std::mem::take(&mut self.scratch);
-        full.clear();
-        full.push_str(path);
-        if mode.is_sequential() {
+        // The path is built once, straight into the String the answer takes. A plain
+        // name is judged before it is copied; a sequential one is judged with its suffix,
+        // and is refused too rarely for its copy to matter.
+        let (created, at) = if mode.is_sequential() {
+            let mut full = String::with_capacity(path.len() + SEQUENCE_DIGITS);
+            full.push_str(path);
             push_sequence(&mut full, self.node(parent_id).child_creates);
-        }
-        let at = match self.refuse_create(parent_id, &full[name_at..]) {
-            Ok(at) => at,
-            Err(e) => {
-                self.scratch = full;
-                return Err(e);
-            }
+            let at = self.refuse_create(parent_id, &full[name_at..])?;
+            (full, at)
+        } else {
+            let at = self.refuse_create(parent_id, &path[name_at..])?;
+            (path.to_owned(), at)
         };
         let ephemeral_owner = if mode.is_ephemeral() {
             // ephemeral_owner 0 means persistent, so session 0 cannot own ephemerals.
@@ -451,9 +448,7 @@ impl DataTree {
             num_children: 0,
             data_length: data_len(data),
         };
-        let shared: Arc<str> = Arc::from(full.as_str());
-        let created = full.clone();
-        self.scratch = full;
+        let shared: Arc<str> = Arc::from(created.as_str());
         let node = Node {
             path: shared.clone(),
             name_at,
@@ -827,6 +822,9 @@ fn check_data_size(data: &[u8]) -> Result<(), ZkError> {
 fn data_len(data: &[u8]) -> i32 {
     i32::try_from(data.len()).expect("data size is checked against DATA_BYTES_MAX")
 }
+
+/// The length of a sequential name's suffix (longer only for a negative count).
+const SEQUENCE_DIGITS: usize = 10;
 
 /// Appends ZooKeeper's ten-digit sequence suffix, as `format!("{n:010}")` writes it,
 /// without the formatting machinery (this runs on every sequential create).

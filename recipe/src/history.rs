@@ -69,8 +69,8 @@ pub enum FaultKind {
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EventKind {
-    /// A ZooKeeper request was issued. The path is shared with the request that carries
-    /// it, so recording one copies no string (it serializes as a plain string).
+    /// A ZooKeeper request was issued. The simulation shares the path with the request
+    /// that carries it, so recording one copies no string; it serializes as a plain string.
     OpInvoke {
         op_id: u64,
         op: ZkOp,

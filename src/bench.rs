@@ -24,10 +24,15 @@ use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
 const SIM_PER_CORE_TARGET: f64 = 250_000.0;
 const SIM_CEILING_RATIO_TARGET: f64 = 0.25;
 
+/// Pooled over every round (total acquisitions over total time, as the real part pools
+/// its rounds); the `*_per_round` lists show the spread the machine's load gave.
 #[derive(Debug, Default, Serialize)]
 pub struct SimFigures {
+    /// Seeds of each sweep, all rounds together.
     pub seeds: u64,
+    pub rounds: u32,
     pub checked_acquisitions_per_s_one_core: f64,
+    pub one_core_per_round: Vec<f64>,
     pub checked_acquisitions_per_s_all_cores: f64,
     pub cores: usize,
     pub seeds_per_s_one_core: f64,
@@ -36,6 +41,8 @@ pub struct SimFigures {
     pub round_trips_per_acquisition: f64,
     pub ceiling_acquisitions_per_s: f64,
     pub ratio_to_ceiling: f64,
+    /// One core over the ceiling, each measured in the same round.
+    pub ratio_per_round: Vec<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -74,10 +81,10 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores")
 }
 
-/// Raw request/response round trips per second between two madsim tasks: the most a
-/// simulation whose actors are madsim tasks could do per request. zklock's actors run on
-/// the simulation's own executor instead (sim/src/actor.rs), so this bounds what a
-/// simulation built the usual way on madsim could do, not zklock's.
+/// The seconds `n` raw request/response round trips between two madsim tasks take: their
+/// rate is the most a simulation whose actors are madsim tasks could do per request.
+/// zklock's actors run on the simulation's own executor instead (sim/src/actor.rs), so
+/// this bounds what a simulation built the usual way on madsim could do, not zklock's.
 fn madsim_round_trips(n: u64) -> f64 {
     let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
     // Timed from outside the runtime: inside it, madsim answers `Instant::now()` with
@@ -102,16 +109,44 @@ fn madsim_round_trips(n: u64) -> f64 {
     });
     let secs = t0.elapsed().as_secs_f64();
     assert!(answered >= n, "every request answered");
-    n as f64 / secs
+    secs
 }
 
-fn sim_figures(seeds: u64) -> SimFigures {
+/// Madsim round trips timed in each round: enough to be well above the clock's noise.
+const MADSIM_ROUND_TRIPS_PER_ROUND: u64 = 300_000;
+
+/// Sums of one measurement over rounds, and its rate in each round.
+#[derive(Default)]
+struct Pooled {
+    count: f64,
+    secs: f64,
+    per_round: Vec<f64>,
+}
+
+impl Pooled {
+    fn add(&mut self, count: f64, secs: f64) {
+        let secs = secs.max(1e-9);
+        self.count += count;
+        self.secs += secs;
+        self.per_round.push(count / secs);
+    }
+    fn rate(&self) -> f64 {
+        self.count / self.secs.max(1e-9)
+    }
+}
+
+/// The sweeps run in `rounds` interleaved rounds of `seeds / rounds` seeds each (the same
+/// seeds every round, so rounds differ only by the machine): one core, all cores, then
+/// the madsim ceiling. A shared machine's speed drifts by tens of percent within a minute,
+/// so the ratio is taken within each round, not across minutes.
+fn sim_figures(seeds: u64, rounds: u32) -> SimFigures {
     let sc = Scenario::default();
     let recipe = ShippedRecipe::default();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_round = (seeds / u64::from(rounds)).max(1);
     let sweep = |threads: usize| {
         let budget = Budget {
-            seeds,
+            seeds: per_round,
             threads,
             ..Budget::default()
         };
@@ -124,12 +159,56 @@ fn sim_figures(seeds: u64) -> SimFigures {
             secs,
         )
     };
-    let (acq1, seeds1, s1) = sweep(1);
-    let (acqn, seedsn, sn) = sweep(cores);
-    // Round trips one acquisition needs: ZooKeeper requests plus resource operations.
+    let mut one = Pooled::default();
+    let mut one_seeds = Pooled::default();
+    let mut all = Pooled::default();
+    let mut all_seeds = Pooled::default();
+    let mut trips_s = Pooled::default();
+    for round in 1..=rounds {
+        eprintln!(
+            "simulation: round {round}/{rounds}: {per_round} seeds on one core, on {cores} \
+             cores, then madsim"
+        );
+        let (acq, run, secs) = sweep(1);
+        one.add(acq, secs);
+        one_seeds.add(run, secs);
+        let (acq, run, secs) = sweep(cores);
+        all.add(acq, secs);
+        all_seeds.add(run, secs);
+        trips_s.add(
+            MADSIM_ROUND_TRIPS_PER_ROUND as f64,
+            madsim_round_trips(MADSIM_ROUND_TRIPS_PER_ROUND),
+        );
+    }
+    let per_acq = round_trips_per_acquisition(&sc, &recipe);
+    let ceiling = trips_s.rate() / per_acq;
+    SimFigures {
+        seeds: per_round * u64::from(rounds),
+        rounds,
+        checked_acquisitions_per_s_one_core: one.rate(),
+        ratio_per_round: one
+            .per_round
+            .iter()
+            .zip(&trips_s.per_round)
+            .map(|(acq, trips)| acq / (trips / per_acq))
+            .collect(),
+        one_core_per_round: std::mem::take(&mut one.per_round),
+        checked_acquisitions_per_s_all_cores: all.rate(),
+        cores,
+        seeds_per_s_one_core: one_seeds.rate(),
+        seeds_per_s_all_cores: all_seeds.rate(),
+        madsim_round_trips_per_s: trips_s.rate(),
+        round_trips_per_acquisition: per_acq,
+        ceiling_acquisitions_per_s: ceiling,
+        ratio_to_ceiling: one.rate() / ceiling,
+    }
+}
+
+/// Round trips one acquisition needs: ZooKeeper requests plus resource operations.
+fn round_trips_per_acquisition(sc: &Scenario, recipe: &ShippedRecipe) -> f64 {
     let (mut trips, mut acquired) = (0u64, 0u64);
     for seed in 0..20 {
-        for e in run_scenario(&sc, seed, &recipe).history.events {
+        for e in run_scenario(sc, seed, recipe).history.events {
             match e.kind {
                 EventKind::OpInvoke { .. }
                 | EventKind::ResourceRead { .. }
@@ -139,22 +218,7 @@ fn sim_figures(seeds: u64) -> SimFigures {
             }
         }
     }
-    let per_acq = trips as f64 / acquired.max(1) as f64;
-    let rts = madsim_round_trips(1_000_000);
-    let ceiling = rts / per_acq;
-    let one = acq1 / s1;
-    SimFigures {
-        seeds,
-        checked_acquisitions_per_s_one_core: one,
-        checked_acquisitions_per_s_all_cores: acqn / sn,
-        cores,
-        seeds_per_s_one_core: seeds1 / s1,
-        seeds_per_s_all_cores: seedsn / sn,
-        madsim_round_trips_per_s: rts,
-        round_trips_per_acquisition: per_acq,
-        ceiling_acquisitions_per_s: ceiling,
-        ratio_to_ceiling: one / ceiling,
-    }
+    trips as f64 / acquired.max(1) as f64
 }
 
 fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> ExhaustiveFigures {
@@ -181,7 +245,8 @@ const BENCH_USAGE: &str = "\
 zklock bench: benchmark figures, printed and written to target/zklock-bench/bench.json
 
 OPTIONS:
-    --seeds N                 simulation seeds per sweep (2000)
+    --seeds N                 simulation seeds per sweep, all rounds together (2000)
+    --sim-rounds N            rounds the sweeps are split into, interleaved (5)
     --exhaustive-limit-s S    time limit of each exhaustive configuration (60)
     --sim-only                only the simulation and exhaustive parts
     --real-only               only the real-ZooKeeper part
@@ -198,6 +263,7 @@ notice saying what to install, except under CI=true, where that is an error.
 
 pub fn run(args: &[String]) -> Result<bool> {
     let mut seeds = 2000;
+    let mut sim_rounds: u32 = 5;
     let mut exhaustive_limit_s = 60;
     let (mut sim, mut real) = (true, true);
     let mut real_opts = RealOptions::default();
@@ -205,6 +271,12 @@ pub fn run(args: &[String]) -> Result<bool> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--seeds" => seeds = value(a, it.next())?,
+            "--sim-rounds" => {
+                sim_rounds = value(a, it.next())?;
+                if !(1..=100).contains(&sim_rounds) {
+                    bail!("--sim-rounds: {sim_rounds} is not 1 to 100");
+                }
+            }
             "--exhaustive-limit-s" => exhaustive_limit_s = value(a, it.next())?,
             "--sim-only" => real = false,
             "--real-only" => sim = false,
@@ -262,8 +334,7 @@ pub fn run(args: &[String]) -> Result<bool> {
         ..Figures::default()
     };
     if sim {
-        eprintln!("simulation: {seeds} seeds on one core, then on all cores...");
-        f.simulation = Some(sim_figures(seeds));
+        f.simulation = Some(sim_figures(seeds, sim_rounds));
         for (c, k) in [(2, 1), (3, 0), (3, 1)] {
             eprintln!("exhaustive: {c} clients, {k} faults...");
             f.exhaustive
@@ -299,36 +370,52 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
     println!();
     println!("simulation (5 clients x 20 acquisitions, all faults on, every run checked)");
     println!(
-        "  checked acquisitions/s, one core      {:>12.0}",
-        s.checked_acquisitions_per_s_one_core
+        "  {} seeds per sweep in {} interleaved rounds; pooled, then per round lowest-highest",
+        s.seeds, s.rounds
     );
-    println!(
-        "  checked acquisitions/s, {} cores      {:>12.0}",
-        s.cores, s.checked_acquisitions_per_s_all_cores
+    let row = |what: &str, pooled: String, spread: String| {
+        let line = format!("  {what:<36} {pooled:>12} {spread:>17}");
+        println!("{}", line.trim_end());
+    };
+    row(
+        "checked acquisitions/s, one core",
+        format!("{:.0}", s.checked_acquisitions_per_s_one_core),
+        bench_real::range(&s.one_core_per_round, 0),
     );
-    println!(
-        "  seeds/s, one core                     {:>12.1}",
-        s.seeds_per_s_one_core
+    row(
+        &format!("checked acquisitions/s, {} cores", s.cores),
+        format!("{:.0}", s.checked_acquisitions_per_s_all_cores),
+        String::new(),
     );
-    println!(
-        "  seeds/s, all cores                    {:>12.1}",
-        s.seeds_per_s_all_cores
+    row(
+        "seeds/s, one core",
+        format!("{:.1}", s.seeds_per_s_one_core),
+        String::new(),
     );
-    println!(
-        "  madsim raw round trips/s              {:>12.0}",
-        s.madsim_round_trips_per_s
+    row(
+        "seeds/s, all cores",
+        format!("{:.1}", s.seeds_per_s_all_cores),
+        String::new(),
     );
-    println!(
-        "  round trips per acquisition           {:>12.1}",
-        s.round_trips_per_acquisition
+    row(
+        "madsim raw round trips/s",
+        format!("{:.0}", s.madsim_round_trips_per_s),
+        String::new(),
     );
-    println!(
-        "  ceiling: acquisitions/s               {:>12.0}",
-        s.ceiling_acquisitions_per_s
+    row(
+        "round trips per acquisition",
+        format!("{:.1}", s.round_trips_per_acquisition),
+        String::new(),
     );
-    println!(
-        "  one core / ceiling                    {:>12.3}",
-        s.ratio_to_ceiling
+    row(
+        "ceiling: acquisitions/s",
+        format!("{:.0}", s.ceiling_acquisitions_per_s),
+        String::new(),
+    );
+    row(
+        "one core / ceiling",
+        format!("{:.3}", s.ratio_to_ceiling),
+        bench_real::range(&s.ratio_per_round, 3),
     );
     let per_core = s.checked_acquisitions_per_s_one_core;
     println!(

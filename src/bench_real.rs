@@ -406,7 +406,7 @@ fn micros(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.0}"))
 }
 
-fn range(values: &[f64], decimals: usize) -> String {
+pub(super) fn range(values: &[f64], decimals: usize) -> String {
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if values.is_empty() {

@@ -95,3 +95,43 @@ fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
     assert!(!ok);
     assert!(out.contains("unknown command"), "{out}");
 }
+
+#[test]
+fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["bench", "--sim-only", "--seeds", "4", "--sim-rounds", "2"])
+        .args(["--exhaustive-limit-s", "1"])
+        .env("CARGO_TARGET_DIR", dir.path())
+        .output()
+        .expect("run zklock bench");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("4 seeds per sweep in 2 interleaved rounds"),
+        "{text}"
+    );
+    let json = std::fs::read_to_string(dir.path().join("zklock-bench/bench.json")).unwrap();
+    let figures: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let sim = &figures["simulation"];
+    assert_eq!(sim["rounds"], 2);
+    let rounds: Vec<f64> = sim["one_core_per_round"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_f64().unwrap())
+        .collect();
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(sim["ratio_per_round"].as_array().unwrap().len(), 2);
+    // Pooled over the rounds, so it lies between the slowest and the fastest round.
+    let pooled = sim["checked_acquisitions_per_s_one_core"].as_f64().unwrap();
+    let (lo, hi) = (rounds[0].min(rounds[1]), rounds[0].max(rounds[1]));
+    assert!(
+        lo > 0.0 && lo <= pooled * 1.000_001 && pooled <= hi * 1.000_001,
+        "{json}"
+    );
+
+    let (ok, out) = zklock(&["bench", "--sim-only", "--sim-rounds", "0"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("--sim-rounds: 0 is not 1 to 100"), "{out}");
+}

@@ -60,7 +60,7 @@ impl HerdLock {
         } else {
             (self.c.get_children(&self.dir).await?, None)
         };
-        let lowest = children.iter().map(|c| seq(c)).min();
+        let lowest = children.iter().map(seq).min();
         Ok((lowest == Some(seq(me)), w))
     }
 

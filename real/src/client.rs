@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use zklock_recipe::path::validate_path;
 use zklock_recipe::{
-    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionBroadcast, SessionEvents,
-    SessionId, SessionState, Stat, Watch, ZkError,
+    Children, Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionBroadcast,
+    SessionEvents, SessionId, SessionState, Stat, Watch, ZkError,
 };
 use zookeeper_client as zk;
 
@@ -407,19 +407,19 @@ impl Coordination for ZkClient {
         Ok((data, convert::stat(&stat), self.watches.forward(watcher)))
     }
 
-    async fn get_children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+    async fn get_children(&self, path: &str) -> Result<Children, ZkError> {
         validate_path(path, false)?;
         let client = self.live()?;
         let result = client.list_children(path).await;
-        self.reply(result)
+        self.reply(result).map(Children::from)
     }
 
-    async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), ZkError> {
+    async fn get_children_watch(&self, path: &str) -> Result<(Children, Watch), ZkError> {
         validate_path(path, false)?;
         let client = self.live()?;
         let result = client.list_and_watch_children(path).await;
         let (children, watcher) = self.reply(result)?;
-        Ok((children, self.watches.forward(watcher)))
+        Ok((children.into(), self.watches.forward(watcher)))
     }
 
     async fn set_data(

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::history::{EventKind, ZkOp};
 use zklock_recipe::{
-    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
+    Children, Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
     SessionState, Stat, Watch, ZkError,
 };
 
@@ -230,12 +230,12 @@ impl Coordination for RecordingClient {
         self.op(ZkOp::GetData, path, request).await
     }
 
-    async fn get_children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+    async fn get_children(&self, path: &str) -> Result<Children, ZkError> {
         let request = self.inner.client.get_children(path);
         self.op(ZkOp::GetChildren, path, request).await
     }
 
-    async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), ZkError> {
+    async fn get_children_watch(&self, path: &str) -> Result<(Children, Watch), ZkError> {
         let request = self.inner.client.get_children_watch(path);
         self.op(ZkOp::GetChildren, path, request).await
     }

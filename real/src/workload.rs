@@ -298,7 +298,7 @@ pub async fn settled_children<C: Coordination>(
     loop {
         let read = observer.get_children(lock_path).await;
         let children = match read {
-            Ok(children) => children,
+            Ok(children) => children.to_vec(),
             Err(ZkError::NoNode) => Vec::new(),
             Err(e) if e.is_connection_loss() && tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(SETTLE_POLL_MS)).await;

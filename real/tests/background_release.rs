@@ -20,8 +20,8 @@ use zklock_real::recorder::Recorder;
 use zklock_real::recording::RecordingClient;
 use zklock_recipe::history::{EventKind, ZkOp};
 use zklock_recipe::{
-    Coordination, CreateMode, DetachedCleanup, Lock, LockOptions, Op, OpResult, SessionEvents,
-    SessionId, SessionState, Stat, Watch, ZkError,
+    Children, Coordination, CreateMode, DetachedCleanup, Lock, LockOptions, Op, OpResult,
+    SessionEvents, SessionId, SessionState, Stat, Watch, ZkError,
 };
 
 const SESSION_MS: u64 = 5_000;
@@ -51,7 +51,7 @@ impl<C> Listings<C> {
         std::mem::take(&mut *self.seen.lock().unwrap())
     }
 
-    fn keep(&self, children: &[String]) {
+    fn keep(&self, children: &Children) {
         self.seen.lock().unwrap().push(children.to_vec());
     }
 }
@@ -108,12 +108,12 @@ impl<C: Coordination> Coordination for Listings<C> {
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
         self.inner.get_data_watch(path)
     }
-    async fn get_children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+    async fn get_children(&self, path: &str) -> Result<Children, ZkError> {
         let children = self.inner.get_children(path).await?;
         self.keep(&children);
         Ok(children)
     }
-    async fn get_children_watch(&self, path: &str) -> Result<(Vec<String>, Watch), ZkError> {
+    async fn get_children_watch(&self, path: &str) -> Result<(Children, Watch), ZkError> {
         let (children, watch) = self.inner.get_children_watch(path).await?;
         self.keep(&children);
         Ok((children, watch))

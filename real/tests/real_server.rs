@@ -603,7 +603,7 @@ async fn wait_for_children(client: &ZkClient, dir: &str, want: &[String]) {
     loop {
         let mut now = retry("list", || client.get_children(dir)).await;
         now.sort();
-        if now == want {
+        if now == *want {
             return;
         }
         assert!(Instant::now() < deadline, "children {now:?}, want {want:?}");

@@ -21,7 +21,7 @@ use zklock_real::workload::{WorkloadConfig, run_workload, settled_children};
 use zklock_real::{ZkClient, monotonic_now};
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, LockRole};
 use zklock_recipe::lock::{Lock, LockOptions};
-use zklock_recipe::{Coordination, SessionState};
+use zklock_recipe::{Children, Coordination, SessionState};
 
 macro_rules! require_zookeeper {
     () => {
@@ -119,7 +119,10 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     let observer = ZkClient::connect(&run.servers.connect_string(), SESSION_MS, CONNECT_MS)
         .await
         .unwrap();
-    assert_eq!(observer.get_children("/zklock/lock").await, Ok(vec![]));
+    assert_eq!(
+        observer.get_children("/zklock/lock").await,
+        Ok(Children::new())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,8 +2,8 @@
 //! else. A recipe written against it runs unchanged on the simulated ZooKeeper, under the
 //! exhaustive explorer, and on a real server.
 
-use crate::ZkError;
 use crate::types::{CreateMode, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent};
+use crate::{Children, ZkError};
 use futures_channel::oneshot;
 use futures_util::future::poll_fn;
 use std::future::Future;
@@ -292,13 +292,12 @@ pub trait Coordination: Send + Sync {
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send;
     /// The names of the node's children, in no particular order.
-    fn get_children(&self, path: &str)
-    -> impl Future<Output = Result<Vec<String>, ZkError>> + Send;
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<Children, ZkError>> + Send;
     /// As `get_children`, and leaves a child watch (NodeChildrenChanged or NodeDeleted).
     fn get_children_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send;
+    ) -> impl Future<Output = Result<(Children, Watch), ZkError>> + Send;
     /// Sets the node's data, if `version` is given only at that version.
     fn set_data(
         &self,
@@ -387,16 +386,13 @@ impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch), ZkError>> + Send {
         (**self).get_data_watch(path)
     }
-    fn get_children(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<Children, ZkError>> + Send {
         (**self).get_children(path)
     }
     fn get_children_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
+    ) -> impl Future<Output = Result<(Children, Watch), ZkError>> + Send {
         (**self).get_children_watch(path)
     }
     fn set_data(

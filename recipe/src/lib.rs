@@ -86,12 +86,14 @@
 //!
 //! The recipes are not reentrant: a lock object has one contender at a time.
 
+mod children;
 mod coordination;
 pub mod history;
 pub mod lock;
 pub mod path;
 mod types;
 
+pub use children::{ChildNames, Children};
 pub use coordination::{
     Coordination, DetachedCleanup, SessionBroadcast, SessionEvents, Watch, WatchSender, WatchSource,
 };

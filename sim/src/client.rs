@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
-    Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
+    Children, Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
     SessionState, Stat, Watch, ZkError,
 };
 
@@ -181,10 +181,7 @@ impl Coordination for SimClient {
         })
     }
 
-    fn get_children(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
+    fn get_children(&self, path: &str) -> impl Future<Output = Result<Children, ZkError>> + Send {
         let req = Request::GetChildren {
             path: path.into(),
             watch: false,
@@ -198,7 +195,7 @@ impl Coordination for SimClient {
     fn get_children_watch(
         &self,
         path: &str,
-    ) -> impl Future<Output = Result<(Vec<String>, Watch), ZkError>> + Send {
+    ) -> impl Future<Output = Result<(Children, Watch), ZkError>> + Send {
         let req = Request::GetChildren {
             path: path.into(),
             watch: true,

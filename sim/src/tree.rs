@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use valid::{validate as validate_path, validate_name};
 use watchers::Watchers;
-use zklock_recipe::{CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
+use zklock_recipe::{
+    Children, CreateMode, EventType, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError,
+};
 
 /// A watch notification the server must send to `session`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +43,8 @@ struct Node {
     child_creates: i32,
     /// Children, in name order.
     children: Vec<NodeId>,
+    /// Their names, in the same order: a listing answers with a clone, copying nothing.
+    listing: Children,
     /// Sessions with a data (exists/getData) watch on this node, ascending.
     data_watches: Watchers,
     /// Sessions with a child (getChildren) watch on this node, ascending.
@@ -99,6 +103,7 @@ impl DataTree {
             stat: Stat::default(),
             child_creates: 0,
             children: Vec::new(),
+            listing: Children::new(),
             data_watches: Watchers::default(),
             child_watches: Watchers::default(),
         };
@@ -325,7 +330,7 @@ impl DataTree {
         &mut self,
         path: &str,
         watcher: Option<SessionId>,
-    ) -> Result<Vec<String>, ZkError> {
+    ) -> Result<Children, ZkError> {
         let id = self.lookup(path)?;
         if let Some(session) = watcher {
             self.node_mut(id).child_watches.add(session);
@@ -333,12 +338,16 @@ impl DataTree {
         Ok(self.child_names(id))
     }
 
-    fn child_names(&self, id: NodeId) -> Vec<String> {
-        self.node(id)
-            .children
-            .iter()
-            .map(|&c| self.node(c).name().to_owned())
-            .collect()
+    fn child_names(&self, id: NodeId) -> Children {
+        let node = self.node(id);
+        debug_assert!(
+            node.listing
+                .iter()
+                .eq(node.children.iter().map(|&c| self.node(c).name())),
+            "the listing of {} follows its children",
+            node.path
+        );
+        node.listing.clone()
     }
 
     // ---- Inspection, for tests and the checker: no watches, no errors. ----
@@ -353,7 +362,7 @@ impl DataTree {
 
     /// Child names, sorted.
     pub fn children(&self, path: &str) -> Option<Vec<String>> {
-        self.find(path).map(|id| self.child_names(id))
+        self.find(path).map(|id| self.child_names(id).to_vec())
     }
 
     /// Every node's path, sorted, "/" included.
@@ -457,6 +466,7 @@ impl DataTree {
             stat,
             child_creates: 0,
             children: Vec::new(),
+            listing: Children::new(),
             data_watches: Watchers::default(),
             child_watches: Watchers::default(),
         };
@@ -470,9 +480,11 @@ impl DataTree {
                 NodeId::try_from(self.nodes.len() - 1).expect("fewer than 2^32 nodes")
             }
         };
-        self.index.insert(shared, id);
         let parent = self.node_mut(parent_id);
         parent.children.insert(at, id);
+        parent.listing.insert(at, &shared[name_at..]);
+        self.index.insert(shared, id);
+        let parent = self.node_mut(parent_id);
         parent.child_creates += 1;
         parent.stat.cversion += 1;
         parent.stat.num_children += 1;
@@ -565,6 +577,7 @@ impl DataTree {
             .expect("a node's parent lists it");
         let parent = self.node_mut(parent_id);
         parent.children.remove(at);
+        parent.listing.remove(at);
         parent.stat.cversion += 1;
         parent.stat.num_children -= 1;
         parent.stat.pzxid = zxid;

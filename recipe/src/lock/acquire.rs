@@ -25,13 +25,13 @@ use super::LockOptions;
 use super::create::{ContenderSpec, OwnNode, create_listed_at};
 use super::error::LockError;
 use super::guard::LockGuard;
-use super::naming::{LockNode, NodeKind, contender_kind, contenders_from};
+use super::naming::{LockNode, NodeKind, contender_kind, contenders};
 use super::observe::Observer;
 use super::queue::{Standing, standing};
 use super::retry::{RetryPolicy, retry, session_over};
 use super::state::{Pending, SharedState};
 use crate::path::join;
-use crate::{Coordination, SessionEvents, SessionState, Watch, WatchedEvent, ZkError};
+use crate::{Children, Coordination, SessionEvents, SessionState, Watch, WatchedEvent, ZkError};
 use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::{Pin, pin};
@@ -45,7 +45,7 @@ pub async fn list_contenders<C: Coordination>(
 ) -> Result<Vec<LockNode>, LockError> {
     list_children(client, policy, dir)
         .await
-        .map(contenders_from)
+        .map(|children| contenders(&children))
 }
 
 /// The children of `dir`, as [`list_contenders`] fetches them, unparsed.
@@ -53,7 +53,7 @@ async fn list_children<C: Coordination>(
     client: &C,
     policy: &RetryPolicy,
     dir: &str,
-) -> Result<Vec<String>, LockError> {
+) -> Result<Children, LockError> {
     match retry(client, policy, || client.get_children(dir)).await {
         Ok(children) => Ok(children),
         Err(ZkError::NoNode) => Err(LockError::LockPathDeleted {

@@ -11,7 +11,7 @@ use super::error::LockError;
 use super::naming::{LockNode, NamingStyle, NodeKind, parse_sequence, push_node_prefix};
 use super::retry::{RetryPolicy, delete_until_gone, retry, session_over};
 use crate::path::{basename, join, parent};
-use crate::{Coordination, CreateMode, ZkError};
+use crate::{Children, Coordination, CreateMode, ZkError};
 use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::pin;
@@ -99,7 +99,7 @@ pub async fn find_own_nodes<C: Coordination>(
     };
     let mut mine: Vec<LockNode> = children
         .iter()
-        .filter_map(|c| LockNode::parse(c))
+        .filter_map(LockNode::parse)
         .filter(|n| {
             n.style == NamingStyle::Curator && n.kind == spec.kind && n.guid() == Some(spec.guid)
         })
@@ -144,7 +144,7 @@ pub async fn create_contender<C: Coordination>(
 pub async fn create_contender_listed<C: Coordination>(
     client: &C,
     spec: &ContenderSpec<'_>,
-) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
+) -> Result<(OwnNode, Option<Children>), LockError> {
     create_loop(client, spec, true, &create_path(spec)).await
 }
 
@@ -154,7 +154,7 @@ pub(crate) async fn create_listed_at<C: Coordination>(
     client: &C,
     spec: &ContenderSpec<'_>,
     prefix: &str,
-) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
+) -> Result<(OwnNode, Option<Children>), LockError> {
     create_loop(client, spec, true, prefix).await
 }
 
@@ -173,7 +173,7 @@ async fn create_loop<C: Coordination>(
     spec: &ContenderSpec<'_>,
     list: bool,
     prefix: &str,
-) -> Result<(OwnNode, Option<Vec<String>>), LockError> {
+) -> Result<(OwnNode, Option<Children>), LockError> {
     let mut attempt = 1;
     let mut parents_made = false;
     loop {

@@ -4,7 +4,7 @@ use super::LockOptions;
 use super::acquire::Attempt;
 use super::error::LockError;
 use super::guard::{FencingToken, LockGuard};
-use super::naming::{LockNode, NodeKind, contenders_from, node_prefix};
+use super::naming::{LockNode, NodeKind, contenders, node_prefix};
 use super::retry::retry;
 use super::state::{DetachOnDrop, SharedState};
 use crate::path::{join, validate_path};
@@ -198,7 +198,7 @@ impl<C: Coordination + Clone> Lock<C> {
         })
         .await
         {
-            Ok(children) => Ok(contenders_from(children)),
+            Ok(children) => Ok(contenders(&children)),
             Err(ZkError::NoNode) => Ok(Vec::new()),
             Err(e) => Err(e.into()),
         }

@@ -227,17 +227,16 @@ pub fn sort_by_sequence(nodes: &mut [LockNode]) {
     nodes.sort_unstable_by(|a, b| (a.sequence, &a.name).cmp(&(b.sequence, &b.name)));
 }
 
-/// The recognised contenders among a directory's children, in lock order. Children that
-/// are not contender nodes are skipped.
-pub fn contenders<S: AsRef<str>>(children: &[S]) -> Vec<LockNode> {
-    let nodes = children.iter().filter_map(|c| LockNode::parse(c.as_ref()));
-    in_lock_order(nodes, children.len())
-}
-
-/// [`contenders`], keeping the listing's names instead of copying them.
-pub fn contenders_from(children: Vec<String>) -> Vec<LockNode> {
-    let room = children.len();
-    in_lock_order(children.into_iter().filter_map(LockNode::from_name), room)
+/// The recognised contenders among a directory's children (a slice of names or a
+/// [`Children`](crate::Children) listing), in lock order. Children that are not contender nodes are skipped.
+pub fn contenders<I>(children: I) -> Vec<LockNode>
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
+    let names = children.into_iter();
+    let room = names.size_hint().0;
+    in_lock_order(names.filter_map(|c| LockNode::parse(c.as_ref())), room)
 }
 
 fn in_lock_order(nodes: impl Iterator<Item = LockNode>, room: usize) -> Vec<LockNode> {

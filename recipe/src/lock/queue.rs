@@ -49,8 +49,8 @@ pub enum Standing<'a> {
 /// [`contenders`](super::naming::contenders) would order it, but in one pass: no list is
 /// built or sorted, and only names that could be the blocker are classified. The acquire
 /// loop runs this on every listing.
-pub fn standing<'a, S: AsRef<str>>(
-    children: &'a [S],
+pub fn standing<'a>(
+    children: impl IntoIterator<Item = &'a str>,
     ours: &str,
     own_kind: NodeKind,
 ) -> Standing<'a> {
@@ -63,8 +63,7 @@ pub fn standing<'a, S: AsRef<str>>(
     // The greatest (sequence, name) below ours that blocks us: the immediate predecessor
     // for a writer, the nearest writer for a reader.
     let mut best: Option<(u128, &str)> = None;
-    for child in children {
-        let name = child.as_ref();
+    for name in children {
         let Some(key) = sequence_key(name) else {
             continue;
         };
@@ -146,7 +145,7 @@ mod tests {
                     };
                     let ours = &ours;
                     assert_eq!(
-                        standing(&names, &ours.name, ours.kind),
+                        standing(names.iter().copied(), &ours.name, ours.kind),
                         by_list(&names, ours),
                         "{names:?} {ours:?}"
                     );

@@ -108,17 +108,17 @@ async fn delete_owned_matching<C: Coordination>(
     dir: &str,
     fragment: &str,
 ) -> Result<(), ZkError> {
-    let mut children = match retry_while_session(client, policy, || client.get_children(dir)).await
-    {
+    let children = match retry_while_session(client, policy, || client.get_children(dir)).await {
         Ok(c) => c,
         Err(ZkError::NoNode) => return Ok(()),
         Err(e) if e.is_session_terminal() => return Ok(()),
         Err(e) => return Err(e),
     };
     // The server lists children in no particular order; keep the requests' order fixed.
-    children.sort();
+    let mut matching: Vec<&str> = children.iter().filter(|c| c.contains(fragment)).collect();
+    matching.sort_unstable();
     let session = client.session_id().0;
-    for name in children.iter().filter(|c| c.contains(fragment)) {
+    for name in matching {
         let path = join(dir, name);
         match retry_while_session(client, policy, || client.exists(&path)).await {
             Ok(Some(stat)) if stat.ephemeral_owner == session => {

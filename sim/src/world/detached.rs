@@ -133,9 +133,10 @@ impl World {
         }
         d.queue.pop_front();
         match (front, result) {
-            (Work::List { dir, fragment }, Ok(Answer::Children(mut names, _))) => {
+            (Work::List { dir, fragment }, Ok(Answer::Children(names, _))) => {
                 // Owner checks in name order, ahead of later items.
-                names.sort();
+                let mut names: Vec<&str> = names.iter().collect();
+                names.sort_unstable();
                 for name in names.iter().rev().filter(|n| n.contains(&fragment)) {
                     d.queue.push_front(Work::CheckOwner(join(&dir, name)));
                 }

@@ -1,7 +1,7 @@
 //! Requests as the simulated server receives them, and their answers.
 
 use std::sync::Arc;
-use zklock_recipe::{CreateMode, Op, OpResult, Stat, Watch, ZkError};
+use zklock_recipe::{Children, CreateMode, Op, OpResult, Stat, Watch, ZkError};
 
 /// The kind of a request, for hooks: the history's own operation names.
 pub use zklock_recipe::history::ZkOp as RequestKind;
@@ -63,7 +63,7 @@ pub(crate) enum Answer {
     Done,
     Exists(Option<Stat>, Option<Watch>),
     Data(Vec<u8>, Stat, Option<Watch>),
-    Children(Vec<String>, Option<Watch>),
+    Children(Children, Option<Watch>),
     Stat(Stat),
     Multi(Vec<OpResult>),
 }

@@ -373,50 +373,53 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
         "  {} seeds per sweep in {} interleaved rounds; pooled, then per round lowest-highest",
         s.seeds, s.rounds
     );
-    let row = |what: &str, pooled: String, spread: String| {
+    // (what, pooled figure, each round's lowest-highest where kept)
+    let rows = [
+        (
+            "checked acquisitions/s, one core".to_owned(),
+            format!("{:.0}", s.checked_acquisitions_per_s_one_core),
+            bench_real::range(&s.one_core_per_round, 0),
+        ),
+        (
+            format!("checked acquisitions/s, {} cores", s.cores),
+            format!("{:.0}", s.checked_acquisitions_per_s_all_cores),
+            String::new(),
+        ),
+        (
+            "seeds/s, one core".to_owned(),
+            format!("{:.1}", s.seeds_per_s_one_core),
+            String::new(),
+        ),
+        (
+            "seeds/s, all cores".to_owned(),
+            format!("{:.1}", s.seeds_per_s_all_cores),
+            String::new(),
+        ),
+        (
+            "madsim raw round trips/s".to_owned(),
+            format!("{:.0}", s.madsim_round_trips_per_s),
+            String::new(),
+        ),
+        (
+            "round trips per acquisition".to_owned(),
+            format!("{:.1}", s.round_trips_per_acquisition),
+            String::new(),
+        ),
+        (
+            "ceiling: acquisitions/s".to_owned(),
+            format!("{:.0}", s.ceiling_acquisitions_per_s),
+            String::new(),
+        ),
+        (
+            "one core / ceiling".to_owned(),
+            format!("{:.3}", s.ratio_to_ceiling),
+            bench_real::range(&s.ratio_per_round, 3),
+        ),
+    ];
+    for (what, pooled, spread) in rows {
         let line = format!("  {what:<36} {pooled:>12} {spread:>17}");
         println!("{}", line.trim_end());
-    };
-    row(
-        "checked acquisitions/s, one core",
-        format!("{:.0}", s.checked_acquisitions_per_s_one_core),
-        bench_real::range(&s.one_core_per_round, 0),
-    );
-    row(
-        &format!("checked acquisitions/s, {} cores", s.cores),
-        format!("{:.0}", s.checked_acquisitions_per_s_all_cores),
-        String::new(),
-    );
-    row(
-        "seeds/s, one core",
-        format!("{:.1}", s.seeds_per_s_one_core),
-        String::new(),
-    );
-    row(
-        "seeds/s, all cores",
-        format!("{:.1}", s.seeds_per_s_all_cores),
-        String::new(),
-    );
-    row(
-        "madsim raw round trips/s",
-        format!("{:.0}", s.madsim_round_trips_per_s),
-        String::new(),
-    );
-    row(
-        "round trips per acquisition",
-        format!("{:.1}", s.round_trips_per_acquisition),
-        String::new(),
-    );
-    row(
-        "ceiling: acquisitions/s",
-        format!("{:.0}", s.ceiling_acquisitions_per_s),
-        String::new(),
-    );
-    row(
-        "one core / ceiling",
-        format!("{:.3}", s.ratio_to_ceiling),
-        bench_real::range(&s.ratio_per_round, 3),
-    );
+    }
     let per_core = s.checked_acquisitions_per_s_one_core;
     println!(
         "  targets: one core >= {SIM_PER_CORE_TARGET:.0}/s: {}; one core / ceiling >= \

@@ -145,11 +145,6 @@ impl LockNode {
         classify(name).map(|parsed| LockNode::with(name.to_owned(), parsed))
     }
 
-    /// [`parse`](LockNode::parse), keeping `name` instead of copying it.
-    pub fn from_name(name: String) -> Option<LockNode> {
-        classify(&name).map(|parsed| LockNode::with(name, parsed))
-    }
-
     fn with(name: String, (guid_at, kind, style, sequence): Parsed) -> LockNode {
         LockNode {
             name,
@@ -228,7 +223,8 @@ pub fn sort_by_sequence(nodes: &mut [LockNode]) {
 }
 
 /// The recognised contenders among a directory's children (a slice of names or a
-/// [`Children`](crate::Children) listing), in lock order. Children that are not contender nodes are skipped.
+/// [`Children`](crate::Children) listing), in lock order. Children that are not contender
+/// nodes are skipped.
 pub fn contenders<I>(children: I) -> Vec<LockNode>
 where
     I: IntoIterator,

@@ -141,12 +141,17 @@ impl Children {
     pub fn sort(&mut self) {
         let mut names: Vec<&str> = self.iter().collect();
         names.sort_unstable();
-        let bytes = names.iter().map(|n| n.len()).sum();
-        let mut sorted = Children::with_capacity(names.len(), bytes);
+        *self = Children::sized(&names);
+    }
+
+    /// `names`, with the buffer sized once.
+    fn sized<S: AsRef<str>>(names: &[S]) -> Children {
+        let bytes = names.iter().map(|n| n.as_ref().len()).sum();
+        let mut children = Children::with_capacity(names.len(), bytes);
         for name in names {
-            sorted.push(name);
+            children.push(name.as_ref());
         }
-        *self = sorted;
+        children
     }
 
     /// The names as owned strings.
@@ -209,12 +214,7 @@ impl<S: AsRef<str>> FromIterator<S> for Children {
 
 impl From<Vec<String>> for Children {
     fn from(names: Vec<String>) -> Children {
-        let bytes = names.iter().map(String::len).sum();
-        let mut children = Children::with_capacity(names.len(), bytes);
-        for name in &names {
-            children.push(name);
-        }
-        children
+        Children::sized(&names)
     }
 }
 

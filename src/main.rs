@@ -33,7 +33,9 @@ USAGE:
                                  with the recorded one, print the timeline and the verdict
     zklock shrink <TRACE>        minimize a failing trace: fewer clients, acquisitions,
                                  faults and choices, same violated property
-                                 [--out FILE] [--runs-max N] [--time-limit-s S]
+                                 [--out FILE] [--runs-max N (4000)] [--time-limit-s S (60)]
+                                 [--fresh-seeds N (100): seeds tried per smaller client
+                                 count, 0 for none]
     zklock merge <SUMMARY>...    merge the JSON summaries of explore shards
     zklock real [OPTIONS]        run the shipped recipe and the same workload on real
                                  ZooKeeper servers (started by the run, or --connect),

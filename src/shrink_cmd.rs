@@ -15,13 +15,17 @@ pub fn run(args: &[String]) -> Result<bool> {
         match a.as_str() {
             "--runs-max" => limits.runs_max = value(a, it.next())?,
             "--time-limit-s" => limits.time_limit_ms = value::<u64>(a, it.next())? * 1000,
+            "--fresh-seeds" => limits.fresh_seeds_max = value(a, it.next())?,
             "--out" => out = Some(value::<PathBuf>(a, it.next())?),
             p if !p.starts_with("--") && path.is_none() => path = Some(PathBuf::from(p)),
             other => bail!("unknown option {other:?}; usage: zklock shrink <TRACE> [--out FILE]"),
         }
     }
     let Some(path) = path else {
-        bail!("usage: zklock shrink <TRACE> [--out FILE] [--runs-max N] [--time-limit-s S]");
+        bail!(
+            "usage: zklock shrink <TRACE> [--out FILE] [--runs-max N] [--time-limit-s S] \
+             [--fresh-seeds N]"
+        );
     };
     let trace = Trace::read(&path)?;
     if trace.recipe != "zklock" {

@@ -59,7 +59,9 @@
 //!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`]). The replay
 //!    re-runs the exact schedule: the same history, event for event.
 //! 2. Shrink it: `zklock shrink <trace>` (or [`shrink()`]) keeps the violated property and
-//!    cuts clients, acquisitions, faults and choices.
+//!    cuts clients, acquisitions, faults and choices. Where the recorded schedule does not
+//!    carry over to fewer clients, it searches fresh seeds at that count, so the shrunk
+//!    trace may carry another seed.
 //! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): one line per event,
 //!    with a legend, and the set of holders after each event. The violation report names
 //!    the event indices that prove it and the faults just before.

@@ -5,9 +5,16 @@
 //! shorter, or with entries set to 0). Replay answers 0 past the end of the list and
 //! clamps an out-of-range index, so every candidate is a valid schedule; 0 is "no fault"
 //! and "the first pending request", so zeroing a choice removes a fault or a reordering.
+//!
+//! Choices are positions among what is pending, so a schedule recorded with five clients
+//! seldom means the same with fewer: the clients that matter may not be the first ones.
+//! When a smaller client count does not fail under the current choices, fresh seeds are
+//! searched at that count ([`ShrinkLimits::fresh_seeds_max`]), and a failing one is
+//! shrunk on from there. The shrunk trace then carries that seed.
 
-use crate::run::{CheckedRun, judge};
+use crate::run::{CheckedRun, check_seed, judge};
 use crate::trace::Trace;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use zklock_sim::{Recipe, ReplayChooser, Scenario, run_scenario_with};
 
@@ -18,6 +25,9 @@ pub struct ShrinkLimits {
     pub runs_max: u64,
     /// Wall time at most, in milliseconds. Default 60000.
     pub time_limit_ms: u64,
+    /// Fresh seeds tried at each smaller client count where the current choices do not
+    /// fail (each is a run, counted in `runs_max`). 0 turns the search off. Default 100.
+    pub fresh_seeds_max: u64,
 }
 
 impl Default for ShrinkLimits {
@@ -25,6 +35,7 @@ impl Default for ShrinkLimits {
         ShrinkLimits {
             runs_max: 4000,
             time_limit_ms: 60_000,
+            fresh_seeds_max: 100,
         }
     }
 }
@@ -93,6 +104,8 @@ struct Shrinker<'a, R> {
     best_sc: Scenario,
     best_choices: Vec<u32>,
     best_run: CheckedRun,
+    /// Client counts whose fresh seeds were searched already.
+    searched: BTreeSet<u32>,
 }
 
 fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
@@ -116,6 +129,21 @@ impl<R: Recipe> Shrinker<'_, R> {
         let chooser = ReplayChooser::new(choices);
         let out = run_scenario_with(&sc, self.seed, Box::new(chooser), self.recipe);
         let run = judge(&sc, out);
+        self.keep_if_smaller(sc, self.seed, run)
+    }
+
+    /// Runs `sc` from a fresh `seed` with the random Chooser; keeps it as
+    /// `try_candidate` does.
+    fn try_fresh_seed(&mut self, sc: Scenario, seed: u64) -> bool {
+        if self.out_of_budget() {
+            return false;
+        }
+        self.runs += 1;
+        let run = check_seed(&sc, seed, self.recipe);
+        self.keep_if_smaller(sc, seed, run)
+    }
+
+    fn keep_if_smaller(&mut self, sc: Scenario, seed: u64, run: CheckedRun) -> bool {
         if !run.violates(&self.target) {
             return false;
         }
@@ -129,6 +157,7 @@ impl<R: Recipe> Shrinker<'_, R> {
         let fewer_nonzero = consumed.iter().filter(|&&c| c != 0).count()
             < self.best_choices.iter().filter(|&&c| c != 0).count();
         if new < old || (new == old && fewer_nonzero) {
+            self.seed = seed;
             self.best_sc = sc;
             self.best_choices = consumed;
             self.best_run = run;
@@ -146,7 +175,9 @@ impl<R: Recipe> Shrinker<'_, R> {
                 readers: self.best_sc.readers.min(clients),
                 ..self.best_sc.clone()
             };
-            if self.try_candidate(sc, self.best_choices.clone()) {
+            if self.try_candidate(sc.clone(), self.best_choices.clone())
+                || self.search_fresh_seeds(sc)
+            {
                 improved = true;
                 break;
             }
@@ -162,6 +193,17 @@ impl<R: Recipe> Shrinker<'_, R> {
             }
         }
         improved
+    }
+
+    /// Searches fresh seeds at `sc`'s client count, once per count. The seeds follow the
+    /// trace's, so a shrink is as reproducible as the run it started from.
+    fn search_fresh_seeds(&mut self, sc: Scenario) -> bool {
+        if !self.searched.insert(sc.clients) {
+            return false;
+        }
+        let base = self.seed;
+        (1..=self.limits.fresh_seeds_max)
+            .any(|k| self.try_fresh_seed(sc.clone(), base.wrapping_add(k)))
     }
 
     /// The shortest prefix (rest zero) that still fails, by bisection.
@@ -237,6 +279,7 @@ pub fn shrink<R: Recipe>(
         best_sc: trace.scenario.clone(),
         best_choices: trim_zeros(first.outcome.choices.clone()),
         best_run: first,
+        searched: BTreeSet::new(),
     };
     loop {
         let mut improved = s.shrink_scenario();
@@ -250,7 +293,7 @@ pub fn shrink<R: Recipe>(
     let after = size(&s.best_sc, &s.best_run);
     let trace = Trace::new(
         s.best_sc.clone(),
-        trace.seed,
+        s.seed,
         s.best_run.outcome.choices.clone(),
         trace.recipe.clone(),
         s.best_run.outcome.history.clone(),

@@ -89,6 +89,38 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
     }
 }
 
+/// The fewest clients that can show each bug: a herd needs a holder and two waiters,
+/// two believers need two clients, and an orphan node strands even a lone client.
+fn clients_needed(bug: Bug) -> u32 {
+    match bug {
+        Bug::WatchParent => 3,
+        Bug::DeafHolder | Bug::FullNameOrder => 2,
+        Bug::BlindRetry => 1,
+    }
+}
+
+/// Shrinking used to keep every client of a failing default run: its choices are
+/// positions among what is pending, and they seldom mean the same with fewer clients.
+/// A two-client bug found with five clients now shrinks to two.
+#[test]
+fn shrinking_drops_the_clients_a_violation_does_not_need() {
+    let bug = Bug::DeafHolder;
+    let (seed, run) = caught_by_explore(bug).expect("caught");
+    let trace = run.trace(&Scenario::default(), seed, bug.name());
+    assert_eq!(trace.scenario.clients, 5);
+    let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
+    assert_eq!(
+        shrunk.after.clients,
+        clients_needed(bug),
+        "{:?} -> {:?}",
+        shrunk.before,
+        shrunk.after
+    );
+    let again = replay(&shrunk.trace, &Canary(bug));
+    assert!(again.violates(bug.caught_by()));
+    assert!(again.outcome.history == shrunk.trace.history);
+}
+
 /// `ZKLOCK_BLESS=1 cargo test canary` (re)writes the minimized traces.
 #[test]
 fn canary_minimized_traces_replay_to_the_same_violation() {
@@ -106,6 +138,12 @@ fn canary_minimized_traces_replay_to_the_same_violation() {
             panic!("{e}: write it with ZKLOCK_BLESS=1 cargo test canary_minimized")
         });
         assert_eq!(trace.recipe, bug.name());
+        assert_eq!(
+            trace.scenario.clients,
+            clients_needed(bug),
+            "{}",
+            bug.name()
+        );
         let violation = trace
             .violation
             .clone()

@@ -112,11 +112,12 @@ pub fn run(args: &[String]) -> Result<bool> {
         let spath = out.join(format!("seed-{seed}.min.json"));
         shrunk.trace.write(&spath)?;
         println!(
-            "shrunk in {} runs: {:?} -> {:?}\nshrunk trace: {}",
+            "shrunk in {} runs: {:?} -> {:?}\nshrunk trace: {} (seed {})",
             shrunk.runs,
             shrunk.before,
             shrunk.after,
-            spath.display()
+            spath.display(),
+            shrunk.trace.seed
         );
         println!(
             "reproduce: cargo run --release -- replay {}",

@@ -48,7 +48,12 @@ pub fn run(args: &[String]) -> Result<bool> {
         "violation: {}",
         shrunk.trace.violation.as_deref().unwrap_or("?")
     );
-    println!("shrunk trace: {}", out.display());
+    // A fresh seed may have replaced the trace's own (see `zklock_checker::shrink`).
+    println!(
+        "shrunk trace: {} (seed {})",
+        out.display(),
+        shrunk.trace.seed
+    );
     println!("reproduce: cargo run --release -- replay {}", out.display());
     Ok(true)
 }

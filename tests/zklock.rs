@@ -83,6 +83,33 @@ fn corrupt_or_truncated_trace_is_a_clear_error_not_a_panic() {
 }
 
 #[test]
+fn shrink_command_refuses_what_it_cannot_shrink_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    // The shipped recipe passes, so its trace violates nothing.
+    let sc = small();
+    let run = check_seed(&sc, 3, &ShippedRecipe::default());
+    run.trace(&sc, 3, "zklock")
+        .write(&dir.path().join("t.json"))
+        .unwrap();
+    let (ok, out) = zklock(&["shrink", "t.json"], dir.path());
+    assert!(!ok);
+    assert!(
+        out.contains("t.json") && out.contains("violates nothing"),
+        "{out}"
+    );
+    assert!(!dir.path().join("t.min.json").exists(), "nothing written");
+    let (ok, out) = zklock(&["shrink", "t.json", "--fresh-seeds", "many"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("--fresh-seeds"), "{out}");
+    // A canary's trace names a recipe the command does not have.
+    let canary = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/canary-deaf-holder.json");
+    let (ok, out) = zklock(&["shrink", canary.to_str().unwrap()], dir.path());
+    assert!(!ok);
+    assert!(out.contains("canary-deaf-holder"), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+}
+
+#[test]
 fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, out) = zklock(&["explore", "--seeds", "5"], dir.path());

@@ -11,16 +11,19 @@ use zklock_checker::{
 use zklock_sim::{Scenario, ShippedRecipe};
 
 /// The smallest bounds that can show each bug: a herd needs two waiters; the name-order
-/// bug needs no fault; expiry and lost creates need one.
+/// bug needs no fault; expiry and lost creates need one; a forgotten node strands its own
+/// client's next acquire.
 fn bounds(bug: Bug) -> Bounds {
-    let (clients, faults_max) = match bug {
-        Bug::WatchParent => (3, 0),
-        Bug::FullNameOrder => (2, 0),
-        Bug::DeafHolder | Bug::BlindRetry => (2, 1),
+    let (clients, faults_max, acquisitions_per_client) = match bug {
+        Bug::WatchParent => (3, 0, 1),
+        Bug::FullNameOrder => (2, 0, 1),
+        Bug::DeafHolder | Bug::BlindRetry => (2, 1, 1),
+        Bug::ForgetfulRelease => (1, 1, 2),
     };
     Bounds {
         clients,
         faults_max,
+        acquisitions_per_client,
         ..Bounds::default()
     }
 }
@@ -82,7 +85,11 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
     );
     assert!(e.failure.is_none(), "{:?}", e.summary.failures);
     assert_eq!(e.summary.seeds_run, Budget::default().seeds);
-    for bounds in [bounds(Bug::WatchParent), bounds(Bug::DeafHolder)] {
+    for bounds in [
+        bounds(Bug::WatchParent),
+        bounds(Bug::DeafHolder),
+        bounds(Bug::ForgetfulRelease),
+    ] {
         let r = check_exhaustive(&Scenario::default(), &recipe, &bounds);
         assert!(r.violation.is_none(), "{bounds:?}");
         assert!(r.complete, "{bounds:?}: {r}");
@@ -95,7 +102,7 @@ fn clients_needed(bug: Bug) -> u32 {
     match bug {
         Bug::WatchParent => 3,
         Bug::DeafHolder | Bug::FullNameOrder => 2,
-        Bug::BlindRetry => 1,
+        Bug::BlindRetry | Bug::ForgetfulRelease => 1,
     }
 }
 

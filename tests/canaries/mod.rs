@@ -30,14 +30,19 @@ pub enum Bug {
     DeafHolder,
     /// Orders contenders by full name instead of by sequence: two holders.
     FullNameOrder,
+    /// Releases with one delete and forgets the node whatever came of it, as ZooKeeper's
+    /// own WriteLock.unlock does: after a ConnectionLoss the node may still stand, and
+    /// every later contender waits behind it for as long as the session lives.
+    ForgetfulRelease,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 4] = [
+    pub const ALL: [Bug; 5] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
         Bug::FullNameOrder,
+        Bug::ForgetfulRelease,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -45,12 +50,13 @@ impl Bug {
             Bug::WatchParent => "canary-watch-parent",
             Bug::DeafHolder => "canary-deaf-holder",
             Bug::FullNameOrder => "canary-full-name-order",
+            Bug::ForgetfulRelease => "canary-forgetful-release",
         }
     }
     /// The property that must catch it.
     pub fn caught_by(self) -> &'static str {
         match self {
-            Bug::BlindRetry => "liveness_after_heal",
+            Bug::BlindRetry | Bug::ForgetfulRelease => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
         }
@@ -200,6 +206,14 @@ impl LockUnderTest for CanaryLock {
     }
 
     async fn release(&self, g: Guard) -> Result<(), String> {
+        if self.bug == Bug::ForgetfulRelease {
+            // BUG: one delete, not retried, and the node is forgotten either way.
+            let node = g.into_node();
+            return match self.c.delete(&node.path, None).await {
+                Ok(()) | Err(ZkError::NoNode) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            };
+        }
         g.release().await.map_err(|e| e.to_string())
     }
 }

@@ -325,6 +325,15 @@ impl<C: Coordination> LockGuard<C> {
         self.hand_over();
     }
 
+    /// Takes our node out of the guard without deleting it: the caller answers for it
+    /// from now on, and the lock object is free. Nothing is sent. Canary recipes in tests
+    /// use it to model a release that loses track of its node.
+    pub fn into_node(mut self) -> OwnNode {
+        self.released = true;
+        self.shared.abandon(None);
+        self.node.clone()
+    }
+
     /// Hands our node, then any recorded orphans, to the runner's background cleanup, and
     /// frees the lock object.
     fn hand_over(&mut self) {

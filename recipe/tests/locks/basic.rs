@@ -199,6 +199,25 @@ fn a_dropped_guard_leaves_no_node_without_another_call() {
 }
 
 #[test]
+fn a_guard_taken_apart_with_into_node_leaves_its_node_to_the_caller() {
+    sim(9, |sim| async move {
+        let c = sim.client();
+        let lock = Lock::new(c.clone(), DIR, LockOptions::default()).unwrap();
+        let node = lock.acquire().await.unwrap().into_node();
+        // Nothing was deleted, now or in the background, and the lock object is free.
+        sleep_ms(&c, 10).await;
+        assert_eq!(nodes(&sim), std::slice::from_ref(&node.name));
+        assert!(lock.pending_cleanup().is_empty());
+        // A second acquire queues behind the node the caller now answers for.
+        assert!(lock.try_acquire().await.unwrap().is_none());
+        c.delete(&node.path, None).await.unwrap();
+        let again = lock.acquire().await.unwrap();
+        again.release().await.unwrap();
+        assert!(nodes(&sim).is_empty());
+    });
+}
+
+#[test]
 fn a_guard_dropped_while_another_waits_hands_the_lock_over() {
     sim(12, |sim| async move {
         let bc = sim.client();

@@ -8,9 +8,10 @@
 //!
 //! Choices are positions among what is pending, so a schedule recorded with five clients
 //! seldom means the same with fewer: the clients that matter may not be the first ones.
-//! When a smaller client count does not fail under the current choices, fresh seeds are
-//! searched at that count ([`ShrinkLimits::fresh_seeds_max`]), and a failing one is
-//! shrunk on from there. The shrunk trace then carries that seed.
+//! Fewer acquisitions shift the schedule the same way. When a smaller client count or
+//! acquisition count does not fail under the current choices, fresh seeds are searched at
+//! that size ([`ShrinkLimits::fresh_seeds_max`]), and a failing one is shrunk on from
+//! there. The shrunk trace then carries that seed.
 
 use crate::run::{CheckedRun, check_seed, judge};
 use crate::trace::Trace;
@@ -25,8 +26,9 @@ pub struct ShrinkLimits {
     pub runs_max: u64,
     /// Wall time at most, in milliseconds. Default 60000.
     pub time_limit_ms: u64,
-    /// Fresh seeds tried at each smaller client count where the current choices do not
-    /// fail (each is a run, counted in `runs_max`). 0 turns the search off. Default 100.
+    /// Fresh seeds tried at each smaller client count or acquisition count where the
+    /// current choices do not fail (each is a run, counted in `runs_max`). 0 turns the
+    /// search off. Default 100.
     pub fresh_seeds_max: u64,
 }
 
@@ -104,8 +106,8 @@ struct Shrinker<'a, R> {
     best_sc: Scenario,
     best_choices: Vec<u32>,
     best_run: CheckedRun,
-    /// Client counts whose fresh seeds were searched already.
-    searched: BTreeSet<u32>,
+    /// Sizes (clients, acquisitions per client) whose fresh seeds were searched already.
+    searched: BTreeSet<(u32, u32)>,
 }
 
 fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
@@ -187,7 +189,9 @@ impl<R: Recipe> Shrinker<'_, R> {
                 acquisitions_per_client: acq,
                 ..self.best_sc.clone()
             };
-            if self.try_candidate(sc, self.best_choices.clone()) {
+            if self.try_candidate(sc.clone(), self.best_choices.clone())
+                || self.search_fresh_seeds(sc)
+            {
                 improved = true;
                 break;
             }
@@ -195,10 +199,13 @@ impl<R: Recipe> Shrinker<'_, R> {
         improved
     }
 
-    /// Searches fresh seeds at `sc`'s client count, once per count. The seeds follow the
-    /// trace's, so a shrink is as reproducible as the run it started from.
+    /// Searches fresh seeds at `sc`'s size, once per size. The seeds follow the trace's,
+    /// so a shrink is as reproducible as the run it started from.
     fn search_fresh_seeds(&mut self, sc: Scenario) -> bool {
-        if !self.searched.insert(sc.clients) {
+        if !self
+            .searched
+            .insert((sc.clients, sc.acquisitions_per_client))
+        {
             return false;
         }
         let base = self.seed;

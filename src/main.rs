@@ -35,7 +35,7 @@ USAGE:
                                  faults and choices, same violated property
                                  [--out FILE] [--runs-max N (4000)] [--time-limit-s S (60)]
                                  [--fresh-seeds N (100): seeds tried per smaller client
-                                 count, 0 for none]
+                                 or acquisition count, 0 for none]
     zklock merge <SUMMARY>...    merge the JSON summaries of explore shards
     zklock real [OPTIONS]        run the shipped recipe and the same workload on real
                                  ZooKeeper servers (started by the run, or --connect),

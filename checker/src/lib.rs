@@ -60,8 +60,8 @@
 //!    re-runs the exact schedule: the same history, event for event.
 //! 2. Shrink it: `zklock shrink <trace>` (or [`shrink()`]) keeps the violated property and
 //!    cuts clients, acquisitions, faults and choices. Where the recorded schedule does not
-//!    carry over to fewer clients, it searches fresh seeds at that count, so the shrunk
-//!    trace may carry another seed.
+//!    carry over to fewer clients or acquisitions, it searches fresh seeds at that size,
+//!    so the shrunk trace may carry another seed.
 //! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): one line per event,
 //!    with a legend, and the set of holders after each event. The violation report names
 //!    the event indices that prove it and the faults just before.

@@ -22,7 +22,8 @@ use zklock_real::bench::{
     CellConfig, CellResult, Contender, RecipeRelease, kazoo_cell, kazoo_python, raw_write_rate,
     recipe_cell, zookeeper_client_cell,
 };
-use zklock_real::harness::{self, TestServer};
+use zklock_real::harness::{self, ServerOptions, TestServer};
+use zklock_real::reactor;
 
 /// Settings of the real part.
 #[derive(Clone, Debug)]
@@ -119,6 +120,11 @@ pub struct Target {
     /// Why the pair is like for like.
     pub why: &'static str,
 }
+
+/// The longest warm-up of each of the three warm-up cells, seconds (shorter when the
+/// cells are shorter): long enough for the server's optimizing JIT to compile the request
+/// path before anything is measured.
+const WARMUP_S_MAX: u64 = 2;
 
 /// The targets, each on a like-for-like pair.
 pub const TARGETS: [Target; 2] = [
@@ -241,8 +247,9 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         cell_s: opts.cell.as_secs_f64(),
         rounds: opts.rounds,
         clients_note: "each client its own session, acquire -> release with no hold in a \
-                       tight loop; the Rust clients are tasks on one multi-threaded tokio \
-                       runtime, their connections with TCP_NODELAY (as Kazoo's; \
+                       tight loop; the Rust clients are polled on one thread, the one that \
+                       drives async-io's reactor where zookeeper-client does its socket IO \
+                       (zklock_real::reactor), their connections with TCP_NODELAY (as Kazoo's; \
                        zookeeper-client leaves Nagle on, zklock's client sets it). \
                        zklock: release_in_background sends the delete and the \
                        next acquire starts at once (a background task awaits the reply), \
@@ -289,19 +296,22 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         .build()
         .context("starting the tokio runtime")?;
     eprintln!("real: starting a ZooKeeper server...");
-    let server = TestServer::start().context("starting the ZooKeeper server")?;
+    // As in production: the harness's quick-start JVM (C1 only) would spend the server's
+    // CPU, which this machine's clients share, in slower code.
+    let server = TestServer::start_with(ServerOptions::default().with_optimizing_jit(true))
+        .context("starting the ZooKeeper server")?;
     let addr = server.connect_string();
     f.server = format!(
         "ZooKeeper {}, one standalone server started by the harness at {addr} \
-         (forceSync=no)",
+         (forceSync=no, the JVM's optimizing JIT on)",
         server_version(&server)
     );
 
     // Warm the server's JIT and caches; these figures are dropped.
-    let warmup = opts.cell.min(Duration::from_secs(1));
+    let warmup = opts.cell.min(Duration::from_secs(WARMUP_S_MAX));
     f.warmup_s = 3.0 * warmup.as_secs_f64();
     eprintln!("real: warming up...");
-    rt.block_on(async {
+    reactor::block_on(&rt, async {
         raw_write_rate(&addr, "/bench/warmup-raw", opts.raw_in_flight, warmup).await?;
         let cfg = CellConfig::new(4, warmup, "/bench/warmup-zklock");
         recipe_cell(&addr, &cfg, RecipeRelease::InBackground).await?;
@@ -313,7 +323,7 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
 
     eprintln!("real: raw write rate...");
     let raw_window = opts.cell.min(Duration::from_secs(3));
-    let (pipelined, sequential) = rt.block_on(async {
+    let (pipelined, sequential) = reactor::block_on(&rt, async {
         let p = raw_write_rate(&addr, "/bench/raw", opts.raw_in_flight, raw_window).await?;
         let s = raw_write_rate(&addr, "/bench/raw-1", 1, raw_window).await?;
         anyhow::Ok((p, s))
@@ -336,13 +346,16 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
                 let cfg = CellConfig::new(clients, per_round, &path);
                 eprintln!("real: round {round}/{rounds}, {clients} client(s), {contender}...");
                 let r = match contender {
-                    Contender::RecipeBackground => {
-                        rt.block_on(recipe_cell(&addr, &cfg, RecipeRelease::InBackground))
-                    }
+                    Contender::RecipeBackground => reactor::block_on(
+                        &rt,
+                        recipe_cell(&addr, &cfg, RecipeRelease::InBackground),
+                    ),
                     Contender::RecipeAwaited => {
-                        rt.block_on(recipe_cell(&addr, &cfg, RecipeRelease::Awaited))
+                        reactor::block_on(&rt, recipe_cell(&addr, &cfg, RecipeRelease::Awaited))
                     }
-                    Contender::ZookeeperClient => rt.block_on(zookeeper_client_cell(&addr, &cfg)),
+                    Contender::ZookeeperClient => {
+                        reactor::block_on(&rt, zookeeper_client_cell(&addr, &cfg))
+                    }
                     Contender::Kazoo => match &kazoo {
                         Some(python) => kazoo_cell(python, &addr, &cfg),
                         None => continue,

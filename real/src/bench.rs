@@ -34,8 +34,11 @@
 
 use crate::client::{ZkClient, monotonic_now};
 use crate::error::RealError;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -252,15 +255,15 @@ fn process_cpu() -> Duration {
 
 /// Awaits the clients of a cell whose window starts at `start`, measuring this process's
 /// CPU time from `start` until they all stopped.
-async fn join_measured(
-    tasks: tokio::task::JoinSet<Result<Vec<Hold>, String>>,
+async fn join_measured<F: Future<Output = Result<Vec<Hold>, String>>>(
+    clients: Vec<F>,
     start: Duration,
     deadline: Duration,
     what: &str,
 ) -> Result<(Vec<Hold>, ClientCpu), BenchError> {
     sleep_until_run_time(start).await;
     let before = process_cpu();
-    let holds = join_clients(tasks, deadline, what).await?;
+    let holds = join_clients(clients, deadline, what).await?;
     let cpu = ClientCpu {
         cpu_s: process_cpu().saturating_sub(before).as_secs_f64(),
         holds: holds.len() as u64,
@@ -409,19 +412,24 @@ async fn sleep_until_run_time(t: Duration) {
     tokio::time::sleep(t.saturating_sub(monotonic_now())).await;
 }
 
-/// Waits for every client task, failing if one fails or they outlast `deadline`.
-async fn join_clients(
-    mut tasks: tokio::task::JoinSet<Result<Vec<Hold>, String>>,
+/// Runs every client to its end, failing if one fails or they outlast `deadline`. The
+/// clients are polled by the caller's task, so they run wherever it runs (with
+/// [`reactor::block_on`](crate::reactor::block_on), on the thread of zookeeper-client's IO).
+async fn join_clients<F>(
+    clients: Vec<F>,
     deadline: Duration,
     what: &str,
-) -> Result<Vec<Hold>, BenchError> {
+) -> Result<Vec<Hold>, BenchError>
+where
+    F: Future<Output = Result<Vec<Hold>, String>>,
+{
+    let mut running: FuturesUnordered<F> = clients.into_iter().collect();
     let mut holds = Vec::new();
     let joined = tokio::time::timeout(deadline.saturating_sub(monotonic_now()), async {
-        while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok(Ok(mut h)) => holds.append(&mut h),
-                Ok(Err(e)) => return Err(BenchError::new(format!("{what}: {e}"))),
-                Err(e) => return Err(BenchError::new(format!("{what}: a client task {e}"))),
+        while let Some(done) = running.next().await {
+            match done {
+                Ok(mut h) => holds.append(&mut h),
+                Err(e) => return Err(BenchError::new(format!("{what}: {e}"))),
             }
         }
         Ok(())
@@ -429,7 +437,7 @@ async fn join_clients(
     .await;
     match joined {
         Ok(r) => r.map(|()| holds),
-        // Dropping the set aborts the clients still running.
+        // Dropping the futures stops the clients still running.
         Err(_) => Err(BenchError::new(format!(
             "{what}: the clients did not stop in time"
         ))),
@@ -455,11 +463,11 @@ pub async fn recipe_cell(
         .map_err(|e| BenchError::new(format!("creating {}: {e}", cfg.lock_path)))?;
     let (start, end) = window(cfg.duration);
     let max = cfg.max_acquisitions_per_client;
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut runs = Vec::new();
     for (index, client) in (0u32..).zip(&clients) {
         let lock = Lock::new(Arc::clone(client), &cfg.lock_path, LockOptions::default())
             .map_err(|e| BenchError::new(e.to_string()))?;
-        tasks.spawn(async move {
+        runs.push(async move {
             sleep_until_run_time(start).await;
             let mut holds = Vec::new();
             while (holds.len() as u64) < max && monotonic_now() < end {
@@ -480,7 +488,7 @@ pub async fn recipe_cell(
         });
     }
     let contender = release.contender();
-    let joined = join_measured(tasks, start, end + cfg.stop_timeout, contender.key()).await;
+    let joined = join_measured(runs, start, end + cfg.stop_timeout, contender.key()).await;
     // Background deletes still under way keep their session until they are answered.
     for client in &clients {
         let _ = client.close().await;
@@ -538,10 +546,10 @@ pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellR
     zk_ensure_path(&clients[0], &cfg.lock_path).await?;
     let (start, end) = window(cfg.duration);
     let max = cfg.max_acquisitions_per_client;
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut runs = Vec::new();
     for (index, client) in (0u32..).zip(clients) {
         let dir = cfg.lock_path.clone();
-        tasks.spawn(async move {
+        runs.push(async move {
             sleep_until_run_time(start).await;
             let mut holds = Vec::new();
             while (holds.len() as u64) < max && monotonic_now() < end {
@@ -566,7 +574,7 @@ pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellR
         });
     }
     let (holds, cpu) =
-        join_measured(tasks, start, end + cfg.stop_timeout, "zookeeper-client").await?;
+        join_measured(runs, start, end + cfg.stop_timeout, "zookeeper-client").await?;
     Ok(CellResult {
         client_cpu: Some(cpu),
         ..summarize(Contender::ZookeeperClient, cfg.clients, &holds, start, end)

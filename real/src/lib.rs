@@ -75,6 +75,7 @@ pub mod faults;
 pub mod harness;
 mod nodelay;
 pub mod proxy;
+pub mod reactor;
 pub mod recorder;
 pub mod recording;
 pub mod resource;

@@ -16,6 +16,7 @@ use zklock_real::bench::{
     zookeeper_client_cell,
 };
 use zklock_real::harness::TestServer;
+use zklock_real::reactor;
 
 const TINY: Duration = Duration::from_millis(300);
 
@@ -87,6 +88,26 @@ async fn tiny_cells_of_the_rust_locks_and_the_raw_write_rate_measure_something()
     eprintln!("raw: {raw:?}");
     assert!(raw.writes > 0 && raw.writes_per_s > 0.0);
     assert_eq!(raw.in_flight, 8);
+}
+
+/// As `zklock bench` runs them: on the thread that drives async-io's reactor, which also
+/// runs zookeeper-client's session tasks. Contended, so watches fire there too.
+#[test]
+fn tiny_contended_cells_measure_something_on_the_reactor_thread() {
+    if !zookeeper_available() {
+        return;
+    }
+    let server = TestServer::start().unwrap();
+    let addr = server.connect_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for release in [RecipeRelease::InBackground, RecipeRelease::Awaited] {
+        let cfg = CellConfig::new(3, TINY, &format!("/bench-reactor/{release:?}-3"));
+        let r = reactor::block_on(&runtime, recipe_cell(&addr, &cfg, release)).unwrap();
+        assert_measured(&r, release.contender(), 3);
+    }
+    let cfg = CellConfig::new(3, TINY, "/bench-reactor/zkc-3");
+    let r = reactor::block_on(&runtime, zookeeper_client_cell(&addr, &cfg)).unwrap();
+    assert_measured(&r, Contender::ZookeeperClient, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -643,3 +643,38 @@ async fn dropped_acquire_and_dropped_guard_leave_no_node() {
     got.release().await.unwrap();
     wait_for_children(&b, DIR, &[]).await;
 }
+
+/// The JVM flags of the server whose directory is `dir` (its command line names its
+/// zoo.cfg there).
+fn jvm_args_of_server_in(dir: &std::path::Path) -> Vec<String> {
+    let config = dir.join("zoo.cfg").display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = raw
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_jvm = args.iter().any(|a| a.ends_with("QuorumPeerMain"));
+        if is_jvm && args.iter().any(|a| a.contains(&config)) {
+            found = args;
+        }
+    }
+    assert!(!found.is_empty(), "no JVM runs {config}");
+    found
+}
+
+/// The harness's servers start on the quick JIT alone; the benchmark's asks for the
+/// optimizing one too, as production servers run.
+#[test]
+fn the_optimizing_jit_is_off_for_test_servers_and_on_when_asked() {
+    require_zookeeper!();
+    let quick = TestServer::start().unwrap();
+    let full = TestServer::start_with(harness::ServerOptions::default().with_optimizing_jit(true))
+        .unwrap();
+    let flag = "-XX:TieredStopAtLevel=1".to_string();
+    assert!(jvm_args_of_server_in(quick.dir()).contains(&flag));
+    assert!(!jvm_args_of_server_in(full.dir()).contains(&flag));
+}

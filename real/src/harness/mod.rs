@@ -148,16 +148,23 @@ pub struct ServerOptions {
     pub max_session_timeout_ms: u32,
     /// How long a server (or an ensemble) may take to start serving.
     pub start_timeout: Duration,
+    /// Run the JVM with HotSpot's optimizing compiler (C2), as in production. Default
+    /// off: the quick compiler alone (`-XX:TieredStopAtLevel=1`) starts the server sooner,
+    /// and test servers do little work. The benchmark turns it on, since a server
+    /// answering thousands of requests a second spends its CPU in compiled code.
+    pub optimizing_jit: bool,
 }
 
 impl Default for ServerOptions {
-    /// A 200 ms tick and sessions from 400 ms, so expiry tests take a second or two.
+    /// A 200 ms tick and sessions from 400 ms, so expiry tests take a second or two; the
+    /// quick JIT only.
     fn default() -> Self {
         ServerOptions {
             tick_time_ms: 200,
             min_session_timeout_ms: 400,
             max_session_timeout_ms: 60_000,
             start_timeout: Duration::from_secs(60),
+            optimizing_jit: false,
         }
     }
 }
@@ -174,6 +181,10 @@ impl ServerOptions {
     }
     pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
         self.start_timeout = timeout;
+        self
+    }
+    pub fn with_optimizing_jit(mut self, on: bool) -> Self {
+        self.optimizing_jit = on;
         self
     }
 }

@@ -91,6 +91,8 @@ pub(crate) struct Node {
     config: PathBuf,
     log: PathBuf,
     standalone: bool,
+    /// C2 on (see [`ServerOptions::optimizing_jit`]).
+    optimizing_jit: bool,
     process: Option<Running>,
 }
 
@@ -149,6 +151,7 @@ impl Node {
             config: config_path,
             log: dir.join("server.log"),
             standalone: peers.is_empty(),
+            optimizing_jit: options.optimizing_jit,
             process: None,
         })
     }
@@ -191,13 +194,9 @@ impl Node {
             .arg("zklock-zookeeper-watchdog")
             .arg(self.orphan_dir.as_deref().unwrap_or(Path::new("")))
             .arg(&install.java)
-            // A small, quick-starting JVM: the servers hold a few znodes.
-            .args([
-                "-Xms32m",
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-            ])
+            // A small JVM: the servers hold a few znodes.
+            .args(["-Xms32m", "-Xmx256m", "-XX:+UseSerialGC"])
+            .args((!self.optimizing_jit).then_some("-XX:TieredStopAtLevel=1"))
             .args(["-XX:-UsePerfData", "-Djava.awt.headless=true"])
             // A restarted server may find a transaction log but no snapshot yet.
             .arg("-Dzookeeper.snapshot.trust.empty=true")

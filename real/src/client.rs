@@ -1,7 +1,7 @@
 //! [`ZkClient`]: the `Coordination` trait over a real ZooKeeper session.
 
 use crate::convert::{self, zk_error};
-use crate::detached::{self, Raw};
+use crate::detached::{self, CleanupHome, Raw};
 use crate::error::RealError;
 use crate::watch::WatchForwarder;
 use std::future::Future;
@@ -70,7 +70,9 @@ impl StateHub {
 ///   once the node or the session is gone. Until then that handle keeps the session open
 ///   even if this client is dropped.
 ///
-/// All methods must run inside a tokio runtime.
+/// All methods must run inside a tokio runtime. For the shortest round trips, run them
+/// through [`reactor::block_on`](crate::reactor::block_on), which keeps a reply on the
+/// thread that read it.
 #[derive(Debug)]
 pub struct ZkClient {
     /// `None` after `close`; every operation then fails. In an `Arc` so that a request
@@ -83,7 +85,7 @@ pub struct ZkClient {
     watches: WatchForwarder,
     state_task: tokio::task::JoinHandle<()>,
     /// Where background cleanup runs: it may be handed over from a `Drop` outside a task.
-    runtime: tokio::runtime::Handle,
+    cleanup_home: CleanupHome,
 }
 
 impl Drop for ZkClient {
@@ -160,7 +162,11 @@ impl ZkClient {
             hub,
             watches: WatchForwarder::default(),
             state_task,
-            runtime: tokio::runtime::Handle::current(),
+            cleanup_home: if crate::reactor::inside() {
+                CleanupHome::Reactor(tokio::runtime::Handle::current())
+            } else {
+                CleanupHome::Runtime(tokio::runtime::Handle::current())
+            },
         }
     }
 
@@ -448,6 +454,6 @@ impl Coordination for ZkClient {
             return;
         };
         let session = self.session_id;
-        detached::start(&self.runtime, Raw { client, session }, what);
+        detached::start(&self.cleanup_home, Raw { client, session }, what);
     }
 }

@@ -72,26 +72,43 @@ impl CleanupOps for Raw {
     }
 }
 
-/// Starts `what` on `ops`: sends its first request now, then spawns the rest on `runtime`
-/// (see the module docs). Never blocks; callable from `Drop`, inside a task or not.
-pub(crate) fn start<O: CleanupOps>(
-    runtime: &tokio::runtime::Handle,
-    ops: O,
-    what: DetachedCleanup,
-) {
+/// Where the rest of a cleanup runs.
+#[derive(Clone, Debug)]
+pub(crate) enum CleanupHome {
+    /// On this tokio runtime's workers.
+    Runtime(tokio::runtime::Handle),
+    /// On the thread of [`reactor::block_on`](crate::reactor::block_on) the client was
+    /// connected in, when the call comes from that thread; else on the runtime.
+    Reactor(tokio::runtime::Handle),
+}
+
+/// Starts `what` on `ops`: sends its first request now, then spawns the rest where `home`
+/// says (see the module docs). Never blocks; callable from `Drop`, inside a task or not.
+pub(crate) fn start<O: CleanupOps>(home: &CleanupHome, ops: O, what: DetachedCleanup) {
     match what {
         DetachedCleanup::Node(path) => {
             let sent = ops.delete(&path);
-            runtime.spawn(async move {
+            spawn(home, async move {
                 // Done on Ok, NoNode, the session's end, or any other error alike.
                 answered(&ops, sent, || ops.delete(&path)).await;
             });
         }
         DetachedCleanup::OwnedMatching { dir, fragment } => {
             let sent = ops.children(&dir);
-            runtime.spawn(async move {
+            spawn(home, async move {
                 delete_owned_matching(&ops, sent, &dir, &fragment).await;
             });
+        }
+    }
+}
+
+fn spawn(home: &CleanupHome, task: impl Future<Output = ()> + Send + 'static) {
+    match home {
+        CleanupHome::Reactor(_) if crate::reactor::inside() => {
+            drop(tokio::task::spawn_local(task));
+        }
+        CleanupHome::Reactor(runtime) | CleanupHome::Runtime(runtime) => {
+            drop(runtime.spawn(task));
         }
     }
 }

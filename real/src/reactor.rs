@@ -31,21 +31,57 @@
 //! # }
 //! ```
 
+use std::cell::Cell;
 use std::future::Future;
 
 /// Runs `future` to completion on the calling thread, which drives async-io's reactor
 /// meanwhile, inside `runtime`'s context. Tasks that zookeeper-client spawns during the
 /// call (each session's IO task) run on this thread too, and end with the call: clients
-/// connected inside must be closed or dropped inside.
+/// connected inside must be closed or dropped inside. So does the background cleanup of a
+/// client connected inside (`release_in_background`, dropped guards): it awaits its
+/// replies here, and stops with the call (the deletes it already sent still reach the
+/// server).
 ///
 /// `future` may use `tokio::task::spawn_local`. Must not be called from inside an async
 /// task (it blocks the thread).
 pub fn block_on<F: Future>(runtime: &tokio::runtime::Runtime, future: F) -> F::Output {
+    let _inside = Inside::enter();
     let _context = runtime.enter();
     // zookeeper-client spawns through `spawns`, which asks this thread's spawner first.
     let _spawner = spawns::enter(&LocalSpawner);
     let local = tokio::task::LocalSet::new();
     async_io::block_on(local.run_until(future))
+}
+
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is inside [`block_on`]. A [`ZkClient`](crate::ZkClient)
+/// connected there keeps its background cleanup there too (`spawn_local`), next to its
+/// session task, instead of handing each reply to a tokio worker.
+pub(crate) fn inside() -> bool {
+    INSIDE.with(Cell::get)
+}
+
+/// Marks the thread as inside [`block_on`] until dropped (restoring the previous mark,
+/// so that nested calls unwind correctly).
+struct Inside {
+    before: bool,
+}
+
+impl Inside {
+    fn enter() -> Inside {
+        Inside {
+            before: INSIDE.with(|inside| inside.replace(true)),
+        }
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|inside| inside.set(self.before));
+    }
 }
 
 /// Spawns onto the [`tokio::task::LocalSet`] that [`block_on`] is running.

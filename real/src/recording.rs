@@ -10,7 +10,7 @@
 //! request is sent at the call (see `crate::detached`), and recorded as issued then.
 
 use crate::client::ZkClient;
-use crate::detached::{self, CleanupOps};
+use crate::detached::{self, CleanupHome, CleanupOps};
 use crate::recorder::Recorder;
 use std::future::Future;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ struct Inner {
     index: u32,
     recorder: Arc<Recorder>,
     /// Where background cleanup runs: it may be handed over from a `Drop` outside any task.
-    runtime: tokio::runtime::Handle,
+    cleanup_home: CleanupHome,
 }
 
 /// A client of a real run: [`Coordination`] over a [`ZkClient`], recording into a shared
@@ -65,7 +65,8 @@ impl RecordingClient {
                 client,
                 index,
                 recorder,
-                runtime: tokio::runtime::Handle::current(),
+                // The recorder's tasks run on tokio's workers, so its cleanup does too.
+                cleanup_home: CleanupHome::Runtime(tokio::runtime::Handle::current()),
             }),
         }
     }
@@ -263,6 +264,6 @@ impl Coordination for RecordingClient {
     }
 
     fn cleanup_detached(&self, what: DetachedCleanup) {
-        detached::start(&self.inner.runtime, self.clone(), what);
+        detached::start(&self.inner.cleanup_home, self.clone(), what);
     }
 }

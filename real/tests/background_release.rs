@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::block_in_place;
 use tokio::time::timeout;
-use zklock_real::ZkClient;
 use zklock_real::harness::TestServer;
 use zklock_real::recorder::Recorder;
 use zklock_real::recording::RecordingClient;
+use zklock_real::{ZkClient, reactor};
 use zklock_recipe::history::{EventKind, ZkOp};
 use zklock_recipe::{
     Children, Coordination, CreateMode, DetachedCleanup, Lock, LockOptions, Op, OpResult,
@@ -214,4 +214,25 @@ async fn a_recording_client_acquiring_again_at_once_records_each_delete_before_t
             "delete {delete} not answered ok"
         );
     }
+}
+
+/// The same through `reactor::block_on`, where a client connected inside also awaits its
+/// background deletes' replies (on the calling thread, next to its session task).
+#[test]
+fn on_the_reactor_thread_a_client_acquiring_again_at_once_never_sees_its_previous_node() {
+    if !zookeeper_available() {
+        return;
+    }
+    let server = TestServer::start().expect("ZooKeeper server starts");
+    let addr = server.connect_string();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    reactor::block_on(&runtime, async {
+        let zk = Arc::new(
+            ZkClient::connect(&addr, SESSION_MS, CONNECT_MS)
+                .await
+                .expect("client connects"),
+        );
+        acquire_again_at_once(Arc::clone(&zk), "/locks/background-reactor").await;
+        zk.close().await.unwrap();
+    });
 }

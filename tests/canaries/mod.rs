@@ -34,15 +34,21 @@ pub enum Bug {
     /// own WriteLock.unlock does: after a ConnectionLoss the node may still stand, and
     /// every later contender waits behind it for as long as the session lives.
     ForgetfulRelease,
+    /// Gives up a wait (a try that finds the lock held, a timeout that runs out) and
+    /// returns without deleting its node, as zk-ruby's locker, Twitter commons'
+    /// DistributedLockImpl.tryLock and aiozk once did: the node stands for as long as the
+    /// session lives, and every later contender waits behind it.
+    AbandonedWait,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 5] = [
+    pub const ALL: [Bug; 6] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
         Bug::FullNameOrder,
         Bug::ForgetfulRelease,
+        Bug::AbandonedWait,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -51,12 +57,13 @@ impl Bug {
             Bug::DeafHolder => "canary-deaf-holder",
             Bug::FullNameOrder => "canary-full-name-order",
             Bug::ForgetfulRelease => "canary-forgetful-release",
+            Bug::AbandonedWait => "canary-abandoned-wait",
         }
     }
     /// The property that must catch it.
     pub fn caught_by(self) -> &'static str {
         match self {
-            Bug::BlindRetry | Bug::ForgetfulRelease => "liveness_after_heal",
+            Bug::BlindRetry | Bug::ForgetfulRelease | Bug::AbandonedWait => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
         }
@@ -143,7 +150,10 @@ impl CanaryLock {
             };
             let now = self.c.now().as_micros() as u64;
             if deadline_us.is_some_and(|d| now >= d) {
-                delete_until_gone(&self.c, &self.policy, &own.path).await?;
+                if self.bug != Bug::AbandonedWait {
+                    delete_until_gone(&self.c, &self.policy, &own.path).await?;
+                }
+                // BUG (AbandonedWait): the node is left standing.
                 return Ok(None);
             }
             let watch = if self.bug == Bug::WatchParent {

@@ -8,7 +8,7 @@ mod bench_real;
 
 use crate::args::value;
 use anyhow::{Context, Result, bail};
-use bench_real::{RealFigures, RealOptions};
+use bench_real::{Executor, RealFigures, RealOptions};
 use futures_channel::{mpsc, oneshot};
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -51,6 +51,8 @@ pub struct ExhaustiveFigures {
     pub schedules: u64,
     pub distinct_states: u64,
     pub complete: bool,
+    /// The limit that stopped an incomplete search: "schedule limit" or "time limit".
+    pub stopped_by: Option<&'static str>,
     pub total_s: f64,
     pub schedules_per_s: f64,
     pub states_per_s: f64,
@@ -235,6 +237,11 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
         schedules: r.schedules,
         distinct_states: r.distinct_states,
         complete: r.complete,
+        stopped_by: (!r.complete).then_some(if r.schedules >= bounds.schedules_max {
+            "schedule limit"
+        } else {
+            "time limit"
+        }),
         total_s: secs,
         schedules_per_s: r.schedules as f64 / secs,
         states_per_s: r.distinct_states as f64 / secs,
@@ -255,6 +262,11 @@ OPTIONS:
     --real-clients N,N,...    contending client counts (1,4,16)
     --real-locks L,L,...      locks to measure (all): zklock (release_in_background),
                               zklock-awaited (release().await), zookeeper-client, kazoo
+    --real-executor E         where the Rust clients are polled (reactor): reactor, on the
+                              thread of async-io's reactor (zookeeper-client's IO); tokio,
+                              by tokio's block_on, each reply crossing threads
+    --real-quick-jit          run the server on the JVM's quick JIT alone, as the test
+                              servers do (default: the optimizing JIT, as in production)
 
 The real part starts its own ZooKeeper server (Java and Debian's zookeeper package) and
 runs Kazoo with /usr/bin/python3 (python3-kazoo); without them it is skipped with a
@@ -320,6 +332,13 @@ pub fn run(args: &[String]) -> Result<bool> {
                     })
                     .collect::<Result<_>>()?;
             }
+            "--real-executor" => {
+                let key: String = value(a, it.next())?;
+                real_opts.executor = Executor::from_key(&key).with_context(|| {
+                    format!("--real-executor: {key:?} is not one of reactor, tokio")
+                })?;
+            }
+            "--real-quick-jit" => real_opts.quick_jit = true,
             other => bail!("unknown option {other:?} (see `zklock help`)"),
         }
     }
@@ -452,7 +471,8 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
             e.total_s,
             e.schedules_per_s,
             e.states_per_s,
-            if e.complete { "" } else { "  (time limit)" }
+            e.stopped_by
+                .map_or(String::new(), |limit| format!("  (incomplete: {limit})"))
         );
     }
 }

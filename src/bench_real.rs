@@ -38,6 +38,51 @@ pub struct RealOptions {
     pub raw_in_flight: usize,
     /// The locks measured (all by default; fewer to profile one).
     pub locks: Vec<Contender>,
+    /// Where the Rust clients are polled (default: the reactor's thread).
+    pub executor: Executor,
+    /// Run the server on the JVM's quick JIT alone, as the test servers do (default off:
+    /// the optimizing JIT, as in production).
+    pub quick_jit: bool,
+}
+
+/// Where the Rust clients of a cell are polled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Executor {
+    /// On the thread that drives async-io's reactor, where zookeeper-client does its
+    /// socket IO ([`reactor::block_on`]).
+    Reactor,
+    /// By tokio's `block_on`: each reply crosses from async-io's reactor thread.
+    Tokio,
+}
+
+impl Executor {
+    pub fn from_key(key: &str) -> Option<Executor> {
+        match key {
+            "reactor" => Some(Executor::Reactor),
+            "tokio" => Some(Executor::Tokio),
+            _ => None,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Executor::Reactor => {
+                "the Rust clients are polled on one thread, the one that drives async-io's \
+                 reactor where zookeeper-client does its socket IO (zklock_real::reactor)"
+            }
+            Executor::Tokio => {
+                "the Rust clients are polled by tokio's block_on on one thread, each reply \
+                 crossing from async-io's reactor thread (--real-executor tokio)"
+            }
+        }
+    }
+
+    fn block_on<F: std::future::Future>(self, rt: &tokio::runtime::Runtime, cell: F) -> F::Output {
+        match self {
+            Executor::Reactor => reactor::block_on(rt, cell),
+            Executor::Tokio => rt.block_on(cell),
+        }
+    }
 }
 
 impl Default for RealOptions {
@@ -48,6 +93,8 @@ impl Default for RealOptions {
             clients: vec![1, 4, 16],
             raw_in_flight: 256,
             locks: Contender::ALL.to_vec(),
+            executor: Executor::Reactor,
+            quick_jit: false,
         }
     }
 }
@@ -246,18 +293,17 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     let mut f = RealFigures {
         cell_s: opts.cell.as_secs_f64(),
         rounds: opts.rounds,
-        clients_note: "each client its own session, acquire -> release with no hold in a \
-                       tight loop; the Rust clients are polled on one thread, the one that \
-                       drives async-io's reactor where zookeeper-client does its socket IO \
-                       (zklock_real::reactor), their connections with TCP_NODELAY (as Kazoo's; \
-                       zookeeper-client leaves Nagle on, zklock's client sets it). \
-                       zklock: release_in_background sends the delete and the \
-                       next acquire starts at once (a background task awaits the reply), \
-                       as zookeeper-client's guard deletes on drop; zklock-awaited: \
-                       release().await waits for the delete's reply, as Kazoo's release() \
-                       does. zklock's lost signal is not awaited (the other two have \
-                       none), so it reads nothing of its own node"
-            .into(),
+        clients_note: format!(
+            "each client its own session, acquire -> release with no hold in a tight loop; \
+             {}, their connections with TCP_NODELAY (as Kazoo's; zookeeper-client leaves \
+             Nagle on, zklock's client sets it). zklock: release_in_background sends the \
+             delete and the next acquire starts at once (a background task awaits the \
+             reply), as zookeeper-client's guard deletes on drop; zklock-awaited: \
+             release().await waits for the delete's reply, as Kazoo's release() does. \
+             zklock's lost signal is not awaited (the other two have none), so it reads \
+             nothing of its own node",
+            opts.executor.describe()
+        ),
         targets: TARGETS
             .iter()
             .map(|t| RealTarget {
@@ -298,32 +344,39 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     eprintln!("real: starting a ZooKeeper server...");
     // As in production: the harness's quick-start JVM (C1 only) would spend the server's
     // CPU, which this machine's clients share, in slower code.
-    let server = TestServer::start_with(ServerOptions::default().with_optimizing_jit(true))
-        .context("starting the ZooKeeper server")?;
+    let options = ServerOptions::default().with_optimizing_jit(!opts.quick_jit);
+    let server = TestServer::start_with(options).context("starting the ZooKeeper server")?;
     let addr = server.connect_string();
     f.server = format!(
         "ZooKeeper {}, one standalone server started by the harness at {addr} \
-         (forceSync=no, the JVM's optimizing JIT on)",
-        server_version(&server)
+         (forceSync=no, {})",
+        server_version(&server),
+        if opts.quick_jit {
+            "the JVM's quick JIT alone (--real-quick-jit)"
+        } else {
+            "the JVM's optimizing JIT on"
+        }
     );
 
     // Warm the server's JIT and caches; these figures are dropped.
     let warmup = opts.cell.min(Duration::from_secs(WARMUP_S_MAX));
     f.warmup_s = 3.0 * warmup.as_secs_f64();
     eprintln!("real: warming up...");
-    reactor::block_on(&rt, async {
-        raw_write_rate(&addr, "/bench/warmup-raw", opts.raw_in_flight, warmup).await?;
-        let cfg = CellConfig::new(4, warmup, "/bench/warmup-zklock");
-        recipe_cell(&addr, &cfg, RecipeRelease::InBackground).await?;
-        let cfg = CellConfig::new(4, warmup, "/bench/warmup-zookeeper-client");
-        zookeeper_client_cell(&addr, &cfg).await?;
-        anyhow::Ok(())
-    })
-    .context("warm-up")?;
+    let executor = opts.executor;
+    executor
+        .block_on(&rt, async {
+            raw_write_rate(&addr, "/bench/warmup-raw", opts.raw_in_flight, warmup).await?;
+            let cfg = CellConfig::new(4, warmup, "/bench/warmup-zklock");
+            recipe_cell(&addr, &cfg, RecipeRelease::InBackground).await?;
+            let cfg = CellConfig::new(4, warmup, "/bench/warmup-zookeeper-client");
+            zookeeper_client_cell(&addr, &cfg).await?;
+            anyhow::Ok(())
+        })
+        .context("warm-up")?;
 
     eprintln!("real: raw write rate...");
     let raw_window = opts.cell.min(Duration::from_secs(3));
-    let (pipelined, sequential) = reactor::block_on(&rt, async {
+    let (pipelined, sequential) = executor.block_on(&rt, async {
         let p = raw_write_rate(&addr, "/bench/raw", opts.raw_in_flight, raw_window).await?;
         let s = raw_write_rate(&addr, "/bench/raw-1", 1, raw_window).await?;
         anyhow::Ok((p, s))
@@ -351,10 +404,10 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
                         recipe_cell(&addr, &cfg, RecipeRelease::InBackground),
                     ),
                     Contender::RecipeAwaited => {
-                        reactor::block_on(&rt, recipe_cell(&addr, &cfg, RecipeRelease::Awaited))
+                        executor.block_on(&rt, recipe_cell(&addr, &cfg, RecipeRelease::Awaited))
                     }
                     Contender::ZookeeperClient => {
-                        reactor::block_on(&rt, zookeeper_client_cell(&addr, &cfg))
+                        executor.block_on(&rt, zookeeper_client_cell(&addr, &cfg))
                     }
                     Contender::Kazoo => match &kazoo {
                         Some(python) => kazoo_cell(python, &addr, &cfg),

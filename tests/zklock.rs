@@ -161,4 +161,10 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
     let (ok, out) = zklock(&["bench", "--sim-only", "--sim-rounds", "0"], dir.path());
     assert!(!ok);
     assert!(out.contains("--sim-rounds: 0 is not 1 to 100"), "{out}");
+    let (ok, out) = zklock(&["bench", "--real-executor", "threads"], dir.path());
+    assert!(!ok);
+    assert!(
+        out.contains("--real-executor: \"threads\" is not one of reactor, tokio"),
+        "{out}"
+    );
 }

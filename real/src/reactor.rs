@@ -6,9 +6,10 @@
 //! runtime every reply therefore crosses from that thread to a tokio worker (a futex wake)
 //! before the session task, and then the caller, see it. [`block_on`] removes the crossing:
 //! the calling thread drives the reactor, and it also polls zookeeper-client's session
-//! tasks and the given future. On the benchmark machine (2 shared cores, server on the
-//! same cores) four contending clients used about 40% less CPU per acquisition this way
-//! and reached about 10% more acquisitions per second.
+//! tasks and the given future. On the benchmark machine (2 shared cores, the server on the
+//! same cores), four contending clients awaiting their releases used about half the
+//! client CPU per acquisition this way, and made 12% and 46% more acquisitions per second
+//! in two runs (`zklock bench --real-executor tokio` against the default).
 //!
 //! What still needs tokio gets it from `runtime`, which [`block_on`] enters: timers,
 //! [`ZkClient`](crate::ZkClient)'s state task and its background cleanup (which

@@ -564,6 +564,31 @@ async fn ensemble_forced_expiry() {
     }
 }
 
+/// What a closing session's own watches yield: its watch on its own ephemeral fires
+/// NodeDeleted (the server deletes it while the connection is still registered), its
+/// other watches end with SessionClosed. The simulation does the same
+/// (sim/tests/semantics.rs: `a_closing_session_hears_its_own_ephemerals_deleted`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closing_session_hears_its_own_ephemerals_deleted() {
+    require_zookeeper!();
+    let server = start_server();
+    let a = connect(&server.connect_string()).await;
+    a.create("/p", b"", CreateMode::Persistent).await.unwrap();
+    a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
+    let (_, _, own) = a.get_data_watch("/e").await.unwrap();
+    let (_, other) = a.exists_watch("/p").await.unwrap();
+    a.close().await.unwrap();
+    let own = timeout(SOON, own).await.unwrap().unwrap();
+    assert_eq!(
+        (own.event_type, own.path.as_str()),
+        (EventType::NodeDeleted, "/e")
+    );
+    assert_eq!(
+        timeout(SOON, other).await.unwrap(),
+        Err(ZkError::SessionClosed)
+    );
+}
+
 /// Runs everywhere: no server is needed to see a connect fail.
 #[tokio::test]
 async fn connecting_to_a_port_with_no_server_fails_with_a_typed_error() {

@@ -250,14 +250,34 @@ impl DataTree {
         Ok(results)
     }
 
-    /// Ends `session` (closed or expired): drops its watches, then deletes its ephemerals
-    /// in one transaction, notifying other sessions. Returns the deleted paths, sorted.
+    /// The session closes itself (CloseSession): deletes its ephemerals in one transaction,
+    /// notifying every watcher of them, its own watches included (ZooKeeper's server runs
+    /// the close while the closing connection is still registered, so the client hears
+    /// NodeDeleted for its own nodes before the close's reply), then drops the session's
+    /// other watches. Returns the deleted paths, sorted.
     pub fn close_session(
         &mut self,
         session: SessionId,
         out: &mut Vec<Notification>,
     ) -> Vec<String> {
-        // Watches go first: a closed session must never be notified.
+        let paths = self.delete_ephemerals(session, out);
+        self.drop_watches(session);
+        paths
+    }
+
+    /// The server expires `session`: drops its watches, then deletes its ephemerals in one
+    /// transaction, notifying other sessions (an expired session hears nothing more).
+    /// Returns the deleted paths, sorted.
+    pub fn expire_session(
+        &mut self,
+        session: SessionId,
+        out: &mut Vec<Notification>,
+    ) -> Vec<String> {
+        self.drop_watches(session);
+        self.delete_ephemerals(session, out)
+    }
+
+    fn drop_watches(&mut self, session: SessionId) {
         for node in self.nodes.iter_mut().flatten() {
             node.data_watches.remove(session);
             node.child_watches.remove(session);
@@ -266,6 +286,14 @@ impl DataTree {
             remove_session(sessions, session);
             !sessions.is_empty()
         });
+    }
+
+    /// Deletes the session's ephemerals in one transaction (none: no zxid is used).
+    fn delete_ephemerals(
+        &mut self,
+        session: SessionId,
+        out: &mut Vec<Notification>,
+    ) -> Vec<String> {
         let paths = self.ephemerals_of(session);
         if paths.is_empty() {
             return paths;

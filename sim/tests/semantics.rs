@@ -170,6 +170,28 @@ fn invalid_paths_are_bad_arguments() {
     .unwrap();
 }
 
+/// As on a real server (real/tests/real_server.rs checks the same on ZooKeeper): closing
+/// deletes the session's ephemerals while its connection is still registered, so its own
+/// watches on them fire NodeDeleted; its other watches end with SessionClosed.
+#[test]
+fn a_closing_session_hears_its_own_ephemerals_deleted() {
+    run(cfg(81), |sim| async move {
+        let a = sim.client();
+        a.create("/p", b"", CreateMode::Persistent).await.unwrap();
+        a.create("/e", b"", CreateMode::Ephemeral).await.unwrap();
+        let (_, _, own) = a.get_data_watch("/e").await.unwrap();
+        let (_, other) = a.exists_watch("/p").await.unwrap();
+        a.close().await.unwrap();
+        let own = own.await.unwrap();
+        assert_eq!(
+            (own.event_type, own.path.as_str()),
+            (EventType::NodeDeleted, "/e")
+        );
+        assert_eq!(other.await, Err(ZkError::SessionClosed));
+    })
+    .unwrap();
+}
+
 #[test]
 fn ephemerals_go_atomically_when_the_session_closes() {
     run(cfg(8), |sim| async move {

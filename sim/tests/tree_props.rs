@@ -342,7 +342,7 @@ fn run(
                 return false;
             }
             let expected = tree.ephemerals_of(session);
-            let deleted = tree.close_session(session, out);
+            let deleted = tree.expire_session(session, out);
             assert_eq!(deleted, expected);
             model.watches.retain(|(s, _, _)| *s != session);
             for path in &deleted {

@@ -702,10 +702,11 @@ fn close_session_without_ephemerals_consumes_no_zxid() {
     assert_eq!(t, before);
 }
 
-#[test]
-fn close_session_notifies_other_sessions_in_path_order() {
+/// Watches of S1 (the closing session) and of others on S1's ephemerals and their parent.
+fn watched_ephemerals() -> DataTree {
     let mut t = DataTree::new();
     mk(&mut t, "/a");
+    mk(&mut t, "/p");
     mk_as(&mut t, S1, "/a/y", Ephemeral);
     mk_as(&mut t, S1, "/a/x", Ephemeral);
     t.exists("/a/y", Some(S2)).unwrap();
@@ -713,8 +714,15 @@ fn close_session_notifies_other_sessions_in_path_order() {
     t.get_data("/a/x", Some(S3)).unwrap();
     t.get_children("/a", Some(S2)).unwrap();
     t.get_children("/a", Some(S1)).unwrap();
+    t.get_data("/p", Some(S1)).unwrap();
+    t
+}
+
+#[test]
+fn expire_session_notifies_other_sessions_in_path_order() {
+    let mut t = watched_ephemerals();
     let mut out = Vec::new();
-    t.close_session(S1, &mut out);
+    t.expire_session(S1, &mut out);
     assert_eq!(
         out,
         vec![
@@ -723,6 +731,28 @@ fn close_session_notifies_other_sessions_in_path_order() {
             note(S2, NodeDeleted, "/a/y"),
         ]
     );
+    assert!(!t.has_watches(S1));
+}
+
+/// As a real server: the closing connection is still registered when the close deletes
+/// its ephemerals (real/tests/real_server.rs checks the same on ZooKeeper).
+#[test]
+fn close_session_notifies_its_own_watches_on_what_it_deletes_and_drops_the_rest() {
+    let mut t = watched_ephemerals();
+    let mut out = Vec::new();
+    t.close_session(S1, &mut out);
+    assert_eq!(
+        out,
+        vec![
+            note(S3, NodeDeleted, "/a/x"),
+            note(S1, NodeChildrenChanged, "/a"),
+            note(S2, NodeChildrenChanged, "/a"),
+            note(S1, NodeDeleted, "/a/y"),
+            note(S2, NodeDeleted, "/a/y"),
+        ]
+    );
+    // Its watch on /p, which the close does not touch, is dropped unfired.
+    assert!(!t.has_watches(S1));
 }
 
 #[test]

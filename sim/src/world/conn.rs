@@ -153,7 +153,7 @@ impl World {
         }
         s.alive = false;
         let mut notes = Vec::new();
-        self.tree.close_session(session, &mut notes);
+        self.tree.expire_session(session, &mut notes);
         self.route(&mut notes);
     }
 
@@ -267,7 +267,9 @@ impl World {
         }
     }
 
-    /// The client closed its session: the state is final and every watch ends.
+    /// The client closed its session: the state is final and every watch still set ends
+    /// (those on its own ephemerals fired NodeDeleted at the close, see
+    /// [`DataTree::close_session`](crate::tree::DataTree::close_session)).
     pub(crate) fn mark_closed(&mut self, c: ClientId) {
         let cl = &mut self.clients[c];
         cl.conn = Conn::Closed;

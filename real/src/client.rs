@@ -65,10 +65,11 @@ impl StateHub {
 /// * [`cleanup_detached`](Coordination::cleanup_detached) sends its first request at the
 ///   call, on a clone of zookeeper-client's handle, so it goes out before any request this
 ///   client issues afterwards. A task spawned on the runtime the client was connected in
-///   (a `Drop` may run outside any task) awaits the reply and does the rest: requests wait
-///   out a disconnect there, connection loss is retried with backoff, and the task ends
-///   once the node or the session is gone. Until then that handle keeps the session open
-///   even if this client is dropped.
+///   (a `Drop` may run outside any task), or on the calling thread for a client connected
+///   inside [`reactor::block_on`](crate::reactor::block_on) when called there, awaits the
+///   reply and does the rest: requests wait out a disconnect there, connection loss is
+///   retried with backoff, and the task ends once the node or the session is gone. Until
+///   then that handle keeps the session open even if this client is dropped.
 ///
 /// All methods must run inside a tokio runtime. For the shortest round trips, run them
 /// through [`reactor::block_on`](crate::reactor::block_on), which keeps a reply on the

@@ -27,15 +27,17 @@
 //! ([`faults::FaultConfig::restart_killed_leader`] is false; `zklock real
 //! --restart-killed-leader` turns restarts on, to test the ensemble as well).
 //!
-//! [`bench`] measures lock throughput and handoff latency on a real server (the shipped
-//! recipe, zookeeper-client's `Client::lock` and Kazoo's `Lock`) for `zklock bench`.
+//! [`bench`](mod@bench) measures lock throughput and handoff latency on a real server (the
+//! shipped recipe, zookeeper-client's `Client::lock` and Kazoo's `Lock`) for `zklock bench`.
 //!
 //! [`ZkClient`] sets TCP_NODELAY on its connections, as ZooKeeper's Java client and Kazoo
 //! do: zookeeper-client leaves Nagle's algorithm on, which holds a request sent behind an
 //! unanswered one (the recipe's listing behind its create) for a round trip.
 //!
 //! Everything runs on tokio; the harness needs Java and Debian's `zookeeper` package (see
-//! [`harness::availability`]).
+//! [`harness::availability`]). [`reactor::block_on`] runs clients on the thread of
+//! async-io's reactor, where zookeeper-client does its socket IO, which spares each reply
+//! a crossing between threads (the benchmark runs its clients so).
 //!
 //! ```no_run
 //! use zklock_real::harness::{self, TestServer};

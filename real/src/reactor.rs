@@ -11,9 +11,9 @@
 //! client CPU per acquisition this way, and made 12% and 46% more acquisitions per second
 //! in two runs (`zklock bench --real-executor tokio` against the default).
 //!
-//! What still needs tokio gets it from `runtime`, which [`block_on`] enters: timers,
-//! [`ZkClient`](crate::ZkClient)'s state task and its background cleanup (which
-//! `tokio::spawn` onto the runtime's workers; they are not on a request's path).
+//! What still needs tokio gets it from `runtime`, which [`block_on`] enters: timers, and
+//! [`ZkClient`](crate::ZkClient)'s state task (spawned onto the runtime's workers; it is
+//! not on a request's path).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

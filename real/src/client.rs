@@ -163,11 +163,7 @@ impl ZkClient {
             hub,
             watches: WatchForwarder::default(),
             state_task,
-            cleanup_home: if crate::reactor::inside() {
-                CleanupHome::Reactor(tokio::runtime::Handle::current())
-            } else {
-                CleanupHome::Runtime(tokio::runtime::Handle::current())
-            },
+            cleanup_home: CleanupHome::here(),
         }
     }
 

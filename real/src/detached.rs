@@ -72,14 +72,32 @@ impl CleanupOps for Raw {
     }
 }
 
-/// Where the rest of a cleanup runs.
+/// Where the rest of a cleanup runs: on a tokio runtime's workers, or on the thread of
+/// [`reactor::block_on`](crate::reactor::block_on) its client was connected in, when the
+/// cleanup starts on that thread.
 #[derive(Clone, Debug)]
-pub(crate) enum CleanupHome {
-    /// On this tokio runtime's workers.
-    Runtime(tokio::runtime::Handle),
-    /// On the thread of [`reactor::block_on`](crate::reactor::block_on) the client was
-    /// connected in, when the call comes from that thread; else on the runtime.
-    Reactor(tokio::runtime::Handle),
+pub(crate) struct CleanupHome {
+    runtime: tokio::runtime::Handle,
+    on_reactor: bool,
+}
+
+impl CleanupHome {
+    /// For a client connected by the caller: the caller's runtime, and the reactor's
+    /// thread if the caller is inside `reactor::block_on`. Must run inside a runtime.
+    pub(crate) fn here() -> CleanupHome {
+        CleanupHome {
+            runtime: tokio::runtime::Handle::current(),
+            on_reactor: crate::reactor::inside(),
+        }
+    }
+
+    /// The caller's runtime's workers only. Must run inside a runtime.
+    pub(crate) fn workers() -> CleanupHome {
+        CleanupHome {
+            on_reactor: false,
+            ..CleanupHome::here()
+        }
+    }
 }
 
 /// Starts `what` on `ops`: sends its first request now, then spawns the rest where `home`
@@ -103,13 +121,10 @@ pub(crate) fn start<O: CleanupOps>(home: &CleanupHome, ops: O, what: DetachedCle
 }
 
 fn spawn(home: &CleanupHome, task: impl Future<Output = ()> + Send + 'static) {
-    match home {
-        CleanupHome::Reactor(_) if crate::reactor::inside() => {
-            drop(tokio::task::spawn_local(task));
-        }
-        CleanupHome::Reactor(runtime) | CleanupHome::Runtime(runtime) => {
-            drop(runtime.spawn(task));
-        }
+    if home.on_reactor && crate::reactor::inside() {
+        drop(tokio::task::spawn_local(task));
+    } else {
+        drop(home.runtime.spawn(task));
     }
 }
 

@@ -66,7 +66,7 @@ impl RecordingClient {
                 index,
                 recorder,
                 // The recorder's tasks run on tokio's workers, so its cleanup does too.
-                cleanup_home: CleanupHome::Runtime(tokio::runtime::Handle::current()),
+                cleanup_home: CleanupHome::workers(),
             }),
         }
     }

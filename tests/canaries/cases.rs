@@ -13,12 +13,14 @@ use zklock_sim::{Scenario, ShippedRecipe};
 /// The smallest bounds that can show each bug: a herd needs two waiters; the name-order
 /// bug needs no fault; expiry and lost creates need one; a forgotten node strands its own
 /// client's next acquire; an abandoned wait needs a holder, and a second acquisition for
-/// the client that waits (each client's second acquisition is a try).
+/// the client that waits (each client's second acquisition is a try); a lost wake-up needs
+/// the holder to release between the waiter's listing and its watch, which a connection
+/// loss lets happen (the watch's retry then finds the blocker gone).
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
         Bug::FullNameOrder => (2, 0, 1),
-        Bug::DeafHolder | Bug::BlindRetry => (2, 1, 1),
+        Bug::DeafHolder | Bug::BlindRetry | Bug::LostWakeup | Bug::DeafWaiter => (2, 1, 1),
         Bug::ForgetfulRelease => (1, 1, 2),
         Bug::AbandonedWait => (2, 0, 2),
     };
@@ -101,11 +103,15 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
 
 /// The fewest clients that can show each bug: a herd needs a holder and two waiters,
 /// two believers need two clients, an orphan node strands even a lone client, and a wait
-/// is only given up while another client holds.
+/// is only given up, or its wake-up lost, while another client holds.
 fn clients_needed(bug: Bug) -> u32 {
     match bug {
         Bug::WatchParent => 3,
-        Bug::DeafHolder | Bug::FullNameOrder | Bug::AbandonedWait => 2,
+        Bug::DeafHolder
+        | Bug::FullNameOrder
+        | Bug::AbandonedWait
+        | Bug::LostWakeup
+        | Bug::DeafWaiter => 2,
         Bug::BlindRetry | Bug::ForgetfulRelease => 1,
     }
 }

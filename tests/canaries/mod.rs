@@ -15,7 +15,7 @@ use zklock_recipe::lock::{
     create_contender, ensure_path, list_contenders, watch_node,
 };
 use zklock_recipe::path::join;
-use zklock_recipe::{Coordination, CreateMode, ZkError};
+use zklock_recipe::{Coordination, CreateMode, SessionEvents, Watch, ZkError};
 use zklock_sim::{LockUnderTest, Recipe, SimClient};
 
 /// The bug classes real lock libraries shipped.
@@ -39,16 +39,26 @@ pub enum Bug {
     /// DistributedLockImpl.tryLock and aiozk once did: the node stands for as long as the
     /// session lives, and every later contender waits behind it.
     AbandonedWait,
+    /// Finds the blocker already gone when it comes to watch it, and waits anyway, as
+    /// Apache Helix's WriteLock did (apache/helix#44): no watch was set, so nothing wakes
+    /// the waiter, and every later contender waits behind its node.
+    LostWakeup,
+    /// A waiter that hears only its blocker's deletion and drops the session's end, as
+    /// Twitter commons' DistributedLockImpl did (twitter-archive/commons#20): once its
+    /// session expires while it waits, its node is gone and nothing wakes it.
+    DeafWaiter,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 6] = [
+    pub const ALL: [Bug; 8] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
         Bug::FullNameOrder,
         Bug::ForgetfulRelease,
         Bug::AbandonedWait,
+        Bug::LostWakeup,
+        Bug::DeafWaiter,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -58,12 +68,18 @@ impl Bug {
             Bug::FullNameOrder => "canary-full-name-order",
             Bug::ForgetfulRelease => "canary-forgetful-release",
             Bug::AbandonedWait => "canary-abandoned-wait",
+            Bug::LostWakeup => "canary-lost-wakeup",
+            Bug::DeafWaiter => "canary-deaf-waiter",
         }
     }
     /// The property that must catch it.
     pub fn caught_by(self) -> &'static str {
         match self {
-            Bug::BlindRetry | Bug::ForgetfulRelease | Bug::AbandonedWait => "liveness_after_heal",
+            Bug::BlindRetry
+            | Bug::ForgetfulRelease
+            | Bug::AbandonedWait
+            | Bug::LostWakeup
+            | Bug::DeafWaiter => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
         }
@@ -162,19 +178,44 @@ impl CanaryLock {
             } else {
                 watch_node(&self.c, &self.policy, &join(&self.dir, &ahead.name)).await?
             };
-            let Some(w) = watch else { continue };
-            match deadline_us {
-                None => {
-                    await_watch(w, &mut events).await?;
+            // Kept alive through the wait: dropped, it would end the watch it sends.
+            let mut _never_fired = None;
+            let w = match watch {
+                Some(w) => w,
+                None if self.bug == Bug::LostWakeup => {
+                    // BUG: the blocker is gone and no watch was set, yet we wait: only a
+                    // deadline or the session's end can end this wait.
+                    let (sender, w) = Watch::channel();
+                    _never_fired = Some(sender);
+                    w
                 }
+                None => continue,
+            };
+            let waited = self.wait(w, &mut events);
+            match deadline_us {
+                None => waited.await?,
                 Some(d) => {
                     let left = Duration::from_micros(d.saturating_sub(now));
-                    let waited = pin!(await_watch(w, &mut events));
-                    if let Either::Left((r, _)) = select(waited, pin!(self.c.sleep(left))).await {
+                    if let Either::Left((r, _)) =
+                        select(pin!(waited), pin!(self.c.sleep(left))).await
+                    {
                         r?;
                     }
                 }
             }
+        }
+    }
+
+    /// Waits for the blocker's watch to fire, or for the session to end.
+    async fn wait(&self, w: Watch, events: &mut SessionEvents) -> Result<(), LockError> {
+        if self.bug != Bug::DeafWaiter {
+            return await_watch(w, events).await.map(drop);
+        }
+        match w.await {
+            Ok(_) => Ok(()),
+            // BUG: the session's end reaches the watcher as an event of no node, and is
+            // dropped: the wait goes on, though the server has deleted our node.
+            Err(_) => std::future::pending().await,
         }
     }
 }

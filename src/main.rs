@@ -36,6 +36,9 @@ USAGE:
                                  [--out FILE] [--runs-max N (4000)] [--time-limit-s S (60)]
                                  [--fresh-seeds N (100): seeds tried per smaller client
                                  or acquisition count, 0 for none]
+                                 [--exhaustive-schedules N (20000): schedules of the
+                                 exhaustive search of the smaller sizes (at most 3
+                                 clients x 2 acquisitions, 1 fault), 0 for none]
     zklock merge <SUMMARY>...    merge the JSON summaries of explore shards
     zklock real [OPTIONS]        run the shipped recipe and the same workload on real
                                  ZooKeeper servers (started by the run, or --connect),

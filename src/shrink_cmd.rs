@@ -16,6 +16,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--runs-max" => limits.runs_max = value(a, it.next())?,
             "--time-limit-s" => limits.time_limit_ms = value::<u64>(a, it.next())? * 1000,
             "--fresh-seeds" => limits.fresh_seeds_max = value(a, it.next())?,
+            "--exhaustive-schedules" => limits.exhaustive_schedules_max = value(a, it.next())?,
             "--out" => out = Some(value::<PathBuf>(a, it.next())?),
             p if !p.starts_with("--") && path.is_none() => path = Some(PathBuf::from(p)),
             other => bail!("unknown option {other:?}; usage: zklock shrink <TRACE> [--out FILE]"),
@@ -24,7 +25,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let Some(path) = path else {
         bail!(
             "usage: zklock shrink <TRACE> [--out FILE] [--runs-max N] [--time-limit-s S] \
-             [--fresh-seeds N]"
+             [--fresh-seeds N] [--exhaustive-schedules N]"
         );
     };
     let trace = Trace::read(&path)?;
@@ -41,14 +42,15 @@ pub fn run(args: &[String]) -> Result<bool> {
     let out = out.unwrap_or_else(|| path.with_extension("min.json"));
     shrunk.trace.write(&out)?;
     println!(
-        "shrunk in {} runs: {:?} -> {:?}",
-        shrunk.runs, shrunk.before, shrunk.after
+        "shrunk in {} runs and {} exhaustive schedules: {:?} -> {:?}",
+        shrunk.runs, shrunk.exhaustive_schedules, shrunk.before, shrunk.after
     );
     println!(
         "violation: {}",
         shrunk.trace.violation.as_deref().unwrap_or("?")
     );
-    // A fresh seed may have replaced the trace's own (see `zklock_checker::shrink`).
+    // A fresh seed, or the exhaustive search's scenario, may have replaced the trace's own
+    // (see `zklock_checker::shrink`).
     println!(
         "shrunk trace: {} (seed {})",
         out.display(),

@@ -101,6 +101,12 @@ fn shrink_command_refuses_what_it_cannot_shrink_clearly() {
     let (ok, out) = zklock(&["shrink", "t.json", "--fresh-seeds", "many"], dir.path());
     assert!(!ok);
     assert!(out.contains("--fresh-seeds"), "{out}");
+    let (ok, out) = zklock(
+        &["shrink", "t.json", "--exhaustive-schedules", "-1"],
+        dir.path(),
+    );
+    assert!(!ok);
+    assert!(out.contains("--exhaustive-schedules"), "{out}");
     // A canary's trace names a recipe the command does not have.
     let canary = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/canary-deaf-holder.json");
     let (ok, out) = zklock(&["shrink", canary.to_str().unwrap()], dir.path());

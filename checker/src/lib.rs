@@ -59,9 +59,11 @@
 //!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`]). The replay
 //!    re-runs the exact schedule: the same history, event for event.
 //! 2. Shrink it: `zklock shrink <trace>` (or [`shrink()`]) keeps the violated property and
-//!    cuts clients, acquisitions, faults and choices. Where the recorded schedule does not
-//!    carry over to fewer clients or acquisitions, it searches fresh seeds at that size,
-//!    so the shrunk trace may carry another seed.
+//!    cuts clients, acquisitions, faults and choices. It first checks the smaller sizes
+//!    exhaustively (up to 3 clients × 2 acquisitions, one fault), smallest first; where
+//!    that finds nothing and the recorded schedule does not carry over to fewer clients or
+//!    acquisitions, it searches fresh seeds at that size. So the shrunk trace may carry
+//!    another seed, or the exhaustive check's scenario (faults placed by the chooser).
 //! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): one line per event,
 //!    with a legend, and the set of holders after each event. The violation report names
 //!    the event indices that prove it and the faults just before.

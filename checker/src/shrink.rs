@@ -12,7 +12,17 @@
 //! acquisition count does not fail under the current choices, fresh seeds are searched at
 //! that size ([`ShrinkLimits::fresh_seeds_max`]), and a failing one is shrunk on from
 //! there. The shrunk trace then carries that seed.
+//!
+//! First of all, though, the smaller sizes are searched exhaustively, smallest first
+//! ([`ShrinkLimits::exhaustive_schedules_max`]): every schedule of at most
+//! [`EXHAUSTIVE_CLIENTS_MAX`] clients and [`EXHAUSTIVE_ACQUISITIONS_MAX`] acquisitions each,
+//! with at most one fault if the trace had any. A random run seldom shows a bug at the
+//! smallest size, where one exact interleaving or fault placement is needed; the
+//! exhaustive check finds it there in a few hundred schedules. Its first violating
+//! schedule is then shrunk on as any other; the trace's scenario becomes the exhaustive
+//! one ([`Bounds::scenario`]: faults placed by the chooser, not at random rates).
 
+use crate::exhaustive::{Bounds, check_exhaustive_until};
 use crate::run::{CheckedRun, check_seed, judge};
 use crate::trace::Trace;
 use std::collections::BTreeSet;
@@ -30,7 +40,16 @@ pub struct ShrinkLimits {
     /// current choices do not fail (each is a run, counted in `runs_max`). 0 turns the
     /// search off. Default 100.
     pub fresh_seeds_max: u64,
+    /// Schedules the exhaustive search of the smaller sizes may run, all sizes together
+    /// (counted apart from `runs_max`). 0 turns the search off. Default 20000.
+    pub exhaustive_schedules_max: u64,
 }
+
+/// The most clients the exhaustive search tries: past three, its spaces outgrow any
+/// budget.
+pub const EXHAUSTIVE_CLIENTS_MAX: u32 = 3;
+/// The most acquisitions per client the exhaustive search tries.
+pub const EXHAUSTIVE_ACQUISITIONS_MAX: u32 = 2;
 
 impl Default for ShrinkLimits {
     fn default() -> Self {
@@ -38,6 +57,7 @@ impl Default for ShrinkLimits {
             runs_max: 4000,
             time_limit_ms: 60_000,
             fresh_seeds_max: 100,
+            exhaustive_schedules_max: 20_000,
         }
     }
 }
@@ -57,7 +77,10 @@ pub struct Shrunk {
     pub trace: Trace,
     pub before: Size,
     pub after: Size,
+    /// Replays and fresh seeds run.
     pub runs: u64,
+    /// Schedules the exhaustive search ran.
+    pub exhaustive_schedules: u64,
 }
 
 /// Why a trace could not be shrunk.
@@ -85,15 +108,18 @@ fn size(sc: &Scenario, run: &CheckedRun) -> Size {
     Size {
         clients: sc.clients,
         acquisitions_per_client: sc.acquisitions_per_client,
-        faults: run
-            .outcome
-            .history
-            .events
-            .iter()
-            .filter(|e| matches!(e.kind, zklock_recipe::history::EventKind::Fault { .. }))
-            .count(),
+        faults: faults(run),
         choices: run.outcome.choices.len(),
     }
+}
+
+fn faults(run: &CheckedRun) -> usize {
+    run.outcome
+        .history
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, zklock_recipe::history::EventKind::Fault { .. }))
+        .count()
 }
 
 struct Shrinker<'a, R> {
@@ -108,6 +134,9 @@ struct Shrinker<'a, R> {
     best_run: CheckedRun,
     /// Sizes (clients, acquisitions per client) whose fresh seeds were searched already.
     searched: BTreeSet<(u32, u32)>,
+    /// Schedules the exhaustive search ran, and the sizes it searched.
+    exhaustive_schedules: u64,
+    exhaustively_searched: BTreeSet<(u32, u32)>,
 }
 
 fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
@@ -213,6 +242,49 @@ impl<R: Recipe> Shrinker<'_, R> {
             .any(|k| self.try_fresh_seed(sc.clone(), base.wrapping_add(k)))
     }
 
+    /// Searches every schedule of each size smaller than the best, smallest first, within
+    /// the schedule budget (shared out evenly among the sizes left); keeps the first
+    /// violation found, if it is smaller.
+    fn search_exhaustively(&mut self) -> bool {
+        let best = (self.best_sc.clients, self.best_sc.acquisitions_per_client);
+        let sizes: Vec<(u32, u32)> = (1..=best.0.min(EXHAUSTIVE_CLIENTS_MAX))
+            .flat_map(|c| (1..=best.1.min(EXHAUSTIVE_ACQUISITIONS_MAX)).map(move |a| (c, a)))
+            .filter(|&size| size < best && !self.exhaustively_searched.contains(&size))
+            .collect();
+        let faults_max = faults(&self.best_run).min(1) as u32;
+        for (i, &(clients, acquisitions_per_client)) in sizes.iter().enumerate() {
+            let left = self
+                .limits
+                .exhaustive_schedules_max
+                .saturating_sub(self.exhaustive_schedules);
+            let time_left = self.deadline.saturating_duration_since(Instant::now());
+            if left == 0 || time_left.is_zero() {
+                return false;
+            }
+            self.exhaustively_searched
+                .insert((clients, acquisitions_per_client));
+            let bounds = Bounds {
+                clients,
+                acquisitions_per_client,
+                faults_max,
+                schedules_max: left / (sizes.len() - i) as u64,
+                time_limit_ms: time_left.as_millis() as u64,
+                prune: true,
+            };
+            let target = self.target.clone();
+            let r = check_exhaustive_until(&self.best_sc, self.recipe, &bounds, &|r| {
+                r.violates(&target)
+            });
+            self.exhaustive_schedules += r.schedules;
+            if let Some(run) = r.violation
+                && self.keep_if_smaller(r.scenario, 0, run)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
     /// The shortest prefix (rest zero) that still fails, by bisection.
     fn truncate(&mut self) -> bool {
         let (mut lo, mut hi) = (0, self.best_choices.len());
@@ -287,9 +359,12 @@ pub fn shrink<R: Recipe>(
         best_choices: trim_zeros(first.outcome.choices.clone()),
         best_run: first,
         searched: BTreeSet::new(),
+        exhaustive_schedules: 0,
+        exhaustively_searched: BTreeSet::new(),
     };
     loop {
-        let mut improved = s.shrink_scenario();
+        let mut improved = s.search_exhaustively();
+        improved |= s.shrink_scenario();
         improved |= s.truncate();
         improved |= s.chunks(false);
         improved |= s.chunks(true);
@@ -311,5 +386,6 @@ pub fn shrink<R: Recipe>(
         before,
         after,
         runs: s.runs,
+        exhaustive_schedules: s.exhaustive_schedules,
     })
 }

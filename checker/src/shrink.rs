@@ -16,7 +16,7 @@
 //! First of all, though, the smaller sizes are searched exhaustively, smallest first
 //! ([`ShrinkLimits::exhaustive_schedules_max`]): every schedule of at most
 //! [`EXHAUSTIVE_CLIENTS_MAX`] clients and [`EXHAUSTIVE_ACQUISITIONS_MAX`] acquisitions each,
-//! with at most one fault if the trace had any. A random run seldom shows a bug at the
+//! without faults, then with at most one if the trace had any. A random run seldom shows a bug at the
 //! smallest size, where one exact interleaving or fault placement is needed; the
 //! exhaustive check finds it there in a few hundred schedules. Its first violating
 //! schedule is then shrunk on as any other; the trace's scenario becomes the exhaustive
@@ -134,9 +134,10 @@ struct Shrinker<'a, R> {
     best_run: CheckedRun,
     /// Sizes (clients, acquisitions per client) whose fresh seeds were searched already.
     searched: BTreeSet<(u32, u32)>,
-    /// Schedules the exhaustive search ran, and the sizes it searched.
+    /// Schedules the exhaustive search ran, and what it searched (clients, acquisitions
+    /// per client, faults at most).
     exhaustive_schedules: u64,
-    exhaustively_searched: BTreeSet<(u32, u32)>,
+    exhaustively_searched: BTreeSet<(u32, u32, u32)>,
 }
 
 fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
@@ -242,17 +243,20 @@ impl<R: Recipe> Shrinker<'_, R> {
             .any(|k| self.try_fresh_seed(sc.clone(), base.wrapping_add(k)))
     }
 
-    /// Searches every schedule of each size smaller than the best, smallest first, within
-    /// the schedule budget (shared out evenly among the sizes left); keeps the first
-    /// violation found, if it is smaller.
+    /// Searches every schedule of each size smaller than the best, smallest first, and
+    /// at each size without faults before with one, within the schedule budget (shared
+    /// out evenly among the searches left); keeps the first violation found, if smaller.
     fn search_exhaustively(&mut self) -> bool {
         let best = (self.best_sc.clients, self.best_sc.acquisitions_per_client);
-        let sizes: Vec<(u32, u32)> = (1..=best.0.min(EXHAUSTIVE_CLIENTS_MAX))
+        let faults_cap = faults(&self.best_run).min(1) as u32;
+        let searches: Vec<(u32, u32, u32)> = (1..=best.0.min(EXHAUSTIVE_CLIENTS_MAX))
             .flat_map(|c| (1..=best.1.min(EXHAUSTIVE_ACQUISITIONS_MAX)).map(move |a| (c, a)))
-            .filter(|&size| size < best && !self.exhaustively_searched.contains(&size))
+            .filter(|&size| size < best)
+            .flat_map(|(c, a)| (0..=faults_cap).map(move |f| (c, a, f)))
+            .filter(|search| !self.exhaustively_searched.contains(search))
             .collect();
-        let faults_max = faults(&self.best_run).min(1) as u32;
-        for (i, &(clients, acquisitions_per_client)) in sizes.iter().enumerate() {
+        for (i, &search) in searches.iter().enumerate() {
+            let (clients, acquisitions_per_client, faults_max) = search;
             let left = self
                 .limits
                 .exhaustive_schedules_max
@@ -261,13 +265,12 @@ impl<R: Recipe> Shrinker<'_, R> {
             if left == 0 || time_left.is_zero() {
                 return false;
             }
-            self.exhaustively_searched
-                .insert((clients, acquisitions_per_client));
+            self.exhaustively_searched.insert(search);
             let bounds = Bounds {
                 clients,
                 acquisitions_per_client,
                 faults_max,
-                schedules_max: left / (sizes.len() - i) as u64,
+                schedules_max: left / (searches.len() - i) as u64,
                 time_limit_ms: time_left.as_millis() as u64,
                 prune: true,
             };

@@ -10,16 +10,29 @@ use zklock_checker::{
 };
 use zklock_sim::{Scenario, ShippedRecipe};
 
+/// The scenario each canary is explored in: the default, with one reader among the
+/// writers for a bug of the read/write lock.
+fn scenario(bug: Bug) -> Scenario {
+    match bug {
+        Bug::ReaderWaitsForLaterWriter => Scenario {
+            readers: 1,
+            ..Scenario::default()
+        },
+        _ => Scenario::default(),
+    }
+}
+
 /// The smallest bounds that can show each bug: a herd needs two waiters; the name-order
 /// bug needs no fault; expiry and lost creates need one; a forgotten node strands its own
 /// client's next acquire; an abandoned wait needs a holder, and a second acquisition for
 /// the client that waits (each client's second acquisition is a try); a lost wake-up needs
 /// the holder to release between the waiter's listing and its watch, which a connection
-/// loss lets happen (the watch's retry then finds the blocker gone).
+/// loss lets happen (the watch's retry then finds the blocker gone); a reader waiting for a
+/// later writer needs that writer queued when the reader lists.
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
-        Bug::FullNameOrder => (2, 0, 1),
+        Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter => (2, 0, 1),
         Bug::DeafHolder | Bug::BlindRetry | Bug::LostWakeup | Bug::DeafWaiter => (2, 1, 1),
         Bug::ForgetfulRelease => (1, 1, 2),
         Bug::AbandonedWait => (2, 0, 2),
@@ -36,7 +49,7 @@ fn bounds(bug: Bug) -> Bounds {
 fn caught_by_explore(bug: Bug) -> Option<(u64, zklock_checker::CheckedRun)> {
     let expected = bug.caught_by();
     let e = explore_until(
-        &Scenario::default(),
+        &scenario(bug),
         &Canary(bug),
         &Budget::default(),
         &|_, _| {},
@@ -64,7 +77,7 @@ fn every_canary_is_caught_by_explore_within_the_default_budget() {
 fn every_canary_is_caught_by_the_exhaustive_check() {
     for bug in Bug::ALL {
         let expected = bug.caught_by();
-        let r = check_exhaustive_until(&Scenario::default(), &Canary(bug), &bounds(bug), &|r| {
+        let r = check_exhaustive_until(&scenario(bug), &Canary(bug), &bounds(bug), &|r| {
             r.violates(expected)
         });
         let run = r.violation.unwrap_or_else(|| {
@@ -81,29 +94,32 @@ fn every_canary_is_caught_by_the_exhaustive_check() {
 #[test]
 fn the_shipped_recipe_passes_the_canary_budgets() {
     let recipe = ShippedRecipe::default();
-    let e = explore(
-        &Scenario::default(),
-        &recipe,
-        &Budget::default(),
-        &|_, _| {},
-    );
-    assert!(e.failure.is_none(), "{:?}", e.summary.failures);
-    assert_eq!(e.summary.seeds_run, Budget::default().seeds);
-    for bounds in [
-        bounds(Bug::WatchParent),
-        bounds(Bug::DeafHolder),
-        bounds(Bug::ForgetfulRelease),
-        bounds(Bug::AbandonedWait),
+    for sc in [
+        Scenario::default(),
+        scenario(Bug::ReaderWaitsForLaterWriter),
     ] {
-        let r = check_exhaustive(&Scenario::default(), &recipe, &bounds);
-        assert!(r.violation.is_none(), "{bounds:?}");
+        let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {});
+        assert!(e.failure.is_none(), "{:?}", e.summary.failures);
+        assert_eq!(e.summary.seeds_run, Budget::default().seeds);
+    }
+    for bug in [
+        Bug::WatchParent,
+        Bug::DeafHolder,
+        Bug::ForgetfulRelease,
+        Bug::AbandonedWait,
+        Bug::ReaderWaitsForLaterWriter,
+    ] {
+        let (sc, bounds) = (scenario(bug), bounds(bug));
+        let r = check_exhaustive(&sc, &recipe, &bounds);
+        assert!(r.violation.is_none(), "{} {bounds:?}", sc.readers);
         assert!(r.complete, "{bounds:?}: {r}");
     }
 }
 
 /// The fewest clients that can show each bug: a herd needs a holder and two waiters,
-/// two believers need two clients, an orphan node strands even a lone client, and a wait
-/// is only given up, or its wake-up lost, while another client holds.
+/// two believers need two clients, an orphan node strands even a lone client, a wait
+/// is only given up, or its wake-up lost, while another client holds, and a reader
+/// waits for a later writer only if there is one.
 fn clients_needed(bug: Bug) -> u32 {
     match bug {
         Bug::WatchParent => 3,
@@ -111,7 +127,8 @@ fn clients_needed(bug: Bug) -> u32 {
         | Bug::FullNameOrder
         | Bug::AbandonedWait
         | Bug::LostWakeup
-        | Bug::DeafWaiter => 2,
+        | Bug::DeafWaiter
+        | Bug::ReaderWaitsForLaterWriter => 2,
         Bug::BlindRetry | Bug::ForgetfulRelease => 1,
     }
 }
@@ -124,7 +141,7 @@ fn clients_needed(bug: Bug) -> u32 {
 fn shrinking_drops_the_clients_a_violation_does_not_need() {
     let bug = Bug::DeafHolder;
     let (seed, run) = caught_by_explore(bug).expect("caught");
-    let trace = run.trace(&Scenario::default(), seed, bug.name());
+    let trace = run.trace(&scenario(bug), seed, bug.name());
     assert_eq!(trace.scenario.clients, 5);
     let limits = ShrinkLimits {
         exhaustive_schedules_max: 0,
@@ -151,7 +168,7 @@ fn shrinking_drops_the_clients_a_violation_does_not_need() {
 fn shrinking_searches_the_smallest_sizes_exhaustively() {
     let bug = Bug::DeafWaiter;
     let (seed, run) = caught_by_explore(bug).expect("caught");
-    let trace = run.trace(&Scenario::default(), seed, bug.name());
+    let trace = run.trace(&scenario(bug), seed, bug.name());
     let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
     assert!(shrunk.exhaustive_schedules > 0);
     assert_eq!(
@@ -174,7 +191,7 @@ fn canary_minimized_traces_replay_to_the_same_violation() {
         let path = trace_path(bug);
         if bless {
             let (seed, run) = caught_by_explore(bug).expect("caught");
-            let mut trace = run.trace(&Scenario::default(), seed, bug.name());
+            let mut trace = run.trace(&scenario(bug), seed, bug.name());
             trace.violation = Some(bug.caught_by().to_string());
             let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
             shrunk.trace.write(&path).unwrap();

@@ -47,10 +47,13 @@ pub enum Bug {
     /// Twitter commons' DistributedLockImpl did (twitter-archive/commons#20): once its
     /// session expires while it waits, its node is gone and nothing wakes it.
     DeafWaiter,
+    /// A reader that counts writers queued after it as ahead of it, as Kazoo's ReadLock
+    /// did (python-zk/kazoo#649): it waits for a later writer, which waits for it.
+    ReaderWaitsForLaterWriter,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 8] = [
+    pub const ALL: [Bug; 9] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -59,6 +62,7 @@ impl Bug {
         Bug::AbandonedWait,
         Bug::LostWakeup,
         Bug::DeafWaiter,
+        Bug::ReaderWaitsForLaterWriter,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -70,6 +74,7 @@ impl Bug {
             Bug::AbandonedWait => "canary-abandoned-wait",
             Bug::LostWakeup => "canary-lost-wakeup",
             Bug::DeafWaiter => "canary-deaf-waiter",
+            Bug::ReaderWaitsForLaterWriter => "canary-reader-waits-for-later-writer",
         }
     }
     /// The property that must catch it.
@@ -79,7 +84,8 @@ impl Bug {
             | Bug::ForgetfulRelease
             | Bug::AbandonedWait
             | Bug::LostWakeup
-            | Bug::DeafWaiter => "liveness_after_heal",
+            | Bug::DeafWaiter
+            | Bug::ReaderWaitsForLaterWriter => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
         }
@@ -90,6 +96,8 @@ pub struct Canary(pub Bug);
 
 pub struct CanaryLock {
     c: SimClient,
+    /// Exclusive, or a reader's or a writer's node of a read/write lock.
+    kind: NodeKind,
     dir: String,
     bug: Bug,
     attempts: AtomicU64,
@@ -101,9 +109,14 @@ impl Recipe for Canary {
     fn name(&self) -> String {
         self.0.name().into()
     }
-    fn lock(&self, client: SimClient, _role: LockRole, path: &str) -> CanaryLock {
+    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> CanaryLock {
         CanaryLock {
             c: client,
+            kind: match role {
+                LockRole::Exclusive => NodeKind::Exclusive,
+                LockRole::Read => NodeKind::Read,
+                LockRole::Write => NodeKind::Write,
+            },
             dir: path.to_owned(),
             bug: self.0,
             attempts: AtomicU64::new(0),
@@ -122,7 +135,7 @@ impl CanaryLock {
             let spec = ContenderSpec {
                 dir: &self.dir,
                 guid: &guid,
-                kind: NodeKind::Exclusive,
+                kind: self.kind,
                 data: b"",
                 create_parents: true,
                 retry: &self.policy,
@@ -157,11 +170,19 @@ impl CanaryLock {
                 list.sort_by(|a, b| a.name.cmp(&b.name)); // BUG: by name, not sequence
             }
             let ours = position(&list, &own.name).ok_or(LockError::Zk(ZkError::NoNode))?;
-            let Some(ahead) = blocker(&list, ours) else {
+            let ahead = if self.bug == Bug::ReaderWaitsForLaterWriter && self.kind == NodeKind::Read
+            {
+                // BUG: the last writer of the whole listing, though it may come after us.
+                list.iter()
+                    .rev()
+                    .find(|c| c.kind.is_writer() && c.name != own.name)
+            } else {
+                blocker(&list, ours)
+            };
+            let Some(ahead) = ahead else {
                 let lost = LostPolicy::default();
                 let c = self.c.clone();
-                let g = LockGuard::adopt(c, own, NodeKind::Exclusive, lost, self.policy.clone())
-                    .await?;
+                let g = LockGuard::adopt(c, own, self.kind, lost, self.policy.clone()).await?;
                 return Ok(Some(g));
             };
             let now = self.c.now().as_micros() as u64;

@@ -5,7 +5,7 @@
 use super::{Bug, Canary};
 use std::path::PathBuf;
 use zklock_checker::{
-    Bounds, Budget, ShrinkLimits, Trace, check_exhaustive, check_exhaustive_until, explore,
+    Bounds, Budget, ShrinkLimits, Shrunk, Trace, check_exhaustive, check_exhaustive_until, explore,
     explore_until, render_timeline, replay, shrink,
 };
 use zklock_sim::{Scenario, ShippedRecipe};
@@ -140,14 +140,12 @@ fn clients_needed(bug: Bug) -> u32 {
 #[test]
 fn shrinking_drops_the_clients_a_violation_does_not_need() {
     let bug = Bug::DeafHolder;
-    let (seed, run) = caught_by_explore(bug).expect("caught");
-    let trace = run.trace(&scenario(bug), seed, bug.name());
-    assert_eq!(trace.scenario.clients, 5);
     let limits = ShrinkLimits {
         exhaustive_schedules_max: 0,
         ..ShrinkLimits::default()
     };
-    let shrunk = shrink(&trace, &Canary(bug), &limits).unwrap();
+    let shrunk = shrink_what_explore_finds(bug, &limits);
+    assert_eq!(shrunk.before.clients, 5);
     assert_eq!(shrunk.exhaustive_schedules, 0);
     assert_eq!(
         shrunk.after.clients,
@@ -156,9 +154,6 @@ fn shrinking_drops_the_clients_a_violation_does_not_need() {
         shrunk.before,
         shrunk.after
     );
-    let again = replay(&shrunk.trace, &Canary(bug));
-    assert!(again.violates(bug.caught_by()));
-    assert!(again.outcome.history == shrunk.trace.history);
 }
 
 /// Random runs seldom show a bug at the smallest size: shrinking a waiter deaf to its
@@ -166,10 +161,7 @@ fn shrinking_drops_the_clients_a_violation_does_not_need() {
 /// exhaustive search of the smaller sizes finds it with one.
 #[test]
 fn shrinking_searches_the_smallest_sizes_exhaustively() {
-    let bug = Bug::DeafWaiter;
-    let (seed, run) = caught_by_explore(bug).expect("caught");
-    let trace = run.trace(&scenario(bug), seed, bug.name());
-    let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
+    let shrunk = shrink_what_explore_finds(Bug::DeafWaiter, &ShrinkLimits::default());
     assert!(shrunk.exhaustive_schedules > 0);
     assert_eq!(
         (shrunk.after.clients, shrunk.after.acquisitions_per_client),
@@ -178,9 +170,18 @@ fn shrinking_searches_the_smallest_sizes_exhaustively() {
         shrunk.before,
         shrunk.after
     );
+}
+
+/// Shrinks the run `explore` catches `bug` in, and checks that the shrunk trace replays
+/// to the same violation and history.
+fn shrink_what_explore_finds(bug: Bug, limits: &ShrinkLimits) -> Shrunk {
+    let (seed, run) = caught_by_explore(bug).expect("caught");
+    let trace = run.trace(&scenario(bug), seed, bug.name());
+    let shrunk = shrink(&trace, &Canary(bug), limits).unwrap();
     let again = replay(&shrunk.trace, &Canary(bug));
     assert!(again.violates(bug.caught_by()));
     assert!(again.outcome.history == shrunk.trace.history);
+    shrunk
 }
 
 /// `ZKLOCK_BLESS=1 cargo test canary` (re)writes the minimized traces.

@@ -64,7 +64,7 @@ pub fn mid_step_request(history: &History, delete: usize, woken: usize, lock_pat
     last < delete
         && events[..last].iter().any(|e| {
             e.client == w.client
-                && matches!(&e.kind, EventKind::OpInvoke { op_id: id, op: ZkOp::GetChildren, path }
+                && matches!(&e.kind, EventKind::OpInvoke { op_id: id, op: ZkOp::GetChildren, path, .. }
                     if *id == op_id && path.trim_end_matches('/') == lock_path.trim_end_matches('/'))
         })
 }
@@ -100,6 +100,7 @@ mod tests {
             op_id,
             op,
             path: path.into(),
+            watch: false,
         }
     }
 

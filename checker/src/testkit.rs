@@ -51,8 +51,19 @@ impl Hb {
         self.events.len() - 1
     }
 
-    /// Issues a request; returns its op id.
+    /// Issues a request; returns its op id. Reads leave a watch, as a waiting recipe's
+    /// do; [`Hb::invoke_plain`] issues one that does not.
     pub fn invoke(&mut self, client: u32, op: ZkOp, path: &str) -> u64 {
+        let watch = matches!(op, ZkOp::Exists | ZkOp::GetData | ZkOp::GetChildren);
+        self.invoke_with(client, op, path, watch)
+    }
+
+    /// Issues a request that leaves no watch; returns its op id.
+    pub fn invoke_plain(&mut self, client: u32, op: ZkOp, path: &str) -> u64 {
+        self.invoke_with(client, op, path, false)
+    }
+
+    fn invoke_with(&mut self, client: u32, op: ZkOp, path: &str, watch: bool) -> u64 {
         self.next_op += 1;
         let op_id = self.next_op;
         self.ev(
@@ -61,6 +72,7 @@ impl Hb {
                 op_id,
                 op,
                 path: path.into(),
+                watch,
             },
         );
         op_id

@@ -13,7 +13,7 @@ pub const LEGEND: &str = "\
 legend:
   time              virtual time since the run began (monotonic on a real server), in ms
   cN  s0x..         the client and its ZooKeeper session
-  op> op< op! op?   ZooKeeper request issued / ok / failed / outcome unknown (connection loss)
+  op> op< op! op?   ZooKeeper request issued (\", watch\": it leaves a watch) / ok / failed / outcome unknown
   acq> ACQ acq!     acquire invoked / acquired (fencing token, lock node) / acquire failed
   rel> REL          release invoked / released
   LOST              the holder learned it can no longer trust its ownership
@@ -65,7 +65,10 @@ impl<'a> Describer<'a> {
     pub fn new(history: &'a History) -> Describer<'a> {
         let mut ops = BTreeMap::new();
         for e in &history.events {
-            if let EventKind::OpInvoke { op_id, op, path } = &e.kind {
+            if let EventKind::OpInvoke {
+                op_id, op, path, ..
+            } = &e.kind
+            {
                 ops.insert((e.client, *op_id), (*op, &**path));
             }
         }
@@ -95,6 +98,7 @@ impl<'a> Describer<'a> {
                         op_id: id,
                         op,
                         path,
+                        ..
                     } if e.client == client && *id == op_id => Some((*op, &**path)),
                     _ => None,
                 }),
@@ -124,6 +128,9 @@ impl<'a> Describer<'a> {
             None => format!("#{op_id}"),
         };
         match &e.kind {
+            EventKind::OpInvoke {
+                op_id, watch: true, ..
+            } => format!("{}, watch", op(op_id)),
             EventKind::OpInvoke { op_id, .. } => op(op_id),
             EventKind::OpOk { op_id } => format!("ok: {}", op(op_id)),
             EventKind::OpFail { op_id, error } => format!("failed ({error}): {}", op(op_id)),
@@ -197,6 +204,7 @@ fn mode_name(mode: AcquireMode) -> String {
         AcquireMode::Blocking => "blocking".into(),
         AcquireMode::Try => "try".into(),
         AcquireMode::Timeout { timeout_ms } => format!("timeout {timeout_ms} ms"),
+        AcquireMode::Dropped { after_ms } => format!("dropped after {after_ms} ms"),
     }
 }
 

@@ -95,8 +95,16 @@ impl Recorder {
         self.push(&mut log, client, session, kind);
     }
 
-    /// Records a ZooKeeper request being issued and returns its op id (unique in the run).
-    pub fn invoke(&self, client: u32, session: SessionId, op: ZkOp, path: &str) -> u64 {
+    /// Records a ZooKeeper request being issued (`watch`: it leaves a watch) and returns
+    /// its op id (unique in the run).
+    pub fn invoke(
+        &self,
+        client: u32,
+        session: SessionId,
+        op: ZkOp,
+        path: &str,
+        watch: bool,
+    ) -> u64 {
         let mut log = self.log();
         log.next_op_id += 1;
         let op_id = log.next_op_id;
@@ -104,6 +112,7 @@ impl Recorder {
             op_id,
             op,
             path: path.into(),
+            watch,
         };
         self.push(&mut log, client, session, kind);
         op_id
@@ -174,7 +183,7 @@ mod tests {
                 let r = std::sync::Arc::clone(&recorder);
                 std::thread::spawn(move || {
                     for _ in 0..500 {
-                        let op = r.invoke(c, SessionId(1), ZkOp::Exists, "/x");
+                        let op = r.invoke(c, SessionId(1), ZkOp::Exists, "/x", false);
                         r.record(c, SessionId(1), EventKind::OpOk { op_id: op });
                     }
                 })

@@ -93,13 +93,13 @@ impl RecordingClient {
     }
 
     /// Runs one request between its invoke and completion events.
-    async fn op<T, F>(&self, op: ZkOp, path: &str, request: F) -> Result<T, ZkError>
+    async fn op<T, F>(&self, op: ZkOp, path: &str, watch: bool, request: F) -> Result<T, ZkError>
     where
         F: Future<Output = Result<T, ZkError>>,
     {
         let i = &self.inner;
         let session = i.client.session_id();
-        let op_id = i.recorder.invoke(i.index, session, op, path);
+        let op_id = i.recorder.invoke(i.index, session, op, path, watch);
         let result = request.await;
         i.record_outcome(session, op_id, &result);
         result
@@ -115,10 +115,10 @@ struct Invoked {
 
 impl Invoked {
     /// Records the invoke of `op` on `path` now: send the request right after.
-    fn now(client: &RecordingClient, op: ZkOp, path: &str) -> Invoked {
+    fn now(client: &RecordingClient, op: ZkOp, path: &str, watch: bool) -> Invoked {
         let inner = Arc::clone(&client.inner);
         let session = inner.client.session_id();
-        let op_id = inner.recorder.invoke(inner.index, session, op, path);
+        let op_id = inner.recorder.invoke(inner.index, session, op, path, watch);
         Invoked {
             inner,
             session,
@@ -154,14 +154,14 @@ impl Inner {
 /// Background cleanup through the recording client, so each request is in the history.
 impl CleanupOps for RecordingClient {
     fn delete(&self, path: &str) -> impl Future<Output = Result<(), ZkError>> + Send + use<> {
-        let invoked = Invoked::now(self, ZkOp::Delete, path);
+        let invoked = Invoked::now(self, ZkOp::Delete, path, false);
         invoked.outcome(self.inner.client.delete_now(path, None))
     }
     fn children(
         &self,
         dir: &str,
     ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send + use<> {
-        let invoked = Invoked::now(self, ZkOp::GetChildren, dir);
+        let invoked = Invoked::now(self, ZkOp::GetChildren, dir, false);
         invoked.outcome(self.inner.client.get_children_now(dir))
     }
     async fn owner(&self, path: &str) -> Result<Option<i64>, ZkError> {
@@ -203,42 +203,42 @@ impl Coordination for RecordingClient {
         mode: CreateMode,
     ) -> Result<(String, Stat), ZkError> {
         let request = self.inner.client.create(path, data, mode);
-        self.op(ZkOp::Create, path, request).await
+        self.op(ZkOp::Create, path, false, request).await
     }
 
     async fn delete(&self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
         let request = self.inner.client.delete(path, version);
-        self.op(ZkOp::Delete, path, request).await
+        self.op(ZkOp::Delete, path, false, request).await
     }
 
     async fn exists(&self, path: &str) -> Result<Option<Stat>, ZkError> {
         let request = self.inner.client.exists(path);
-        self.op(ZkOp::Exists, path, request).await
+        self.op(ZkOp::Exists, path, false, request).await
     }
 
     async fn exists_watch(&self, path: &str) -> Result<(Option<Stat>, Watch), ZkError> {
         let request = self.inner.client.exists_watch(path);
-        self.op(ZkOp::Exists, path, request).await
+        self.op(ZkOp::Exists, path, true, request).await
     }
 
     async fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat), ZkError> {
         let request = self.inner.client.get_data(path);
-        self.op(ZkOp::GetData, path, request).await
+        self.op(ZkOp::GetData, path, false, request).await
     }
 
     async fn get_data_watch(&self, path: &str) -> Result<(Vec<u8>, Stat, Watch), ZkError> {
         let request = self.inner.client.get_data_watch(path);
-        self.op(ZkOp::GetData, path, request).await
+        self.op(ZkOp::GetData, path, true, request).await
     }
 
     async fn get_children(&self, path: &str) -> Result<Children, ZkError> {
         let request = self.inner.client.get_children(path);
-        self.op(ZkOp::GetChildren, path, request).await
+        self.op(ZkOp::GetChildren, path, false, request).await
     }
 
     async fn get_children_watch(&self, path: &str) -> Result<(Children, Watch), ZkError> {
         let request = self.inner.client.get_children_watch(path);
-        self.op(ZkOp::GetChildren, path, request).await
+        self.op(ZkOp::GetChildren, path, true, request).await
     }
 
     async fn set_data(
@@ -248,19 +248,19 @@ impl Coordination for RecordingClient {
         version: Option<i32>,
     ) -> Result<Stat, ZkError> {
         let request = self.inner.client.set_data(path, data, version);
-        self.op(ZkOp::SetData, path, request).await
+        self.op(ZkOp::SetData, path, false, request).await
     }
 
     async fn multi(&self, ops: Vec<Op>) -> Result<Vec<OpResult>, ZkError> {
         // As the simulation: a multi is named by its first operation's path.
         let path = ops.first().map_or(String::new(), |o| o.path().to_owned());
         let request = self.inner.client.multi(ops);
-        self.op(ZkOp::Multi, &path, request).await
+        self.op(ZkOp::Multi, &path, false, request).await
     }
 
     async fn close(&self) -> Result<(), ZkError> {
         let request = self.inner.client.close();
-        self.op(ZkOp::Close, "", request).await
+        self.op(ZkOp::Close, "", false, request).await
     }
 
     fn cleanup_detached(&self, what: DetachedCleanup) {

@@ -51,6 +51,12 @@ pub struct WorkloadConfig {
     pub hold_ms: u64,
     /// Timeout of the timed acquire mode.
     pub acquire_timeout_ms: u64,
+    /// Every `drop_every`-th attempt of a client is a blocking acquire whose future is
+    /// dropped after a delay unless it finished first, as the simulation's. 0: never.
+    pub drop_every: u32,
+    /// Longest delay before a dropped acquire is dropped; the delays are spread over
+    /// `0..=drop_after_ms_max` (the simulation's chooser draws them).
+    pub drop_after_ms_max: u64,
     /// How long after `duration_ms` a blocking acquire may still wait before it is
     /// cancelled, so a stuck lock ends the run instead of hanging it.
     pub drain_timeout_ms: u64,
@@ -61,7 +67,8 @@ pub struct WorkloadConfig {
 }
 
 impl Default for WorkloadConfig {
-    /// 5 clients for 30 s on `/zklock/lock`, 4 s sessions, 5 ms holds, 3 s timed acquires.
+    /// 5 clients for 30 s on `/zklock/lock`, 4 s sessions, 5 ms holds, 3 s timed acquires,
+    /// every 4th acquire dropped within 20 ms.
     fn default() -> Self {
         WorkloadConfig {
             clients: 5,
@@ -72,6 +79,8 @@ impl Default for WorkloadConfig {
             connect_timeout_ms: 10_000,
             hold_ms: 5,
             acquire_timeout_ms: 3_000,
+            drop_every: 4,
+            drop_after_ms_max: 20,
             drain_timeout_ms: 10_000,
             error_backoff_ms: 10,
             max_history_events: DEFAULT_MAX_EVENTS,
@@ -345,8 +354,17 @@ pub fn shipped_lock<C: Coordination + Clone>(
     }
 }
 
-/// The acquire mode of a client's `k`th attempt: the simulation's fixed mix.
-pub fn mode_of(k: u64, config: &WorkloadConfig) -> AcquireMode {
+/// The acquire mode of client `index`'s `k`th attempt: the simulation's fixed mix, with
+/// the delay of a dropped acquire spread over its range by `index` and `k` (no chooser
+/// here).
+pub fn mode_of(index: usize, k: u64, config: &WorkloadConfig) -> AcquireMode {
+    let every = u64::from(config.drop_every);
+    if every > 0 && k % every == every - 1 {
+        let spread = (k / every).wrapping_mul(7).wrapping_add(index as u64 * 3);
+        return AcquireMode::Dropped {
+            after_ms: spread % config.drop_after_ms_max.saturating_add(1),
+        };
+    }
     match k % 3 {
         0 => AcquireMode::Blocking,
         1 => AcquireMode::Try,
@@ -396,7 +414,7 @@ async fn worker(
             }
             continue;
         }
-        let mode = mode_of(k, config);
+        let mode = mode_of(index, k, config);
         k += 1;
         client.record(EventKind::AcquireInvoked { role, mode });
         let got = match mode {
@@ -415,12 +433,20 @@ async fn worker(
                     Err(e) => Err(e),
                 }
             }
+            AcquireMode::Dropped { after_ms } => {
+                tokio::select! {
+                    got = lock.acquire() => got.map(Some),
+                    // The acquire's future is dropped here, wherever it was.
+                    () = tokio::time::sleep(Duration::from_millis(after_ms)) => Ok(None),
+                }
+            }
         };
         let guard = match got {
             Ok(Some(guard)) => guard,
             Ok(None) => {
                 let reason = match mode {
                     AcquireMode::Try => "held by another",
+                    AcquireMode::Dropped { .. } => "dropped",
                     _ => "timed out",
                 };
                 client.record(EventKind::AcquireFailed {

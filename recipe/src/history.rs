@@ -43,7 +43,14 @@ pub enum ZkOp {
 pub enum AcquireMode {
     Blocking,
     Try,
-    Timeout { timeout_ms: u64 },
+    Timeout {
+        timeout_ms: u64,
+    },
+    /// A blocking acquire whose caller drops its future after `after_ms` unless it
+    /// finished first, as `tokio::time::timeout` or a lost `select!` branch does.
+    Dropped {
+        after_ms: u64,
+    },
 }
 
 /// Which lock an acquire is for.
@@ -75,6 +82,9 @@ pub enum EventKind {
         op_id: u64,
         op: ZkOp,
         path: Arc<str>,
+        /// Whether the request leaves a watch (exists, getData or getChildren with one).
+        #[serde(default, skip_serializing_if = "is_false")]
+        watch: bool,
     },
     /// It succeeded.
     OpOk {
@@ -134,6 +144,10 @@ pub enum EventKind {
     },
     /// The client finished its workload.
     Done,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl EventKind {

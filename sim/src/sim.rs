@@ -2,7 +2,7 @@
 //! quiescent points, and offers scripted faults and server inspection to tests.
 
 use crate::actor::{Actors, Join, JoinState, Round, Runner, Slot, current_order, lock_join};
-use crate::chooser::{Chooser, RandomChooser};
+use crate::chooser::{ChoiceKind, Chooser, RandomChooser};
 use crate::client::SimClient;
 use crate::config::{ClientConfig, SimConfig};
 use crate::world::delivery::{Delivered, SlotId};
@@ -432,6 +432,29 @@ impl Sim {
             |d| match d {
                 Delivered::Resource(r) => r,
                 other => unreachable!("a resource operation was answered with {other:?}"),
+            },
+        )
+    }
+
+    /// A decision of `client`'s workload in `0..n`, drawn from the chooser at the world's
+    /// next step.
+    pub(crate) fn choose(
+        &self,
+        client: &SimClient,
+        kind: ChoiceKind,
+        n: usize,
+    ) -> impl Future<Output = usize> + Send + '_ {
+        let client = client.index();
+        self.shared.awaited(
+            move |reply| Staged::Choose {
+                client,
+                kind,
+                n,
+                reply,
+            },
+            |d| match d {
+                Delivered::Chosen(v) => v,
+                other => unreachable!("a choice was answered with {other:?}"),
             },
         )
     }

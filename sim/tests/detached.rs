@@ -29,9 +29,9 @@ fn ops(sim: &Sim, c: &SimClient, skip: usize) -> Vec<(ZkOp, String, &'static str
         .iter()
         .filter(|e| e.client as usize == c.index())
         .filter_map(|e| match &e.kind {
-            EventKind::OpInvoke { op_id, op, path } => {
-                Some((*op, path.to_string(), outcome(*op_id).unwrap_or("pending")))
-            }
+            EventKind::OpInvoke {
+                op_id, op, path, ..
+            } => Some((*op, path.to_string(), outcome(*op_id).unwrap_or("pending"))),
             _ => None,
         })
         .skip(skip)

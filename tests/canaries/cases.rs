@@ -18,6 +18,11 @@ fn scenario(bug: Bug) -> Scenario {
             readers: 1,
             ..Scenario::default()
         },
+        // Every acquire dropped, so that the smallest bounds have one.
+        Bug::DroppedCreate => Scenario {
+            drop_every: 1,
+            ..Scenario::default()
+        },
         _ => Scenario::default(),
     }
 }
@@ -28,13 +33,16 @@ fn scenario(bug: Bug) -> Scenario {
 /// the client that waits (each client's second acquisition is a try); a lost wake-up needs
 /// the holder to release between the waiter's listing and its watch, which a connection
 /// loss lets happen (the watch's retry then finds the blocker gone); a reader waiting for a
-/// later writer needs that writer queued when the reader lists.
+/// later writer needs that writer queued when the reader lists; a create forgotten by a
+/// dropped acquire strands its own client, once a connection loss holds the create that
+/// makes the node unanswered until the drop (without faults it is answered within 1 ms).
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
         Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter => (2, 0, 1),
         Bug::DeafHolder | Bug::BlindRetry | Bug::LostWakeup | Bug::DeafWaiter => (2, 1, 1),
         Bug::ForgetfulRelease => (1, 1, 2),
+        Bug::DroppedCreate => (1, 1, 1),
         Bug::AbandonedWait => (2, 0, 2),
     };
     Bounds {
@@ -97,6 +105,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
     for sc in [
         Scenario::default(),
         scenario(Bug::ReaderWaitsForLaterWriter),
+        scenario(Bug::DroppedCreate),
     ] {
         let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {});
         assert!(e.failure.is_none(), "{:?}", e.summary.failures);
@@ -108,6 +117,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         Bug::ForgetfulRelease,
         Bug::AbandonedWait,
         Bug::ReaderWaitsForLaterWriter,
+        Bug::DroppedCreate,
     ] {
         let (sc, bounds) = (scenario(bug), bounds(bug));
         let r = check_exhaustive(&sc, &recipe, &bounds);
@@ -129,7 +139,7 @@ fn clients_needed(bug: Bug) -> u32 {
         | Bug::LostWakeup
         | Bug::DeafWaiter
         | Bug::ReaderWaitsForLaterWriter => 2,
-        Bug::BlindRetry | Bug::ForgetfulRelease => 1,
+        Bug::BlindRetry | Bug::ForgetfulRelease | Bug::DroppedCreate => 1,
     }
 }
 

@@ -8,6 +8,7 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use zklock_recipe::history::LockRole;
+use zklock_recipe::lock::naming::node_prefix;
 use zklock_recipe::lock::queue::{blocker, position};
 use zklock_recipe::lock::retry::delete_until_gone;
 use zklock_recipe::lock::{
@@ -15,7 +16,7 @@ use zklock_recipe::lock::{
     create_contender, ensure_path, list_contenders, watch_node,
 };
 use zklock_recipe::path::join;
-use zklock_recipe::{Coordination, CreateMode, SessionEvents, Watch, ZkError};
+use zklock_recipe::{Coordination, CreateMode, DetachedCleanup, SessionEvents, Watch, ZkError};
 use zklock_sim::{LockUnderTest, Recipe, SimClient};
 
 /// The bug classes real lock libraries shipped.
@@ -50,10 +51,15 @@ pub enum Bug {
     /// A reader that counts writers queued after it as ahead of it, as Kazoo's ReadLock
     /// did (python-zk/kazoo#649): it waits for a later writer, which waits for it.
     ReaderWaitsForLaterWriter,
+    /// An acquire dropped while its create is in flight forgets the node the server still
+    /// creates, as Curator's InterProcessMutex did when interrupted there (CURATOR-79,
+    /// apache/curator#600): the node stands for as long as the session lives, and every
+    /// later contender waits behind it.
+    DroppedCreate,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 9] = [
+    pub const ALL: [Bug; 10] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -63,6 +69,7 @@ impl Bug {
         Bug::LostWakeup,
         Bug::DeafWaiter,
         Bug::ReaderWaitsForLaterWriter,
+        Bug::DroppedCreate,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -75,6 +82,7 @@ impl Bug {
             Bug::LostWakeup => "canary-lost-wakeup",
             Bug::DeafWaiter => "canary-deaf-waiter",
             Bug::ReaderWaitsForLaterWriter => "canary-reader-waits-for-later-writer",
+            Bug::DroppedCreate => "canary-dropped-create",
         }
     }
     /// The property that must catch it.
@@ -85,7 +93,8 @@ impl Bug {
             | Bug::AbandonedWait
             | Bug::LostWakeup
             | Bug::DeafWaiter
-            | Bug::ReaderWaitsForLaterWriter => "liveness_after_heal",
+            | Bug::ReaderWaitsForLaterWriter
+            | Bug::DroppedCreate => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
         }
@@ -128,13 +137,11 @@ impl Recipe for Canary {
 type Guard = LockGuard<SimClient>;
 
 impl CanaryLock {
-    async fn enqueue(&self) -> Result<OwnNode, LockError> {
-        let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
-        let guid = format!("{:x}-{n:x}", self.c.session_id().0);
+    async fn enqueue(&self, guid: &str) -> Result<OwnNode, LockError> {
         if self.bug != Bug::BlindRetry {
             let spec = ContenderSpec {
                 dir: &self.dir,
-                guid: &guid,
+                guid,
                 kind: self.kind,
                 data: b"",
                 create_parents: true,
@@ -160,9 +167,35 @@ impl CanaryLock {
     }
 
     /// The recipe's loop with the bug; `Ok(None)` when `deadline_us` passed (or at once
-    /// when `deadline_us` is 0 and the lock is held), with our node deleted.
+    /// when `deadline_us` is 0 and the lock is held), with our node deleted. Dropped
+    /// before it returns, it leaves its node to the client's background cleanup, as the
+    /// shipped recipe does (but for `DroppedCreate`).
     async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<Guard>, LockError> {
-        let own = self.enqueue().await?;
+        let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+        let guid = format!("{:x}-{n:x}", self.c.session_id().0);
+        let mut dropped = OnDrop {
+            c: &self.c,
+            dir: &self.dir,
+            fragment: node_prefix(&guid, self.kind),
+            // BUG (DroppedCreate): a create in flight is not counted as a node.
+            create_sent: self.bug != Bug::DroppedCreate,
+            own: None,
+            armed: true,
+        };
+        let r = self.contend_with(deadline_us, &guid, &mut dropped).await;
+        // Returned: whatever it left is the bug's, or was cleaned up already.
+        dropped.armed = false;
+        r
+    }
+
+    async fn contend_with(
+        &self,
+        deadline_us: Option<u64>,
+        guid: &str,
+        dropped: &mut OnDrop<'_>,
+    ) -> Result<Option<Guard>, LockError> {
+        let own = self.enqueue(guid).await?;
+        dropped.own = Some(own.path.clone());
         let mut events = self.c.session_events();
         loop {
             let mut list = list_contenders(&self.c, &self.policy, &self.dir).await?;
@@ -238,6 +271,35 @@ impl CanaryLock {
             // dropped: the wait goes on, though the server has deleted our node.
             Err(_) => std::future::pending().await,
         }
+    }
+}
+
+/// What an acquire dropped before it returned hands to the client's background cleanup:
+/// its node once known, or else, once its create was sent, the name fragment that finds it.
+struct OnDrop<'a> {
+    c: &'a SimClient,
+    dir: &'a str,
+    fragment: String,
+    create_sent: bool,
+    own: Option<String>,
+    /// Until the acquire returns.
+    armed: bool,
+}
+
+impl Drop for OnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let what = match (self.own.take(), self.create_sent) {
+            (Some(path), _) => DetachedCleanup::Node(path),
+            (None, true) => DetachedCleanup::OwnedMatching {
+                dir: self.dir.to_owned(),
+                fragment: std::mem::take(&mut self.fragment),
+            },
+            (None, false) => return,
+        };
+        self.c.cleanup_detached(what);
     }
 }
 

@@ -239,6 +239,7 @@ fn creator_of(history: &History, name: &str) -> Option<usize> {
                 op_id,
                 op: ZkOp::Create,
                 path,
+                ..
             } if !basename(path).is_empty() && name.starts_with(basename(path)) => {
                 Some((i, outcome_known.contains(&(e.client, *op_id))))
             }

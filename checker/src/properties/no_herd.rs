@@ -3,12 +3,13 @@
 //! A release is a holder's `Delete` of its own lock node after its `ReleaseInvoked`,
 //! answered `OpOk`. A waiter is woken by it when, at the delete, it was blocked on a
 //! watch this delete fires, and its first request after the delete is a listing of the
-//! lock directory or a request on the released node itself. Blocked on such a watch means: acquiring, connected, its
-//! session alive, no request in flight, its last request answered ok (not backing off
-//! after a failure), and either that last request was a listing of the directory (a
-//! directory watch, which every delete fires) or a request on the released node was
-//! answered ok since its last listing (a watch on that node). The window closes at the next delete or
-//! fault, so each wake is charged to the release that caused it.
+//! lock directory or a request on the released node itself. Blocked on such a watch
+//! means: acquiring, connected, its session alive, no request in flight, its last request
+//! answered ok (not backing off after a failure), and either that last request was a
+//! watching listing of the directory (a directory watch, which every delete fires) or a
+//! watching request on the released node was answered ok since its last listing (a watch
+//! on that node). Requests that leave no watch wait on nothing. The window closes at the
+//! next delete or fault, so each wake is charged to the release that caused it.
 //!
 //! The grace: a correct recipe wakes exactly one waiter, the successor watching the
 //! released node. A writer's release may also wake every reader queued behind it, as
@@ -77,7 +78,7 @@ impl<'h> Judge<'h> for NoHerd<'h> {
     }
 
     #[inline(always)]
-    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str) {
+    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str, watch: bool) {
         if self.found.is_some() {
             return;
         }
@@ -87,7 +88,7 @@ impl<'h> Judge<'h> for NoHerd<'h> {
                 return;
             }
         }
-        self.waiters[step.slot].request(op_id, op, path, self.dir);
+        self.waiters[step.slot].request(op_id, op, path, watch, self.dir);
     }
 
     #[inline]
@@ -230,15 +231,15 @@ struct Waiter<'h> {
     /// Whether the client is acquiring at all; the rest is stale when not.
     active: bool,
     role: Option<LockRole>,
-    /// Paths answered ok since its last listing of the lock directory: the node watches
-    /// it may be blocked on.
+    /// Paths of watching requests answered ok since its last listing of the lock
+    /// directory: the node watches it may be blocked on.
     watched: Vec<&'h str>,
-    /// Whether its last request answered ok was the listing itself: then it waits on a
-    /// watch of the whole directory (every listing is followed by a node watch in a
-    /// recipe that watches its predecessor).
+    /// Whether its last request answered ok was a watching listing of the directory: then
+    /// it waits on a watch of the whole directory.
     watches_dir: bool,
-    /// Requests in flight: op id, whether it is on the lock directory, and its path.
-    in_flight: Vec<(u64, bool, &'h str)>,
+    /// Requests in flight: op id, whether it is on the lock directory, whether it leaves
+    /// a watch, and its path.
+    in_flight: Vec<(u64, bool, bool, &'h str)>,
     /// Its last request failed: it is backing off to retry, not waiting on a watch.
     last_failed: bool,
     /// Disconnected, or its session ended: whatever it does next is recovery.
@@ -264,23 +265,23 @@ impl<'h> Waiter<'h> {
         self.role.is_some_and(is_writer)
     }
 
-    fn take_in_flight(&mut self, op_id: u64) -> Option<(bool, &'h str)> {
+    fn take_in_flight(&mut self, op_id: u64) -> Option<(bool, bool, &'h str)> {
         let at = self.in_flight.iter().position(|(id, ..)| *id == op_id)?;
-        let (_, on_dir, path) = self.in_flight.swap_remove(at);
-        Some((on_dir, path))
+        let (_, on_dir, watch, path) = self.in_flight.swap_remove(at);
+        Some((on_dir, watch, path))
     }
 
     /// Records a request; a reused op id replaces the earlier one (as a map would).
-    fn put_in_flight(&mut self, op_id: u64, on_dir: bool, path: &'h str) {
+    fn put_in_flight(&mut self, op_id: u64, on_dir: bool, watch: bool, path: &'h str) {
         match self.in_flight.iter_mut().find(|(id, ..)| *id == op_id) {
-            Some(entry) => *entry = (op_id, on_dir, path),
-            None => self.in_flight.push((op_id, on_dir, path)),
+            Some(entry) => *entry = (op_id, on_dir, watch, path),
+            None => self.in_flight.push((op_id, on_dir, watch, path)),
         }
     }
 
     /// A request sent.
     #[inline]
-    fn request(&mut self, op_id: u64, op: ZkOp, path: &'h str, dir: &str) {
+    fn request(&mut self, op_id: u64, op: ZkOp, path: &'h str, watch: bool, dir: &str) {
         if !self.active {
             return;
         }
@@ -289,7 +290,7 @@ impl<'h> Waiter<'h> {
         if op == ZkOp::GetChildren && on_dir {
             self.watched.clear();
         }
-        self.put_in_flight(op_id, on_dir, path);
+        self.put_in_flight(op_id, on_dir, watch, path);
     }
 
     /// A request answered: ok, or failed (or its fate unknown).
@@ -303,11 +304,13 @@ impl<'h> Waiter<'h> {
             self.last_failed = true;
             return;
         }
-        if let Some((on_dir, path)) = sent {
-            self.watches_dir = on_dir;
+        if let Some((on_dir, watch, path)) = sent {
+            // A request that leaves no watch (a listing to find a node after a lost
+            // reply, the background cleanup's reads) waits on nothing.
+            self.watches_dir = on_dir && watch;
             // A path watched twice is kept twice: only whether any watched path is the
             // released node is ever asked.
-            if !on_dir {
+            if !on_dir && watch {
                 self.watched.push(path);
             }
         }

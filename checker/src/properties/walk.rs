@@ -38,8 +38,8 @@ pub(crate) trait Judge<'h> {
 
     fn new(history: &'h History, cfg: &'h CheckConfig, slots: &'h Slots) -> Self;
 
-    /// `OpInvoke`.
-    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str) {}
+    /// `OpInvoke`; `watch`: the request leaves a watch.
+    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str, watch: bool) {}
     /// `OpOk` (`ok`), `OpFail` or `OpUnknown`.
     fn reply(&mut self, step: Step<'h>, op_id: u64, ok: bool) {}
     fn acquire_invoked(&mut self, step: Step<'h>, role: LockRole, beliefs: &Beliefs<'h>) {}
@@ -67,9 +67,9 @@ impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
         (A::new(history, cfg, slots), B::new(history, cfg, slots))
     }
     #[inline(always)]
-    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str) {
-        self.0.request(step, op_id, op, path);
-        self.1.request(step, op_id, op, path);
+    fn request(&mut self, step: Step<'h>, op_id: u64, op: ZkOp, path: &'h str, watch: bool) {
+        self.0.request(step, op_id, op, path, watch);
+        self.1.request(step, op_id, op, path, watch);
     }
     #[inline(always)]
     fn reply(&mut self, step: Step<'h>, op_id: u64, ok: bool) {
@@ -158,7 +158,12 @@ fn walk_by<'h, J: Judge<'h>>(
             slot: slot_of(event.client),
         };
         match &event.kind {
-            EventKind::OpInvoke { op_id, op, path } => judge.request(step, *op_id, *op, path),
+            EventKind::OpInvoke {
+                op_id,
+                op,
+                path,
+                watch,
+            } => judge.request(step, *op_id, *op, path, *watch),
             EventKind::OpOk { op_id } => judge.reply(step, *op_id, true),
             EventKind::OpFail { op_id, .. } | EventKind::OpUnknown { op_id } => {
                 judge.reply(step, *op_id, false);

@@ -125,6 +125,7 @@ fn a_sparse_describer_describes_as_the_indexed_one() {
             op_id: a,
             op: ZkOp::Delete,
             path: "/y".into(),
+            watch: false,
         },
     );
     hb.ev(
@@ -133,6 +134,7 @@ fn a_sparse_describer_describes_as_the_indexed_one() {
             op_id: a,
             op: ZkOp::GetData,
             path: "/z".into(),
+            watch: true,
         },
     );
     hb.ev(2, EventKind::OpUnknown { op_id: a + 7 });

@@ -69,7 +69,9 @@ pub fn ops_since(sim: &Sim, c: &SimClient, since: Duration) -> Vec<(ZkOp, String
         .iter()
         .filter(|e| e.client as usize == c.index() && e.time_us >= since_us)
         .filter_map(|e| match &e.kind {
-            EventKind::OpInvoke { op_id, op, path } => Some((
+            EventKind::OpInvoke {
+                op_id, op, path, ..
+            } => Some((
                 *op,
                 path.to_string(),
                 outcome

@@ -118,6 +118,15 @@ pub struct Scenario {
     pub hold_ms: u64,
     /// Timeout of the timed acquire mode, in milliseconds. Default 3000.
     pub acquire_timeout_ms: u64,
+    /// Every `drop_every`-th acquire attempt of a client is a blocking acquire whose
+    /// future the client drops after a delay, unless it finished first (as
+    /// `tokio::time::timeout` does): a recipe must leave no node behind. 0: never.
+    /// Default 4 (the 4th, 8th, ... attempt).
+    pub drop_every: u32,
+    /// Longest delay before a dropped acquire is dropped, in milliseconds; the chooser
+    /// draws it in `0..=drop_after_ms_max` (capped at 65535). At 0 the drop comes before
+    /// the server applies the create. Default 20.
+    pub drop_after_ms_max: u64,
     /// Faults and their rates.
     pub faults: Faults,
     /// Random rates, or a bounded number of explicitly chosen faults. Default Random.
@@ -143,6 +152,8 @@ impl Default for Scenario {
             session_timeout_ms: 6000,
             hold_ms: 5,
             acquire_timeout_ms: 3000,
+            drop_every: 4,
+            drop_after_ms_max: 20,
             faults: Faults::default(),
             fault_mode: FaultMode::Random,
             heal_ms: 30_000,

@@ -21,7 +21,9 @@ use zklock_recipe::history::LockRole;
 /// and the fencing token. Errors are text: the runner records them in the history.
 pub trait LockUnderTest: Send + Sync + 'static {
     type Guard: Send + Sync + 'static;
-    /// Waits until the lock is held.
+    /// Waits until the lock is held. The runner may drop this future before it finishes
+    /// ([`Scenario::drop_every`]): the recipe must then leave no node behind, as the
+    /// shipped one does through [`Coordination::cleanup_detached`](zklock_recipe::Coordination::cleanup_detached).
     fn acquire(&self) -> impl Future<Output = Result<Self::Guard, String>> + Send;
     /// Takes the lock if it is free now; `None` if someone holds it.
     fn try_acquire(&self) -> impl Future<Output = Result<Option<Self::Guard>, String>> + Send;

@@ -1,7 +1,7 @@
 //! The scenario runner.
 
 use super::{LockUnderTest, Recipe, Scenario};
-use crate::chooser::{Chooser, RandomChooser};
+use crate::chooser::{ChoiceKind, Chooser, RandomChooser};
 use crate::world::{FaultPlan, ResourceOp};
 use crate::{Sim, SimClient, SimConfig, SimError};
 use futures_util::future::{Either, select};
@@ -115,6 +115,23 @@ pub fn run_scenario_with<R: Recipe>(
     }
 }
 
+/// Whether a client's `k`th attempt is a dropped acquire: every `drop_every`-th.
+fn drops(k: u32, sc: &Scenario) -> bool {
+    sc.drop_every > 0 && k % sc.drop_every == sc.drop_every - 1
+}
+
+/// The acquire mode of a client's `k`th attempt when it is not dropped: blocking, try and
+/// timed in turn.
+fn mode_of(k: u32, sc: &Scenario) -> AcquireMode {
+    match k % 3 {
+        0 => AcquireMode::Blocking,
+        1 => AcquireMode::Try,
+        _ => AcquireMode::Timeout {
+            timeout_ms: sc.acquire_timeout_ms,
+        },
+    }
+}
+
 async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: L, sc: Scenario) {
     let hold = Duration::from_millis(sc.hold_ms);
     for k in 0..sc.acquisitions_per_client {
@@ -122,13 +139,12 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
             // The session is gone for good; a real process would start a new one.
             break;
         }
-        // A fixed mix of the three acquire modes.
-        let mode = match k % 3 {
-            0 => AcquireMode::Blocking,
-            1 => AcquireMode::Try,
-            _ => AcquireMode::Timeout {
-                timeout_ms: sc.acquire_timeout_ms,
-            },
+        let mode = if drops(k, &sc) {
+            let n = sc.drop_after_ms_max.saturating_add(1).min(1 << 16) as usize;
+            let after_ms = sim.choose(&c, ChoiceKind::Delay, n).await as u64;
+            AcquireMode::Dropped { after_ms }
+        } else {
+            mode_of(k, &sc)
         };
         sim.record(&c, EventKind::AcquireInvoked { role, mode });
         let got = match mode {
@@ -138,12 +154,22 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
                 lock.acquire_timeout(Duration::from_millis(timeout_ms))
                     .await
             }
+            AcquireMode::Dropped { after_ms } => {
+                let acquire = pin!(lock.acquire());
+                let after = pin!(c.sleep(Duration::from_millis(after_ms)));
+                match select(acquire, after).await {
+                    Either::Left((got, _)) => got.map(Some),
+                    // The acquire's future is dropped here, wherever it was.
+                    Either::Right(_) => Ok(None),
+                }
+            }
         };
         let guard = match got {
             Ok(Some(g)) => g,
             Ok(None) => {
                 let reason = match mode {
                     AcquireMode::Try => "held by another",
+                    AcquireMode::Dropped { .. } => "dropped",
                     _ => "timed out",
                 };
                 sim.record(

@@ -18,6 +18,8 @@ pub(crate) enum Delivered {
     Resource(ResourceReply),
     /// A sleep ended.
     Woke,
+    /// A workload's decision, drawn from the chooser (see `Staged::Choose`).
+    Chosen(usize),
 }
 
 #[derive(Default)]

@@ -33,6 +33,8 @@ pub(crate) enum Seen<'a> {
     Resource(&'a ResourceReply),
     /// A sleep ended.
     Woke,
+    /// A workload's decision.
+    Chosen(usize),
 }
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the

@@ -74,6 +74,14 @@ pub(crate) enum Staged {
         client: ClientId,
         what: DetachedCleanup,
     },
+    /// A decision of the workload (such as when to drop an acquire), drawn from the
+    /// chooser in `0..n` like the world's own, so that replay and the explorer see it.
+    Choose {
+        client: ClientId,
+        kind: ChoiceKind,
+        n: usize,
+        reply: SlotId,
+    },
 }
 
 /// A scripted fault or hook.
@@ -496,6 +504,16 @@ impl World {
                     }
                 }
                 Staged::Detached { client, what } => self.add_detached(client, what),
+                Staged::Choose {
+                    client,
+                    kind,
+                    n,
+                    reply,
+                } => {
+                    let v = self.choose(kind, n);
+                    self.observe(client, Seen::Chosen(v));
+                    self.slots.fill(reply, Delivered::Chosen(v));
+                }
             }
         }
         self.staged_spare = staged;
@@ -521,8 +539,16 @@ impl World {
     fn submit(&mut self, c: ClientId, req: Request, reply: ReplyTo) {
         self.next_op += 1;
         let op_id = self.next_op;
-        let (op, path) = describe(&req);
-        self.record(c, EventKind::OpInvoke { op_id, op, path });
+        let (op, path, watch) = describe(&req);
+        self.record(
+            c,
+            EventKind::OpInvoke {
+                op_id,
+                op,
+                path,
+                watch,
+            },
+        );
         let cl = &mut self.clients[c];
         let refused = match cl.conn {
             Conn::Connected => None,
@@ -879,18 +905,22 @@ pub(crate) fn timer_shape(t: &Timer) -> (u8, u64, u64) {
     }
 }
 
-fn describe(req: &Request) -> (ZkOp, Arc<str>) {
-    let path = match req {
+/// A request's kind, path and whether it leaves a watch, as the history records them.
+fn describe(req: &Request) -> (ZkOp, Arc<str>, bool) {
+    let (path, watch) = match req {
         Request::Create { path, .. }
         | Request::Delete { path, .. }
-        | Request::Exists { path, .. }
-        | Request::GetData { path, .. }
-        | Request::GetChildren { path, .. }
-        | Request::SetData { path, .. } => Arc::clone(path),
-        Request::Multi(ops) => ops.first().map_or_else(|| "".into(), |o| o.path().into()),
-        Request::Close => "".into(),
+        | Request::SetData { path, .. } => (Arc::clone(path), false),
+        Request::Exists { path, watch }
+        | Request::GetData { path, watch }
+        | Request::GetChildren { path, watch } => (Arc::clone(path), *watch),
+        Request::Multi(ops) => (
+            ops.first().map_or_else(|| "".into(), |o| o.path().into()),
+            false,
+        ),
+        Request::Close => ("".into(), false),
     };
-    (req.kind(), path)
+    (req.kind(), path, watch)
 }
 
 /// Direct access to the server for scenario hooks: writes as a system session, expiry.

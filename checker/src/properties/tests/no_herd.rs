@@ -57,3 +57,28 @@ fn a_writer_release_may_wake_every_reader_behind_it() {
     h.acquired(3, 3);
     assert!(no_herd::check(&h.build(), &cfg()).ok);
 }
+
+/// Seed 192 of the default sweep, once acquires were dropped: a client's background
+/// cleanup listed the directory without a watch, then, after a release, its acquire's
+/// backed-off create retry listed it again. The listing left no watch, so that was no
+/// wake; counted as one, it made a herd of a release that woke a single waiter.
+#[test]
+fn no_herd_ignores_a_listing_that_left_no_watch() {
+    let mut h = queue(false, [LockRole::Exclusive; 2]);
+    let plain = h.invoke_plain(3, ZkOp::GetChildren, DIR);
+    h.ok(3, plain);
+    h.release(1, 1);
+    h.op(2, ZkOp::GetChildren, DIR);
+    h.op(3, ZkOp::GetChildren, DIR);
+    h.acquired(2, 2);
+    let v = no_herd::check(&h.build(), &cfg());
+    assert!(v.ok, "{v}");
+
+    // The same listing with a watch is a directory wait, and that wake is a herd's.
+    let mut h = queue(false, [LockRole::Exclusive; 2]);
+    h.op(3, ZkOp::GetChildren, DIR);
+    h.release(1, 1);
+    h.op(2, ZkOp::GetChildren, DIR);
+    h.op(3, ZkOp::GetChildren, DIR);
+    assert!(!no_herd::check(&h.build(), &cfg()).ok);
+}

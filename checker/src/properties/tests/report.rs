@@ -6,7 +6,7 @@ use crate::properties::{
 use crate::testkit::Hb;
 use std::collections::BTreeSet;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{EventKind, FaultKind, History};
+use zklock_recipe::history::{EventKind, FaultKind, History, ZkOp};
 use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
 
 #[test]
@@ -39,20 +39,29 @@ fn report_names_the_violated_property_and_its_events() {
 
 /// check_all walks every property in one pass; each property's own `check` walks it
 /// alone. Both must give the same verdicts, failing ones included: simulated runs, the
-/// same runs with every k-th event dropped, with every block of k events reversed, and
-/// with tokens counting down; judged as run, and with no time to serve waiters.
+/// same runs with every k-th event dropped, with every block of k events reversed, with
+/// tokens counting down, and with every listing leaving a watch; judged as run, and with
+/// no time to serve waiters.
 #[test]
 fn each_property_alone_agrees_with_check_all() {
-    let scenario = Scenario {
+    let base = Scenario {
         clients: 3,
         acquisitions_per_client: 4,
         readers: 1,
         ..Scenario::default()
     };
+    // Without dropped acquires, and with every other acquire dropped.
+    let scenarios = [0, 2].map(|drop_every| Scenario {
+        drop_every,
+        ..base.clone()
+    });
     let mut violated = BTreeSet::new();
-    for seed in 0..4 {
-        let run = run_scenario(&scenario, seed, &ShippedRecipe::default());
-        let cfg = CheckConfig::from_scenario(&scenario)
+    for (scenario, seed) in scenarios
+        .iter()
+        .flat_map(|s| (0..4).map(move |seed| (s, seed)))
+    {
+        let run = run_scenario(scenario, seed, &ShippedRecipe::default());
+        let cfg = CheckConfig::from_scenario(scenario)
             .with_final_children(run.final_lock_children.clone())
             .with_run_end_us(run.end_time_us);
         let events = &run.history.events;
@@ -75,6 +84,10 @@ fn each_property_alone_agrees_with_check_all() {
             }
         }
         histories.push(countdown);
+        // And each of them with every listing leaving a watch: waiting on the whole
+        // directory, so herds.
+        let watching: Vec<History> = histories.iter().map(every_listing_watches).collect();
+        histories.extend(watching);
         let hurried = CheckConfig {
             heal_ms: 0,
             liveness_bound_ms: 1,
@@ -105,4 +118,19 @@ fn each_property_alone_agrees_with_check_all() {
     }
     // Failing verdicts were compared too, not only passes.
     assert!(violated.len() >= 5, "{violated:?}");
+}
+
+fn every_listing_watches(history: &History) -> History {
+    let mut h = history.clone();
+    for e in &mut h.events {
+        if let EventKind::OpInvoke {
+            op: ZkOp::GetChildren,
+            watch,
+            ..
+        } = &mut e.kind
+        {
+            *watch = true;
+        }
+    }
+    h
 }

@@ -164,9 +164,16 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
         "{json}"
     );
 
+    // The standard figures leave dropped acquires out (see `--sim-drop-every`).
+    assert_eq!(sim["drop_every"], 0);
+    assert!(text.contains("no dropped acquires"), "{text}");
+
     let (ok, out) = zklock(&["bench", "--sim-only", "--sim-rounds", "0"], dir.path());
     assert!(!ok);
     assert!(out.contains("--sim-rounds: 0 is not 1 to 100"), "{out}");
+    let (ok, out) = zklock(&["bench", "--sim-drop-every", "-1"], dir.path());
+    assert!(!ok);
+    assert!(out.contains("--sim-drop-every"), "{out}");
     let (ok, out) = zklock(&["bench", "--real-executor", "threads"], dir.path());
     assert!(!ok);
     assert!(

@@ -402,7 +402,7 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
     println!();
     let drops = match s.drop_every {
         0 => "no dropped acquires".to_owned(),
-        n => format!("every {n}th acquire dropped"),
+        n => format!("one acquire in {n} dropped"),
     };
     println!("simulation (5 clients x 20 acquisitions, all faults on, {drops}, every run checked)");
     println!(

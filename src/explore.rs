@@ -34,6 +34,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--clients" => sc.clients = value(a, it.next())?,
             "--acquisitions" => sc.acquisitions_per_client = value(a, it.next())?,
             "--readers" => sc.readers = value(a, it.next())?,
+            "--drop-every" => sc.drop_every = value(a, it.next())?,
             "--out" => out = value(a, it.next())?,
             "--summary" => summary_path = Some(value(a, it.next())?),
             "--no-shrink" => do_shrink = false,
@@ -77,8 +78,12 @@ pub fn run(args: &[String]) -> Result<bool> {
             ""
         }
     );
+    let drops = match sc.drop_every {
+        0 => String::new(),
+        n => format!(", one acquire in {n} dropped"),
+    };
     println!(
-        "scenario: {} clients ({} readers) x {} acquisitions, faults on until {} ms",
+        "scenario: {} clients ({} readers) x {} acquisitions{drops}, faults on until {} ms",
         sc.clients, sc.readers, sc.acquisitions_per_client, sc.heal_ms
     );
     println!("{}", s.counters);

@@ -49,6 +49,7 @@ USAGE:
                                  kill-leader (all)] [--connect HOST:PORT[,...]] [--seed S]
                                  [--session-timeout-ms MS (4000)] [--hold-ms MS (5)]
                                  [--connect-timeout-ms MS (10000)] [--out DIR]
+                                 [--drop-every N (4; 0: never)]
                                  [--restart-killed-leader] (off: a killed leader stays
                                  down, as ZooKeeper 3.8.0 can keep an uncommitted
                                  transaction when it rejoins)
@@ -68,6 +69,9 @@ OPTIONS (explore):
     --clients N          contending clients (default 5, at most 64)
     --acquisitions N     acquisitions per client (default 20)
     --readers N          clients taking the read lock; the rest write (default 0: exclusive)
+    --drop-every N       drop every N-th acquire of a client after a delay the chooser
+                         draws in 0..=20 ms, as tokio::time::timeout does (default 4;
+                         0: never)
     --out DIR            where failing traces go (default traces/failures)
     --threads N          worker threads (default: every core)
     --time-limit-s S     start no new seed after S seconds

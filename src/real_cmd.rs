@@ -83,6 +83,7 @@ fn parse(args: &[String]) -> Result<RealOptions> {
             "--restart-killed-leader" => faults.restart_killed_leader = true,
             "--session-timeout-ms" => workload.session_timeout_ms = value(a, it.next())?,
             "--hold-ms" => workload.hold_ms = value(a, it.next())?,
+            "--drop-every" => workload.drop_every = value(a, it.next())?,
             "--connect-timeout-ms" => workload.connect_timeout_ms = value(a, it.next())?,
             "--out" => out_dir = value(a, it.next())?,
             other => bail!("unknown option {other:?} (see `zklock help`)"),

@@ -122,6 +122,12 @@ impl WorkloadConfig {
         if self.duration_ms == 0 || self.connect_timeout_ms == 0 {
             return bad("duration_ms and connect_timeout_ms must be positive".into());
         }
+        if self.drop_after_ms_max > MAX_DROP_AFTER_MS {
+            return bad(format!(
+                "drop_after_ms_max must be at most {MAX_DROP_AFTER_MS}, got {}",
+                self.drop_after_ms_max
+            ));
+        }
         if let Err(e) = zklock_recipe::path::validate_path(&self.lock_path, false) {
             return bad(format!("lock path {:?}: {e}", self.lock_path));
         }
@@ -327,6 +333,9 @@ pub async fn settled_children<C: Coordination>(
 
 /// How often the final children are re-read while sessions expire.
 const SETTLE_POLL_MS: u64 = 200;
+
+/// The longest delay before a dropped acquire is dropped, as the simulation caps it.
+pub const MAX_DROP_AFTER_MS: u64 = 65_535;
 
 /// Client `index`'s role, as the simulation assigns them: the first `readers` read, the
 /// rest write; with no readers, everyone takes the exclusive lock.

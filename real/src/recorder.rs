@@ -119,9 +119,9 @@ impl Recorder {
     }
 
     /// Reads the resource and records the read (of the fenced value, as the simulation does).
-    pub fn read_resource(&self, client: u32, session: SessionId) -> ResourceRead {
+    pub fn read_resource(&self, client: u32, session: SessionId, token: i64) -> ResourceRead {
         let mut log = self.log();
-        let read = log.resource.read();
+        let read = log.resource.read(token);
         let kind = EventKind::ResourceRead { value: read.fenced };
         self.push(&mut log, client, session, kind);
         read
@@ -211,7 +211,7 @@ mod tests {
     #[test]
     fn resource_operations_are_recorded_with_their_outcome() {
         let r = Recorder::new(3);
-        let read = r.read_resource(0, SessionId(7));
+        let read = r.read_resource(0, SessionId(7), 1);
         r.write_resource(0, SessionId(7), 42, read);
         assert!(!r.is_full());
         let stale = r.write_resource(1, SessionId(8), 41, read);

@@ -48,8 +48,10 @@ impl Default for Resource {
 }
 
 impl Resource {
-    /// Reads both values.
-    pub fn read(&self) -> ResourceRead {
+    /// Reads both values with `token`, which the fenced value learns: a later write with a
+    /// lower token is a stale holder's and is rejected, as the simulation's resource does.
+    pub fn read(&mut self, token: i64) -> ResourceRead {
+        self.max_token = self.max_token.max(token);
         ResourceRead {
             fenced: self.fenced,
             unfenced: self.unfenced,
@@ -85,12 +87,12 @@ mod tests {
     fn serial_writes_in_token_order_lose_nothing() {
         let mut r = Resource::default();
         for token in [5, 9, 9, 12] {
-            let read = r.read();
+            let read = r.read(token);
             let out = r.write(token, read);
             assert!(out.fenced_accepted && !out.fenced_lost_update && !out.unfenced_overwrote);
         }
         assert_eq!(
-            r.read(),
+            r.read(12),
             ResourceRead {
                 fenced: 4,
                 unfenced: 4
@@ -98,12 +100,30 @@ mod tests {
         );
     }
 
+    /// Seed 74368 of the default sweep: holder 177 read, then stale holder 155 (paused
+    /// through its session's expiry) wrote, then 177 wrote over it. Tokens checked on
+    /// writes alone accepted both, and 177's write lost 155's update; the read of 177
+    /// must fence 155 off.
+    #[test]
+    fn a_stale_write_between_a_new_holders_read_and_write_is_fenced_off() {
+        let mut r = Resource::default();
+        let fresh = r.read(177);
+        let stale = r.write(155, ResourceRead::default());
+        assert!(!stale.fenced_accepted, "token 155 < 177, seen by the read");
+        let out = r.write(177, fresh);
+        assert!(out.fenced_accepted && !out.fenced_lost_update);
+        assert!(
+            out.unfenced_overwrote,
+            "the unfenced side lost 155's update"
+        );
+    }
+
     #[test]
     fn a_stale_holder_is_fenced_off_but_clobbers_the_unfenced_side() {
         let mut r = Resource::default();
         // Holder 10 reads, stalls; holder 11 reads and writes; holder 10 writes late.
-        let stale = r.read();
-        let fresh = r.read();
+        let stale = r.read(10);
+        let fresh = r.read(11);
         assert!(r.write(11, fresh).fenced_accepted);
         let late = r.write(10, stale);
         assert!(!late.fenced_accepted, "token 10 < 11 is rejected");
@@ -112,7 +132,7 @@ mod tests {
             "the unfenced side lost holder 11's update"
         );
         assert_eq!(
-            r.read(),
+            r.read(11),
             ResourceRead {
                 fenced: 1,
                 unfenced: 1
@@ -121,12 +141,12 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_holders_with_rising_tokens_lose_a_fenced_update() {
+    fn overlapping_holders_with_one_token_lose_a_fenced_update() {
         let mut r = Resource::default();
-        let a = r.read();
-        let b = r.read();
+        let a = r.read(1);
+        let b = r.read(1);
         assert!(!r.write(1, a).fenced_lost_update);
-        let second = r.write(2, b);
+        let second = r.write(1, b);
         assert!(second.fenced_accepted && second.fenced_lost_update);
     }
 }

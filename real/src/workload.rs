@@ -479,7 +479,7 @@ async fn worker(
         // The critical section: read, work, write value + 1 with the fencing token, unless
         // the lost signal fires first.
         let session = client.session_id();
-        let read = shared.recorder.read_resource(index as u32, session);
+        let read = shared.recorder.read_resource(index as u32, session, token);
         let lost = tokio::select! {
             () = client.sleep(hold) => None,
             reason = guard.lost() => Some(reason),

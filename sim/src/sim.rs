@@ -396,6 +396,17 @@ impl Sim {
         self.shared.world().tree.data(path).map(<[u8]>::to_vec)
     }
 
+    /// Whether some node may still go without any client's help: a client library's
+    /// background cleanup is unfinished on a session that can still finish it, or a
+    /// crashed client's session has not expired yet.
+    pub(crate) fn settling(&self) -> bool {
+        let w = self.shared.world();
+        w.clients.iter().any(|cl| {
+            let alive = w.sessions.get(&cl.session).is_some_and(|s| s.alive);
+            alive && (cl.crashed || cl.detached.len() > 0)
+        })
+    }
+
     /// Background cleanup items (`Coordination::cleanup_detached`) the client library
     /// of `client` has not finished: nodes of dropped acquires or guards not yet deleted.
     pub fn detached_cleanups_pending(&self, client: &SimClient) -> usize {

@@ -94,9 +94,16 @@ pub fn run_scenario_with<R: Recipe>(
                     Either::Right((_, t)) => t.abort(),
                 }
             }
-            // Let dead sessions expire, so that what remains is a true orphan.
-            sim.sleep(Duration::from_millis(scenario.session_timeout_ms + 1000))
-                .await;
+            // Let dead sessions expire and background cleanups finish, so that what remains
+            // is a true orphan: a crash or a cleanup may come after the last client is done.
+            let settle = Duration::from_millis(scenario.session_timeout_ms + 1000);
+            sim.sleep(settle).await;
+            for _ in 0..SETTLE_WAITS_MAX {
+                if !sim.settling() {
+                    break;
+                }
+                sim.sleep(settle).await;
+            }
         }
     };
     let error = crate::sim::complete(sim.run(main)).err();
@@ -114,6 +121,10 @@ pub fn run_scenario_with<R: Recipe>(
         end_time_us: w.now_us,
     }
 }
+
+/// Further waits of a session timeout (and a second) for the world to settle after the
+/// first, at most.
+const SETTLE_WAITS_MAX: u32 = 10;
 
 /// Whether a client's `k`th attempt is a dropped acquire: every `drop_every`-th.
 fn drops(k: u32, sc: &Scenario) -> bool {
@@ -196,7 +207,7 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
         );
         // The critical section: read, work, write value + 1 with the fencing token,
         // unless the lost signal fires first.
-        let read = sim.resource(&c, ResourceOp::Read).await;
+        let read = sim.resource(&c, ResourceOp::Read { token }).await;
         let lost = {
             let work = pin!(c.sleep(hold));
             let lost = pin!(lock.lost(&guard));

@@ -1,9 +1,13 @@
 //! The shared resource a workload's critical section reads and writes, modelled twice:
-//! fenced (it rejects a token lower than the highest it has seen) and unfenced.
+//! fenced (it rejects a write whose token is lower than the highest it has seen) and
+//! unfenced.
 //!
-//! A critical section reads both values, then writes value + 1 with its fencing token. A
-//! write that finds the value changed since its read clobbers an update it never saw: a
-//! lost update.
+//! A critical section reads both values with its fencing token, then writes value + 1 with
+//! it. A write that finds the value changed since its read clobbers an update it never saw:
+//! a lost update. The fenced resource learns a token from reads too, as a storage that
+//! checks tokens does on every request: otherwise a stale holder's write landing between a
+//! new holder's read and write would be accepted, and the new holder's write would then
+//! lose it.
 
 use super::delivery::{Delivered, SlotId};
 use super::{ClientId, World};
@@ -11,7 +15,9 @@ use zklock_recipe::history::EventKind;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ResourceOp {
-    Read,
+    Read {
+        token: i64,
+    },
     Write {
         token: i64,
         read_fenced: u64,
@@ -48,7 +54,8 @@ impl World {
     pub(crate) fn resource_op(&mut self, c: ClientId, op: ResourceOp, reply: SlotId) {
         let r = &mut self.resource;
         let out = match op {
-            ResourceOp::Read => {
+            ResourceOp::Read { token } => {
+                r.max_token = r.max_token.max(token);
                 let v = ResourceReply {
                     fenced: r.fenced,
                     unfenced: r.unfenced,

@@ -363,24 +363,14 @@ pub fn shipped_lock<C: Coordination + Clone>(
     }
 }
 
-/// The acquire mode of client `index`'s `k`th attempt: the simulation's fixed mix, with
-/// the delay of a dropped acquire spread over its range by `index` and `k` (no chooser
-/// here).
+/// The acquire mode of client `index`'s `k`th attempt: the simulation's mix
+/// ([`AcquireMode::of_attempt`]), with the delay of a dropped acquire spread over its
+/// range by `index` and `k` (no chooser here).
 pub fn mode_of(index: usize, k: u64, config: &WorkloadConfig) -> AcquireMode {
-    let every = u64::from(config.drop_every);
-    if every > 0 && k % every == every - 1 {
-        let spread = (k / every).wrapping_mul(7).wrapping_add(index as u64 * 3);
-        return AcquireMode::Dropped {
-            after_ms: spread % config.drop_after_ms_max.saturating_add(1),
-        };
-    }
-    match k % 3 {
-        0 => AcquireMode::Blocking,
-        1 => AcquireMode::Try,
-        _ => AcquireMode::Timeout {
-            timeout_ms: config.acquire_timeout_ms,
-        },
-    }
+    let every = u64::from(config.drop_every.max(1));
+    let spread = (k / every).wrapping_mul(7).wrapping_add(index as u64 * 3);
+    let after_ms = spread % config.drop_after_ms_max.saturating_add(1);
+    AcquireMode::of_attempt(k, config.drop_every, config.acquire_timeout_ms, after_ms)
 }
 
 async fn sleep_until_run_time(recorder: &Recorder, at: Duration) {

@@ -53,6 +53,24 @@ pub enum AcquireMode {
     },
 }
 
+impl AcquireMode {
+    /// The workload's mix, the same in every runner: a client's `k`th attempt (from 0)
+    /// is dropped when `drop_every` is set and `k % drop_every == drop_every - 1` (the
+    /// runner picks the delay, given here as `after_ms`); otherwise blocking, try and
+    /// timed (`timeout_ms`) in turn.
+    pub fn of_attempt(k: u64, drop_every: u32, timeout_ms: u64, after_ms: u64) -> AcquireMode {
+        let every = u64::from(drop_every);
+        if every > 0 && k % every == every - 1 {
+            return AcquireMode::Dropped { after_ms };
+        }
+        match k % 3 {
+            0 => AcquireMode::Blocking,
+            1 => AcquireMode::Try,
+            _ => AcquireMode::Timeout { timeout_ms },
+        }
+    }
+}
+
 /// Which lock an acquire is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LockRole {
@@ -171,5 +189,26 @@ impl EventKind {
             EventKind::Fault { .. } => "FAULT",
             EventKind::Done => "done",
         }
+    }
+}
+
+#[cfg(test)]
+mod mix_tests {
+    use super::AcquireMode;
+
+    #[test]
+    fn the_mix_cycles_blocking_try_timed_and_drops_every_nth() {
+        let modes: Vec<_> = (0..8)
+            .map(|k| AcquireMode::of_attempt(k, 4, 3000, 7))
+            .collect();
+        let timed = AcquireMode::Timeout { timeout_ms: 3000 };
+        let dropped = AcquireMode::Dropped { after_ms: 7 };
+        use AcquireMode::{Blocking, Try};
+        assert_eq!(
+            modes,
+            [Blocking, Try, timed, dropped, Try, timed, Blocking, dropped]
+        );
+        // Without drops, attempt 3 is blocking again.
+        assert_eq!(AcquireMode::of_attempt(3, 0, 3000, 7), Blocking);
     }
 }

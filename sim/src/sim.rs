@@ -403,7 +403,7 @@ impl Sim {
         let w = self.shared.world();
         w.clients.iter().any(|cl| {
             let alive = w.sessions.get(&cl.session).is_some_and(|s| s.alive);
-            alive && (cl.crashed || cl.detached.len() > 0)
+            alive && (cl.crashed || !cl.detached.is_empty())
         })
     }
 

@@ -126,23 +126,6 @@ pub fn run_scenario_with<R: Recipe>(
 /// first, at most.
 const SETTLE_WAITS_MAX: u32 = 10;
 
-/// Whether a client's `k`th attempt is a dropped acquire: every `drop_every`-th.
-fn drops(k: u32, sc: &Scenario) -> bool {
-    sc.drop_every > 0 && k % sc.drop_every == sc.drop_every - 1
-}
-
-/// The acquire mode of a client's `k`th attempt when it is not dropped: blocking, try and
-/// timed in turn.
-fn mode_of(k: u32, sc: &Scenario) -> AcquireMode {
-    match k % 3 {
-        0 => AcquireMode::Blocking,
-        1 => AcquireMode::Try,
-        _ => AcquireMode::Timeout {
-            timeout_ms: sc.acquire_timeout_ms,
-        },
-    }
-}
-
 async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: L, sc: Scenario) {
     let hold = Duration::from_millis(sc.hold_ms);
     for k in 0..sc.acquisitions_per_client {
@@ -150,13 +133,12 @@ async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: 
             // The session is gone for good; a real process would start a new one.
             break;
         }
-        let mode = if drops(k, &sc) {
+        let mut mode = AcquireMode::of_attempt(k.into(), sc.drop_every, sc.acquire_timeout_ms, 0);
+        if let AcquireMode::Dropped { after_ms } = &mut mode {
+            // Drawn only for a dropped attempt, so the others make no choice.
             let n = sc.drop_after_ms_max.saturating_add(1).min(1 << 16) as usize;
-            let after_ms = sim.choose(&c, ChoiceKind::Delay, n).await as u64;
-            AcquireMode::Dropped { after_ms }
-        } else {
-            mode_of(k, &sc)
-        };
+            *after_ms = sim.choose(&c, ChoiceKind::Delay, n).await as u64;
+        }
         sim.record(&c, EventKind::AcquireInvoked { role, mode });
         let got = match mode {
             AcquireMode::Blocking => lock.acquire().await.map(Some),

@@ -64,6 +64,10 @@ impl Detached {
     pub(crate) fn len(&self) -> usize {
         self.queue.len()
     }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
 }
 
 impl World {

@@ -12,11 +12,11 @@ use zklock_recipe::lock::naming::node_prefix;
 use zklock_recipe::lock::queue::{blocker, position};
 use zklock_recipe::lock::retry::delete_until_gone;
 use zklock_recipe::lock::{
-    ContenderSpec, LockError, LockGuard, LostPolicy, NodeKind, OwnNode, RetryPolicy, await_watch,
-    create_contender, ensure_path, list_contenders, watch_node,
+    ContenderSpec, LockError, LockGuard, LostPolicy, NodeKind, OwnNode, RetryPolicy,
+    abandoned_cleanup, await_watch, create_contender, ensure_path, list_contenders, watch_node,
 };
 use zklock_recipe::path::join;
-use zklock_recipe::{Coordination, CreateMode, DetachedCleanup, SessionEvents, Watch, ZkError};
+use zklock_recipe::{Coordination, CreateMode, SessionEvents, Watch, ZkError};
 use zklock_sim::{LockUnderTest, Recipe, SimClient};
 
 /// The bug classes real lock libraries shipped.
@@ -291,15 +291,11 @@ impl Drop for OnDrop<'_> {
         if !self.armed {
             return;
         }
-        let what = match (self.own.take(), self.create_sent) {
-            (Some(path), _) => DetachedCleanup::Node(path),
-            (None, true) => DetachedCleanup::OwnedMatching {
-                dir: self.dir.to_owned(),
-                fragment: std::mem::take(&mut self.fragment),
-            },
-            (None, false) => return,
-        };
-        self.c.cleanup_detached(what);
+        let fragment = std::mem::take(&mut self.fragment);
+        let own = self.own.take();
+        if let Some(what) = abandoned_cleanup(own, self.create_sent, self.dir, || fragment) {
+            self.c.cleanup_detached(what);
+        }
     }
 }
 

@@ -28,6 +28,7 @@ pub use mutex::Lock;
 pub use naming::{LockNode, NamingStyle, NodeKind};
 pub use retry::RetryPolicy;
 pub use rwlock::RwLock;
+pub use state::abandoned_cleanup;
 
 /// When a guard stops trusting its ownership.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

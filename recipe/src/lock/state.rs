@@ -180,17 +180,33 @@ impl Drop for Pending<'_> {
         if !self.armed {
             return;
         }
-        let orphan = match (self.own.take(), self.create_sent) {
-            (Some(own), _) => Some(DetachedCleanup::Node(own.path)),
-            // The name's guid and kind part identifies our nodes; the owner check in the
-            // cleanup rules out another session's node that happens to contain it.
-            (None, true) => Some(DetachedCleanup::OwnedMatching {
-                dir: self.dir.to_owned(),
-                fragment: node_prefix(self.guid, self.kind),
-            }),
-            (None, false) => None,
-        };
+        let orphan = abandoned_cleanup(
+            self.own.take().map(|own| own.path),
+            self.create_sent,
+            self.dir,
+            || node_prefix(self.guid, self.kind),
+        );
         self.shared.abandon(orphan);
+    }
+}
+
+/// What an acquire abandoned before it returned leaves to delete: its node once known
+/// (`own`), or else, once its create was sent, every child of `dir` whose name contains
+/// `fragment` (the guid and kind part of its name) and that its session owns. The owner
+/// check rules out another session's node that happens to contain the fragment.
+pub fn abandoned_cleanup(
+    own: Option<String>,
+    create_sent: bool,
+    dir: &str,
+    fragment: impl FnOnce() -> String,
+) -> Option<DetachedCleanup> {
+    match (own, create_sent) {
+        (Some(path), _) => Some(DetachedCleanup::Node(path)),
+        (None, true) => Some(DetachedCleanup::OwnedMatching {
+            dir: dir.to_owned(),
+            fragment: fragment(),
+        }),
+        (None, false) => None,
     }
 }
 

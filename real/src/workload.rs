@@ -4,9 +4,9 @@
 //! `clients` clients, each with its own session (and, when faults need them, its own
 //! proxies), repeat acquire → read the resource → hold → write the resource with the
 //! fencing token → release, with the acquire modes cycling blocking, try, timeout and the
-//! lost signal raced against the hold, as `zklock_sim`'s scenario runner does. Unlike a
-//! simulated client, a real one whose session ended opens a new session and goes on, as a
-//! real process would. New acquisitions start until `duration_ms`; an acquire still
+//! lost signal raced against the hold, as `zklock_sim`'s scenario runner does. A client
+//! whose session ended opens a new session and goes on with a new lock, as a real process
+//! would (and as a simulated client does). New acquisitions start until `duration_ms`; an acquire still
 //! waiting `drain_timeout_ms` later is cancelled (and shows up as late to the checker).
 //! Faults (see [`crate::faults`]) strike from one task until the heal time.
 //!

@@ -8,12 +8,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use zklock_recipe::{
-    Children, Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionEvents, SessionId,
-    SessionState, Stat, Watch, ZkError,
+    Children, Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionBroadcast,
+    SessionEvents, SessionId, SessionState, Stat, Watch, ZkError,
 };
 
 /// One client of the simulated ZooKeeper, with its own session. Cheap to clone; clones
-/// share the session.
+/// share the session. A handle stays on its session for good: once that session ended,
+/// [`Sim::renew_session`](crate::Sim::renew_session) gives a new handle on a new one, as
+/// a process opens a new ZooKeeper client, while the old handle's requests fail with
+/// SessionExpired (or SessionClosed) and its background cleanup is dropped.
 #[derive(Clone)]
 pub struct SimClient {
     shared: Arc<Shared>,
@@ -52,9 +55,14 @@ impl SimClient {
         req: Request,
         read: impl Fn(Answer) -> Result<T, Answer> + Send + Unpin + 'static,
     ) -> impl Future<Output = Result<T, ZkError>> + Send + '_ {
-        let client = self.id;
+        let (client, session) = (self.id, self.session);
         self.shared.awaited(
-            move |reply| Staged::Request { client, req, reply },
+            move |reply| Staged::Request {
+                client,
+                session,
+                req,
+                reply,
+            },
             move |d| match d {
                 Delivered::Reply(r) => r.map(|a| read(a).unwrap_or_else(|a| unexpected(a))),
                 other => unreachable!("a request was answered with {other:?}"),
@@ -73,11 +81,25 @@ impl Coordination for SimClient {
     }
 
     fn session_state(&self) -> SessionState {
-        self.shared.world().clients[self.id].state
+        let w = self.shared.world();
+        let cl = &w.clients[self.id];
+        if cl.session == self.session {
+            cl.state
+        } else {
+            cl.ended_state(self.session)
+        }
     }
 
     fn session_events(&self) -> SessionEvents {
-        self.shared.world().subscribe(self.id)
+        let mut w = self.shared.world();
+        if w.clients[self.id].session == self.session {
+            w.subscribe(self.id)
+        } else {
+            // The session ended: no change will come.
+            let mut ended = SessionBroadcast::default();
+            ended.close();
+            ended.subscribe()
+        }
     }
 
     fn now(&self) -> Duration {
@@ -243,6 +265,7 @@ impl Coordination for SimClient {
     fn cleanup_detached(&self, what: DetachedCleanup) {
         self.shared.stage_from_drop(Staged::Detached {
             client: self.id,
+            session: self.session,
             what,
         });
     }

@@ -316,6 +316,32 @@ impl Sim {
         SimClient::new(self.shared.clone(), id, session)
     }
 
+    /// A new session for `client` once its session ended (Expired or Closed), as a
+    /// process opens a new ZooKeeper client: a handle on the same client (the same index,
+    /// process and link, so faults still reach it) with a new session, Connected at the
+    /// world's next step. `None` while the session has not ended or the client cannot
+    /// reach the server (crashed, paused or cut off): sleep a while and ask again. The
+    /// history shows the new session as `Connected`; handles on the old one stay on it.
+    pub async fn renew_session(&self, client: &SimClient) -> Option<SimClient> {
+        let id = client.index();
+        let session = self
+            .shared
+            .awaited(
+                move |reply| Staged::Renew { client: id, reply },
+                |d| match d {
+                    Delivered::Renewed(s) => s,
+                    other => unreachable!("a renewal was answered with {other:?}"),
+                },
+            )
+            .await?;
+        Some(SimClient::new(self.shared.clone(), id, session))
+    }
+
+    /// The delay before a client reconnects (`SimConfig::reconnect_delay_ms`).
+    pub(crate) fn reconnect_delay(&self) -> Duration {
+        Duration::from_millis(self.shared.world().cfg.reconnect_delay_ms)
+    }
+
     /// Scripted faults and hooks are staged like requests: they take effect at the next
     /// quiescent point, that is, at the calling actor's next await, before the world
     /// does anything else. Inspect the server only after that await.

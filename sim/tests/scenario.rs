@@ -64,3 +64,56 @@ fn faults_strike_and_locks_are_acquired() {
     assert!(faults > 0, "no fault struck in 10 seeds");
     assert!(acquired > 100, "only {acquired} acquisitions");
 }
+
+/// The worker used to stop at its session's expiry, so the rest of that client's
+/// acquisitions never ran; now it opens a new session with a new lock, as `zklock real`
+/// does, and runs them all.
+#[test]
+fn a_client_whose_session_expired_goes_on_with_a_new_session() {
+    let sc = Scenario::default();
+    let r = ShippedRecipe::default();
+    let mut renewed = 0;
+    for seed in 0..20 {
+        let o = run_scenario_with(&sc, seed, Box::new(RandomChooser::new(seed)), &r);
+        assert!(o.error.is_none(), "seed {seed}: {:?}", o.error);
+        for c in 0..sc.clients {
+            let mine: Vec<_> = o.history.events.iter().filter(|e| e.client == c).collect();
+            let crashed = mine.iter().any(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Fault {
+                        fault: zklock_recipe::history::FaultKind::Crash
+                    }
+                )
+            });
+            if crashed {
+                continue;
+            }
+            let invoked = mine
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::AcquireInvoked { .. }))
+                .count();
+            assert_eq!(
+                invoked, sc.acquisitions_per_client as usize,
+                "seed {seed} c{c}: every attempt runs"
+            );
+            // Every attempt after an expiry runs on a session that did not expire.
+            let expired_at = mine.iter().position(|e| {
+                e.kind
+                    == EventKind::Session {
+                        state: zklock_recipe::SessionState::Expired,
+                    }
+            });
+            if let Some(i) = expired_at
+                && let Some(next) = mine[i..]
+                    .iter()
+                    .find(|e| matches!(e.kind, EventKind::AcquireInvoked { .. }))
+            {
+                assert_ne!(next.session, mine[i].session, "seed {seed} c{c}");
+                renewed += 1;
+            }
+            assert!(mine.iter().any(|e| matches!(e.kind, EventKind::Done)));
+        }
+    }
+    assert!(renewed > 0, "no client's session expired in 20 seeds");
+}

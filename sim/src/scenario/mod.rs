@@ -1,5 +1,7 @@
 //! Scenario runs: N clients, each on its own session, repeat acquire → critical section
-//! on the shared resource → release, under random faults, and the run's history.
+//! on the shared resource → release, under random faults, and the run's history. A client
+//! whose session expired opens a new session ([`Sim::renew_session`](crate::Sim::renew_session))
+//! and goes on with a new lock from [`Recipe::lock`], as a real process would.
 //!
 //! The runner drives any recipe through [`LockUnderTest`]: plug in your own recipe, or a
 //! changed copy of ours, and check it the same way.
@@ -42,11 +44,12 @@ pub trait LockUnderTest: Send + Sync + 'static {
     fn release(&self, guard: Self::Guard) -> impl Future<Output = Result<(), String>> + Send;
 }
 
-/// Makes one lock per client: the recipe under test.
+/// Makes one lock per client session: the recipe under test.
 pub trait Recipe: Send + Sync {
     type Lock: LockUnderTest;
     /// A name for reports and traces.
     fn name(&self) -> String;
-    /// The lock object client `client` uses, in role `role`, on directory `path`.
+    /// The lock object client `client` uses, in role `role`, on directory `path`. Called
+    /// again with a new handle when the client opens a new session after an expiry.
     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock;
 }

@@ -4,6 +4,8 @@ use super::{LockUnderTest, Recipe, Scenario};
 use crate::chooser::{ChoiceKind, Chooser, RandomChooser};
 use crate::world::{FaultPlan, ResourceOp};
 use crate::{Sim, SimClient, SimConfig, SimError};
+use futures_channel::{mpsc, oneshot};
+use futures_util::StreamExt;
 use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::time::Duration;
@@ -77,23 +79,42 @@ pub fn run_scenario_with<R: Recipe>(
             (c.clone(), role, lock)
         })
         .collect();
+    // Workers ask the main actor for the lock of a new session: only it may borrow
+    // `recipe`, since the run ends within this call but a spawned actor must be 'static.
+    let (renew_tx, mut renew_rx) = mpsc::unbounded::<NewLock<R::Lock>>();
     let main = {
         let sim = sim.clone();
         let scenario = scenario.clone();
         async move {
             let mut tasks = Vec::new();
             for (c, role, lock) in workers {
-                let t = sim.spawn(worker(sim.clone(), c.clone(), role, lock, scenario.clone()));
+                let renew = renew_tx.clone();
+                let w = worker(sim.clone(), c.clone(), role, lock, scenario.clone(), renew);
+                let t = sim.spawn(w);
                 tasks.push((t, c));
             }
-            for (t, c) in tasks {
-                // A crashed client never finishes: stop waiting for it when it crashes.
-                let crashed = sim.until_crashed(&c);
-                match select(t, pin!(crashed)).await {
-                    Either::Left(_) => {}
-                    Either::Right((_, t)) => t.abort(),
+            drop(renew_tx);
+            let all_done = async {
+                for (t, c) in tasks {
+                    // A crashed client never finishes: stop waiting for it when it crashes.
+                    let crashed = sim.until_crashed(&c);
+                    match select(t, pin!(crashed)).await {
+                        Either::Left(_) => {}
+                        Either::Right((_, t)) => t.abort(),
+                    }
                 }
-            }
+            };
+            let serve = async {
+                while let Some(NewLock {
+                    client,
+                    role,
+                    reply,
+                }) = renew_rx.next().await
+                {
+                    let _ = reply.send(recipe.lock(client, role, &scenario.lock_path));
+                }
+            };
+            select(pin!(all_done), pin!(serve)).await;
             // Let dead sessions expire and background cleanups finish, so that what remains
             // is a true orphan: a crash or a cleanup may come after the last client is done.
             let settle = Duration::from_millis(scenario.session_timeout_ms + 1000);
@@ -122,16 +143,60 @@ pub fn run_scenario_with<R: Recipe>(
     }
 }
 
+/// A new session for `c` and its lock, once the client can reach the server again;
+/// `None` if the main actor is gone (the run is ending).
+async fn new_session<L>(
+    sim: &Sim,
+    c: &SimClient,
+    role: LockRole,
+    renew: &mpsc::UnboundedSender<NewLock<L>>,
+) -> Option<(SimClient, L)> {
+    let client = loop {
+        // As a real client library waits before it connects again.
+        c.sleep(sim.reconnect_delay()).await;
+        if let Some(fresh) = sim.renew_session(c).await {
+            break fresh;
+        }
+    };
+    let (reply, lock) = oneshot::channel();
+    let ask = NewLock {
+        client: client.clone(),
+        role,
+        reply,
+    };
+    renew.unbounded_send(ask).ok()?;
+    Some((client, lock.await.ok()?))
+}
+
 /// Further waits of a session timeout (and a second) for the world to settle after the
 /// first, at most.
 const SETTLE_WAITS_MAX: u32 = 10;
 
-async fn worker<L: LockUnderTest>(sim: Sim, c: SimClient, role: LockRole, lock: L, sc: Scenario) {
+/// A worker's request to the main actor: the lock for `client`'s new session.
+struct NewLock<L> {
+    client: SimClient,
+    role: LockRole,
+    reply: oneshot::Sender<L>,
+}
+
+/// One client's loop; `renew` asks the main actor for a new session's lock.
+async fn worker<L: LockUnderTest>(
+    sim: Sim,
+    mut c: SimClient,
+    role: LockRole,
+    mut lock: L,
+    sc: Scenario,
+    renew: mpsc::UnboundedSender<NewLock<L>>,
+) {
     let hold = Duration::from_millis(sc.hold_ms);
     for k in 0..sc.acquisitions_per_client {
         if c.session_state().is_terminal() {
-            // The session is gone for good; a real process would start a new one.
-            break;
+            // The session is gone for good: open a new one, with a new lock, as a real
+            // process would (and as `zklock real` does).
+            let Some((fresh, fresh_lock)) = new_session(&sim, &c, role, &renew).await else {
+                break;
+            };
+            (c, lock) = (fresh, fresh_lock);
         }
         let mut mode = AcquireMode::of_attempt(k.into(), sc.drop_every, sc.acquire_timeout_ms, 0);
         if let AcquireMode::Dropped { after_ms } = &mut mode {

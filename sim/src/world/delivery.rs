@@ -20,6 +20,8 @@ pub(crate) enum Delivered {
     Woke,
     /// A workload's decision, drawn from the chooser (see `Staged::Choose`).
     Chosen(usize),
+    /// The new session of `Staged::Renew`, if one was opened.
+    Renewed(Option<zklock_recipe::SessionId>),
 }
 
 #[derive(Default)]

@@ -35,6 +35,8 @@ pub(crate) enum Seen<'a> {
     Woke,
     /// A workload's decision.
     Chosen(usize),
+    /// Whether a new session was opened.
+    Renewed(bool),
 }
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
@@ -123,6 +125,7 @@ impl World {
             }
             cl.detached.hash(h);
             cl.watches.hash_shape(h);
+            cl.ended.hash(h);
         }
         self.sessions.len().hash(h);
         for (id, s) in &self.sessions {

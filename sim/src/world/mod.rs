@@ -45,6 +45,9 @@ pub type ClientId = usize;
 pub(crate) enum Staged {
     Request {
         client: ClientId,
+        /// The session of the handle that sent it: a handle left on an ended session
+        /// (see `renew_session`) is answered at once and never reaches the new one.
+        session: SessionId,
         req: Request,
         reply: SlotId,
     },
@@ -72,7 +75,13 @@ pub(crate) enum Staged {
     /// Background cleanup for the client library (see `detached`).
     Detached {
         client: ClientId,
+        session: SessionId,
         what: DetachedCleanup,
+    },
+    /// A new session for a client whose session ended (see `renew_session`).
+    Renew {
+        client: ClientId,
+        reply: SlotId,
     },
     /// A decision of the workload (such as when to drop an acquire), drawn from the
     /// chooser in `0..n` like the world's own, so that replay and the explorer see it.
@@ -166,9 +175,28 @@ pub(crate) struct ClientState {
     pub(crate) detached: Detached,
     /// Digest of everything delivered to this client's actor (see `digest`).
     pub(crate) obs: u64,
+    /// The client's earlier sessions and how each ended, oldest first (see
+    /// `renew_session`).
+    pub(crate) ended: Vec<(SessionId, SessionState)>,
 }
 
 impl ClientState {
+    /// How `session`, one of this client's ended sessions, ended.
+    pub(crate) fn ended_state(&self, session: SessionId) -> SessionState {
+        self.ended
+            .iter()
+            .find(|(s, _)| *s == session)
+            .map_or(SessionState::Expired, |(_, state)| *state)
+    }
+
+    /// What a request on the ended `session` fails with.
+    fn ended_error(&self, session: SessionId) -> ZkError {
+        match self.ended_state(session) {
+            SessionState::Closed => ZkError::SessionClosed,
+            _ => ZkError::SessionExpired,
+        }
+    }
+
     /// Whether the client can take `item` off its connection now: not while frozen,
     /// partitioned or delayed, and no watch event while disconnected (it waits for the
     /// reconnect).
@@ -334,6 +362,7 @@ impl World {
             crashed: false,
             detached: Detached::default(),
             obs: 0,
+            ended: Vec::new(),
         });
         self.sessions.insert(
             session,
@@ -479,8 +508,18 @@ impl World {
         }
         for (_, s) in staged.drain(..) {
             match s {
-                Staged::Request { client, req, reply } => {
-                    self.submit(client, req, ReplyTo::Actor(reply))
+                Staged::Request {
+                    client,
+                    session,
+                    req,
+                    reply,
+                } => {
+                    if session == self.clients[client].session {
+                        self.submit(client, req, ReplyTo::Actor(reply));
+                    } else {
+                        let error = self.clients[client].ended_error(session);
+                        self.slots.fill(reply, Delivered::Reply(Err(error)));
+                    }
                 }
                 Staged::Sleep {
                     client,
@@ -503,7 +542,21 @@ impl World {
                         self.clients[client].crash_watchers.push(done);
                     }
                 }
-                Staged::Detached { client, what } => self.add_detached(client, what),
+                Staged::Detached {
+                    client,
+                    session,
+                    what,
+                } => {
+                    // An ended session's nodes went with it.
+                    if session == self.clients[client].session {
+                        self.add_detached(client, what);
+                    }
+                }
+                Staged::Renew { client, reply } => {
+                    let renewed = self.renew_session(client);
+                    self.observe(client, Seen::Renewed(renewed.is_some()));
+                    self.slots.fill(reply, Delivered::Renewed(renewed));
+                }
                 Staged::Choose {
                     client,
                     kind,

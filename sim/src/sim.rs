@@ -322,6 +322,23 @@ impl Sim {
     /// world's next step. `None` while the session has not ended or the client cannot
     /// reach the server (crashed, paused or cut off): sleep a while and ask again. The
     /// history shows the new session as `Connected`; handles on the old one stay on it.
+    ///
+    /// ```
+    /// use zklock_recipe::{Coordination, SessionState, ZkError};
+    /// use zklock_sim::{SimConfig, run};
+    ///
+    /// run(SimConfig::with_seed(1), |sim| async move {
+    ///     let a = sim.client();
+    ///     let mut events = a.session_events();
+    ///     sim.expire(&a);
+    ///     while events.next().await.is_some() {} // Disconnected, then Expired
+    ///     let a2 = sim.renew_session(&a).await.expect("the session ended");
+    ///     assert_eq!(a2.session_state(), SessionState::Connected);
+    ///     assert_eq!(a.exists("/").await, Err(ZkError::SessionExpired));
+    ///     assert!(a2.exists("/").await.unwrap().is_some());
+    /// })
+    /// .unwrap();
+    /// ```
     pub async fn renew_session(&self, client: &SimClient) -> Option<SimClient> {
         let id = client.index();
         let session = self

@@ -35,12 +35,18 @@ fn scenario(bug: Bug) -> Scenario {
 /// loss lets happen (the watch's retry then finds the blocker gone); a reader waiting for a
 /// later writer needs that writer queued when the reader lists; a create forgotten by a
 /// dropped acquire strands its own client, once a connection loss holds the create that
-/// makes the node unanswered until the drop (without faults it is answered within 1 ms).
+/// makes the node unanswered until the drop (without faults it is answered within 1 ms);
+/// a waiter that starts over after a disconnect needs a holder to wait for, and the
+/// disconnect.
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
         Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter => (2, 0, 1),
-        Bug::DeafHolder | Bug::BlindRetry | Bug::LostWakeup | Bug::DeafWaiter => (2, 1, 1),
+        Bug::DeafHolder
+        | Bug::BlindRetry
+        | Bug::LostWakeup
+        | Bug::DeafWaiter
+        | Bug::RestartForgetsNode => (2, 1, 1),
         Bug::ForgetfulRelease => (1, 1, 2),
         Bug::DroppedCreate => (1, 1, 1),
         Bug::AbandonedWait => (2, 0, 2),
@@ -128,7 +134,8 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
 
 /// The fewest clients that can show each bug: a herd needs a holder and two waiters,
 /// two believers need two clients, an orphan node strands even a lone client, a wait
-/// is only given up, or its wake-up lost, while another client holds, and a reader
+/// is only given up, its wake-up lost, or started over behind itself, while another
+/// client holds, and a reader
 /// waits for a later writer only if there is one.
 fn clients_needed(bug: Bug) -> u32 {
     match bug {
@@ -138,6 +145,7 @@ fn clients_needed(bug: Bug) -> u32 {
         | Bug::AbandonedWait
         | Bug::LostWakeup
         | Bug::DeafWaiter
+        | Bug::RestartForgetsNode
         | Bug::ReaderWaitsForLaterWriter => 2,
         Bug::BlindRetry | Bug::ForgetfulRelease | Bug::DroppedCreate => 1,
     }

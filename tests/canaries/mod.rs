@@ -16,7 +16,7 @@ use zklock_recipe::lock::{
     abandoned_cleanup, await_watch, create_contender, ensure_path, list_contenders, watch_node,
 };
 use zklock_recipe::path::join;
-use zklock_recipe::{Coordination, CreateMode, SessionEvents, Watch, ZkError};
+use zklock_recipe::{Coordination, CreateMode, SessionEvents, SessionState, Watch, ZkError};
 use zklock_sim::{LockUnderTest, Recipe, SimClient};
 
 /// The bug classes real lock libraries shipped.
@@ -56,10 +56,16 @@ pub enum Bug {
     /// apache/curator#600): the node stands for as long as the session lives, and every
     /// later contender waits behind it.
     DroppedCreate,
+    /// A waiter whose connection drops deletes its node once, while the connection is
+    /// still down, forgets it whatever came of it, and starts over with a new node, as
+    /// zk-ruby's locker did (zk-ruby/zk#54, fixed in zk 1.7.4): the first node stands
+    /// ahead of the second for as long as the session lives, and the waiter waits behind
+    /// itself.
+    RestartForgetsNode,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 10] = [
+    pub const ALL: [Bug; 11] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -70,6 +76,7 @@ impl Bug {
         Bug::DeafWaiter,
         Bug::ReaderWaitsForLaterWriter,
         Bug::DroppedCreate,
+        Bug::RestartForgetsNode,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -83,6 +90,7 @@ impl Bug {
             Bug::DeafWaiter => "canary-deaf-waiter",
             Bug::ReaderWaitsForLaterWriter => "canary-reader-waits-for-later-writer",
             Bug::DroppedCreate => "canary-dropped-create",
+            Bug::RestartForgetsNode => "canary-restart-forgets-node",
         }
     }
     /// The property that must catch it.
@@ -94,7 +102,8 @@ impl Bug {
             | Bug::LostWakeup
             | Bug::DeafWaiter
             | Bug::ReaderWaitsForLaterWriter
-            | Bug::DroppedCreate => "liveness_after_heal",
+            | Bug::DroppedCreate
+            | Bug::RestartForgetsNode => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
         }
@@ -194,7 +203,7 @@ impl CanaryLock {
         guid: &str,
         dropped: &mut OnDrop<'_>,
     ) -> Result<Option<Guard>, LockError> {
-        let own = self.enqueue(guid).await?;
+        let mut own = self.enqueue(guid).await?;
         dropped.own = Some(own.path.clone());
         let mut events = self.c.session_events();
         loop {
@@ -246,22 +255,43 @@ impl CanaryLock {
                 None => continue,
             };
             let waited = self.wait(w, &mut events);
-            match deadline_us {
-                None => waited.await?,
+            let r = match deadline_us {
+                None => waited.await,
                 Some(d) => {
                     let left = Duration::from_micros(d.saturating_sub(now));
-                    if let Either::Left((r, _)) =
-                        select(pin!(waited), pin!(self.c.sleep(left))).await
-                    {
-                        r?;
+                    match select(pin!(waited), pin!(self.c.sleep(left))).await {
+                        Either::Left((r, _)) => r,
+                        Either::Right(_) => Ok(()),
                     }
                 }
+            };
+            match r {
+                Err(LockError::Zk(ZkError::ConnectionLoss))
+                    if self.bug == Bug::RestartForgetsNode =>
+                {
+                    // BUG (RestartForgetsNode): one delete while the connection is down,
+                    // and the node is forgotten whatever came of it; the attempt starts
+                    // over as a new one, with a new guid and a new node.
+                    let _ = self.c.delete(&own.path, None).await;
+                    let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+                    let guid = format!("{:x}-{n:x}", self.c.session_id().0);
+                    own = self.enqueue(&guid).await?;
+                    dropped.own = Some(own.path.clone());
+                }
+                r => r?,
             }
         }
     }
 
     /// Waits for the blocker's watch to fire, or for the session to end.
-    async fn wait(&self, w: Watch, events: &mut SessionEvents) -> Result<(), LockError> {
+    async fn wait(&self, mut w: Watch, events: &mut SessionEvents) -> Result<(), LockError> {
+        if self.bug == Bug::RestartForgetsNode {
+            // The watch would survive the disconnect; this waiter gives up on it.
+            return match select(&mut w, pin!(disconnected(events))).await {
+                Either::Left((fired, _)) => fired.map(drop).map_err(LockError::from),
+                Either::Right((ended, _)) => Err(ended),
+            };
+        }
         if self.bug != Bug::DeafWaiter {
             return await_watch(w, events).await.map(drop);
         }
@@ -270,6 +300,19 @@ impl CanaryLock {
             // BUG: the session's end reaches the watcher as an event of no node, and is
             // dropped: the wait goes on, though the server has deleted our node.
             Err(_) => std::future::pending().await,
+        }
+    }
+}
+
+/// The first state change that ends a wait for a waiter that gives up on a disconnect:
+/// ConnectionLoss for Disconnected, else the session's end.
+async fn disconnected(events: &mut SessionEvents) -> LockError {
+    loop {
+        match events.next().await {
+            Some(SessionState::Disconnected) => return LockError::Zk(ZkError::ConnectionLoss),
+            Some(SessionState::Expired) => return LockError::SessionExpired,
+            Some(SessionState::Closed) | None => return LockError::SessionClosed,
+            Some(SessionState::Connected) => {}
         }
     }
 }

@@ -21,7 +21,7 @@ use super::request::Reply;
 use super::resource::ResourceReply;
 use super::{Inbound, World, timer_shape};
 use std::hash::{Hash, Hasher};
-use zklock_recipe::{SessionState, WatchedEvent};
+use zklock_recipe::{SessionId, SessionState, WatchedEvent};
 
 /// A value delivered to a client's actor. The variant keeps kinds apart, as their `Debug`
 /// texts were.
@@ -35,8 +35,8 @@ pub(crate) enum Seen<'a> {
     Woke,
     /// A workload's decision.
     Chosen(usize),
-    /// Whether a new session was opened.
-    Renewed(bool),
+    /// The new session opened, if one was: the actor's handle carries its id.
+    Renewed(Option<SessionId>),
 }
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
@@ -102,7 +102,7 @@ impl World {
         self.clients.len().hash(h);
         for cl in &self.clients {
             cl.obs.hash(h);
-            (cl.conn, cl.state, cl.conn_epoch).hash(h);
+            (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
             (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
             (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
             // Whether a reply goes to the actor or to the background cleanup matters

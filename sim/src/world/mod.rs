@@ -554,7 +554,7 @@ impl World {
                 }
                 Staged::Renew { client, reply } => {
                     let renewed = self.renew_session(client);
-                    self.observe(client, Seen::Renewed(renewed.is_some()));
+                    self.observe(client, Seen::Renewed(renewed));
                     self.slots.fill(reply, Delivered::Renewed(renewed));
                 }
                 Staged::Choose {

@@ -109,8 +109,9 @@ pub fn run(args: &[String]) -> Result<bool> {
     trace.write(&path)?;
     println!("trace: {}", path.display());
     println!(
-        "reproduce: cargo run --release -- replay {}",
-        path.display()
+        "reproduce: cargo run --release -- replay {}{}",
+        path.display(),
+        at_commit(&trace.zklock_commit)
     );
     if do_shrink {
         let shrunk = shrink(&trace, &recipe, &ShrinkLimits::default())?;
@@ -125,11 +126,20 @@ pub fn run(args: &[String]) -> Result<bool> {
             shrunk.trace.seed
         );
         println!(
-            "reproduce: cargo run --release -- replay {}",
-            spath.display()
+            "reproduce: cargo run --release -- replay {}{}",
+            spath.display(),
+            at_commit(&shrunk.trace.zklock_commit)
         );
     }
     Ok(false)
+}
+
+/// Where a replay reproduces the run exactly: on the commit that wrote the trace.
+fn at_commit(commit: &str) -> String {
+    match commit {
+        "" => String::new(),
+        c => format!(" (at commit {c})"),
+    }
 }
 
 fn write_summary(path: &Path, s: &Summary) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use anyhow::{Result, bail};
 use std::path::PathBuf;
-use zklock_checker::{Trace, render_timeline, replay};
+use zklock_checker::{Trace, ZKLOCK_COMMIT, render_timeline, replay};
 use zklock_sim::ShippedRecipe;
 
 pub fn run(args: &[String]) -> Result<bool> {
@@ -32,10 +32,21 @@ pub fn run(args: &[String]) -> Result<bool> {
     } else {
         println!(
             "replay: the history DIFFERS from the recorded one (recorded {} events, now {}): \
-             the recipe or zklock changed since the trace was written",
+             the recipe or zklock changed since the trace was written{}",
             trace.history.events.len(),
-            run.outcome.history.events.len()
+            run.outcome.history.events.len(),
+            written_by(&trace.zklock_commit, ZKLOCK_COMMIT)
         );
     }
     Ok(run.failure().is_none())
+}
+
+/// Which commit to check out to replay a trace exactly, when it was not this build's.
+fn written_by(recorded: &str, this: &str) -> String {
+    if recorded.is_empty() || recorded == this {
+        return String::new();
+    }
+    format!(
+        " (it was written by commit {recorded}, this zklock is {this}: check that commit out to replay it exactly)"
+    )
 }

@@ -68,6 +68,29 @@ fn replay_command_reports_an_identical_history() {
     assert!(out.contains("replay: identical history"), "{out}");
 }
 
+/// A seed and its commit reproduce a run: a trace names the commit that wrote it, and a
+/// replay whose history differs says which commit to check out.
+#[test]
+fn a_replay_that_differs_names_the_commit_that_wrote_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = small();
+    let run = check_seed(&sc, 3, &ShippedRecipe::default());
+    let mut trace = run.trace(&sc, 3, "zklock");
+    assert_eq!(trace.zklock_commit, zklock_checker::ZKLOCK_COMMIT);
+    // As if another commit had recorded one more event.
+    trace.zklock_commit = "0123456789ab".into();
+    let last = trace.history.events.last().unwrap().clone();
+    trace.history.events.push(last);
+    let path = dir.path().join("t.json");
+    trace.write(&path).unwrap();
+    let (_, out) = zklock(&["replay", path.to_str().unwrap()], dir.path());
+    assert!(out.contains("history DIFFERS"), "{out}");
+    assert!(
+        out.contains("written by commit 0123456789ab"),
+        "names the commit to check out: {out}"
+    );
+}
+
 #[test]
 fn corrupt_or_truncated_trace_is_a_clear_error_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();

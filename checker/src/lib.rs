@@ -68,7 +68,9 @@
 //!    with a legend, and the set of holders after each event. The violation report names
 //!    the event indices that prove it and the faults just before.
 //! 4. Fix the recipe and replay the trace again: a trace survives changes that keep the
-//!    order of choices; `replay` says when the history now differs.
+//!    order of choices; `replay` says when the history now differs, and names the commit
+//!    that wrote the trace ([`Trace::zklock_commit`]) when it was not this build's: the
+//!    seed and that commit reproduce the run exactly.
 
 pub mod concurrent;
 pub mod exhaustive;
@@ -93,4 +95,4 @@ pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 pub use sweep::{SEED_ENV, SeedFailure, check_seeds};
 pub use timeline::render_timeline;
-pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_VERSION};
+pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};

@@ -24,11 +24,19 @@ pub const TRACE_FORMAT_VERSION: u32 = 1;
 /// The version of zklock, recorded in each trace.
 pub const ZKLOCK_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The source commit zklock was built from (12 hex digits), recorded in each trace;
+/// empty when built outside a git checkout.
+pub const ZKLOCK_COMMIT: &str = env!("ZKLOCK_COMMIT");
+
 /// One run, as a file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trace {
     pub format_version: u32,
     pub zklock_version: String,
+    /// The commit that wrote the trace ([`ZKLOCK_COMMIT`]); empty if unknown, as in
+    /// traces written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub zklock_commit: String,
     pub scenario: Scenario,
     pub seed: u64,
     /// The Chooser's decisions, in order: replaying them reproduces the run.
@@ -53,6 +61,7 @@ impl Trace {
         Trace {
             format_version: TRACE_FORMAT_VERSION,
             zklock_version: ZKLOCK_VERSION.to_owned(),
+            zklock_commit: ZKLOCK_COMMIT.to_owned(),
             scenario,
             seed,
             choices,
@@ -71,9 +80,13 @@ impl Trace {
 
     /// The timeline file's text: a header naming the run, then the history's timeline.
     pub fn timeline(&self) -> String {
+        let commit = match self.zklock_commit.as_str() {
+            "" => String::new(),
+            c => format!(" (commit {c})"),
+        };
         let mut out = format!(
-            "zklock {} trace (format {}): recipe {}, seed {}, {} clients, {} choices\n\
-             violation: {}\n\n",
+            "zklock {}{commit} trace (format {}): recipe {}, seed {}, {} clients, {} \
+             choices\nviolation: {}\n\n",
             self.zklock_version,
             self.format_version,
             self.recipe,

@@ -1,4 +1,4 @@
-use super::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_VERSION};
+use super::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};
 use crate::testkit::Hb;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -194,4 +194,25 @@ fn missing_fields_are_named() {
         matches!(&err, TraceError::MissingField { field, .. } if field == "format_version"),
         "{err:?}"
     );
+}
+
+#[test]
+fn a_trace_names_its_commit_and_one_without_a_commit_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = sample();
+    assert_eq!(trace.zklock_commit, ZKLOCK_COMMIT);
+    // Built from a git checkout, as the tests are: a commit is known.
+    assert_eq!(ZKLOCK_COMMIT.len(), 12, "{ZKLOCK_COMMIT:?}");
+    assert!(
+        trace
+            .timeline()
+            .contains(&format!("(commit {ZKLOCK_COMMIT})"))
+    );
+    // Traces written before the commit was recorded have no such field.
+    let mut old = sample_json();
+    old.as_object_mut().unwrap().remove("zklock_commit");
+    let path = file_with(&dir, &old.to_string());
+    let read = Trace::read(&path).unwrap();
+    assert_eq!(read.zklock_commit, "");
+    assert!(!read.timeline().contains("commit"));
 }

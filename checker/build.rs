@@ -1,0 +1,33 @@
+//! Stamps the source commit into the crate (`ZKLOCK_COMMIT`), so that each trace names the
+//! commit that wrote it: a seed and its commit reproduce a run. Empty outside a git checkout.
+
+use std::path::Path;
+use std::process::Command;
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8(out.stdout).ok()?;
+    Some(s.trim().to_owned())
+}
+
+fn main() {
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_default();
+    println!("cargo:rustc-env=ZKLOCK_COMMIT={commit}");
+    // Run again when HEAD moves: HEAD itself, the branch it names, and packed refs. Only
+    // files that exist, since a missing one would rerun this (and rebuild) every time.
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        let dir = Path::new(&dir);
+        let mut watched = vec![dir.join("HEAD"), dir.join("packed-refs")];
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            watched.push(dir.join(branch));
+        }
+        for path in watched.iter().filter(|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    } else {
+        println!("cargo:rerun-if-changed=build.rs");
+    }
+}

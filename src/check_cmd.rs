@@ -41,6 +41,14 @@ pub fn run(args: &[String]) -> Result<bool> {
     let Some(run) = r.violation else {
         if r.complete {
             println!("ok: every property held on every schedule");
+        } else {
+            // Not a pass: the schedules left unexplored may hold a violation.
+            println!(
+                "incomplete: every property held on the {} schedules explored, but a bound \
+                 stopped the search before the rest; raise --schedules-max or \
+                 --time-limit-s for a complete check",
+                r.schedules
+            );
         }
         return Ok(r.complete);
     };

@@ -152,6 +152,38 @@ fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
     assert!(out.contains("unknown command"), "{out}");
 }
 
+/// A check stopped by a bound used to print only "INCOMPLETE" and fail: it now says what
+/// held so far and how to finish it, and still fails, since it proves nothing.
+#[test]
+fn an_incomplete_check_says_what_held_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "check",
+        "--clients",
+        "2",
+        "--faults-max",
+        "1",
+        "--schedules-max",
+        "50",
+    ];
+    let (ok, out) = zklock(&args, dir.path());
+    assert!(!ok, "an incomplete check is no pass: {out}");
+    assert!(
+        out.contains("every property held on the 50 schedules explored")
+            && out.contains("--schedules-max"),
+        "{out}"
+    );
+    let (ok, out) = zklock(
+        &["check", "--clients", "1", "--faults-max", "1"],
+        dir.path(),
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("ok: every property held on every schedule"),
+        "{out}"
+    );
+}
+
 #[test]
 fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();

@@ -2,8 +2,9 @@
 
 use crate::args::value;
 use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
-use zklock_checker::{Bounds, check_exhaustive};
+use zklock_checker::{Bounds, check_exhaustive_with};
 use zklock_sim::{Scenario, ShippedRecipe};
 
 pub fn run(args: &[String]) -> Result<bool> {
@@ -33,7 +34,21 @@ pub fn run(args: &[String]) -> Result<bool> {
     if b.faults_max > 3 {
         bail!("--faults-max must be at most 3, got {}", b.faults_max);
     }
-    let r = check_exhaustive(&base, &ShippedRecipe::default(), &b);
+    // A count, not a bar: the search usually ends long before its schedule limit.
+    let spinner = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"),
+    );
+    let r = check_exhaustive_with(
+        &base,
+        &ShippedRecipe::default(),
+        &b,
+        &|run| run.failure().is_some(),
+        &|schedules, states| {
+            spinner.set_message(format!("{schedules} schedules, {states} distinct states"));
+            spinner.tick();
+        },
+    );
+    spinner.finish_and_clear();
     println!(
         "{} clients x {} acquisitions, at most {} faults: {r}",
         b.clients, b.acquisitions_per_client, b.faults_max

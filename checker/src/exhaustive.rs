@@ -156,6 +156,21 @@ pub fn check_exhaustive_until<R: Recipe>(
     bounds: &Bounds,
     failing: &dyn Fn(&CheckedRun) -> bool,
 ) -> ExhaustiveReport {
+    check_exhaustive_with(base, recipe, bounds, failing, &|_, _| {})
+}
+
+/// Schedules between two calls of an exhaustive check's `progress`.
+pub const PROGRESS_EVERY_SCHEDULES: u64 = 1024;
+
+/// As [`check_exhaustive_until`], calling `progress(schedules, distinct_states)` every
+/// [`PROGRESS_EVERY_SCHEDULES`] schedules, for a progress display.
+pub fn check_exhaustive_with<R: Recipe>(
+    base: &Scenario,
+    recipe: &R,
+    bounds: &Bounds,
+    failing: &dyn Fn(&CheckedRun) -> bool,
+    progress: &dyn Fn(u64, u64),
+) -> ExhaustiveReport {
     let scenario = bounds.scenario(base);
     let visited = Arc::new(Mutex::new(HashSet::new()));
     let t0 = Instant::now();
@@ -176,6 +191,12 @@ pub fn check_exhaustive_until<R: Recipe>(
         }));
         let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
         schedules += 1;
+        if schedules % PROGRESS_EVERY_SCHEDULES == 0 {
+            progress(
+                schedules,
+                visited.lock().expect("visited lock").len() as u64,
+            );
+        }
         let made = std::mem::take(&mut chooser.lock().expect("chooser lock").guided.made);
         max_depth = max_depth.max(made.len());
         if out.error == Some(SimError::Pruned) {

@@ -86,7 +86,10 @@ pub mod trace;
 #[cfg(test)]
 mod testkit;
 
-pub use exhaustive::{Bounds, ExhaustiveReport, check_exhaustive, check_exhaustive_until};
+pub use exhaustive::{
+    Bounds, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, check_exhaustive, check_exhaustive_until,
+    check_exhaustive_with,
+};
 pub use explore::{Budget, Explored, Summary, explore, explore_until};
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,

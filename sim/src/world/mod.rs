@@ -517,8 +517,9 @@ impl World {
                     if session == self.clients[client].session {
                         self.submit(client, req, ReplyTo::Actor(reply));
                     } else {
-                        let error = self.clients[client].ended_error(session);
-                        self.slots.fill(reply, Delivered::Reply(Err(error)));
+                        let failed = Err(self.clients[client].ended_error(session));
+                        self.observe(client, Seen::Reply(&failed));
+                        self.slots.fill(reply, Delivered::Reply(failed));
                     }
                 }
                 Staged::Sleep {

@@ -81,13 +81,7 @@ impl Coordination for SimClient {
     }
 
     fn session_state(&self) -> SessionState {
-        let w = self.shared.world();
-        let cl = &w.clients[self.id];
-        if cl.session == self.session {
-            cl.state
-        } else {
-            cl.ended_state(self.session)
-        }
+        self.shared.world().clients[self.id].state_of(self.session)
     }
 
     fn session_events(&self) -> SessionEvents {

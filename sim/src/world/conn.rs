@@ -283,8 +283,6 @@ impl World {
         self.end_session(c, ZkError::SessionClosed, SessionState::Closed);
     }
 
-    /// The session is over for the client: every watch ends with `error`, the final
-    /// state is announced, and the subscriptions end.
     /// A new session for client `c`, whose session ended, as a process opens one after
     /// Expired: the server creates it now and the client is Connected. `None` while the
     /// session has not ended, or the client cannot reach the server (crashed, paused or
@@ -295,8 +293,7 @@ impl World {
         if !ended || cl.crashed || cl.frozen_until.is_some() || cl.partitioned_until.is_some() {
             return None;
         }
-        self.next_session += 1;
-        let session = SessionId(self.next_session);
+        let session = self.open_session(c);
         let cl = &mut self.clients[c];
         let old = std::mem::replace(&mut cl.session, session);
         cl.ended.push((old, cl.state));
@@ -305,20 +302,13 @@ impl World {
         cl.conn_broken = false;
         // The old session's subscriptions were closed when it ended.
         cl.broadcast = zklock_recipe::SessionBroadcast::default();
-        self.sessions.insert(
-            session,
-            super::ServerSession {
-                client: c,
-                alive: true,
-                hears: true,
-                expiry_epoch: 0,
-            },
-        );
         self.set_state(c, SessionState::Connected);
         self.update_hearing(c);
         Some(session)
     }
 
+    /// The session is over for the client: every watch ends with `error`, the final
+    /// state is announced, and the subscriptions end.
     fn end_session(&mut self, c: ClientId, error: ZkError, state: SessionState) {
         self.clients[c].watches.fail_all(&error);
         self.set_state(c, state);

@@ -181,8 +181,12 @@ pub(crate) struct ClientState {
 }
 
 impl ClientState {
-    /// How `session`, one of this client's ended sessions, ended.
-    pub(crate) fn ended_state(&self, session: SessionId) -> SessionState {
+    /// The state of `session` as a handle on it sees it: the current state for the
+    /// client's current session, else how that earlier session ended.
+    pub(crate) fn state_of(&self, session: SessionId) -> SessionState {
+        if session == self.session {
+            return self.state;
+        }
         self.ended
             .iter()
             .find(|(s, _)| *s == session)
@@ -191,7 +195,7 @@ impl ClientState {
 
     /// What a request on the ended `session` fails with.
     fn ended_error(&self, session: SessionId) -> ZkError {
-        match self.ended_state(session) {
+        match self.state_of(session) {
             SessionState::Closed => ZkError::SessionClosed,
             _ => ZkError::SessionExpired,
         }
@@ -337,8 +341,7 @@ impl World {
             return None;
         }
         let id = self.clients.len();
-        self.next_session += 1;
-        let session = SessionId(self.next_session);
+        let session = self.open_session(id);
         let timeout_ms = cc.session_timeout_ms.unwrap_or(self.cfg.session_timeout_ms);
         self.clients.push(ClientState {
             session,
@@ -364,16 +367,21 @@ impl World {
             obs: 0,
             ended: Vec::new(),
         });
-        self.sessions.insert(
-            session,
-            ServerSession {
-                client: id,
-                alive: true,
-                hears: true,
-                expiry_epoch: 0,
-            },
-        );
         Some((id, session))
+    }
+
+    /// The server opens a new session for client `c`: the next id, alive and heard.
+    fn open_session(&mut self, c: ClientId) -> SessionId {
+        self.next_session += 1;
+        let session = SessionId(self.next_session);
+        let server_side = ServerSession {
+            client: c,
+            alive: true,
+            hears: true,
+            expiry_epoch: 0,
+        };
+        self.sessions.insert(session, server_side);
+        session
     }
 
     pub(crate) fn subscribe(&mut self, c: ClientId) -> SessionEvents {

@@ -146,6 +146,12 @@ impl Recipe for Canary {
 type Guard = LockGuard<SimClient>;
 
 impl CanaryLock {
+    /// The guid of this lock's next attempt: the session, then the attempt number.
+    fn next_guid(&self) -> String {
+        let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+        format!("{:x}-{n:x}", self.c.session_id().0)
+    }
+
     async fn enqueue(&self, guid: &str) -> Result<OwnNode, LockError> {
         if self.bug != Bug::BlindRetry {
             let spec = ContenderSpec {
@@ -180,8 +186,7 @@ impl CanaryLock {
     /// before it returns, it leaves its node to the client's background cleanup, as the
     /// shipped recipe does (but for `DroppedCreate`).
     async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<Guard>, LockError> {
-        let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
-        let guid = format!("{:x}-{n:x}", self.c.session_id().0);
+        let guid = self.next_guid();
         let mut dropped = OnDrop {
             c: &self.c,
             dir: &self.dir,
@@ -273,8 +278,9 @@ impl CanaryLock {
                     // and the node is forgotten whatever came of it; the attempt starts
                     // over as a new one, with a new guid and a new node.
                     let _ = self.c.delete(&own.path, None).await;
-                    let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
-                    let guid = format!("{:x}-{n:x}", self.c.session_id().0);
+                    let guid = self.next_guid();
+                    dropped.fragment = node_prefix(&guid, self.kind);
+                    dropped.own = None;
                     own = self.enqueue(&guid).await?;
                     dropped.own = Some(own.path.clone());
                 }

@@ -290,7 +290,8 @@ impl World {
     pub(crate) fn renew_session(&mut self, c: ClientId) -> Option<SessionId> {
         let cl = &self.clients[c];
         let ended = matches!(cl.conn, Conn::Expired | Conn::Closed);
-        if !ended || cl.crashed || cl.frozen_until.is_some() || cl.partitioned_until.is_some() {
+        // A crashed client is frozen for good, so the frozen check covers it.
+        if !ended || cl.frozen_until.is_some() || cl.partitioned_until.is_some() {
             return None;
         }
         let session = self.open_session(c);

@@ -24,6 +24,12 @@ use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
 const SIM_PER_CORE_TARGET: f64 = 250_000.0;
 const SIM_CEILING_RATIO_TARGET: f64 = 0.25;
 
+/// How this binary was compiled, stamped by build.rs.
+const BUILD: &str = env!("ZKLOCK_BUILD");
+/// Whether it was built by scripts/pgo-build, which runs the simulation about a fifth
+/// faster than a plain release build.
+const PROFILE_GUIDED: bool = !env!("ZKLOCK_PROFILE_GUIDED").is_empty();
+
 /// Pooled over every round (total acquisitions over total time, as the real part pools
 /// its rounds); the `*_per_round` lists show the spread the machine's load gave.
 #[derive(Debug, Default, Serialize)]
@@ -63,6 +69,9 @@ pub struct ExhaustiveFigures {
 #[derive(Debug, Default, Serialize)]
 pub struct Figures {
     pub machine: String,
+    /// How this binary was compiled: the profile, and whether profile-guided
+    /// (scripts/pgo-build), which moves the simulation's figures by about a fifth.
+    pub build: String,
     /// `None` with `--real-only`.
     pub simulation: Option<SimFigures>,
     /// Empty with `--real-only`.
@@ -363,6 +372,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
     let mut f = Figures {
         machine: machine(),
+        build: BUILD.to_owned(),
         ..Figures::default()
     };
     if sim {
@@ -390,6 +400,7 @@ pub fn run(args: &[String]) -> Result<bool> {
 
 fn print_table(f: &Figures) {
     println!("machine: {}", f.machine);
+    println!("build: {}", f.build);
     if let Some(s) = &f.simulation {
         print_sim_table(s, &f.exhaustive);
     }
@@ -464,8 +475,13 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
             "ok".to_string()
         } else {
             format!(
-                "MISS ({:.1}x short)",
-                SIM_PER_CORE_TARGET / per_core.max(1.0)
+                "MISS ({:.1}x short{})",
+                SIM_PER_CORE_TARGET / per_core.max(1.0),
+                if PROFILE_GUIDED {
+                    ""
+                } else {
+                    "; this build is not profile-guided, see scripts/pgo-build"
+                }
             )
         },
         if s.ratio_to_ceiling >= SIM_CEILING_RATIO_TARGET {

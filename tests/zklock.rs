@@ -201,6 +201,14 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
     );
     let json = std::fs::read_to_string(dir.path().join("zklock-bench/bench.json")).unwrap();
     let figures: serde_json::Value = serde_json::from_str(&json).unwrap();
+    // The figures name the build they came from: this test's binary is a plain one.
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    assert_eq!(figures["build"], profile, "{json}");
+    assert!(text.contains(&format!("build: {profile}\n")), "{text}");
     let sim = &figures["simulation"];
     assert_eq!(sim["rounds"], 2);
     let rounds: Vec<f64> = sim["one_core_per_round"]

@@ -1,6 +1,6 @@
 //! Stamps how the binary was compiled (`ZKLOCK_BUILD`), so that `zklock bench` names it
 //! beside its figures: a build with profile-guided optimization (scripts/pgo-build) runs
-//! the simulation about a fifth faster than a plain release build.
+//! the simulation about a tenth faster than a plain release build.
 
 fn main() {
     let profile = std::env::var("PROFILE").unwrap_or_default();

@@ -26,7 +26,7 @@ const SIM_CEILING_RATIO_TARGET: f64 = 0.25;
 
 /// How this binary was compiled, stamped by build.rs.
 const BUILD: &str = env!("ZKLOCK_BUILD");
-/// Whether it was built by scripts/pgo-build, which runs the simulation about a fifth
+/// Whether it was built by scripts/pgo-build, which runs the simulation about a tenth
 /// faster than a plain release build.
 const PROFILE_GUIDED: bool = !env!("ZKLOCK_PROFILE_GUIDED").is_empty();
 
@@ -70,7 +70,7 @@ pub struct ExhaustiveFigures {
 pub struct Figures {
     pub machine: String,
     /// How this binary was compiled: the profile, and whether profile-guided
-    /// (scripts/pgo-build), which moves the simulation's figures by about a fifth.
+    /// (scripts/pgo-build), which moves the simulation's figures by about a tenth.
     pub build: String,
     /// `None` with `--real-only`.
     pub simulation: Option<SimFigures>,

@@ -18,6 +18,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--faults-max" => b.faults_max = value(a, it.next())?,
             "--acquisitions" => b.acquisitions_per_client = value(a, it.next())?,
             "--readers" => base.readers = value(a, it.next())?,
+            "--mix-offset" => base.mix_offset = value(a, it.next())?,
             "--schedules-max" => b.schedules_max = value(a, it.next())?,
             "--time-limit-s" => b.time_limit_ms = value::<u64>(a, it.next())? * 1000,
             "--no-prune" => b.prune = false,

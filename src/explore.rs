@@ -35,6 +35,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--acquisitions" => sc.acquisitions_per_client = value(a, it.next())?,
             "--readers" => sc.readers = value(a, it.next())?,
             "--drop-every" => sc.drop_every = value(a, it.next())?,
+            "--mix-offset" => sc.mix_offset = value(a, it.next())?,
             "--out" => out = value(a, it.next())?,
             "--summary" => summary_path = Some(value(a, it.next())?),
             "--no-shrink" => do_shrink = false,

@@ -28,7 +28,8 @@ USAGE:
                                  fault placement of a small configuration
                                  [--clients 1|2|3 (2)] [--faults-max K (1)]
                                  [--acquisitions N (1)] [--readers N] [--schedules-max N]
-                                 [--time-limit-s S] [--no-prune]
+                                 [--time-limit-s S] [--no-prune] [--mix-offset N (0;
+                                 2: each client's first acquire is the timed one)]
     zklock replay <TRACE>        re-run a trace file's exact schedule, compare the history
                                  with the recorded one, print the timeline and the verdict
     zklock shrink <TRACE>        minimize a failing trace: fewer clients, acquisitions,
@@ -72,6 +73,9 @@ OPTIONS (explore):
     --drop-every N       drop every N-th acquire of a client after a delay the chooser
                          draws in 0..=20 ms, as tokio::time::timeout does (default 4;
                          0: never)
+    --mix-offset N       start each client's acquires at the N-th of the mix of modes
+                         (blocking, try, timed, and the drops): 2 starts with a timed
+                         acquire (default 0)
     --out DIR            where failing traces go (default traces/failures)
     --threads N          worker threads (default: every core)
     --time-limit-s S     start no new seed after S seconds

@@ -203,6 +203,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         lock_path: run.lock_path.clone(),
         final_lock_children: run.final_lock_children.clone(),
         run_end_us: Some(run.run_end_us),
+        session_timeout_ms: run.session_timeout_ms,
         ..CheckConfig::default()
     };
     let Judged {

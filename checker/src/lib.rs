@@ -22,6 +22,10 @@
 //!   within the bound; when every client is done, no lock node is left (orphans).
 //! - **always: `no_herd`.** A release wakes at most one waiter.
 //! - **always: `fifo`.** Grants follow sequence order.
+//! - **always: `timed_acquire_in_time`.** A timed acquire returns by its deadline, plus
+//!   [`CheckConfig::timed_grace_ms`] for the cleanup at the deadline, plus, for each
+//!   fault its own client met (a pause, a partition, a delayed delivery, a connection
+//!   loss, a session leaving Connected), the fault's duration and a session timeout.
 //!
 //! Each violation names the events that prove it (indices into `history.events`, times,
 //! clients, sessions, tokens) and the faults just before. [`Counters`] tell how much a

@@ -148,6 +148,9 @@ pub struct RealRun {
     pub heal_ms: u64,
     /// The bound the checker should judge liveness with.
     pub liveness_bound_ms: u64,
+    /// The clients' session timeout, in ms: what each fault adds to the time a timed
+    /// acquire may take.
+    pub session_timeout_ms: u64,
     pub lock_path: String,
     /// What the fault injector did.
     pub faults: FaultCounts,
@@ -294,6 +297,7 @@ pub async fn run_workload(
         run_end_us,
         heal_ms: faults.heal_ms,
         liveness_bound_ms: config.liveness_bound_ms(),
+        session_timeout_ms: config.session_timeout_ms,
         lock_path: config.lock_path.clone(),
         faults: counts,
         sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),

@@ -23,6 +23,11 @@ fn scenario(bug: Bug) -> Scenario {
             drop_every: 1,
             ..Scenario::default()
         },
+        // Each client's first attempt timed, so that the smallest bounds have one.
+        Bug::DeadlineOnWake => Scenario {
+            mix_offset: 2,
+            ..Scenario::default()
+        },
         _ => Scenario::default(),
     }
 }
@@ -37,7 +42,9 @@ fn scenario(bug: Bug) -> Scenario {
 /// dropped acquire strands its own client, once a connection loss holds the create that
 /// makes the node unanswered until the drop (without faults it is answered within 1 ms);
 /// a waiter that starts over after a disconnect needs a holder to wait for, and the
-/// disconnect.
+/// disconnect; a deadline looked at only when woken needs a timed attempt (each client's
+/// first, by the scenario's `mix_offset`) waiting behind a holder held up past it (the
+/// one fault: a pause that outlives the holder's session).
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
@@ -50,6 +57,7 @@ fn bounds(bug: Bug) -> Bounds {
         Bug::ForgetfulRelease => (1, 1, 2),
         Bug::DroppedCreate => (1, 1, 1),
         Bug::AbandonedWait => (2, 0, 2),
+        Bug::DeadlineOnWake => (2, 1, 1),
     };
     Bounds {
         clients,
@@ -112,6 +120,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         Scenario::default(),
         scenario(Bug::ReaderWaitsForLaterWriter),
         scenario(Bug::DroppedCreate),
+        scenario(Bug::DeadlineOnWake),
     ] {
         let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {});
         assert!(e.failure.is_none(), "{:?}", e.summary.failures);
@@ -124,6 +133,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         Bug::AbandonedWait,
         Bug::ReaderWaitsForLaterWriter,
         Bug::DroppedCreate,
+        Bug::DeadlineOnWake,
     ] {
         let (sc, bounds) = (scenario(bug), bounds(bug));
         let r = check_exhaustive(&sc, &recipe, &bounds);
@@ -146,7 +156,8 @@ fn clients_needed(bug: Bug) -> u32 {
         | Bug::LostWakeup
         | Bug::DeafWaiter
         | Bug::RestartForgetsNode
-        | Bug::ReaderWaitsForLaterWriter => 2,
+        | Bug::ReaderWaitsForLaterWriter
+        | Bug::DeadlineOnWake => 2,
         Bug::BlindRetry | Bug::ForgetfulRelease | Bug::DroppedCreate => 1,
     }
 }

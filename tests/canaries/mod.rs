@@ -62,10 +62,17 @@ pub enum Bug {
     /// ahead of the second for as long as the session lives, and the waiter waits behind
     /// itself.
     RestartForgetsNode,
+    /// A timed acquire that waits on its blocker's watch with no deadline and looks at
+    /// the clock only when woken: behind a long hold (a holder paused until its session
+    /// expires), the waiter returns seconds after its timeout. The overrun of CURATOR-559
+    /// (nested retries made `acquire(time)` take far longer than its timeout) and of
+    /// spring-projects/spring-integration#1863 (`tryLock(2, SECONDS)` hung), by the
+    /// simplest way to it.
+    DeadlineOnWake,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 11] = [
+    pub const ALL: [Bug; 12] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -77,6 +84,7 @@ impl Bug {
         Bug::ReaderWaitsForLaterWriter,
         Bug::DroppedCreate,
         Bug::RestartForgetsNode,
+        Bug::DeadlineOnWake,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +99,7 @@ impl Bug {
             Bug::ReaderWaitsForLaterWriter => "canary-reader-waits-for-later-writer",
             Bug::DroppedCreate => "canary-dropped-create",
             Bug::RestartForgetsNode => "canary-restart-forgets-node",
+            Bug::DeadlineOnWake => "canary-deadline-on-wake",
         }
     }
     /// The property that must catch it.
@@ -106,6 +115,7 @@ impl Bug {
             | Bug::RestartForgetsNode => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
             Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
+            Bug::DeadlineOnWake => "timed_acquire_in_time",
         }
     }
 }
@@ -261,6 +271,8 @@ impl CanaryLock {
             };
             let waited = self.wait(w, &mut events);
             let r = match deadline_us {
+                // BUG (DeadlineOnWake): the deadline is looked at only once woken.
+                Some(_) if self.bug == Bug::DeadlineOnWake => waited.await,
                 None => waited.await,
                 Some(d) => {
                     let left = Duration::from_micros(d.saturating_sub(now));

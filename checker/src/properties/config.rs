@@ -19,11 +19,22 @@ pub struct CheckConfig {
     /// because nothing can happen any more (a stuck lock) may end long after its last
     /// event; waiters still pending then are judged against this time.
     pub run_end_us: Option<u64>,
+    /// Session timeout of the clients, in milliseconds: what each fault on a client adds
+    /// to the time its timed acquire may take (`timed_acquire_in_time`).
+    pub session_timeout_ms: u64,
+    /// How long past its deadline a timed acquire may return, for the cleanup at the
+    /// deadline, in milliseconds.
+    pub timed_grace_ms: u64,
 }
+
+/// `CheckConfig::timed_grace_ms` by default: a cleanup's round trips, with room for a
+/// real server's pauses.
+pub const TIMED_GRACE_MS: u64 = 1000;
 
 impl Default for CheckConfig {
     /// The defaults of `zklock_sim::Scenario`: heal at 30 s, bound 13 s, pauses on (as
-    /// with all faults on), lock `/zklock/lock`, no final children known.
+    /// with all faults on), lock `/zklock/lock`, no final children known, sessions of
+    /// 6 s, a grace of 1 s for timed acquires.
     fn default() -> Self {
         CheckConfig {
             heal_ms: 30_000,
@@ -32,6 +43,8 @@ impl Default for CheckConfig {
             lock_path: "/zklock/lock".into(),
             final_lock_children: Vec::new(),
             run_end_us: None,
+            session_timeout_ms: 6000,
+            timed_grace_ms: TIMED_GRACE_MS,
         }
     }
 }
@@ -46,6 +59,8 @@ impl CheckConfig {
             lock_path: scenario.lock_path.clone(),
             final_lock_children: Vec::new(),
             run_end_us: None,
+            session_timeout_ms: scenario.session_timeout_ms,
+            timed_grace_ms: TIMED_GRACE_MS,
         }
     }
 

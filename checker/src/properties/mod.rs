@@ -8,6 +8,7 @@
 //! | `liveness_after_heal` | eventually | every live waiter is served within the bound after the heal; no orphan node |
 //! | `no_herd`             | always     | a release wakes at most one waiter                          |
 //! | `fifo`                | always     | grants follow sequence order                                |
+//! | `timed_acquire_in_time` | always   | a timed acquire returns by its deadline, plus its client's faults |
 
 mod beliefs;
 mod config;
@@ -21,6 +22,7 @@ mod overlap;
 pub mod read_write_compat;
 mod report;
 mod slots;
+pub mod timed_acquire;
 mod verdict;
 mod walk;
 
@@ -33,11 +35,12 @@ pub use report::{Report, check_all};
 pub use verdict::{EventRef, FAULTS_SHOWN, Verdict, Violation};
 
 /// Every property name, in the order `check_all` reports them.
-pub const PROPERTY_NAMES: [&str; 6] = [
+pub const PROPERTY_NAMES: [&str; 7] = [
     mutual_exclusion::NAME,
     fenced_resource::NAME,
     read_write_compat::NAME,
     liveness_after_heal::NAME,
     no_herd::NAME,
     fifo::NAME,
+    timed_acquire::NAME,
 ];

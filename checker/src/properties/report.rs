@@ -8,6 +8,7 @@ use super::mutual_exclusion::MutualExclusion;
 use super::no_herd::NoHerd;
 use super::read_write_compat::ReadWriteCompat;
 use super::slots::Slots;
+use super::timed_acquire::TimedAcquire;
 use super::walk::{Judge, walk};
 use super::{CheckConfig, Counters, Verdict};
 use std::fmt;
@@ -30,14 +31,20 @@ pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
             FencedResource<'_>,
             (
                 ReadWriteCompat<'_>,
-                (LivenessAfterHeal<'_>, (NoHerd<'_>, (Fifo<'_>, Counting))),
+                (
+                    LivenessAfterHeal<'_>,
+                    (NoHerd<'_>, (Fifo<'_>, (TimedAcquire<'_>, Counting))),
+                ),
             ),
         ),
     )>::new(history, cfg, &slots);
     walk(history, &slots, &mut judges);
     let (
         mutual_exclusion,
-        (fenced_resource, (read_write_compat, (liveness, (no_herd, (fifo, counters))))),
+        (
+            fenced_resource,
+            (read_write_compat, (liveness, (no_herd, (fifo, (timed_acquire, counters))))),
+        ),
     ) = judges.finish();
     Report {
         verdicts: vec![
@@ -47,6 +54,7 @@ pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
             liveness,
             no_herd,
             fifo,
+            timed_acquire,
         ],
         counters,
     }

@@ -100,6 +100,7 @@ pub fn check_run(run: &RealRun) -> Judged {
         lock_path: run.lock_path.clone(),
         final_lock_children: run.final_lock_children.clone(),
         run_end_us: Some(run.run_end_us),
+        session_timeout_ms: run.session_timeout_ms,
         ..CheckConfig::default()
     };
     judge(&run.history, &cfg)

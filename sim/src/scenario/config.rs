@@ -123,6 +123,11 @@ pub struct Scenario {
     /// `tokio::time::timeout` does): a recipe must leave no node behind. 0: never.
     /// Default 4 (the 4th, 8th, ... attempt).
     pub drop_every: u32,
+    /// Where each client's attempts start in the mix of acquire modes (blocking, try,
+    /// timed, and dropped every `drop_every`-th): attempt `k` takes the mode of
+    /// `k + mix_offset`. At 2, each client's first attempt is timed, so that bounds of
+    /// one acquisition per client check timed acquires exhaustively. Default 0.
+    pub mix_offset: u32,
     /// Longest delay before a dropped acquire is dropped, in milliseconds; the chooser
     /// draws it in `0..=drop_after_ms_max` (capped at 65535). At 0 the drop comes before
     /// the server applies the create. Default 20.
@@ -153,6 +158,7 @@ impl Default for Scenario {
             hold_ms: 5,
             acquire_timeout_ms: 3000,
             drop_every: 4,
+            mix_offset: 0,
             drop_after_ms_max: 20,
             faults: Faults::default(),
             fault_mode: FaultMode::Random,

@@ -198,7 +198,8 @@ async fn worker<L: LockUnderTest>(
             };
             (c, lock) = (fresh, fresh_lock);
         }
-        let mut mode = AcquireMode::of_attempt(k.into(), sc.drop_every, sc.acquire_timeout_ms, 0);
+        let attempt = u64::from(k) + u64::from(sc.mix_offset);
+        let mut mode = AcquireMode::of_attempt(attempt, sc.drop_every, sc.acquire_timeout_ms, 0);
         if let AcquireMode::Dropped { after_ms } = &mut mode {
             // Drawn only for a dropped attempt, so the others make no choice.
             let n = sc.drop_after_ms_max.saturating_add(1).min(1 << 16) as usize;

@@ -8,6 +8,7 @@ mod mutual_exclusion;
 mod no_herd;
 mod read_write_compat;
 mod report;
+mod timed_acquire;
 
 use super::CheckConfig;
 

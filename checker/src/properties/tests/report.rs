@@ -1,7 +1,7 @@
 use super::cfg;
 use crate::properties::{
     CheckConfig, PROPERTY_NAMES, check_all, count, fenced_resource, fifo, liveness_after_heal,
-    mutual_exclusion, no_herd, read_write_compat,
+    mutual_exclusion, no_herd, read_write_compat, timed_acquire,
 };
 use crate::testkit::Hb;
 use std::collections::BTreeSet;
@@ -106,6 +106,7 @@ fn each_property_alone_agrees_with_check_all() {
                 liveness_after_heal::check(history, cfg),
                 no_herd::check(history, cfg),
                 fifo::check(history, cfg),
+                timed_acquire::check(history, cfg),
             ];
             assert_eq!(
                 alone.as_slice(),

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{FaultKind, History, LockRole};
+use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
 
 /// Counts over one history, or summed over many with [`Counters::merge`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +28,9 @@ pub struct Counters {
     pub recoveries_after_lost_create: u64,
     /// `AcquireFailed` events (try and timeout modes, errors).
     pub acquire_failures: u64,
+    /// Timed acquires that ran to their deadline (ended at or after it, either way):
+    /// those whose return `timed_acquire_in_time` weighs against its allowance.
+    pub timed_to_deadline: u64,
     /// `Released` events.
     pub releases: u64,
     /// `Lost` events.
@@ -48,6 +51,7 @@ impl Counters {
         self.handovers_after_expiry += other.handovers_after_expiry;
         self.recoveries_after_lost_create += other.recoveries_after_lost_create;
         self.acquire_failures += other.acquire_failures;
+        self.timed_to_deadline += other.timed_to_deadline;
         self.releases += other.releases;
         self.lost += other.lost;
         self.fenced_rejections += other.fenced_rejections;
@@ -71,6 +75,8 @@ struct ClientState {
     lost_create: bool,
     /// Lost, expired or crashed since its last grant.
     broken_since_grant: bool,
+    /// The deadline of its timed acquire under way, in µs.
+    deadline_us: Option<u64>,
 }
 
 /// Every fault kind, one of each, in a fixed order: faults are tallied by position in
@@ -134,15 +140,24 @@ impl<'h> Judge<'h> for Counting {
         // appear at `Acquired`, so it is enough to look when a wait starts and when
         // anyone acquires.
         st.contended = beliefs.held_by_other_than(step.slot);
+        st.deadline_us = match step.event.kind {
+            EventKind::AcquireInvoked {
+                mode: AcquireMode::Timeout { timeout_ms },
+                ..
+            } => Some(step.event.time_us + timeout_ms.saturating_mul(1000)),
+            _ => None,
+        };
     }
 
     #[inline]
     fn acquired(&mut self, step: Step<'h>, _: i64, _: &'h str, _: &Beliefs<'h>) {
+        self.ended(step);
         self.grant(step.slot);
     }
 
     #[inline]
     fn acquire_failed(&mut self, step: Step<'h>) {
+        self.ended(step);
         self.n.acquire_failures += 1;
         self.clients[step.slot].waiting = false;
     }
@@ -194,6 +209,12 @@ impl<'h> Judge<'h> for Counting {
 }
 
 impl Counting {
+    /// An acquire of `step`'s client ended: counted if timed and at its deadline.
+    fn ended(&mut self, step: Step<'_>) {
+        let deadline = self.clients[step.slot].deadline_us.take();
+        self.n.timed_to_deadline += u64::from(deadline.is_some_and(|d| step.event.time_us >= d));
+    }
+
     /// A grant to the client in slot `c`.
     fn grant(&mut self, c: usize) {
         let prev_broken = self
@@ -223,12 +244,14 @@ impl fmt::Display for Counters {
         writeln!(
             f,
             "acquisitions {} (contended {}, handed over after expiry {}, recovered after \
-             lost create {}), acquire failures {}, releases {}, lost {}",
+             lost create {}), acquire failures {}, timed acquires run to their deadline {}, \
+             releases {}, lost {}",
             self.acquisitions,
             self.contended_acquisitions,
             self.handovers_after_expiry,
             self.recoveries_after_lost_create,
             self.acquire_failures,
+            self.timed_to_deadline,
             self.releases,
             self.lost
         )?;

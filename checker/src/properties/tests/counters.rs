@@ -1,6 +1,6 @@
 use crate::properties::{Counters, count};
 use crate::testkit::{DIR, Hb};
-use zklock_recipe::history::{EventKind, FaultKind, LockRole, ZkOp};
+use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, LockRole, ZkOp};
 use zklock_recipe::{SessionState, ZkError};
 
 #[test]
@@ -64,4 +64,43 @@ fn an_uncontended_acquire_is_not_contended() {
     let n = count(&h.build());
     assert_eq!((n.acquisitions, n.contended_acquisitions), (2, 0));
     assert_eq!(n.handovers_after_expiry, 0);
+}
+
+#[test]
+fn counts_timed_acquires_that_ran_to_their_deadline() {
+    let timed = |h: &mut Hb, c: u32| {
+        h.ev(
+            c,
+            EventKind::AcquireInvoked {
+                role: LockRole::Exclusive,
+                mode: AcquireMode::Timeout { timeout_ms: 3000 },
+            },
+        )
+    };
+    let timed_out = EventKind::AcquireFailed {
+        reason: "timed out".into(),
+    };
+    let mut h = Hb::new();
+    // Acquired at once: not at its deadline.
+    h.at_ms(0);
+    timed(&mut h, 1);
+    h.acquired(1, 1);
+    // Timed out at its deadline, and acquired just after it.
+    h.at_ms(1000);
+    timed(&mut h, 2);
+    h.at_ms(4000);
+    h.ev(2, timed_out);
+    timed(&mut h, 3);
+    h.at_ms(7100);
+    h.acquired(3, 3);
+    // A blocking acquire is never timed.
+    h.invoke_acquire(4, LockRole::Exclusive);
+    h.at_ms(60_000);
+    h.acquired(4, 4);
+    let n = count(&h.build());
+    assert_eq!(n.timed_to_deadline, 2);
+    let mut sum = Counters::default();
+    sum.merge(&n);
+    sum.merge(&n);
+    assert_eq!(sum.timed_to_deadline, 4);
 }

@@ -66,54 +66,47 @@ fn an_acquire_that_wins_late_is_caught_too() {
     assert!(!timed_acquire::check(&h.build(), &cfg()).ok);
 }
 
+/// Whether c1's timed acquire (3000 ms, from `start_ms`), with `before` done to the
+/// history at 0 ms and `during` just after the start, passes when it returns at `end_ms`.
+fn passes(before: impl Fn(&mut Hb), start_ms: u64, during: impl Fn(&mut Hb), end_ms: u64) -> bool {
+    let mut h = Hb::new();
+    h.at_ms(0);
+    before(&mut h);
+    timed(&mut h, 1, 3000, start_ms);
+    during(&mut h);
+    timed_out(&mut h, 1, end_ms);
+    timed_acquire::check(&h.build(), &cfg()).ok
+}
+
 #[test]
 fn the_clients_own_faults_and_disconnects_are_allowed_for() {
     // A partition of 5 s during the attempt: its duration and a session timeout (6 s).
-    let mut h = Hb::new();
-    timed(&mut h, 1, 3000, 0);
-    h.fault(1, FaultKind::Partition { duration_ms: 5000 });
-    timed_out(&mut h, 1, 14_900);
-    assert!(timed_acquire::check(&h.build(), &cfg()).ok);
-    // But not more.
-    let mut h = Hb::new();
-    timed(&mut h, 1, 3000, 0);
-    h.fault(1, FaultKind::Partition { duration_ms: 5000 });
-    timed_out(&mut h, 1, 15_100);
-    assert!(!timed_acquire::check(&h.build(), &cfg()).ok);
-
+    let partition = |h: &mut Hb| {
+        h.fault(1, FaultKind::Partition { duration_ms: 5000 });
+    };
+    assert!(passes(|_| {}, 0, partition, 14_900));
+    assert!(!passes(|_| {}, 0, partition, 15_100));
     // A disconnect: a session timeout.
-    let mut h = Hb::new();
-    timed(&mut h, 1, 3000, 0);
-    h.session(1, SessionState::Disconnected);
-    timed_out(&mut h, 1, 9900);
-    assert!(timed_acquire::check(&h.build(), &cfg()).ok);
+    let disconnect = |h: &mut Hb| {
+        h.session(1, SessionState::Disconnected);
+    };
+    assert!(passes(|_| {}, 0, disconnect, 9900));
+    assert!(!passes(|_| {}, 0, disconnect, 10_100));
 }
 
 #[test]
 fn a_fault_met_before_the_attempt_is_allowed_for_what_was_left_of_it() {
     // Partitioned for 10 s at 0; the attempt starts at 1 s, when 9 s + 6 s are left.
-    let mut h = Hb::new();
-    h.at_ms(0);
-    h.fault(
-        1,
-        FaultKind::Partition {
-            duration_ms: 10_000,
-        },
-    );
-    timed(&mut h, 1, 3000, 1000);
-    timed_out(&mut h, 1, 19_900);
-    assert!(timed_acquire::check(&h.build(), &cfg()).ok);
-    let mut h = Hb::new();
-    h.at_ms(0);
-    h.fault(
-        1,
-        FaultKind::Partition {
-            duration_ms: 10_000,
-        },
-    );
-    timed(&mut h, 1, 3000, 1000);
-    timed_out(&mut h, 1, 20_200);
-    assert!(!timed_acquire::check(&h.build(), &cfg()).ok);
+    let partition = |h: &mut Hb| {
+        h.fault(
+            1,
+            FaultKind::Partition {
+                duration_ms: 10_000,
+            },
+        );
+    };
+    assert!(passes(partition, 1000, |_| {}, 19_900));
+    assert!(!passes(partition, 1000, |_| {}, 20_200));
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn scenario(bug: Bug) -> Scenario {
 /// a waiter that starts over after a disconnect needs a holder to wait for, and the
 /// disconnect; a deadline looked at only when woken needs a timed attempt (each client's
 /// first, by the scenario's `mix_offset`) waiting behind a holder held up past it (the
-/// one fault: a pause that outlives the holder's session).
+/// one fault: a partition or pause that outlives the holder's session).
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),

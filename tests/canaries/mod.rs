@@ -63,11 +63,11 @@ pub enum Bug {
     /// itself.
     RestartForgetsNode,
     /// A timed acquire that waits on its blocker's watch with no deadline and looks at
-    /// the clock only when woken: behind a long hold (a holder paused until its session
-    /// expires), the waiter returns seconds after its timeout. The overrun of CURATOR-559
-    /// (nested retries made `acquire(time)` take far longer than its timeout) and of
-    /// spring-projects/spring-integration#1863 (`tryLock(2, SECONDS)` hung), by the
-    /// simplest way to it.
+    /// the clock only when woken: behind a long hold (a holder cut off or paused until
+    /// its session expires), the waiter returns seconds after its timeout. The overrun
+    /// class of CURATOR-559 and spring-projects/spring-integration#1863 (timed lock
+    /// acquires that returned far too late, there through retries while the server was
+    /// unreachable), by the simplest way to it.
     DeadlineOnWake,
 }
 

@@ -14,10 +14,13 @@
 //! not judged, nor one that never ends (liveness judges waiters that are never served).
 //!
 //! Caught: a recipe that checks its deadline only when something wakes it, so that a
-//! waiter behind a long hold returns long after its timeout; a timed acquire whose
-//! retries run on past the deadline (CURATOR-559: nested retry loops under an
-//! unreachable server made `acquire(time)` take far longer than its timeout;
-//! spring-projects/spring-integration#1863: `tryLock(2, SECONDS)` hung forever).
+//! waiter behind a long hold returns long after its timeout; retries that run on past
+//! the deadline once the client could have given up. Timed lock acquires that returned
+//! far too late have shipped: CURATOR-559 (nested retry loops made a lock's acquire give
+//! up far later than its retry policy said) and spring-projects/spring-integration#1863
+//! (`tryLock(2, SECONDS)` hung). Both overran while the server was unreachable, which
+//! this property allows for, as it must (a recipe rightly retries its cleanup through an
+//! outage); it catches what overruns beyond what the client itself went through.
 
 use super::beliefs::Beliefs;
 use super::slots::Slots;
@@ -183,7 +186,11 @@ fn report(history: &History, late: Late) -> Violation {
         _ => unreachable!("a timed attempt starts at a timed AcquireInvoked"),
     };
     let took_us = history.events[end].time_us.saturating_sub(e.time_us);
-    let allowed_us = late.open.due_us + late.open.allowance_us - e.time_us;
+    let allowed_us = late
+        .open
+        .due_us
+        .saturating_add(late.open.allowance_us)
+        .saturating_sub(e.time_us);
     let summary = format!(
         "c{}'s acquire with a timeout of {timeout_ms} ms, invoked at {}, returned at {}: it \
          took {} ms, where {} ms were allowed (the timeout, the grace, and what its client \

@@ -30,7 +30,7 @@
 //! Each violation names the events that prove it (indices into `history.events`, times,
 //! clients, sessions, tokens) and the faults just before. [`Counters`] tell how much a
 //! history exercised (contention, handovers after expiry, recoveries after lost creates,
-//! faults by kind), so that a pass means something.
+//! timed acquires run to their deadline, faults by kind), so that a pass means something.
 //!
 //! ```
 //! use zklock_checker::{CheckConfig, check_all};

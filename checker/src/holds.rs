@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use zklock_recipe::SessionId;
-use zklock_recipe::history::{Event, EventKind, FaultKind, History, LockRole};
+use zklock_recipe::history::{AcquireMode, Event, EventKind, FaultKind, History, LockRole};
 use zklock_recipe::lock::naming::parse_sequence;
 
 /// One hold: a client's belief from its `Acquired` to the event that ended it.
@@ -61,6 +61,17 @@ pub fn is_crash(event: &Event) -> bool {
             fault: FaultKind::Crash
         }
     )
+}
+
+/// The timeout of a timed acquire's `AcquireInvoked`, in ms; `None` for any other event.
+pub fn timed_acquire_ms(event: &Event) -> Option<u64> {
+    match event.kind {
+        EventKind::AcquireInvoked {
+            mode: AcquireMode::Timeout { timeout_ms },
+            ..
+        } => Some(timeout_ms),
+        _ => None,
+    }
 }
 
 /// Feeds events in history order and keeps the set of open holds.

@@ -4,12 +4,13 @@ use super::CheckConfig;
 use super::beliefs::Beliefs;
 use super::slots::Slots;
 use super::walk::{self, Judge, Step, Write};
+use crate::holds::timed_acquire_ms;
 use crate::timeline::fault_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
+use zklock_recipe::history::{FaultKind, History, LockRole};
 
 /// Counts over one history, or summed over many with [`Counters::merge`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,13 +141,9 @@ impl<'h> Judge<'h> for Counting {
         // appear at `Acquired`, so it is enough to look when a wait starts and when
         // anyone acquires.
         st.contended = beliefs.held_by_other_than(step.slot);
-        st.deadline_us = match step.event.kind {
-            EventKind::AcquireInvoked {
-                mode: AcquireMode::Timeout { timeout_ms },
-                ..
-            } => Some(step.event.time_us + timeout_ms.saturating_mul(1000)),
-            _ => None,
-        };
+        let e = step.event;
+        st.deadline_us =
+            timed_acquire_ms(e).map(|ms| e.time_us.saturating_add(ms.saturating_mul(1000)));
     }
 
     #[inline]

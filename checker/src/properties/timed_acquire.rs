@@ -27,9 +27,10 @@ use super::slots::Slots;
 use super::verdict::at;
 use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
+use crate::holds::timed_acquire_ms;
 use crate::timeline::format_ms;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
+use zklock_recipe::history::{FaultKind, History, LockRole};
 
 pub const NAME: &str = "timed_acquire_in_time";
 
@@ -112,22 +113,16 @@ impl<'h> Judge<'h> for TimedAcquire<'h> {
 
     #[inline]
     fn acquire_invoked(&mut self, step: Step<'h>, _: LockRole, _: &Beliefs<'h>) {
-        self.open[step.slot] = match step.event.kind {
-            EventKind::AcquireInvoked {
-                mode: AcquireMode::Timeout { timeout_ms },
-                ..
-            } => Some(Open {
-                index: step.index,
-                due_us: step
-                    .event
-                    .time_us
-                    .saturating_add(timeout_ms.saturating_mul(1000))
-                    .saturating_add(self.grace_us),
-                // Faults met before it may still hold its client up.
-                allowance_us: self.held_up_until_us[step.slot].saturating_sub(step.event.time_us),
-            }),
-            _ => None,
-        };
+        let e = step.event;
+        self.open[step.slot] = timed_acquire_ms(e).map(|timeout_ms| Open {
+            index: step.index,
+            due_us: e
+                .time_us
+                .saturating_add(timeout_ms.saturating_mul(1000))
+                .saturating_add(self.grace_us),
+            // Faults met before it may still hold its client up.
+            allowance_us: self.held_up_until_us[step.slot].saturating_sub(e.time_us),
+        });
     }
 
     #[inline]
@@ -178,13 +173,7 @@ impl<'h> Judge<'h> for TimedAcquire<'h> {
 fn report(history: &History, late: Late) -> Violation {
     let (invoke, end) = (late.open.index, late.end);
     let e = &history.events[invoke];
-    let timeout_ms = match e.kind {
-        EventKind::AcquireInvoked {
-            mode: AcquireMode::Timeout { timeout_ms },
-            ..
-        } => timeout_ms,
-        _ => unreachable!("a timed attempt starts at a timed AcquireInvoked"),
-    };
+    let timeout_ms = timed_acquire_ms(e).expect("a timed attempt starts at a timed AcquireInvoked");
     let took_us = history.events[end].time_us.saturating_sub(e.time_us);
     let allowed_us = late
         .open

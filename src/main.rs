@@ -51,7 +51,8 @@ USAGE:
                                  kill-leader (all)] [--connect HOST:PORT[,...]] [--seed S]
                                  [--session-timeout-ms MS (4000)] [--hold-ms MS (5)]
                                  [--connect-timeout-ms MS (10000)] [--out DIR]
-                                 [--drop-every N (4; 0: never)]
+                                 [--drop-every N (4; 0: never)] [--mix-offset N (0;
+                                 2: each client's first acquire is the timed one)]
                                  [--restart-killed-leader] (off: a killed leader stays
                                  down, as ZooKeeper 3.8.0 can keep an uncommitted
                                  transaction when it rejoins)

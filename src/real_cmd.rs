@@ -84,6 +84,7 @@ fn parse(args: &[String]) -> Result<RealOptions> {
             "--session-timeout-ms" => workload.session_timeout_ms = value(a, it.next())?,
             "--hold-ms" => workload.hold_ms = value(a, it.next())?,
             "--drop-every" => workload.drop_every = value(a, it.next())?,
+            "--mix-offset" => workload.mix_offset = value(a, it.next())?,
             "--connect-timeout-ms" => workload.connect_timeout_ms = value(a, it.next())?,
             "--out" => out_dir = value(a, it.next())?,
             other => bail!("unknown option {other:?} (see `zklock help`)"),
@@ -319,5 +320,9 @@ mod tests {
         assert!(o.workload.lock_path.starts_with("/zklock/real-"));
         assert!(parse(&args(&["--clients", "65"])).is_err());
         assert!(parse(&args(&["--faults", "gremlins"])).is_err());
+        assert_eq!(parse(&args(&[])).unwrap().workload.mix_offset, 0);
+        let o = parse(&args(&["--mix-offset", "2"])).unwrap();
+        assert_eq!(o.workload.mix_offset, 2);
+        assert!(parse(&args(&["--mix-offset", "timed"])).is_err());
     }
 }

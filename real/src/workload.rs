@@ -57,6 +57,10 @@ pub struct WorkloadConfig {
     /// Longest delay before a dropped acquire is dropped; the delays are spread over
     /// `0..=drop_after_ms_max` (the simulation's chooser draws them).
     pub drop_after_ms_max: u64,
+    /// Where each client's attempts start in the mix of modes, as the simulation's
+    /// `Scenario::mix_offset`: attempt `k` takes the mode of `k + mix_offset`. At 2, the
+    /// first attempt is timed.
+    pub mix_offset: u32,
     /// How long after `duration_ms` a blocking acquire may still wait before it is
     /// cancelled, so a stuck lock ends the run instead of hanging it.
     pub drain_timeout_ms: u64,
@@ -68,7 +72,7 @@ pub struct WorkloadConfig {
 
 impl Default for WorkloadConfig {
     /// 5 clients for 30 s on `/zklock/lock`, 4 s sessions, 5 ms holds, 3 s timed acquires,
-    /// every 4th acquire dropped within 20 ms.
+    /// every 4th acquire dropped within 20 ms, the mix starting with a blocking acquire.
     fn default() -> Self {
         WorkloadConfig {
             clients: 5,
@@ -81,6 +85,7 @@ impl Default for WorkloadConfig {
             acquire_timeout_ms: 3_000,
             drop_every: 4,
             drop_after_ms_max: 20,
+            mix_offset: 0,
             drain_timeout_ms: 10_000,
             error_backoff_ms: 10,
             max_history_events: DEFAULT_MAX_EVENTS,
@@ -371,6 +376,7 @@ pub fn shipped_lock<C: Coordination + Clone>(
 /// ([`AcquireMode::of_attempt`]), with the delay of a dropped acquire spread over its
 /// range by `index` and `k` (no chooser here).
 pub fn mode_of(index: usize, k: u64, config: &WorkloadConfig) -> AcquireMode {
+    let k = k.saturating_add(u64::from(config.mix_offset));
     let every = u64::from(config.drop_every.max(1));
     let spread = (k / every).wrapping_mul(7).wrapping_add(index as u64 * 3);
     let after_ms = spread % config.drop_after_ms_max.saturating_add(1);
@@ -501,4 +507,32 @@ async fn worker(
     client.record(EventKind::Done);
     shared.sessions.set(index, None);
     Some(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_offset_shifts_each_clients_attempts_through_the_mix() {
+        let plain = WorkloadConfig::default();
+        let modes = |config: &WorkloadConfig| -> Vec<AcquireMode> {
+            (0..4).map(|k| mode_of(0, k, config)).collect()
+        };
+        let timed = AcquireMode::Timeout {
+            timeout_ms: plain.acquire_timeout_ms,
+        };
+        let m = modes(&plain);
+        assert_eq!(m[..3], [AcquireMode::Blocking, AcquireMode::Try, timed]);
+        assert!(matches!(m[3], AcquireMode::Dropped { .. }), "{m:?}");
+        // At 2, as `zklock real --mix-offset 2`: timed first, then the drop.
+        let shifted = WorkloadConfig {
+            mix_offset: 2,
+            ..WorkloadConfig::default()
+        };
+        let m = modes(&shifted);
+        assert_eq!(m[0], timed);
+        assert!(matches!(m[1], AcquireMode::Dropped { .. }), "{m:?}");
+        assert_eq!(m[2..], [AcquireMode::Try, timed]);
+    }
 }

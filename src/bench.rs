@@ -7,7 +7,6 @@
 mod bench_real;
 
 use crate::args::value;
-use crate::build_info::PROFILE_GUIDED;
 use anyhow::{Context, Result, bail};
 use bench_real::{Executor, RealFigures, RealOptions};
 use futures_channel::{mpsc, oneshot};
@@ -24,6 +23,12 @@ use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
 /// figure as a share of the madsim ceiling.
 const SIM_PER_CORE_TARGET: f64 = 250_000.0;
 const SIM_CEILING_RATIO_TARGET: f64 = 0.25;
+
+/// How this binary was compiled, stamped by build.rs.
+const BUILD: &str = env!("ZKLOCK_BUILD");
+/// Whether it was built by scripts/pgo-build, which runs the simulation about a tenth
+/// faster than a plain release build.
+const PROFILE_GUIDED: bool = !env!("ZKLOCK_PROFILE_GUIDED").is_empty();
 
 /// Pooled over every round (total acquisitions over total time, as the real part pools
 /// its rounds); the `*_per_round` lists show the spread the machine's load gave.
@@ -64,9 +69,8 @@ pub struct ExhaustiveFigures {
 #[derive(Debug, Default, Serialize)]
 pub struct Figures {
     pub machine: String,
-    /// How this binary was built: the profile, whether profile-guided and whether
-    /// BOLT-optimized (scripts/pgo-build), which moves the simulation's figures by about
-    /// a tenth.
+    /// How this binary was compiled: the profile, and whether profile-guided
+    /// (scripts/pgo-build), which moves the simulation's figures by about a tenth.
     pub build: String,
     /// `None` with `--real-only`.
     pub simulation: Option<SimFigures>,
@@ -368,7 +372,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     }
     let mut f = Figures {
         machine: machine(),
-        build: crate::build_info::describe(),
+        build: BUILD.to_owned(),
         ..Figures::default()
     };
     if sim {

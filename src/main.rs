@@ -2,7 +2,6 @@
 
 mod args;
 mod bench;
-mod build_info;
 mod check_cmd;
 mod explore;
 mod real_cmd;

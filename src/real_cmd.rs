@@ -155,7 +155,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let w = &opts.workload;
     println!(
         "zklock real: {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
-         until {} ms, seed {}",
+         until {} ms, seed {}, --drop-every {} --mix-offset {}",
         w.clients,
         w.readers,
         w.duration_ms,
@@ -164,7 +164,9 @@ pub fn run(args: &[String]) -> Result<bool> {
         opts.faults.faults,
         opts.faults.start_ms,
         opts.faults.heal_ms,
-        opts.faults.seed
+        opts.faults.seed,
+        w.drop_every,
+        w.mix_offset
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -52,6 +52,7 @@ USAGE:
                                  [--connect-timeout-ms MS (10000)] [--out DIR]
                                  [--drop-every N (4; 0: never)] [--mix-offset N (0;
                                  2: each client's first acquire is the timed one)]
+                                 [--acquire-timeout-ms MS (3000), of the timed acquires]
                                  [--restart-killed-leader] (off: a killed leader stays
                                  down, as ZooKeeper 3.8.0 can keep an uncommitted
                                  transaction when it rejoins)

@@ -85,6 +85,7 @@ fn parse(args: &[String]) -> Result<RealOptions> {
             "--hold-ms" => workload.hold_ms = value(a, it.next())?,
             "--drop-every" => workload.drop_every = value(a, it.next())?,
             "--mix-offset" => workload.mix_offset = value(a, it.next())?,
+            "--acquire-timeout-ms" => workload.acquire_timeout_ms = value(a, it.next())?,
             "--connect-timeout-ms" => workload.connect_timeout_ms = value(a, it.next())?,
             "--out" => out_dir = value(a, it.next())?,
             other => bail!("unknown option {other:?} (see `zklock help`)"),
@@ -155,7 +156,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     let w = &opts.workload;
     println!(
         "zklock real: {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
-         until {} ms, seed {}, --drop-every {} --mix-offset {}",
+         until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
         w.clients,
         w.readers,
         w.duration_ms,
@@ -166,7 +167,8 @@ pub fn run(args: &[String]) -> Result<bool> {
         opts.faults.heal_ms,
         opts.faults.seed,
         w.drop_every,
-        w.mix_offset
+        w.mix_offset,
+        w.acquire_timeout_ms
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -326,5 +328,7 @@ mod tests {
         let o = parse(&args(&["--mix-offset", "2"])).unwrap();
         assert_eq!(o.workload.mix_offset, 2);
         assert!(parse(&args(&["--mix-offset", "timed"])).is_err());
+        let o = parse(&args(&["--acquire-timeout-ms", "20"])).unwrap();
+        assert_eq!(o.workload.acquire_timeout_ms, 20);
     }
 }

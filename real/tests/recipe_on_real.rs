@@ -1,6 +1,7 @@
 //! The shipped lock recipe on real ZooKeeper servers, judged by the same checker as
-//! simulated runs: contention of 8 clients under faults, a lost create response, expiry
-//! while holding, a leader killed mid-contention, and no lock node left behind.
+//! simulated runs: contention of 8 clients under faults, timed acquires that run to their
+//! deadline, a lost create response, expiry while holding, a leader killed mid-contention,
+//! and no lock node left behind.
 //!
 //! Needs Java and ZooKeeper (`apt-get install -y zookeeper`); without them each test prints
 //! "skipping: ..." and passes, except under `CI=true`, where it fails.
@@ -115,6 +116,25 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     assert_ok(&judged);
     let report = &judged.report;
     assert!(report.counters.acquisitions >= 20, "{:?}", report.counters);
+
+    // A third: timed acquires that run to their deadline on a real server (each client's
+    // first and every third after), so that timed_acquire_in_time judges real returns.
+    let config = WorkloadConfig {
+        mix_offset: 2,
+        acquire_timeout_ms: 20,
+        hold_ms: 15,
+        ..workload(5, 2_000)
+    };
+    let run = run_workload(run.servers, &config, &faults("none", 0))
+        .await
+        .expect("the third run completes");
+    let judged = check_run(&run);
+    assert_ok(&judged);
+    let n = &judged.report.counters;
+    assert!(
+        n.timed_to_deadline >= 5,
+        "too few timed acquires timed out: {n:?}"
+    );
     // No lock node left behind after all runs: the directory is empty on the server.
     let observer = ZkClient::connect(&run.servers.connect_string(), SESSION_MS, CONNECT_MS)
         .await

@@ -59,7 +59,7 @@ pub struct WorkloadConfig {
     pub drop_after_ms_max: u64,
     /// Where each client's attempts start in the mix of modes, as the simulation's
     /// `Scenario::mix_offset`: attempt `k` takes the mode of `k + mix_offset`. At 2, the
-    /// first attempt is timed.
+    /// first attempt is timed. Default 0.
     pub mix_offset: u32,
     /// How long after `duration_ms` a blocking acquire may still wait before it is
     /// cancelled, so a stuck lock ends the run instead of hanging it.

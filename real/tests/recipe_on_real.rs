@@ -118,7 +118,8 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     assert!(report.counters.acquisitions >= 20, "{:?}", report.counters);
 
     // A third: timed acquires that run to their deadline on a real server (each client's
-    // first and every third after), so that timed_acquire_in_time judges real returns.
+    // first, and every third attempt after it that is not dropped), so that
+    // timed_acquire_in_time judges real returns.
     let config = WorkloadConfig {
         mix_offset: 2,
         acquire_timeout_ms: 20,

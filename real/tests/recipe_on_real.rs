@@ -12,13 +12,14 @@ use common::{assert_ok, check, check_run, zookeeper_available};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::block_in_place;
+use zklock_checker::concurrent::Judged;
 use zklock_real::faults::{ClientLink, FaultConfig, FaultSet, RealFault, expire_isolated};
 use zklock_real::harness::{ServerOptions, TestServer};
 use zklock_real::proxy::Proxy;
 use zklock_real::recorder::Recorder;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
-use zklock_real::workload::{WorkloadConfig, run_workload, settled_children};
+use zklock_real::workload::{RealRun, WorkloadConfig, run_workload, settled_children};
 use zklock_real::{ZkClient, monotonic_now};
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, LockRole};
 use zklock_recipe::lock::{Lock, LockOptions};
@@ -71,6 +72,24 @@ async fn recording(addr: &str, index: u32, recorder: &Arc<Recorder>) -> Recordin
     RecordingClient::new(Arc::new(zk), index, Arc::clone(recorder))
 }
 
+/// Runs `config` on `servers` under `plan`, prints the report and the faults, and fails
+/// the test unless every property held.
+async fn run_judged(servers: Servers, config: &WorkloadConfig, plan: &FaultConfig) -> JudgedRun {
+    let run = run_workload(servers, config, plan)
+        .await
+        .expect("the run completes");
+    let judged = check_run(&run);
+    eprintln!("{}{}", judged.report, run.faults);
+    assert_ok(&judged);
+    JudgedRun { judged, run }
+}
+
+/// A judged run: the run, and the checker's verdict on it.
+struct JudgedRun {
+    run: RealRun,
+    judged: Judged,
+}
+
 fn exclusive(client: &RecordingClient, path: &str) -> Lock<RecordingClient> {
     Lock::new(client.clone(), path, LockOptions::default()).expect("valid lock path")
 }
@@ -85,18 +104,13 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     require_zookeeper!();
     let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
     let config = workload(8, 5_000);
-    let run = run_workload(
+    let JudgedRun { run, judged } = run_judged(
         servers,
         &config,
         &faults("cut,lost-create,expire,black-hole", 3_500),
     )
-    .await
-    .expect("the run completes");
-    let judged = check_run(&run);
-    eprintln!("{}{}", judged.report, run.faults);
-    assert_ok(&judged);
-    let report = &judged.report;
-    let n = &report.counters;
+    .await;
+    let n = &judged.report.counters;
     assert!(
         n.acquisitions >= 50 && n.contended_acquisitions >= 10,
         "too little contention to mean anything: {n:?}"
@@ -109,13 +123,9 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
         readers: 3,
         ..workload(6, 2_000)
     };
-    let run = run_workload(run.servers, &config, &faults("none", 0))
-        .await
-        .expect("the second run completes");
-    let judged = check_run(&run);
-    assert_ok(&judged);
-    let report = &judged.report;
-    assert!(report.counters.acquisitions >= 20, "{:?}", report.counters);
+    let JudgedRun { run, judged } = run_judged(run.servers, &config, &faults("none", 0)).await;
+    let n = &judged.report.counters;
+    assert!(n.acquisitions >= 20, "{n:?}");
 
     // A third: timed acquires that run to their deadline on a real server (each client's
     // first, and every third attempt after it that is not dropped), so that
@@ -126,11 +136,7 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
         hold_ms: 15,
         ..workload(5, 2_000)
     };
-    let run = run_workload(run.servers, &config, &faults("none", 0))
-        .await
-        .expect("the third run completes");
-    let judged = check_run(&run);
-    assert_ok(&judged);
+    let JudgedRun { run, judged } = run_judged(run.servers, &config, &faults("none", 0)).await;
     let n = &judged.report.counters;
     assert!(
         n.timed_to_deadline >= 5,
@@ -341,12 +347,7 @@ async fn a_leader_killed_during_contention_breaks_no_property() {
         hold_ms: 50,
         ..workload(5, 6_000)
     };
-    let run = run_workload(servers, &config, &plan)
-        .await
-        .expect("the run completes");
-    let judged = check_run(&run);
-    eprintln!("{}{}", judged.report, run.faults);
-    assert_ok(&judged);
+    let JudgedRun { run, .. } = run_judged(servers, &config, &plan).await;
     assert_eq!(run.faults.leader_kills, 1, "{}", run.faults);
     assert!(run.faults.failures.is_empty(), "{}", run.faults);
     // Every client lost its connection during the election and went on.

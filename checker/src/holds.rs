@@ -74,6 +74,12 @@ pub fn timed_acquire_ms(event: &Event) -> Option<u64> {
     }
 }
 
+/// When a timed acquire's `AcquireInvoked` reaches its timeout, in µs (saturating); `None`
+/// for any other event.
+pub fn timed_deadline_us(event: &Event) -> Option<u64> {
+    timed_acquire_ms(event).map(|ms| event.time_us.saturating_add(ms.saturating_mul(1000)))
+}
+
 /// Feeds events in history order and keeps the set of open holds.
 #[derive(Clone, Debug, Default)]
 pub struct BeliefTracker {

@@ -4,7 +4,7 @@ use super::CheckConfig;
 use super::beliefs::Beliefs;
 use super::slots::Slots;
 use super::walk::{self, Judge, Step, Write};
-use crate::holds::timed_acquire_ms;
+use crate::holds::timed_deadline_us;
 use crate::timeline::fault_name;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -141,9 +141,7 @@ impl<'h> Judge<'h> for Counting {
         // appear at `Acquired`, so it is enough to look when a wait starts and when
         // anyone acquires.
         st.contended = beliefs.held_by_other_than(step.slot);
-        let e = step.event;
-        st.deadline_us =
-            timed_acquire_ms(e).map(|ms| e.time_us.saturating_add(ms.saturating_mul(1000)));
+        st.deadline_us = timed_deadline_us(step.event);
     }
 
     #[inline]

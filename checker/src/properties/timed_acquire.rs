@@ -27,7 +27,7 @@ use super::slots::Slots;
 use super::verdict::at;
 use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
-use crate::holds::timed_acquire_ms;
+use crate::holds::{timed_acquire_ms, timed_deadline_us};
 use crate::timeline::format_ms;
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{FaultKind, History, LockRole};
@@ -114,12 +114,9 @@ impl<'h> Judge<'h> for TimedAcquire<'h> {
     #[inline]
     fn acquire_invoked(&mut self, step: Step<'h>, _: LockRole, _: &Beliefs<'h>) {
         let e = step.event;
-        self.open[step.slot] = timed_acquire_ms(e).map(|timeout_ms| Open {
+        self.open[step.slot] = timed_deadline_us(e).map(|deadline_us| Open {
             index: step.index,
-            due_us: e
-                .time_us
-                .saturating_add(timeout_ms.saturating_mul(1000))
-                .saturating_add(self.grace_us),
+            due_us: deadline_us.saturating_add(self.grace_us),
             // Faults met before it may still hold its client up.
             allowance_us: self.held_up_until_us[step.slot].saturating_sub(e.time_us),
         });

@@ -103,6 +103,8 @@ fn corrupt_or_truncated_trace_is_a_clear_error_not_a_panic() {
     let (ok, out) = zklock(&["replay", "missing.json"], dir.path());
     assert!(!ok);
     assert!(out.contains("missing.json"), "{out}");
+    // The I/O error once: it used to be both in the message and its chained source.
+    assert_eq!(out.matches("(os error 2)").count(), 1, "{out}");
 }
 
 #[test]

@@ -114,15 +114,9 @@ impl fmt::Display for RealError {
     }
 }
 
-impl std::error::Error for RealError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RealError::Connect { error, .. } => Some(error),
-            RealError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+/// No `source()`: `Connect` and `Io` already say their cause in the message, and a cause
+/// both shown and chained is printed twice by error reporters (anyhow's `{:#}`).
+impl std::error::Error for RealError {}
 
 #[cfg(test)]
 mod tests {
@@ -154,5 +148,17 @@ mod tests {
             log_tail: "java.net.BindException: Address already in use".into(),
         };
         assert!(e.to_string().ends_with("Address already in use"));
+    }
+
+    #[test]
+    fn an_io_error_says_its_cause_once_with_its_source_chain() {
+        let e = RealError::io("reading zoo.cfg", std::io::Error::other("disk gone"));
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            text = format!("{text}: {c}");
+            cause = c.source();
+        }
+        assert_eq!(text, "reading zoo.cfg: disk gone");
     }
 }

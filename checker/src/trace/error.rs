@@ -91,11 +91,6 @@ impl fmt::Display for TraceError {
     }
 }
 
-impl std::error::Error for TraceError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TraceError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+/// No `source()`: the message already says the I/O error, and a cause both shown and
+/// chained is printed twice by error reporters (anyhow's `{:#}`, `zklock`'s `error:` line).
+impl std::error::Error for TraceError {}

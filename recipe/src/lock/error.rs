@@ -136,11 +136,23 @@ impl fmt::Display for LockError {
     }
 }
 
-impl std::error::Error for LockError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LockError::Zk(e) => Some(e),
-            _ => None,
+/// No `source()`: `Zk`'s message already says the ZooKeeper error, and a cause both shown
+/// and chained is printed twice by error reporters (anyhow's `{:#}`).
+impl std::error::Error for LockError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zookeeper_error_is_said_once_with_its_source_chain() {
+        let e = LockError::Zk(ZkError::NoNode);
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            text = format!("{text}: {c}");
+            cause = c.source();
         }
+        assert_eq!(text, "ZooKeeper error: no node");
     }
 }

@@ -303,7 +303,12 @@ pub fn run(args: &[String]) -> Result<bool> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--seeds" => seeds = value(a, it.next())?,
+            "--seeds" => {
+                seeds = value(a, it.next())?;
+                if seeds == 0 {
+                    bail!("--seeds must be at least 1");
+                }
+            }
             "--sim-rounds" => {
                 sim_rounds = value(a, it.next())?;
                 if !(1..=100).contains(&sim_rounds) {

@@ -32,6 +32,10 @@ pub fn run(args: &[String]) -> Result<bool> {
             b.clients
         );
     }
+    // Without an acquisition every schedule holds every property, and proves nothing.
+    if b.acquisitions_per_client == 0 {
+        bail!("--acquisitions must be at least 1");
+    }
     if b.faults_max > 3 {
         bail!("--faults-max must be at most 3, got {}", b.faults_max);
     }

@@ -42,6 +42,13 @@ pub fn run(args: &[String]) -> Result<bool> {
             other => bail!("unknown option {other:?} (see `zklock help`)"),
         }
     }
+    // A sweep of nothing would print "every property held" having checked nothing.
+    if budget.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    if sc.acquisitions_per_client == 0 {
+        bail!("--acquisitions must be at least 1");
+    }
     if sc.clients == 0 || sc.clients > 64 {
         bail!("--clients must be between 1 and 64, got {}", sc.clients);
     }
@@ -93,6 +100,25 @@ pub fn run(args: &[String]) -> Result<bool> {
         println!("summary: {}", p.display());
     }
     let Some((seed, run)) = explored.failure else {
+        if s.seeds_run == 0 {
+            // Nothing was checked, so nothing held: an empty shard, or a time limit that
+            // came before the first seed finished.
+            bail!(
+                "no seed ran, so nothing was checked: {}",
+                if total == 0 {
+                    format!(
+                        "shard {}/{} of seeds {}..{} holds no seed; use fewer shards or more seeds",
+                        budget.shard_index + 1,
+                        budget.shard_count,
+                        budget.seed_start,
+                        budget.seed_start.saturating_add(budget.seeds)
+                    )
+                } else {
+                    "the time limit came before the first seed finished; raise --time-limit-s"
+                        .to_string()
+                }
+            );
+        }
         println!(
             "ok: every property held on every seed ({:.0} checked acquisitions/s)",
             s.counters.acquisitions as f64 * 1000.0 / (s.wall_ms.max(1)) as f64

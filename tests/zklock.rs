@@ -149,6 +149,33 @@ fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
     let (ok, out) = zklock(&["explore", "--clients", "0"], dir.path());
     assert!(!ok);
     assert!(out.contains("--clients must be between 1 and 64"), "{out}");
+    // Sweeps that check nothing fail rather than say "every property held".
+    for (args, says) in [
+        (
+            &["explore", "--seeds", "0"][..],
+            "--seeds must be at least 1",
+        ),
+        (
+            &["explore", "--acquisitions", "0"],
+            "--acquisitions must be at least 1",
+        ),
+        (
+            &["explore", "--seeds", "2", "--shard", "4/4"],
+            "shard 4/4 of seeds 0..2 holds no seed",
+        ),
+        (
+            &["explore", "--time-limit-s", "0"],
+            "the time limit came before the first seed finished",
+        ),
+        (
+            &["check", "--acquisitions", "0"],
+            "--acquisitions must be at least 1",
+        ),
+    ] {
+        let (ok, out) = zklock(args, dir.path());
+        assert!(!ok && out.contains(says), "{args:?}: {out}");
+        assert!(!out.contains("every property held"), "{args:?}: {out}");
+    }
     let (ok, out) = zklock(&["frobnicate"], dir.path());
     assert!(!ok);
     assert!(out.contains("unknown command"), "{out}");

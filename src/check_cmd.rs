@@ -19,6 +19,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--acquisitions" => b.acquisitions_per_client = value(a, it.next())?,
             "--readers" => base.readers = value(a, it.next())?,
             "--mix-offset" => base.mix_offset = value(a, it.next())?,
+            "--sequence-start" => base.sequence_start = value(a, it.next())?,
             "--schedules-max" => b.schedules_max = value(a, it.next())?,
             "--time-limit-s" => b.time_limit_ms = value::<u64>(a, it.next())? * 1000,
             "--no-prune" => b.prune = false,

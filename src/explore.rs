@@ -36,6 +36,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--readers" => sc.readers = value(a, it.next())?,
             "--drop-every" => sc.drop_every = value(a, it.next())?,
             "--mix-offset" => sc.mix_offset = value(a, it.next())?,
+            "--sequence-start" => sc.sequence_start = value(a, it.next())?,
             "--out" => out = value(a, it.next())?,
             "--summary" => summary_path = Some(value(a, it.next())?),
             "--no-shrink" => do_shrink = false,

@@ -30,6 +30,7 @@ USAGE:
                                  [--acquisitions N (1)] [--readers N] [--schedules-max N]
                                  [--time-limit-s S] [--no-prune] [--mix-offset N (0;
                                  2: each client's first acquire is the timed one)]
+                                 [--sequence-start N (0), as for explore]
     zklock replay <TRACE>        re-run a trace file's exact schedule, compare the history
                                  with the recorded one, print the timeline and the verdict
     zklock shrink <TRACE>        minimize a failing trace: fewer clients, acquisitions,
@@ -78,6 +79,9 @@ OPTIONS (explore):
     --mix-offset N       start each client's acquires at the N-th of the mix of modes
                          (blocking, try, timed, and the drops): 2 starts with a timed
                          acquire (default 0)
+    --sequence-start N   the lock directory's sequential counter when it is created
+                         (default 0): at 2147483600 every run crosses ZooKeeper's wrap
+                         of the counter to -2147483648
     --out DIR            where failing traces go (default traces/failures)
     --threads N          worker threads (default: every core)
     --time-limit-s S     start no new seed after S seconds

@@ -273,3 +273,41 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
         "{out}"
     );
 }
+
+/// The shipped recipe used to take a name past ZooKeeper's counter wrap (`-2147483648`,
+/// `-000000001`) for no contender at all: runs crossing the wrap failed their acquires
+/// and left orphan nodes. Every property now holds across each form of the wrap, and
+/// the lock is granted on both sides of it.
+#[test]
+fn shipped_recipe_keeps_every_property_across_the_sequence_counter_wrap() {
+    use zklock_recipe::history::EventKind;
+    use zklock_recipe::lock::naming::parse_sequence;
+    // Each start, and the first sequence past its boundary: the wrap itself, the change
+    // from '-' and ten digits to '-' and nine, and the change from negative to zero.
+    for (start, boundary) in [
+        (i32::MAX - 40, i32::MIN),
+        (-1_000_000_020, -999_999_999),
+        (-20, 0),
+    ] {
+        let sc = Scenario {
+            sequence_start: start,
+            ..Scenario::default()
+        };
+        let (mut before, mut after) = (0, 0);
+        for seed in 0..20 {
+            let run = check_seed(&sc, seed, &ShippedRecipe::default());
+            assert_eq!(run.failure(), None, "start {start}, seed {seed}");
+            for e in &run.outcome.history.events {
+                if let EventKind::Acquired { node, .. } = &e.kind {
+                    let seq = parse_sequence(node).expect("a lock node's name");
+                    if seq.wrapping_sub(boundary) < 0 {
+                        before += 1;
+                    } else {
+                        after += 1;
+                    }
+                }
+            }
+        }
+        assert!(before > 0 && after > 0, "start {start}: {before} / {after}");
+    }
+}

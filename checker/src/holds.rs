@@ -164,12 +164,15 @@ pub fn all_holds(history: &History) -> Vec<Hold> {
     done
 }
 
-/// The 10-digit sequential suffix of a lock node, if it has one.
-pub fn sequence_of(node: &str) -> Option<u64> {
-    // The recipe's reader takes ten digits at once; it leaves suffixes past 2^32 (and
+/// The sequential suffix of a lock node, if it has one: ZooKeeper's counter, negative
+/// once it wrapped past 2147483647 (see
+/// [`parse_sequence`](zklock_recipe::lock::naming::parse_sequence)), or, for a recipe of
+/// its own that names nodes so, any ten digits.
+pub fn sequence_of(node: &str) -> Option<i64> {
+    // The recipe's reader takes ten digits at once; it leaves suffixes past 2^31 (and
     // non-digits) to the byte loop below.
     if let Some(seq) = parse_sequence(node) {
-        return Some(u64::from(seq));
+        return Some(i64::from(seq));
     }
     let digits = node.len().checked_sub(10).and_then(|at| node.get(at..))?;
     if digits.bytes().all(|b| b.is_ascii_digit()) {

@@ -15,7 +15,7 @@ pub struct Hb {
     next_op: u64,
 }
 
-pub fn node(c: u32, seq: u32) -> String {
+pub fn node(c: u32, seq: i32) -> String {
     format!("{DIR}/_c_{c:x}-0-lock-{seq:010}")
 }
 
@@ -105,7 +105,7 @@ impl Hb {
         )
     }
 
-    pub fn acquired(&mut self, client: u32, seq: u32) -> usize {
+    pub fn acquired(&mut self, client: u32, seq: i32) -> usize {
         self.ev(
             client,
             EventKind::Acquired {
@@ -116,7 +116,7 @@ impl Hb {
     }
 
     /// AcquireInvoked, create, getChildren, Acquired: an uncontended exclusive acquire.
-    pub fn acquire(&mut self, client: u32, seq: u32) -> usize {
+    pub fn acquire(&mut self, client: u32, seq: i32) -> usize {
         self.invoke_acquire(client, LockRole::Exclusive);
         self.op(
             client,
@@ -128,7 +128,7 @@ impl Hb {
     }
 
     /// ReleaseInvoked, delete of the node, Released; returns the delete's invoke index.
-    pub fn release(&mut self, client: u32, seq: u32) -> usize {
+    pub fn release(&mut self, client: u32, seq: i32) -> usize {
         self.ev(client, EventKind::ReleaseInvoked);
         let at = self.op(client, ZkOp::Delete, &node(client, seq));
         self.ev(client, EventKind::Released);

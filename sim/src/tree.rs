@@ -79,6 +79,9 @@ pub struct DataTree {
     last_zxid: i64,
     /// Data watches left by `exists` on paths without a node: they fire NodeCreated.
     absent_watches: BTreeMap<String, Vec<SessionId>>,
+    /// A directory whose sequential counter starts at this value when it is created
+    /// (see [`DataTree::start_sequence_at`]).
+    sequence_start: Option<(String, i32)>,
 }
 
 impl Default for DataTree {
@@ -113,7 +116,23 @@ impl DataTree {
             index: HashMap::from_iter([(path, ROOT)]),
             last_zxid: 0,
             absent_watches: BTreeMap::new(),
+            sequence_start: None,
         }
+    }
+
+    /// Gives the directory at `path` a sequential counter of `counter`, as if that many
+    /// sequential children had been created in it before (its stat's cversion too): now
+    /// if it exists, else when it is created. The counter is ZooKeeper's signed 32-bit
+    /// int, so from `i32::MAX` the next suffix is `-2147483648`; starting near it makes a
+    /// run cross that wrap, which lock recipes have mishandled (Kazoo#730,
+    /// go-zookeeper/zk#65, ZOOKEEPER-4372).
+    pub fn start_sequence_at(&mut self, path: &str, counter: i32) {
+        if let Some(id) = self.find(path) {
+            let node = self.node_mut(id);
+            node.child_creates = counter;
+            node.stat.cversion = counter;
+        }
+        self.sequence_start = Some((path.to_owned(), counter));
     }
 
     /// The zxid of the last successful write transaction; 0 before any.
@@ -475,12 +494,16 @@ impl DataTree {
         } else {
             0
         };
+        let counter = match &self.sequence_start {
+            Some((dir, counter)) if *dir == created => *counter,
+            _ => 0,
+        };
         let stat = Stat {
             czxid: zxid,
             mzxid: zxid,
             pzxid: zxid,
             version: 0,
-            cversion: 0,
+            cversion: counter,
             ephemeral_owner,
             num_children: 0,
             data_length: data_len(data),
@@ -492,7 +515,7 @@ impl DataTree {
             parent: parent_id,
             data: data.to_vec(),
             stat,
-            child_creates: 0,
+            child_creates: counter,
             children: Vec::new(),
             listing: Children::new(),
             data_watches: Watchers::default(),
@@ -513,8 +536,9 @@ impl DataTree {
         parent.listing.insert(at, &shared[name_at..]);
         self.index.insert(shared, id);
         let parent = self.node_mut(parent_id);
-        parent.child_creates += 1;
-        parent.stat.cversion += 1;
+        // Java's int arithmetic: past i32::MAX the counter wraps negative.
+        parent.child_creates = parent.child_creates.wrapping_add(1);
+        parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
         parent.stat.num_children += 1;
         parent.stat.pzxid = zxid;
 
@@ -606,7 +630,7 @@ impl DataTree {
         let parent = self.node_mut(parent_id);
         parent.children.remove(at);
         parent.listing.remove(at);
-        parent.stat.cversion += 1;
+        parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
         parent.stat.num_children -= 1;
         parent.stat.pzxid = zxid;
 

@@ -28,6 +28,12 @@ fn scenario(bug: Bug) -> Scenario {
             mix_offset: 2,
             ..Scenario::default()
         },
+        // The lock directory's counter at its last positive value: the second node
+        // created is the first past the wrap.
+        Bug::OrderBlindToWrap => Scenario {
+            sequence_start: i32::MAX,
+            ..Scenario::default()
+        },
         _ => Scenario::default(),
     }
 }
@@ -44,11 +50,12 @@ fn scenario(bug: Bug) -> Scenario {
 /// a waiter that starts over after a disconnect needs a holder to wait for, and the
 /// disconnect; a deadline looked at only when woken needs a timed attempt (each client's
 /// first, by the scenario's `mix_offset`) waiting behind a holder held up past it (the
-/// one fault: a partition or pause that outlives the holder's session).
+/// one fault: a partition or pause that outlives the holder's session); an order blind
+/// to the counter's wrap needs a holder and a node created past the wrap.
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
-        Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter => (2, 0, 1),
+        Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter | Bug::OrderBlindToWrap => (2, 0, 1),
         Bug::DeafHolder
         | Bug::BlindRetry
         | Bug::LostWakeup
@@ -121,6 +128,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         scenario(Bug::ReaderWaitsForLaterWriter),
         scenario(Bug::DroppedCreate),
         scenario(Bug::DeadlineOnWake),
+        scenario(Bug::OrderBlindToWrap),
     ] {
         let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {});
         assert!(e.failure.is_none(), "{:?}", e.summary.failures);
@@ -134,6 +142,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         Bug::ReaderWaitsForLaterWriter,
         Bug::DroppedCreate,
         Bug::DeadlineOnWake,
+        Bug::OrderBlindToWrap,
     ] {
         let (sc, bounds) = (scenario(bug), bounds(bug));
         let r = check_exhaustive(&sc, &recipe, &bounds);
@@ -157,7 +166,8 @@ fn clients_needed(bug: Bug) -> u32 {
         | Bug::DeafWaiter
         | Bug::RestartForgetsNode
         | Bug::ReaderWaitsForLaterWriter
-        | Bug::DeadlineOnWake => 2,
+        | Bug::DeadlineOnWake
+        | Bug::OrderBlindToWrap => 2,
         Bug::BlindRetry | Bug::ForgetfulRelease | Bug::DroppedCreate => 1,
     }
 }

@@ -69,10 +69,16 @@ pub enum Bug {
     /// acquires that returned far too late, there through retries while the server was
     /// unreachable), by the simplest way to it.
     DeadlineOnWake,
+    /// Orders contenders by sequence as plain numbers, blind to ZooKeeper's counter
+    /// wrapping from 2147483647 to -2147483648: the first node past the wrap sorts ahead
+    /// of the holder and takes the lock too. Kazoo's Lock compared the suffixes as strings
+    /// (python-zk/kazoo#730), go-zookeeper's lock misparsed them (go-zookeeper/zk#65),
+    /// and ZooKeeper's own WriteLock recipe likewise (ZOOKEEPER-4372).
+    OrderBlindToWrap,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 12] = [
+    pub const ALL: [Bug; 13] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -85,6 +91,7 @@ impl Bug {
         Bug::DroppedCreate,
         Bug::RestartForgetsNode,
         Bug::DeadlineOnWake,
+        Bug::OrderBlindToWrap,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -100,6 +107,7 @@ impl Bug {
             Bug::DroppedCreate => "canary-dropped-create",
             Bug::RestartForgetsNode => "canary-restart-forgets-node",
             Bug::DeadlineOnWake => "canary-deadline-on-wake",
+            Bug::OrderBlindToWrap => "canary-order-blind-to-wrap",
         }
     }
     /// The property that must catch it.
@@ -114,7 +122,7 @@ impl Bug {
             | Bug::DroppedCreate
             | Bug::RestartForgetsNode => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
-            Bug::DeafHolder | Bug::FullNameOrder => "mutual_exclusion",
+            Bug::DeafHolder | Bug::FullNameOrder | Bug::OrderBlindToWrap => "mutual_exclusion",
             Bug::DeadlineOnWake => "timed_acquire_in_time",
         }
     }
@@ -225,6 +233,9 @@ impl CanaryLock {
             let mut list = list_contenders(&self.c, &self.policy, &self.dir).await?;
             if self.bug == Bug::FullNameOrder {
                 list.sort_by(|a, b| a.name.cmp(&b.name)); // BUG: by name, not sequence
+            }
+            if self.bug == Bug::OrderBlindToWrap {
+                list.sort_by_key(|c| c.sequence); // BUG: plain numbers, blind to the wrap
             }
             let ours = position(&list, &own.name).ok_or(LockError::Zk(ZkError::NoNode))?;
             let ahead = if self.bug == Bug::ReaderWaitsForLaterWriter && self.kind == NodeKind::Read

@@ -3,7 +3,8 @@
 //! Precisely: take the `Acquired` events in history order whose node ends in a 10-digit
 //! sequence number. A pair of grants `g` before `h` violates fifo when `seq(h) < seq(g)`
 //! and at least one of the two is a writer (exclusive or write): `h`'s node was created
-//! before `g`'s (sequence numbers come from the parent's cversion, which only grows) and
+//! before `g`'s (sequence numbers come from the parent's counter, which only grows, apart
+//! from its wrap from 2147483647 to -2147483648, which `<` here counts across) and
 //! still existed when `g` was granted (a node that vanished can never be granted under its
 //! name again), so `h` was ahead in the queue yet served later. Readers queued together
 //! may be granted in any order. A node that vanished (its session expired, or its owner
@@ -26,14 +27,18 @@ pub const NAME: &str = "fifo";
 #[derive(Clone, Copy, Debug)]
 struct Grant {
     index: usize,
-    seq: u64,
+    /// Where the node stands in the queue: its sequence, counted from the run's first
+    /// grant across the counter's wrap (see [`Fifo::place`]).
+    place: i64,
+    /// The sequence as named, for the report.
+    seq: i64,
 }
 
 impl Grant {
     /// Keeps the grant with the highest `(seq, index)`; `self` is the later one.
     fn max_with(self, other: Option<Grant>) -> Grant {
         match other {
-            Some(g) if g.seq > self.seq => g,
+            Some(g) if g.place > self.place => g,
             _ => self,
         }
     }
@@ -55,6 +60,8 @@ pub(crate) struct Fifo<'h> {
     // writers' grants.
     top: Option<Grant>,
     top_writer: Option<Grant>,
+    /// The first grant's sequence, which places the others (see [`Fifo::place`]).
+    first_seq: Option<i64>,
     /// The first out-of-turn pair: (earlier, later).
     found: Option<(Grant, Grant)>,
 }
@@ -68,6 +75,7 @@ impl<'h> Judge<'h> for Fifo<'h> {
             ended_sessions: Vec::new(),
             top: None,
             top_writer: None,
+            first_seq: None,
             found: None,
         }
     }
@@ -110,17 +118,35 @@ impl Fifo<'_> {
         let writer = is_writer(role);
         let grant = Grant {
             index: step.index,
+            place: self.place(seq),
             seq,
         };
         // The earlier grant furthest ahead of this one that it must not follow.
         let passed = if writer { self.top } else { self.top_writer };
-        if let Some(g) = passed.filter(|g| g.seq > seq) {
+        if let Some(g) = passed.filter(|g| g.place > grant.place) {
             self.found = Some((g, grant));
             return;
         }
         self.top = Some(grant.max_with(self.top));
         if writer {
             self.top_writer = Some(grant.max_with(self.top_writer));
+        }
+    }
+}
+
+impl Fifo<'_> {
+    /// Where sequence `seq` stands in the queue. ZooKeeper's counter is a signed 32-bit
+    /// int that wraps from 2147483647 to -2147483648, so sequences in its range count
+    /// from the run's first grant with wrapping arithmetic (a run spans far fewer than
+    /// 2^31 creates); others (a recipe's own ten digits) stand as they are.
+    fn place(&mut self, seq: i64) -> i64 {
+        let Ok(s) = i32::try_from(seq) else {
+            return seq;
+        };
+        let first = *self.first_seq.get_or_insert(seq);
+        match i32::try_from(first) {
+            Ok(f) => i64::from(s.wrapping_sub(f)),
+            Err(_) => seq,
         }
     }
 }

@@ -24,7 +24,9 @@ pub struct OwnNode {
     pub path: String,
     /// Last component, with the sequential suffix.
     pub name: String,
-    pub sequence: u32,
+    /// ZooKeeper's counter, negative once it wrapped (see
+    /// [`parse_sequence`](super::naming::parse_sequence)).
+    pub sequence: i32,
     /// zxid of the create: the fencing token (see [`FencingToken`](super::FencingToken)).
     pub czxid: i64,
 }

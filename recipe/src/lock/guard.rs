@@ -178,8 +178,9 @@ impl<C: Coordination> LockGuard<C> {
         &self.node.path
     }
 
-    /// Our node's sequence number.
-    pub fn sequence(&self) -> u32 {
+    /// Our node's sequence number: ZooKeeper's counter, negative once it wrapped (compare
+    /// with [`sequence_precedes`](super::naming::sequence_precedes)).
+    pub fn sequence(&self) -> i32 {
         self.node.sequence
     }
 

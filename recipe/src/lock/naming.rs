@@ -59,8 +59,9 @@ pub struct LockNode {
     pub name: String,
     pub kind: NodeKind,
     pub style: NamingStyle,
-    /// The numeric sequential suffix.
-    pub sequence: u32,
+    /// The sequential suffix: ZooKeeper's counter, negative once it wrapped (see
+    /// [`parse_sequence`]).
+    pub sequence: i32,
     /// Where the guid sits in `name` (start, end), if the style carries one: a listing
     /// may hold many contenders, so the guid is not copied out.
     guid_at: Option<(usize, usize)>,
@@ -81,39 +82,83 @@ const KAZOO_MARKERS: [(&str, NodeKind); 2] = [
     ("__lock__", NodeKind::Exclusive),
 ];
 
-/// The numeric sequential suffix of a node name, if it ends with 10 ASCII digits.
+/// The sequential suffix of `name` as ZooKeeper's counter, if it has one.
 ///
-/// Names past 2^31 creates in one directory (where ZooKeeper's counter wraps negative)
-/// are not recognised, as in Curator and Kazoo.
+/// The counter is a signed 32-bit int written with `%010d`: ten digits up to
+/// 2147483647, then, once it wraps, `-2147483648` up to `-1000000000` ('-' and ten digits)
+/// and `-999999999` up to `-000000001` ('-' and nine). Lock recipes have broken on those
+/// names (Kazoo#730, go-zookeeper/zk#65, ZOOKEEPER-4372); compare sequences with
+/// [`sequence_precedes`], never as plain numbers.
 #[inline]
-pub fn parse_sequence(name: &str) -> Option<u32> {
-    let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
+pub fn parse_sequence(name: &str) -> Option<i32> {
+    split_sequence(name).map(|(_, n)| n)
+}
+
+/// Where the sequential suffix of `name` starts, and its value (see [`parse_sequence`]).
+#[inline(always)]
+pub(crate) fn split_sequence(name: &str) -> Option<(usize, i32)> {
+    let b = name.as_bytes();
+    let start = b.len().checked_sub(SEQUENCE_DIGITS)?;
     // This runs for every child of every listing, so the ten digits are checked and read
     // eight at a time, in one word (a byte loop cost some 80 instructions a name).
-    let (high, low) = name.as_bytes()[start..].split_at(8);
+    let (high, low) = b[start..].split_at(8);
     let high = u64::from_le_bytes(high.try_into().ok()?);
     let low = u64::from(u16::from_le_bytes(low.try_into().ok()?));
-    if !all_digits(high) || !all_digits(low | 0x3030_3030_3030_0000) {
+    if all_digits(high) && all_digits(low | 0x3030_3030_3030_0000) {
+        let n = u64::from(eight_digits(high)) * 100 + (low & 0xf) * 10 + ((low >> 8) & 0xf);
+        // '-' and ten digits is a wrapped counter. Its '-' follows the marker, which ends
+        // in '-' or '_' (`lock-`, `__lock__`), where a positive suffix follows the marker's
+        // own '-' and a letter (`k-`) or its '_'.
+        if n >= 1_000_000_000
+            && start >= 2
+            && b[start - 1] == b'-'
+            && matches!(b[start - 2], b'-' | b'_')
+        {
+            return (n <= 1 << 31).then(|| (start - 1, (n as i64).wrapping_neg() as i32));
+        }
+        return i32::try_from(n).ok().map(|n| (start, n));
+    }
+    // '-' and nine digits: a wrapped counter from -999999999 to -1.
+    if b[start] != b'-' {
         return None;
     }
-    let n = u64::from(eight_digits(high)) * 100 + (low & 0xf) * 10 + ((low >> 8) & 0xf);
-    u32::try_from(n).ok()
+    let high = u64::from_le_bytes(b[start + 1..start + 9].try_into().ok()?);
+    let last = b[start + 9];
+    if !all_digits(high) || !last.is_ascii_digit() {
+        return None;
+    }
+    let n = u64::from(eight_digits(high)) * 10 + u64::from(last - b'0');
+    (n > 0).then(|| (start, -(n as i32)))
 }
 
 /// The ten-digit suffix of `name` as a key that orders as the sequence numbers do (the
-/// digits read big-endian), if `name` ends with ten ASCII digits. Comparing keys spares
-/// the conversion of every child of a listing to its number. A suffix past `u32` (not a
-/// sequence number for [`parse_sequence`]) has a key above every sequence's.
+/// digits read big-endian), if it is a sequence not yet wrapped (see
+/// [`split_sequence`]; a suffix past i32, no sequence there, has a key above every
+/// sequence's). Comparing keys spares the conversion of every child of a listing.
 #[inline]
-pub(crate) fn sequence_key(name: &str) -> Option<u128> {
-    let start = name.len().checked_sub(SEQUENCE_DIGITS)?;
-    let (high, low) = name.as_bytes()[start..].split_at(8);
+pub(crate) fn plain_key(name: &str) -> Option<u128> {
+    let b = name.as_bytes();
+    let start = b.len().checked_sub(SEQUENCE_DIGITS)?;
+    let (high, low) = b[start..].split_at(8);
     let high = u64::from_be_bytes(high.try_into().ok()?);
     let low = u16::from_be_bytes(low.try_into().ok()?);
     if !all_digits(high) || !all_digits(u64::from(low) | 0x3030_3030_3030_0000) {
         return None;
     }
+    // '-' and ten digits, the first not 0: wrapped (as `split_sequence` tells them).
+    if b[start] != b'0' && start >= 2 && b[start - 1] == b'-' && matches!(b[start - 2], b'-' | b'_')
+    {
+        return None;
+    }
     Some((u128::from(high) << 16) | u128::from(low))
+}
+
+/// Whether sequence `a` was handed out before `b`, across ZooKeeper's wrap of the
+/// counter from 2147483647 to -2147483648: serial number arithmetic (RFC 1982) on 32
+/// bits, exact while the nodes compared are fewer than 2^31 creates apart.
+#[inline]
+pub fn sequence_precedes(a: i32, b: i32) -> bool {
+    b.wrapping_sub(a) > 0
 }
 
 /// Whether each of the eight bytes of `word` is an ASCII digit: its high nibble is 3 and
@@ -161,21 +206,26 @@ impl LockNode {
     }
 }
 
-type Parsed = (Option<(usize, usize)>, NodeKind, NamingStyle, u32);
+type Parsed = (Option<(usize, usize)>, NodeKind, NamingStyle, i32);
 
 fn classify(name: &str) -> Option<Parsed> {
-    classify_with(name, parse_sequence(name)?)
+    let (at, sequence) = split_sequence(name)?;
+    classify_with(name, at, sequence)
 }
 
-/// The kind of a contender named `name`, which ends with a sequential suffix; `None` if
-/// the name is not a contender's.
+/// The kind of a contender named `name`; `None` if the name is not a contender's.
 pub(crate) fn contender_kind(name: &str) -> Option<NodeKind> {
-    // The kind does not depend on the number: any stands in for it.
-    classify_with(name, 0).map(|(_, kind, _, _)| kind)
+    kind_at(name, split_sequence(name)?.0)
 }
 
-fn classify_with(name: &str, sequence: u32) -> Option<Parsed> {
-    let prefix = &name[..name.len() - SEQUENCE_DIGITS];
+/// [`contender_kind`] of a name whose sequential suffix starts at `suffix_at`.
+pub(crate) fn kind_at(name: &str, suffix_at: usize) -> Option<NodeKind> {
+    // The kind does not depend on the number: any stands in for it.
+    classify_with(name, suffix_at, 0).map(|(_, kind, _, _)| kind)
+}
+
+fn classify_with(name: &str, suffix_at: usize, sequence: i32) -> Option<Parsed> {
+    let prefix = &name[..suffix_at];
     if let Some(rest) = prefix.strip_prefix("_c_") {
         for (marker, kind) in CURATOR_MARKERS {
             if let Some(guid) = rest.strip_suffix(marker).and_then(|r| r.strip_suffix('-'))
@@ -216,10 +266,21 @@ pub fn push_node_prefix(out: &mut String, guid: &str, kind: NodeKind) {
     out.push_str(kind.marker());
 }
 
-/// Orders contenders by sequence number (ties, impossible within one directory, by name
-/// so that the order is total and deterministic).
+/// Orders contenders by sequence number, across the counter's wrap (ties, impossible
+/// within one directory, by name so that the order is total and deterministic).
 pub fn sort_by_sequence(nodes: &mut [LockNode]) {
-    nodes.sort_unstable_by(|a, b| (a.sequence, &a.name).cmp(&(b.sequence, &b.name)));
+    let Some(first) = nodes.first().map(|n| n.sequence) else {
+        return;
+    };
+    // The oldest node is the one no other precedes; every sequence counts from it.
+    let behind = nodes
+        .iter()
+        .map(|n| n.sequence.wrapping_sub(first))
+        .min()
+        .unwrap_or(0);
+    let oldest = first.wrapping_add(behind);
+    let key = |n: &LockNode| n.sequence.wrapping_sub(oldest) as u32;
+    nodes.sort_unstable_by(|a, b| (key(a), &a.name).cmp(&(key(b), &b.name)));
 }
 
 /// The recognised contenders among a directory's children (a slice of names or a
@@ -327,7 +388,7 @@ mod tests {
 
     #[test]
     fn sequence_parsing_agrees_with_a_byte_loop() {
-        fn by_bytes(name: &str) -> Option<u32> {
+        fn by_bytes(name: &str) -> Option<i32> {
             let digits = &name.as_bytes()[name.len().checked_sub(SEQUENCE_DIGITS)?..];
             let mut n: u64 = 0;
             for &b in digits {
@@ -336,7 +397,7 @@ mod tests {
                 }
                 n = n * 10 + u64::from(b - b'0');
             }
-            u32::try_from(n).ok()
+            i32::try_from(n).ok()
         }
         let mut values: Vec<u64> = vec![0, 1, 9, 10, 99, 4_294_967_295, 4_294_967_296];
         values.extend([9_999_999_999, 1_234_567_890, 987_654_321, 100_000_000]);
@@ -368,8 +429,79 @@ mod tests {
         assert_eq!(parse_sequence("0000000000"), Some(0));
         assert_eq!(parse_sequence("x000000010"), None);
         assert_eq!(parse_sequence("lock-00000000é1"), None);
-        assert_eq!(parse_sequence("n-4294967295"), Some(u32::MAX));
-        assert_eq!(parse_sequence("n-4294967296"), None);
+        assert_eq!(parse_sequence("n-2147483647"), Some(i32::MAX));
+        // Past i32 only with the '-' of a wrapped counter.
+        assert_eq!(parse_sequence("n-2147483648"), None);
+        assert_eq!(parse_sequence("n-4294967295"), None);
         assert_eq!(parse_sequence("n-+000000001"), None);
+    }
+
+    /// ZooKeeper's counter wraps from 2147483647 to -2147483648, written by `%010d` as
+    /// '-' and ten digits, then from -999999999 as '-' and nine; lock recipes misread
+    /// those names (Kazoo#730, go-zookeeper/zk#65, ZOOKEEPER-4372).
+    #[test]
+    fn sequences_past_the_counters_wrap_parse_as_zookeeper_wrote_them() {
+        for n in [
+            i32::MIN,
+            i32::MIN + 1,
+            -1_000_000_000,
+            -999_999_999,
+            -123_456_789,
+            -10,
+            -1,
+            0,
+            1,
+            999_999_999,
+            1_000_000_000,
+            i32::MAX,
+        ] {
+            for prefix in [
+                "_c_g-1-lock-",
+                "_c_g-__READ__",
+                "g__lock__",
+                "g__rlock__",
+                "write-",
+            ] {
+                let name = format!("{prefix}{n:010}");
+                let node = LockNode::parse(&name).unwrap_or_else(|| panic!("{name}"));
+                assert_eq!(node.sequence, n, "{name}");
+                assert_eq!(contender_kind(&name), Some(node.kind), "{name}");
+            }
+        }
+        // A positive suffix whose marker ends in '-' is not a wrapped one.
+        assert_eq!(parse_sequence("_c_g-lock-1234567890"), Some(1_234_567_890));
+        assert_eq!(
+            parse_sequence("_c_g-lock--1234567890"),
+            Some(-1_234_567_890)
+        );
+        assert_eq!(parse_sequence("g__lock__-1234567890"), Some(-1_234_567_890));
+        assert_eq!(parse_sequence("g__lock__-2147483649"), None);
+        assert_eq!(parse_sequence("g__lock__-000000000"), None);
+    }
+
+    #[test]
+    fn sequences_order_across_the_wrap() {
+        assert!(sequence_precedes(i32::MAX, i32::MIN));
+        assert!(sequence_precedes(-1, 0));
+        assert!(!sequence_precedes(i32::MIN, i32::MAX));
+        assert!(!sequence_precedes(5, 5));
+        let list = contenders(&[
+            "_c_c-lock--2147483647",
+            "_c_a-lock-2147483646",
+            "_c_d-lock--000000001",
+            "_c_b-lock--2147483648",
+        ]);
+        let names: Vec<&str> = list.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "_c_a-lock-2147483646",
+                "_c_b-lock--2147483648",
+                "_c_c-lock--2147483647",
+                "_c_d-lock--000000001"
+            ]
+        );
+        let list = contenders(&["_c_b-lock-0000000000", "_c_a-lock--000000001"]);
+        assert_eq!(list[0].name, "_c_a-lock--000000001");
     }
 }

@@ -132,6 +132,12 @@ pub struct Scenario {
     /// draws it in `0..=drop_after_ms_max` (capped at 65535). At 0 the drop comes before
     /// the server applies the create. Default 20.
     pub drop_after_ms_max: u64,
+    /// The lock directory's sequential counter when it is created, as if that many
+    /// contender nodes had been created in it before. ZooKeeper's counter is a signed
+    /// 32-bit int that wraps from 2147483647 to -2147483648 (suffix `-2147483648`, then
+    /// `-2147483647`, ...): at 2147483600 every run crosses the wrap, which lock recipes
+    /// have got wrong (Kazoo#730, go-zookeeper/zk#65, ZOOKEEPER-4372). Default 0.
+    pub sequence_start: i32,
     /// Faults and their rates.
     pub faults: Faults,
     /// Random rates, or a bounded number of explicitly chosen faults. Default Random.
@@ -160,6 +166,7 @@ impl Default for Scenario {
             drop_every: 4,
             mix_offset: 0,
             drop_after_ms_max: 20,
+            sequence_start: 0,
             faults: Faults::default(),
             fault_mode: FaultMode::Random,
             heal_ms: 30_000,

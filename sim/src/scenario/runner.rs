@@ -56,6 +56,10 @@ pub fn run_scenario_with<R: Recipe>(
             scenario.fault_mode,
             scenario.heal_ms,
         ));
+        if scenario.sequence_start != 0 {
+            w.tree
+                .start_sequence_at(&scenario.lock_path, scenario.sequence_start);
+        }
         // Room for a typical run's history (some 15 events an acquisition), so that it
         // is not copied over and over as it grows.
         let acquisitions = scenario.clients.min(64) * scenario.acquisitions_per_client;

@@ -8,8 +8,8 @@ use zklock_recipe::history::{EventKind, LockRole};
 fn grants_in_sequence_order_pass() {
     let mut h = Hb::new();
     for c in 1..=3 {
-        h.acquire(c, c);
-        h.release(c, c);
+        h.acquire(c, c as i32);
+        h.release(c, c as i32);
     }
     assert!(fifo::check(&h.build(), &cfg()).ok);
 }
@@ -60,4 +60,28 @@ fn readers_queued_together_may_go_in_any_order() {
     h.invoke_acquire(2, LockRole::Read);
     h.acquired(2, 2);
     assert!(fifo::check(&h.build(), &cfg()).ok);
+}
+
+/// ZooKeeper's counter wraps from 2147483647 to -2147483648: a grant past the wrap
+/// after one before it is in turn, and the reverse is not.
+#[test]
+fn grants_count_across_the_sequence_wrap() {
+    let mut h = Hb::new();
+    h.acquire(1, i32::MAX - 1);
+    h.release(1, i32::MAX - 1);
+    h.acquire(2, i32::MAX);
+    h.release(2, i32::MAX);
+    h.acquire(3, i32::MIN);
+    h.release(3, i32::MIN);
+    h.acquire(1, -999_999_999);
+    assert!(fifo::check(&h.build(), &cfg()).ok);
+
+    let mut h = Hb::new();
+    h.invoke_acquire(2, LockRole::Exclusive);
+    let jumped = h.acquire(3, i32::MIN);
+    h.release(3, i32::MIN);
+    let passed_over = h.acquired(2, i32::MAX);
+    let v = fifo::check(&h.build(), &cfg());
+    assert!(!v.ok);
+    assert_eq!(v.report.unwrap().event_indices(), vec![jumped, passed_over]);
 }

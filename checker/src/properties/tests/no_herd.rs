@@ -13,7 +13,7 @@ fn queue(herd: bool, roles: [LockRole; 2]) -> Hb {
         h.op(c, ZkOp::Create, &format!("{DIR}/_c_{c:x}-0-lock-"));
         h.op(c, ZkOp::GetChildren, DIR);
         if !herd {
-            h.op(c, ZkOp::Exists, &node(c - 1, c - 1));
+            h.op(c, ZkOp::Exists, &node(c - 1, c as i32 - 1));
         }
     }
     h

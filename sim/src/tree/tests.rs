@@ -155,6 +155,32 @@ fn sequential_suffix_comes_from_parent_child_create_count() {
     );
 }
 
+/// ZooKeeper's counter is a Java int formatted with `%010d`: past 2147483647 it wraps to
+/// -2147483648 ('-' and ten digits), and from -999999999 it has '-' and nine.
+#[test]
+fn sequential_counter_wraps_like_a_java_int() {
+    let mut t = DataTree::new();
+    t.start_sequence_at("/d", i32::MAX - 1);
+    mk(&mut t, "/d");
+    let names: Vec<String> = (0..3)
+        .map(|_| mk_as(&mut t, S1, "/d/n-", EphemeralSequential))
+        .collect();
+    assert_eq!(
+        names,
+        ["/d/n-2147483646", "/d/n-2147483647", "/d/n--2147483648"]
+    );
+    assert_eq!(t.stat("/d").unwrap().cversion, i32::MIN + 1);
+    // Set on a directory that exists, it takes effect at once.
+    t.start_sequence_at("/d", -2);
+    let names: Vec<String> = (0..3)
+        .map(|_| mk_as(&mut t, S1, "/d/n-", EphemeralSequential))
+        .collect();
+    assert_eq!(
+        names,
+        ["/d/n--000000002", "/d/n--000000001", "/d/n-0000000000"]
+    );
+}
+
 #[test]
 fn sequential_suffixes_never_repeat_after_deletes() {
     let mut t = DataTree::new();

@@ -106,14 +106,7 @@ pub(crate) fn split_sequence(name: &str) -> Option<(usize, i32)> {
     let low = u64::from(u16::from_le_bytes(low.try_into().ok()?));
     if all_digits(high) && all_digits(low | 0x3030_3030_3030_0000) {
         let n = u64::from(eight_digits(high)) * 100 + (low & 0xf) * 10 + ((low >> 8) & 0xf);
-        // '-' and ten digits is a wrapped counter. Its '-' follows the marker, which ends
-        // in '-' or '_' (`lock-`, `__lock__`), where a positive suffix follows the marker's
-        // own '-' and a letter (`k-`) or its '_'.
-        if n >= 1_000_000_000
-            && start >= 2
-            && b[start - 1] == b'-'
-            && matches!(b[start - 2], b'-' | b'_')
-        {
+        if wrapped_ten(b, start) {
             return (n <= 1 << 31).then(|| (start - 1, (n as i64).wrapping_neg() as i32));
         }
         return i32::try_from(n).ok().map(|n| (start, n));
@@ -145,12 +138,19 @@ pub(crate) fn plain_key(name: &str) -> Option<u128> {
     if !all_digits(high) || !all_digits(u64::from(low) | 0x3030_3030_3030_0000) {
         return None;
     }
-    // '-' and ten digits, the first not 0: wrapped (as `split_sequence` tells them).
-    if b[start] != b'0' && start >= 2 && b[start - 1] == b'-' && matches!(b[start - 2], b'-' | b'_')
-    {
+    if wrapped_ten(b, start) {
         return None;
     }
     Some((u128::from(high) << 16) | u128::from(low))
+}
+
+/// Whether the ten digits of `b` from `start` are a wrapped counter's: '-' and ten
+/// digits, which `%010d` writes from -2147483648 to -1000000000 (so the first is not 0).
+/// Its '-' follows the marker, which ends in '-' or '_' (`lock-`, `__lock__`), where a
+/// positive suffix follows the marker's own '-' and a letter (`k-`), or its '_'.
+#[inline]
+fn wrapped_ten(b: &[u8], start: usize) -> bool {
+    b[start] != b'0' && start >= 2 && b[start - 1] == b'-' && matches!(b[start - 2], b'-' | b'_')
 }
 
 /// Whether sequence `a` was handed out before `b`, across ZooKeeper's wrap of the

@@ -56,8 +56,11 @@ pub fn run(args: &[String]) -> Result<bool> {
     );
     spinner.finish_and_clear();
     println!(
-        "{} clients x {} acquisitions, at most {} faults: {r}",
-        b.clients, b.acquisitions_per_client, b.faults_max
+        "{} clients x {} acquisitions, at most {} faults{}: {r}",
+        b.clients,
+        b.acquisitions_per_client,
+        b.faults_max,
+        crate::explore::non_default_knobs(&base)
     );
     let Some(run) = r.violation else {
         if r.complete {

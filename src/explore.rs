@@ -92,8 +92,12 @@ pub fn run(args: &[String]) -> Result<bool> {
         n => format!(", one acquire in {n} dropped"),
     };
     println!(
-        "scenario: {} clients ({} readers) x {} acquisitions{drops}, faults on until {} ms",
-        sc.clients, sc.readers, sc.acquisitions_per_client, sc.heal_ms
+        "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults on until {} ms",
+        sc.clients,
+        sc.readers,
+        sc.acquisitions_per_client,
+        non_default_knobs(&sc),
+        sc.heal_ms
     );
     println!("{}", s.counters);
     if let Some(p) = &summary_path {
@@ -160,6 +164,22 @@ pub fn run(args: &[String]) -> Result<bool> {
         );
     }
     Ok(false)
+}
+
+/// The scenario's mix offset and sequence start, where they are not their defaults, so
+/// that a run's output says what it ran.
+pub fn non_default_knobs(sc: &Scenario) -> String {
+    let mut knobs = String::new();
+    if sc.mix_offset != 0 {
+        knobs.push_str(&format!(", mix offset {}", sc.mix_offset));
+    }
+    if sc.sequence_start != 0 {
+        knobs.push_str(&format!(
+            ", the lock directory's sequence counter from {}",
+            sc.sequence_start
+        ));
+    }
+    knobs
 }
 
 /// Where a replay reproduces the run exactly: on the commit that wrote the trace.

@@ -146,6 +146,14 @@ fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
     let (ok, out) = zklock(&["explore", "--seeds", "5"], dir.path());
     assert!(ok, "{out}");
     assert!(out.contains("every property held"), "{out}");
+    // A run across the sequence counter's wrap holds, and its output says so.
+    let args = ["explore", "--seeds", "3", "--sequence-start", "2147483600"];
+    let (ok, out) = zklock(&args, dir.path());
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("the lock directory's sequence counter from 2147483600"),
+        "{out}"
+    );
     let (ok, out) = zklock(&["explore", "--clients", "0"], dir.path());
     assert!(!ok);
     assert!(out.contains("--clients must be between 1 and 64"), "{out}");

@@ -60,8 +60,9 @@ pub(crate) struct Fifo<'h> {
     // writers' grants.
     top: Option<Grant>,
     top_writer: Option<Grant>,
-    /// The first grant's sequence, which places the others (see [`Fifo::place`]).
-    first_seq: Option<i64>,
+    /// The first sequence in the counter's range granted, which places the others (see
+    /// [`Fifo::place`]).
+    first_seq: Option<i32>,
     /// The first out-of-turn pair: (earlier, later).
     found: Option<(Grant, Grant)>,
 }
@@ -137,17 +138,14 @@ impl Fifo<'_> {
 impl Fifo<'_> {
     /// Where sequence `seq` stands in the queue. ZooKeeper's counter is a signed 32-bit
     /// int that wraps from 2147483647 to -2147483648, so sequences in its range count
-    /// from the run's first grant with wrapping arithmetic (a run spans far fewer than
+    /// from the first such grant with wrapping arithmetic (a run spans far fewer than
     /// 2^31 creates); others (a recipe's own ten digits) stand as they are.
     fn place(&mut self, seq: i64) -> i64 {
         let Ok(s) = i32::try_from(seq) else {
             return seq;
         };
-        let first = *self.first_seq.get_or_insert(seq);
-        match i32::try_from(first) {
-            Ok(f) => i64::from(s.wrapping_sub(f)),
-            Err(_) => seq,
-        }
+        let first = *self.first_seq.get_or_insert(s);
+        i64::from(s.wrapping_sub(first))
     }
 }
 

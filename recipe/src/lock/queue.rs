@@ -79,6 +79,7 @@ where
     let exact = scan(children, ours, own_kind, 0, |name| {
         Ok(split_sequence(name).map(|(at, sequence)| (sequence.wrapping_sub(own), at)))
     });
+    // The exact pass refuses no name, so it cannot end in `Wrapped`.
     exact.unwrap_or(Standing::Absent)
 }
 

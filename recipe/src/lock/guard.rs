@@ -5,7 +5,7 @@ use super::create::OwnNode;
 use super::error::{LockError, LostReason};
 use super::naming::NodeKind;
 use super::observe::Observer;
-use super::retry::{RetryPolicy, delete_until_gone, retry};
+use super::retry::{RetryPolicy, delete_until_gone, retry, session_over};
 use super::state::SharedState;
 use crate::{Coordination, DetachedCleanup, SessionState};
 use futures_util::future::poll_fn;
@@ -144,7 +144,9 @@ impl<C: Coordination> LockGuard<C> {
 
     /// Makes a guard for a node some other code created and found granted (canary
     /// recipes in tests use this). Subscribes to session events and sets the data watch on
-    /// the node now; a change before this call goes unseen.
+    /// the node now; a change before this call goes unseen. Fails if that read does (the
+    /// node gone, the connection down past `retry_policy`, the session ended): a guard
+    /// never starts out lost.
     pub async fn adopt(
         client: C,
         node: OwnNode,
@@ -154,7 +156,11 @@ impl<C: Coordination> LockGuard<C> {
     ) -> Result<LockGuard<C>, LockError> {
         let mut observer = Observer::new(client.session_events());
         let read = retry(&client, &retry_policy, || client.get_data_watch(&node.path)).await;
-        observer.apply_read(read);
+        if let Some(over) = session_over(&client) {
+            return Err(over.into());
+        }
+        // Cut off past the retries, or our node gone: not granted, whatever the caller saw.
+        observer.apply_read(Ok(read?));
         let shared = SharedState::default();
         shared.lock().active = true;
         Ok(LockGuard::new(

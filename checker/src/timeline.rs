@@ -218,6 +218,7 @@ pub fn fault_name(fault: FaultKind) -> &'static str {
         FaultKind::Pause { .. } => "pause",
         FaultKind::Crash => "crash",
         FaultKind::DelayedDelivery { .. } => "delayed_delivery",
+        FaultKind::LocalExpiry => "local_expiry",
     }
 }
 
@@ -230,5 +231,6 @@ fn fault_description(fault: FaultKind) -> String {
         FaultKind::Pause { duration_ms } => format!("process pause for {duration_ms} ms"),
         FaultKind::Crash => "crash".into(),
         FaultKind::DelayedDelivery { delay_ms } => format!("delivery delayed {delay_ms} ms"),
+        FaultKind::LocalExpiry => "session expiry declared by the client library".into(),
     }
 }

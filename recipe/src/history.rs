@@ -85,10 +85,19 @@ pub enum FaultKind {
     ConnectionLoss,
     LostCreateResponse,
     ForcedExpiry,
-    Partition { duration_ms: u64 },
-    Pause { duration_ms: u64 },
+    Partition {
+        duration_ms: u64,
+    },
+    Pause {
+        duration_ms: u64,
+    },
     Crash,
-    DelayedDelivery { delay_ms: u64 },
+    DelayedDelivery {
+        delay_ms: u64,
+    },
+    /// The client library declared its session expired on its own, while the server
+    /// still held it (see `Faults::local_expiry` in zklock-sim).
+    LocalExpiry,
 }
 
 #[non_exhaustive]

@@ -379,6 +379,14 @@ impl Sim {
         self.control(Control::Expire(client.index()));
     }
 
+    /// Expiry declared by the client library on its own, as Curator's does: the client
+    /// sees Expired at once (requests in flight fail with SessionExpired, a prefix of them
+    /// applied), while the server holds the session and its ephemerals until a session
+    /// timeout from now. A no-op unless the client is connected and running.
+    pub fn expire_locally(&self, client: &SimClient) {
+        self.control(Control::ExpireLocally(client.index()));
+    }
+
     /// The client hears nothing and is not heard for `duration`: it reports Disconnected
     /// after 2/3 of its timeout, and the server expires it after the full timeout.
     pub fn partition(&self, client: &SimClient, duration: Duration) {
@@ -444,10 +452,17 @@ impl Sim {
     /// crashed client's session has not expired yet.
     pub(crate) fn settling(&self) -> bool {
         let w = self.shared.world();
-        w.clients.iter().any(|cl| {
+        let client_busy = w.clients.iter().any(|cl| {
             let alive = w.sessions.get(&cl.session).is_some_and(|s| s.alive);
             alive && (cl.crashed || !cl.detached.is_empty())
-        })
+        });
+        // A session its client library gave up on, still held by the server.
+        let abandoned = || {
+            w.sessions
+                .iter()
+                .any(|(id, s)| s.alive && w.clients[s.client].session != *id)
+        };
+        client_busy || abandoned()
     }
 
     /// Background cleanup items (`Coordination::cleanup_detached`) the client library

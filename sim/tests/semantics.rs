@@ -332,6 +332,79 @@ fn forced_expiry_deletes_ephemerals_and_fails_watches() {
     .unwrap();
 }
 
+/// Curator's own session timer (and its KillSession) declare a session expired in the
+/// client while the server still holds it: the old session's ephemerals stand for a
+/// session timeout, a new session sees them, and the old watches tell it nothing.
+#[test]
+fn local_expiry_leaves_the_old_session_to_the_server() {
+    run(cfg(16), |sim| async move {
+        let a = sim.client();
+        let b = sim.client();
+        b.create("/w", b"", CreateMode::Persistent).await.unwrap();
+        a.create("/a-eph", b"", CreateMode::Ephemeral)
+            .await
+            .unwrap();
+        let (_, old_watch) = a.exists_watch("/w").await.unwrap();
+        let (_, gone) = b.exists_watch("/a-eph").await.unwrap();
+        let mut events = a.session_events();
+        let t0 = sim.now();
+        sim.expire_locally(&a);
+        b.exists("/w").await.unwrap();
+        assert_eq!(events.next().await, Some(SessionState::Expired));
+        assert_eq!(events.next().await, None, "Expired is final");
+        assert_eq!(old_watch.await, Err(ZkError::SessionExpired));
+        assert_eq!(a.exists("/w").await, Err(ZkError::SessionExpired));
+        let a2 = sim.renew_session(&a).await.expect("the session ended");
+        let old = a.session_id().0;
+        let stat = a2
+            .exists("/a-eph")
+            .await
+            .unwrap()
+            .expect("the server still holds it");
+        assert_eq!(stat.ephemeral_owner, old);
+        assert_ne!(a2.session_id().0, old);
+        // A change the old session watched reaches nobody: not a watch the new session
+        // sets after it.
+        b.set_data("/w", b"x", None).await.unwrap();
+        let (_, mut new_watch) = a2.exists_watch("/w").await.unwrap();
+        b.exists("/w").await.unwrap();
+        a2.exists("/w").await.unwrap();
+        assert!(
+            new_watch.try_take().is_none(),
+            "an old session's event fired it"
+        );
+        // The server hears nothing from the closed handle: a session timeout later, the
+        // old session's ephemerals go.
+        assert_eq!(gone.await.unwrap().event_type, EventType::NodeDeleted);
+        assert_eq!(sim.now() - t0, Duration::from_millis(T_MS));
+        assert_eq!(a2.session_state(), SessionState::Connected);
+    })
+    .unwrap();
+}
+
+/// Requests in flight when the client library gives up on its session fail with
+/// SessionExpired, as ZooKeeper's client fails every pending request once its handle is
+/// closed; the chooser decides which reached the server, and those stand.
+#[test]
+fn local_expiry_fails_requests_in_flight_with_session_expired() {
+    let mut applied = [false; 2];
+    for seed in 0..40 {
+        let got = run(cfg(seed), |sim| async move {
+            let a = sim.client();
+            let create = a.create("/in-flight", b"", CreateMode::Persistent);
+            let expire = async {
+                sim.expire_locally(&a);
+            };
+            let (r, ()) = join(create, expire).await;
+            assert_eq!(r, Err(ZkError::SessionExpired));
+            sim.server_stat("/in-flight").is_some()
+        })
+        .unwrap();
+        applied[got as usize] = true;
+    }
+    assert_eq!(applied, [true, true], "both outcomes occur across seeds");
+}
+
 #[test]
 fn pause_longer_than_the_session_resumes_believing_then_learns_expired() {
     run(cfg(14), |sim| async move {

@@ -8,7 +8,7 @@ use zklock_checker::{
     Bounds, Budget, ShrinkLimits, Shrunk, Trace, check_exhaustive, check_exhaustive_until, explore,
     explore_until, render_timeline, replay, shrink,
 };
-use zklock_sim::{Scenario, ShippedRecipe};
+use zklock_sim::{Rate, Scenario, ShippedRecipe};
 
 /// The scenario each canary is explored in: the default, with one reader among the
 /// writers for a bug of the read/write lock.
@@ -34,6 +34,22 @@ fn scenario(bug: Bug) -> Scenario {
             sequence_start: i32::MAX,
             ..Scenario::default()
         },
+        // Client-side expiries and lost create replies often enough that one follows the
+        // other within a session timeout, no drops (a dropped attempt's node bears the
+        // same guid), and holds longer than a session timeout, so that the server's
+        // expiry of the old session comes during the hold by its node (waiters behind
+        // such holds get the time they need to be judged live).
+        Bug::GuidOutlivesSession => {
+            let mut sc = Scenario {
+                hold_ms: 7000,
+                drop_every: 0,
+                liveness_bound_ms: 60_000,
+                ..Scenario::default()
+            };
+            sc.faults.local_expiry = Rate::new(1, 150);
+            sc.faults.lost_create_response = Rate::new(1, 40);
+            sc
+        }
         _ => Scenario::default(),
     }
 }
@@ -51,7 +67,10 @@ fn scenario(bug: Bug) -> Scenario {
 /// disconnect; a deadline looked at only when woken needs a timed attempt (each client's
 /// first, by the scenario's `mix_offset`) waiting behind a holder held up past it (the
 /// one fault: a partition or pause that outlives the holder's session); an order blind
-/// to the counter's wrap needs a holder and a node created past the wrap.
+/// to the counter's wrap needs a holder and a node created past the wrap; a guid that
+/// outlives its session needs a client-side expiry that leaves a node behind, a lost
+/// create reply in the next session (its second acquisition), and a waiter behind the
+/// node it adopts.
 fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
@@ -65,6 +84,7 @@ fn bounds(bug: Bug) -> Bounds {
         Bug::DroppedCreate => (1, 1, 1),
         Bug::AbandonedWait => (2, 0, 2),
         Bug::DeadlineOnWake => (2, 1, 1),
+        Bug::GuidOutlivesSession => (2, 2, 2),
     };
     Bounds {
         clients,
@@ -129,6 +149,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         scenario(Bug::DroppedCreate),
         scenario(Bug::DeadlineOnWake),
         scenario(Bug::OrderBlindToWrap),
+        scenario(Bug::GuidOutlivesSession),
     ] {
         let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {});
         assert!(e.failure.is_none(), "{:?}", e.summary.failures);
@@ -149,13 +170,29 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         assert!(r.violation.is_none(), "{} {bounds:?}", sc.readers);
         assert!(r.complete, "{bounds:?}: {r}");
     }
+    // Two faults and two acquisitions each are more than the search can finish (2
+    // million schedules leave it incomplete): the shipped recipe gets the canary's
+    // bounds up to a schedule limit, past the 202,363rd schedule, where the canary is
+    // caught (`every_canary_is_caught_by_the_exhaustive_check`).
+    let bug = Bug::GuidOutlivesSession;
+    let bounds = Bounds {
+        schedules_max: SHIPPED_SCHEDULES_MAX,
+        ..bounds(bug)
+    };
+    let r = check_exhaustive(&scenario(bug), &recipe, &bounds);
+    assert!(r.violation.is_none(), "{bounds:?}: {r}");
+    assert_eq!(r.schedules, SHIPPED_SCHEDULES_MAX, "{r}");
 }
+
+/// How far the shipped recipe is searched at a canary's bounds that the search cannot
+/// finish.
+const SHIPPED_SCHEDULES_MAX: u64 = 250_000;
 
 /// The fewest clients that can show each bug: a herd needs a holder and two waiters,
 /// two believers need two clients, an orphan node strands even a lone client, a wait
 /// is only given up, its wake-up lost, or started over behind itself, while another
-/// client holds, and a reader
-/// waits for a later writer only if there is one.
+/// client holds, a reader waits for a later writer only if there is one, and a node
+/// adopted from an old session is taken over by another client.
 fn clients_needed(bug: Bug) -> u32 {
     match bug {
         Bug::WatchParent => 3,
@@ -167,7 +204,8 @@ fn clients_needed(bug: Bug) -> u32 {
         | Bug::RestartForgetsNode
         | Bug::ReaderWaitsForLaterWriter
         | Bug::DeadlineOnWake
-        | Bug::OrderBlindToWrap => 2,
+        | Bug::OrderBlindToWrap
+        | Bug::GuidOutlivesSession => 2,
         Bug::BlindRetry | Bug::ForgetfulRelease | Bug::DroppedCreate => 1,
     }
 }
@@ -223,6 +261,24 @@ fn shrink_what_explore_finds(bug: Bug, limits: &ShrinkLimits) -> Shrunk {
     shrunk
 }
 
+/// The failing run a canary's minimized trace is shrunk from: the one `explore` catches,
+/// or, for a bug that needs two faults (more than the shrinker's exhaustive search of
+/// the smaller sizes places), the exhaustive check's counterexample at its bounds.
+fn failing_trace(bug: Bug) -> Trace {
+    if bug == Bug::GuidOutlivesSession {
+        let expected = bug.caught_by();
+        let r = check_exhaustive_until(&scenario(bug), &Canary(bug), &bounds(bug), &|r| {
+            r.violates(expected)
+        });
+        return r
+            .violation
+            .expect("caught")
+            .trace(&r.scenario, 0, bug.name());
+    }
+    let (seed, run) = caught_by_explore(bug).expect("caught");
+    run.trace(&scenario(bug), seed, bug.name())
+}
+
 /// `ZKLOCK_BLESS=1 cargo test canary` (re)writes the minimized traces.
 #[test]
 fn canary_minimized_traces_replay_to_the_same_violation() {
@@ -230,8 +286,7 @@ fn canary_minimized_traces_replay_to_the_same_violation() {
     for bug in Bug::ALL {
         let path = trace_path(bug);
         if bless {
-            let (seed, run) = caught_by_explore(bug).expect("caught");
-            let mut trace = run.trace(&scenario(bug), seed, bug.name());
+            let mut trace = failing_trace(bug);
             trace.violation = Some(bug.caught_by().to_string());
             let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
             shrunk.trace.write(&path).unwrap();

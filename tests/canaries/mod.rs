@@ -8,11 +8,11 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use zklock_recipe::history::LockRole;
-use zklock_recipe::lock::naming::node_prefix;
+use zklock_recipe::lock::naming::{node_prefix, sort_by_sequence};
 use zklock_recipe::lock::queue::{blocker, position};
-use zklock_recipe::lock::retry::delete_until_gone;
+use zklock_recipe::lock::retry::{delete_until_gone, retry};
 use zklock_recipe::lock::{
-    ContenderSpec, LockError, LockGuard, LostPolicy, NodeKind, OwnNode, RetryPolicy,
+    ContenderSpec, LockError, LockGuard, LockNode, LostPolicy, NodeKind, OwnNode, RetryPolicy,
     abandoned_cleanup, await_watch, create_contender, ensure_path, list_contenders, watch_node,
 };
 use zklock_recipe::path::join;
@@ -75,10 +75,19 @@ pub enum Bug {
     /// (python-zk/kazoo#730), go-zookeeper's lock misparsed them (go-zookeeper/zk#65),
     /// and ZooKeeper's own WriteLock recipe likewise (ZOOKEEPER-4372).
     OrderBlindToWrap,
+    /// After a lost create reply, adopts the node bearing its guid whichever session owns
+    /// it, with a guid that does not name the session, as Curator's protected mode did
+    /// (CURATOR-498, apache/curator#303): once its client library declared the session
+    /// expired on its own (Curator's own session timer, or KillSession), the next session
+    /// takes the old one's node, which the server still holds, for its own. The server
+    /// expires the old session, the node goes, and the next waiter takes the lock while
+    /// this holder, watching only its connection as Curator's InterProcessMutex does,
+    /// still believes.
+    GuidOutlivesSession,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 13] = [
+    pub const ALL: [Bug; 14] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -92,6 +101,7 @@ impl Bug {
         Bug::RestartForgetsNode,
         Bug::DeadlineOnWake,
         Bug::OrderBlindToWrap,
+        Bug::GuidOutlivesSession,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -108,6 +118,7 @@ impl Bug {
             Bug::RestartForgetsNode => "canary-restart-forgets-node",
             Bug::DeadlineOnWake => "canary-deadline-on-wake",
             Bug::OrderBlindToWrap => "canary-order-blind-to-wrap",
+            Bug::GuidOutlivesSession => "canary-guid-outlives-session",
         }
     }
     /// The property that must catch it.
@@ -122,7 +133,10 @@ impl Bug {
             | Bug::DroppedCreate
             | Bug::RestartForgetsNode => "liveness_after_heal",
             Bug::WatchParent => "no_herd",
-            Bug::DeafHolder | Bug::FullNameOrder | Bug::OrderBlindToWrap => "mutual_exclusion",
+            Bug::DeafHolder
+            | Bug::FullNameOrder
+            | Bug::OrderBlindToWrap
+            | Bug::GuidOutlivesSession => "mutual_exclusion",
             Bug::DeadlineOnWake => "timed_acquire_in_time",
         }
     }
@@ -166,11 +180,18 @@ type Guard = LockGuard<SimClient>;
 impl CanaryLock {
     /// The guid of this lock's next attempt: the session, then the attempt number.
     fn next_guid(&self) -> String {
+        if self.bug == Bug::GuidOutlivesSession {
+            // BUG: one guid for every session of the process.
+            return format!("p{}", self.c.index());
+        }
         let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
         format!("{:x}-{n:x}", self.c.session_id().0)
     }
 
     async fn enqueue(&self, guid: &str) -> Result<OwnNode, LockError> {
+        if self.bug == Bug::GuidOutlivesSession {
+            return self.enqueue_blind_to_owner(guid).await;
+        }
         if self.bug != Bug::BlindRetry {
             let spec = ContenderSpec {
                 dir: &self.dir,
@@ -197,6 +218,43 @@ impl CanaryLock {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// The shipped recovery of a lost create reply, but for the owner: the lowest node
+    /// bearing our guid is adopted whichever session owns it, and the others deleted.
+    async fn enqueue_blind_to_owner(&self, guid: &str) -> Result<OwnNode, LockError> {
+        ensure_path(&self.c, &self.policy, &self.dir).await?;
+        let prefix = join(&self.dir, &node_prefix(guid, self.kind));
+        for attempt in 1.. {
+            match self
+                .c
+                .create(&prefix, b"", CreateMode::EphemeralSequential)
+                .await
+            {
+                Ok((path, stat)) => return OwnNode::new(path, stat.czxid),
+                Err(e) if e.is_connection_loss() && attempt < self.policy.attempts_max => {
+                    self.c.sleep(self.policy.backoff(attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let children = retry(&self.c, &self.policy, || self.c.get_children(&self.dir)).await?;
+            let mut ours: Vec<LockNode> = children
+                .iter()
+                .filter_map(LockNode::parse)
+                .filter(|n| n.kind == self.kind && n.guid() == Some(guid))
+                .collect();
+            sort_by_sequence(&mut ours);
+            let mut ours = ours.into_iter().map(|n| join(&self.dir, &n.name));
+            let Some(first) = ours.next() else { continue };
+            for extra in ours {
+                delete_until_gone(&self.c, &self.policy, &extra).await?;
+            }
+            // BUG: no look at the node's ephemeral owner.
+            if let Some(stat) = retry(&self.c, &self.policy, || self.c.exists(&first)).await? {
+                return OwnNode::new(first, stat.czxid);
+            }
+        }
+        unreachable!("the attempts end by returning")
     }
 
     /// The recipe's loop with the bug; `Ok(None)` when `deadline_us` passed (or at once
@@ -403,6 +461,14 @@ impl LockUnderTest for CanaryLock {
         if self.bug == Bug::DeafHolder {
             // BUG: never stop believing.
             return std::future::pending().await;
+        }
+        if self.bug == Bug::GuidOutlivesSession {
+            // As Curator's InterProcessMutex: only the connection's state ends a hold.
+            let mut events = self.c.session_events();
+            if self.c.session_state() != SessionState::Connected {
+                return format!("{:?}", self.c.session_state());
+            }
+            return format!("{:?}", disconnected(&mut events).await);
         }
         format!("{:?}", g.lost().await)
     }

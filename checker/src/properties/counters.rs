@@ -82,7 +82,7 @@ struct ClientState {
 
 /// Every fault kind, one of each, in a fixed order: faults are tallied by position in
 /// an array and named once at the end.
-const FAULT_KINDS: [FaultKind; 7] = [
+const FAULT_KINDS: [FaultKind; 8] = [
     FaultKind::ConnectionLoss,
     FaultKind::LostCreateResponse,
     FaultKind::ForcedExpiry,
@@ -90,6 +90,7 @@ const FAULT_KINDS: [FaultKind; 7] = [
     FaultKind::Pause { duration_ms: 0 },
     FaultKind::Crash,
     FaultKind::DelayedDelivery { delay_ms: 0 },
+    FaultKind::LocalExpiry,
 ];
 
 /// The position of a fault's kind in [`FAULT_KINDS`].
@@ -102,6 +103,7 @@ fn fault_slot(fault: FaultKind) -> usize {
         FaultKind::Pause { .. } => 4,
         FaultKind::Crash => 5,
         FaultKind::DelayedDelivery { .. } => 6,
+        FaultKind::LocalExpiry => 7,
     }
 }
 

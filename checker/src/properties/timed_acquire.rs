@@ -151,9 +151,10 @@ impl<'h> Judge<'h> for TimedAcquire<'h> {
             | FaultKind::DelayedDelivery {
                 delay_ms: duration_ms,
             } => duration_ms,
-            FaultKind::ConnectionLoss | FaultKind::LostCreateResponse | FaultKind::ForcedExpiry => {
-                0
-            }
+            FaultKind::ConnectionLoss
+            | FaultKind::LostCreateResponse
+            | FaultKind::ForcedExpiry
+            | FaultKind::LocalExpiry => 0,
         };
         let us = lasting_ms
             .saturating_mul(1000)

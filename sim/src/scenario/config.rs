@@ -14,6 +14,10 @@ impl Rate {
     pub const fn new(num: u32, den: u32) -> Rate {
         Rate { num, den }
     }
+    /// [`Rate::NEVER`], as a function (for serde defaults).
+    pub const fn never() -> Rate {
+        Rate::NEVER
+    }
     pub fn is_never(self) -> bool {
         self.num == 0 || self.den == 0
     }
@@ -39,6 +43,13 @@ pub struct Faults {
     /// Replies and watch events to a client held back for a while (a slow link; shorter
     /// than the client's disconnect detection). Default 1 in 400.
     pub delayed_delivery: Rate,
+    /// Expiry declared by the client library on its own while the server still holds
+    /// the session, as Curator's does (by its own session timer, and in KillSession): the
+    /// process opens a new session at once, and the old session's nodes stand until the
+    /// server expires it a session timeout later (CURATOR-498). Default 1 in 1500; a
+    /// trace written before it existed reads it as never, so that it replays as it ran.
+    #[serde(default = "Rate::never")]
+    pub local_expiry: Rate,
     /// Longest delivery delay, in milliseconds. Default 1000.
     pub delay_ms_max: u64,
     /// Longest partition, in milliseconds. Default 2 × the session timeout (12000).
@@ -57,6 +68,7 @@ impl Default for Faults {
             pause: Rate::new(1, 1500),
             crash: Rate::new(1, 4000),
             delayed_delivery: Rate::new(1, 400),
+            local_expiry: Rate::new(1, 1500),
             delay_ms_max: 1000,
             partition_ms_max: 12_000,
             pause_ms_max: 12_000,
@@ -75,6 +87,7 @@ impl Faults {
             pause: Rate::NEVER,
             crash: Rate::NEVER,
             delayed_delivery: Rate::NEVER,
+            local_expiry: Rate::NEVER,
             ..Faults::default()
         }
     }

@@ -47,32 +47,13 @@ impl World {
     /// as the chooser decides (a prefix of them, since a connection is FIFO); every caller
     /// waiting for a reply gets ConnectionLoss. Watch events wait for the reconnect.
     pub(crate) fn drop_connection(&mut self, c: ClientId) {
-        let session = self.clients[c].session;
-        let alive = self.sessions.get(&session).is_some_and(|s| s.alive);
-        let n = self.clients[c].outbound.len();
-        if alive && n > 0 {
-            let k = self.choose(ChoiceKind::AppliedPrefix, n + 1);
-            for _ in 0..k {
-                let out = self.clients[c].outbound.pop_front().expect("k <= n");
-                // Applied, but the reply is lost with the connection.
-                let _ = self.execute(c, out.req);
-                self.answer(c, out.reply, Err(ZkError::ConnectionLoss));
-                self.record(c, EventKind::OpUnknown { op_id: out.op_id });
-            }
-        }
+        self.apply_sent_prefix(c, ZkError::ConnectionLoss);
         let mut lost = Vec::new();
         let cl = &mut self.clients[c];
         for out in cl.outbound.drain(..) {
             lost.push((out.op_id, out.reply));
         }
-        let mut kept = std::collections::VecDeque::new();
-        for item in cl.inbound.drain(..) {
-            match item {
-                Inbound::Reply { reply, op_id, .. } => lost.push((op_id, reply)),
-                ev @ Inbound::Event(_) => kept.push_back(ev),
-            }
-        }
-        cl.inbound = kept;
+        take_replies(cl, &mut lost);
         cl.conn = Conn::Disconnected;
         cl.conn_epoch += 1;
         cl.conn_broken = false;
@@ -92,6 +73,59 @@ impl World {
         self.update_hearing(c);
         if self.clients[c].partitioned_until.is_none() {
             self.set_timer(reconnect_at, Timer::Reconnect { client: c, epoch });
+        }
+    }
+
+    /// The connection goes down with requests in flight: a prefix of them reached the
+    /// server (a connection is FIFO), as the chooser decides, and was applied; their
+    /// callers get `error`, their fate unknown.
+    fn apply_sent_prefix(&mut self, c: ClientId, error: ZkError) {
+        let session = self.clients[c].session;
+        let alive = self.sessions.get(&session).is_some_and(|s| s.alive);
+        let n = self.clients[c].outbound.len();
+        if alive && n > 0 {
+            let k = self.choose(ChoiceKind::AppliedPrefix, n + 1);
+            for _ in 0..k {
+                let out = self.clients[c].outbound.pop_front().expect("k <= n");
+                // Applied, but the reply is lost with the connection.
+                let _ = self.execute(c, out.req);
+                self.answer(c, out.reply, Err(error.clone()));
+                self.record(c, EventKind::OpUnknown { op_id: out.op_id });
+            }
+        }
+    }
+
+    /// Expiry declared by the client library on its own, as Curator does by its own
+    /// session timer (its default connection handling since 3.0) and in its KillSession
+    /// (ZooKeeper's `injectSessionExpiration`): the handle closes its connection and
+    /// reports Expired while the server still holds the session, and its ephemerals,
+    /// until it has heard nothing from it for a session timeout. A session the process
+    /// opens meanwhile sees the old one's nodes (CURATOR-498).
+    pub(crate) fn expire_locally(&mut self, c: ClientId) {
+        // ZooKeeper's client fails every pending request with SessionExpired once its
+        // handle is closed, those already applied too.
+        self.apply_sent_prefix(c, ZkError::SessionExpired);
+        // Replies the server sent that the client had not taken go with the connection.
+        let mut lost = Vec::new();
+        take_replies(&mut self.clients[c], &mut lost);
+        for (op_id, reply) in lost {
+            self.answer(c, reply, Err(ZkError::SessionExpired));
+            self.record(c, EventKind::OpUnknown { op_id });
+        }
+        let session = self.clients[c].session;
+        let timeout = self.clients[c].timeout_us;
+        self.learn_expired(c);
+        let now = self.now_us;
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        // A closed handle sends no pings. If the server had already stopped hearing
+        // (a partition), its expiry stands as it was.
+        if s.alive && s.hears {
+            s.hears = false;
+            s.expiry_epoch += 1;
+            let epoch = s.expiry_epoch;
+            self.set_timer(now + timeout, Timer::Expire { session, epoch });
         }
     }
 
@@ -315,4 +349,17 @@ impl World {
         self.set_state(c, state);
         self.clients[c].broadcast.close();
     }
+}
+
+/// Moves the replies queued for client `cl` into `lost` (op id, who awaits it), in
+/// order, and keeps its watch events queued.
+fn take_replies(cl: &mut super::ClientState, lost: &mut Vec<(u64, super::ReplyTo)>) {
+    let mut kept = std::collections::VecDeque::new();
+    for item in cl.inbound.drain(..) {
+        match item {
+            Inbound::Reply { reply, op_id, .. } => lost.push((op_id, reply)),
+            ev @ Inbound::Event(_) => kept.push_back(ev),
+        }
+    }
+    cl.inbound = kept;
 }

@@ -18,6 +18,7 @@ enum Kind {
     Pause,
     Crash,
     DelayedDelivery,
+    LocalExpiry,
 }
 
 /// The faults of a scenario, as weights over one common denominator.
@@ -53,6 +54,7 @@ impl FaultPlan {
             (Kind::Pause, f.pause),
             (Kind::Crash, f.crash),
             (Kind::DelayedDelivery, f.delayed_delivery),
+            (Kind::LocalExpiry, f.local_expiry),
         ];
         let on: Vec<(Kind, Rate)> = rates.into_iter().filter(|(_, r)| !r.is_never()).collect();
         // The least common multiple keeps every integer ratio exact.
@@ -191,6 +193,10 @@ impl World {
                 self.record_fault(c, FaultKind::DelayedDelivery { delay_ms: ms });
                 self.delay_delivery(c, ms * 1000);
             }
+            Kind::LocalExpiry => {
+                self.record_fault(c, FaultKind::LocalExpiry);
+                self.expire_locally(c);
+            }
         }
         true
     }
@@ -209,7 +215,11 @@ impl World {
         let cl = &self.clients[c];
         let live = cl.conn == Conn::Connected && cl.frozen_until.is_none() && !cl.crashed;
         match kind {
-            Kind::ConnectionLoss | Kind::ForcedExpiry | Kind::Crash | Kind::Pause => live,
+            Kind::ConnectionLoss
+            | Kind::ForcedExpiry
+            | Kind::Crash
+            | Kind::Pause
+            | Kind::LocalExpiry => live,
             Kind::Partition => live && cl.partitioned_until.is_none(),
             Kind::LostCreateResponse => live && !cl.lose_next_create,
             Kind::DelayedDelivery => live && cl.delayed_until.is_none(),

@@ -97,6 +97,7 @@ pub(crate) enum Staged {
 pub(crate) enum Control {
     Disconnect(ClientId),
     Expire(ClientId),
+    ExpireLocally(ClientId),
     Partition(ClientId, u64),
     Pause(ClientId, u64),
     Crash(ClientId),
@@ -641,6 +642,13 @@ impl World {
                 self.record_fault(c, zklock_recipe::history::FaultKind::ForcedExpiry);
                 self.force_expire(c)
             }
+            Control::ExpireLocally(c) => {
+                self.record_fault(c, zklock_recipe::history::FaultKind::LocalExpiry);
+                if self.clients[c].conn == Conn::Connected && self.clients[c].frozen_until.is_none()
+                {
+                    self.expire_locally(c);
+                }
+            }
             Control::Partition(c, d) => {
                 let f = zklock_recipe::history::FaultKind::Partition {
                     duration_ms: d / 1000,
@@ -793,6 +801,11 @@ impl World {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
                 let cl = &mut self.clients[c];
+                if cl.session != n.session {
+                    // A session the client library gave up on while the server still
+                    // holds it: its connection is closed, so its events go nowhere.
+                    continue;
+                }
                 // Straight to a client with nothing queued, as `send_reply` does. Clients
                 // then hear in notification order rather than by id, which nothing
                 // observes: an event only fires a watch, and wakes are taken in id order.

@@ -100,6 +100,6 @@ pub use properties::{
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
-pub use sweep::{SEED_ENV, SeedFailure, check_seeds};
+pub use sweep::{SEED_ENV, SeedFailure, SweepError, check_seeds};
 pub use timeline::render_timeline;
 pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};

@@ -11,6 +11,47 @@ use zklock_sim::{Recipe, Scenario};
 /// Restricts a sweep to one seed, to reproduce a failure: `ZKLOCK_SEED=42 cargo test ...`.
 pub const SEED_ENV: &str = "ZKLOCK_SEED";
 
+/// Why a sweep did not pass. Its `Debug` is its `Display`, so that a plain `.unwrap()` in
+/// a test prints the report and the command that reproduces it.
+#[non_exhaustive]
+pub enum SweepError {
+    /// A seed violated a property, or its run stopped early.
+    Seed(SeedFailure),
+    /// `$ZKLOCK_SEED` is set, but not to a seed (a u64): the sweep would otherwise run
+    /// its whole range and reproduce nothing.
+    BadSeedEnv { value: String },
+}
+
+impl SweepError {
+    /// The failing seed, if a seed failed.
+    pub fn seed_failure(&self) -> Option<&SeedFailure> {
+        match self {
+            SweepError::Seed(f) => Some(f),
+            SweepError::BadSeedEnv { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::Seed(failure) => failure.fmt(f),
+            SweepError::BadSeedEnv { value } => write!(
+                f,
+                "{SEED_ENV}={value:?} is not a seed: set it to one seed (a number), or unset it"
+            ),
+        }
+    }
+}
+
+impl fmt::Debug for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for SweepError {}
+
 /// The first failing seed of a sweep.
 #[derive(Debug)]
 pub struct SeedFailure {
@@ -47,15 +88,22 @@ impl std::error::Error for SeedFailure {}
 
 /// Runs and checks every seed of `seeds` (only `$ZKLOCK_SEED` when that is set). Returns
 /// the merged non-vacuity counters, or the first failure with its trace written under
-/// `target/zklock-failures/` (or `$CARGO_TARGET_DIR/zklock-failures/`).
+/// `target/zklock-failures/` (or `$CARGO_TARGET_DIR/zklock-failures/`); or
+/// [`SweepError::BadSeedEnv`], running nothing, when `$ZKLOCK_SEED` is not a seed.
 pub fn check_seeds<R: Recipe>(
     scenario: &Scenario,
     recipe: &R,
     seeds: Range<u64>,
-) -> Result<Counters, Box<SeedFailure>> {
-    let seeds = match std::env::var(SEED_ENV).ok().and_then(|s| s.parse().ok()) {
-        Some(one) => one..one + 1,
+) -> Result<Counters, Box<SweepError>> {
+    let seeds = match std::env::var_os(SEED_ENV) {
         None => seeds,
+        Some(value) => match value.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
+            Some(one) => one..one.saturating_add(1),
+            None => {
+                let value = value.to_string_lossy().into_owned();
+                return Err(Box::new(SweepError::BadSeedEnv { value }));
+            }
+        },
     };
     let mut counters = Counters::default();
     for seed in seeds {
@@ -78,13 +126,13 @@ pub fn check_seeds<R: Recipe>(
             .name()
             .filter(|n| *n != "main")
             .map(str::to_owned);
-        return Err(Box::new(SeedFailure {
+        return Err(Box::new(SweepError::Seed(SeedFailure {
             seed,
             failure,
             report: run.report.to_string(),
             trace: written,
             test,
-        }));
+        })));
     }
     Ok(counters)
 }

@@ -100,9 +100,12 @@ fn the_shipped_lock_passes_the_same_runs() {
 
 #[test]
 fn a_failing_sweep_says_how_to_reproduce_it() {
-    let err = zklock_checker::check_seeds(&scenario(), &Deaf(ShippedRecipe::default()), 0..40)
+    let sweep = zklock_checker::check_seeds(&scenario(), &Deaf(ShippedRecipe::default()), 0..40)
         .expect_err("the deaf holder fails some seed");
+    let err = sweep.seed_failure().expect("a seed failed");
     let text = err.to_string();
+    // `.unwrap()` in a test prints this same report.
+    assert_eq!(format!("{sweep:?}"), text);
     assert!(
         text.contains(&format!("ZKLOCK_SEED={} cargo test", err.seed)),
         "{text}"
@@ -124,7 +127,8 @@ fn a_failing_sweep_says_how_to_reproduce_it() {
 #[test]
 fn shrinking_keeps_the_violation_and_makes_the_trace_smaller() {
     let recipe = Deaf(ShippedRecipe::default());
-    let err = zklock_checker::check_seeds(&scenario(), &recipe, 0..40).expect_err("fails");
+    let sweep = zklock_checker::check_seeds(&scenario(), &recipe, 0..40).expect_err("fails");
+    let err = sweep.seed_failure().expect("a seed failed");
     let trace = zklock_checker::Trace::read(err.trace.as_ref().unwrap()).unwrap();
     let s = zklock_checker::shrink(&trace, &recipe, &Default::default()).unwrap();
     eprintln!(

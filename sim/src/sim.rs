@@ -456,13 +456,11 @@ impl Sim {
             let alive = w.sessions.get(&cl.session).is_some_and(|s| s.alive);
             alive && (cl.crashed || !cl.detached.is_empty())
         });
-        // A session its client library gave up on, still held by the server.
-        let abandoned = || {
-            w.sessions
+        // Or a session its client library gave up on, still held by the server.
+        client_busy
+            || w.sessions
                 .iter()
                 .any(|(id, s)| s.alive && w.clients[s.client].session != *id)
-        };
-        client_busy || abandoned()
     }
 
     /// Background cleanup items (`Coordination::cleanup_detached`) the client library

@@ -5,8 +5,8 @@
 use super::{Bug, Canary};
 use std::path::PathBuf;
 use zklock_checker::{
-    Bounds, Budget, ShrinkLimits, Shrunk, Trace, check_exhaustive, check_exhaustive_until, explore,
-    explore_until, render_timeline, replay, shrink,
+    Bounds, Budget, ExhaustiveReport, ShrinkLimits, Shrunk, Trace, check_exhaustive,
+    check_exhaustive_until, explore, explore_until, render_timeline, replay, shrink,
 };
 use zklock_sim::{Rate, Scenario, ShippedRecipe};
 
@@ -121,6 +121,15 @@ fn caught_by_explore(bug: Bug) -> Option<(u64, zklock_checker::CheckedRun)> {
     e.failure
 }
 
+/// The exhaustive check at the canary's bounds, stopped at its first run that violates
+/// the canary's property.
+fn caught_by_exhaustive(bug: Bug) -> ExhaustiveReport {
+    let expected = bug.caught_by();
+    check_exhaustive_until(&scenario(bug), &Canary(bug), &bounds(bug), &|r| {
+        r.violates(expected)
+    })
+}
+
 fn trace_path(bug: Bug) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("traces")
@@ -139,10 +148,7 @@ fn every_canary_is_caught_by_explore_within_the_default_budget() {
 #[test]
 fn every_canary_is_caught_by_the_exhaustive_check() {
     for bug in Bug::ALL {
-        let expected = bug.caught_by();
-        let r = check_exhaustive_until(&scenario(bug), &Canary(bug), &bounds(bug), &|r| {
-            r.violates(expected)
-        });
+        let r = caught_by_exhaustive(bug);
         let run = r.violation.unwrap_or_else(|| {
             panic!(
                 "{} survived the exhaustive check ({} schedules)",
@@ -150,7 +156,7 @@ fn every_canary_is_caught_by_the_exhaustive_check() {
                 r.schedules
             )
         });
-        assert!(run.violates(expected));
+        assert!(run.violates(bug.caught_by()));
     }
 }
 
@@ -280,10 +286,7 @@ fn shrink_what_explore_finds(bug: Bug, limits: &ShrinkLimits) -> Shrunk {
 /// the smaller sizes places), the exhaustive check's counterexample at its bounds.
 fn failing_trace(bug: Bug) -> Trace {
     if bug == Bug::GuidOutlivesSession {
-        let expected = bug.caught_by();
-        let r = check_exhaustive_until(&scenario(bug), &Canary(bug), &bounds(bug), &|r| {
-            r.violates(expected)
-        });
+        let r = caught_by_exhaustive(bug);
         return r
             .violation
             .expect("caught")

@@ -5,6 +5,7 @@ use crate::detached::{self, CleanupHome, Raw};
 use crate::error::RealError;
 use crate::watch::WatchForwarder;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use zklock_recipe::path::validate_path;
@@ -83,6 +84,9 @@ pub struct ZkClient {
     session_timeout: Duration,
     addr: String,
     hub: Arc<Mutex<StateHub>>,
+    /// Set by [`expire_locally`](ZkClient::expire_locally): every failure since is
+    /// SessionExpired.
+    expired_locally: AtomicBool,
     watches: WatchForwarder,
     state_task: tokio::task::JoinHandle<()>,
     /// Where background cleanup runs: it may be handed over from a `Drop` outside a task.
@@ -161,6 +165,7 @@ impl ZkClient {
             client: Mutex::new(Some(Arc::new(client))),
             addr: addr.to_string(),
             hub,
+            expired_locally: AtomicBool::new(false),
             watches: WatchForwarder::default(),
             state_task,
             cleanup_home: CleanupHome::here(),
@@ -198,7 +203,57 @@ impl ZkClient {
     /// Hands a reply to the recipe, after any watch event that arrived before it.
     fn reply<T>(&self, result: Result<T, zk::Error>) -> Result<T, ZkError> {
         self.watches.flush();
-        result.map_err(zk_error)
+        result.map_err(|e| self.failure(e))
+    }
+
+    /// A request's failure as the recipe sees it. After a local expiry every request
+    /// still pending fails with SessionExpired, as ZooKeeper's client fails its pending
+    /// packets once its handle is closed (zookeeper-client reports the cut connection).
+    fn failure(&self, error: zk::Error) -> ZkError {
+        if self.expired_locally.load(Ordering::Acquire) {
+            ZkError::SessionExpired
+        } else {
+            zk_error(error)
+        }
+    }
+
+    /// Declares the session expired on this side while the server still holds it, as
+    /// Curator does by its own session timer (its default connection handling since 3.0)
+    /// and in its KillSession (ZooKeeper's `injectSessionExpiration`). The client reports
+    /// Expired at once; requests in flight and pending watches fail with SessionExpired,
+    /// and so does every request after. The server keeps the session, and its ephemerals,
+    /// until it has heard nothing from it for a session timeout: a session the process
+    /// opens meanwhile sees them (CURATOR-498).
+    ///
+    /// `close_connection` runs after the client reports Expired and before it lets go of
+    /// zookeeper-client's handle. It must keep the old session from reaching the server
+    /// again, as [`ClientLink::expire_locally`](crate::faults::ClientLink::expire_locally)
+    /// does: zookeeper-client would otherwise resume the session on a reconnect, or send
+    /// CloseSession when its last handle goes, and either ends the server's wait. Returns
+    /// false, without calling it, when the session was over already.
+    pub fn expire_locally(&self, close_connection: impl FnOnce()) -> bool {
+        let client = {
+            let mut hub = lock(&self.hub);
+            if hub.state.is_terminal() {
+                return false;
+            }
+            let Some(client) = lock(&self.client).take() else {
+                return false;
+            };
+            self.expired_locally.store(true, Ordering::Release);
+            hub.advance(SessionState::Expired);
+            client
+        };
+        self.watches.fail_all(&ZkError::SessionExpired);
+        close_connection();
+        // Requests in flight hold handles too; they fail with the cut connection.
+        drop(client);
+        true
+    }
+
+    /// Whether [`expire_locally`](ZkClient::expire_locally) ended this session.
+    pub fn expired_locally(&self) -> bool {
+        self.expired_locally.load(Ordering::Acquire)
     }
 
     /// Sends a delete at the call (where [`delete`](Coordination::delete) sends at its
@@ -262,7 +317,7 @@ impl ZkClient {
             zk::MultiWriteError::OperationFailed { index, source } => {
                 failed_at(index, zk_error(source))
             }
-            zk::MultiWriteError::RequestFailed { source } => zk_error(source),
+            zk::MultiWriteError::RequestFailed { source } => self.failure(source),
         })?;
         results
             .into_iter()

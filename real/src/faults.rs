@@ -6,6 +6,7 @@
 //! | `lost-create` | the target's next create is applied and its reply withheld      | `LostCreateResponse`, when it strikes |
 //! | `expire`      | the target is cut off, then its session closed server-side, as Curator's KillSession (see [`expire_isolated`]) | `ForcedExpiry` |
 //! | `black-hole`  | nothing reaches or leaves the target for a while; past its session timeout the server expires it | `Partition` |
+//! | `local-expire` | the target's client library declares its session expired: it reports Expired, and the process opens a new session, while the server keeps the old one, and its nodes, for a session timeout (see [`ClientLink::expire_locally`]) | `LocalExpiry` |
 //! | `kill-leader` | the ensemble's leader is SIGKILLed, and restarted a while later | `ConnectionLoss` for every client (every session is cut while the ensemble elects) |
 //!
 //! Each client talks through its own [`ClientLink`] (one proxy per server), so a proxy fault
@@ -34,16 +35,18 @@ pub enum RealFault {
     LostCreate,
     Expire,
     BlackHole,
+    LocalExpire,
     KillLeader,
 }
 
 impl RealFault {
     /// Every kind, in the order they are listed.
-    pub const ALL: [RealFault; 5] = [
+    pub const ALL: [RealFault; 6] = [
         RealFault::Cut,
         RealFault::LostCreate,
         RealFault::Expire,
         RealFault::BlackHole,
+        RealFault::LocalExpire,
         RealFault::KillLeader,
     ];
 
@@ -54,6 +57,7 @@ impl RealFault {
             RealFault::LostCreate => "lost-create",
             RealFault::Expire => "expire",
             RealFault::BlackHole => "black-hole",
+            RealFault::LocalExpire => "local-expire",
             RealFault::KillLeader => "kill-leader",
         }
     }
@@ -211,6 +215,7 @@ pub struct FaultCounts {
     pub lost_creates_struck: u64,
     pub expiries: u64,
     pub black_holes: u64,
+    pub local_expiries: u64,
     pub leader_kills: u64,
     /// Fault actions that failed (e.g. an expiry the server did not confirm in time), with
     /// the first reasons.
@@ -222,7 +227,12 @@ pub const MAX_FAILURES_KEPT: usize = 8;
 
 impl FaultCounts {
     pub fn total(&self) -> u64 {
-        self.cuts + self.lost_creates_struck + self.expiries + self.black_holes + self.leader_kills
+        self.cuts
+            + self.lost_creates_struck
+            + self.expiries
+            + self.black_holes
+            + self.local_expiries
+            + self.leader_kills
     }
 
     fn fail(&mut self, reason: String) {
@@ -237,12 +247,13 @@ impl fmt::Display for FaultCounts {
         write!(
             f,
             "injected: cut {}, lost-create {} (armed {}), expire {}, black-hole {}, \
-             kill-leader {}",
+             local-expire {}, kill-leader {}",
             self.cuts,
             self.lost_creates_struck,
             self.lost_creates_armed,
             self.expiries,
             self.black_holes,
+            self.local_expiries,
             self.leader_kills
         )?;
         if !self.failures.is_empty() {
@@ -316,6 +327,24 @@ impl ClientLink {
             p.heal();
         }
         self.disarm_lost_create();
+    }
+
+    /// Declares `client`'s session expired on the client's side (see
+    /// [`ZkClient::expire_locally`]): the link's proxies refuse the session's reconnects
+    /// for `refuse_for` and cut its connection, so the server hears nothing more from it
+    /// and expires it a session timeout later, while the process's next session connects
+    /// as usual. `refuse_for` must outlast the server's expiry of the session (twice its
+    /// timeout does: ZooKeeper expires a session within a timeout and a tick of its last
+    /// ping, and a tick is at most half a timeout). False when the session was over
+    /// already.
+    pub fn expire_locally(&self, client: &ZkClient, refuse_for: Duration) -> bool {
+        let session = client.session_id().0;
+        client.expire_locally(|| {
+            for p in &self.proxies {
+                p.refuse_session_for(session, refuse_for);
+            }
+            self.cut();
+        })
     }
 
     /// Withheld replies so far, over every proxy.
@@ -473,6 +502,7 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
                     RealFault::LostCreate => ctx.lost_create(&mut counts, &mut background),
                     RealFault::Expire => ctx.expire(&mut counts, &mut background),
                     RealFault::BlackHole => ctx.black_hole(&mut counts, &mut schedule),
+                    RealFault::LocalExpire => ctx.local_expire(&mut counts),
                     RealFault::KillLeader => {
                         downed = ctx.kill_leader(&mut counts).await;
                     }
@@ -517,9 +547,11 @@ fn next_kind(
 
 fn applicable(kind: RealFault, targets: &FaultTargets, server_down: bool) -> bool {
     match kind {
-        RealFault::Cut | RealFault::LostCreate | RealFault::BlackHole | RealFault::Expire => {
-            !targets.links.is_empty()
-        }
+        RealFault::Cut
+        | RealFault::LostCreate
+        | RealFault::BlackHole
+        | RealFault::Expire
+        | RealFault::LocalExpire => !targets.links.is_empty(),
         // One server down at a time, so the ensemble keeps its quorum.
         RealFault::KillLeader => !server_down && lock_servers(&targets.servers).can_kill_leader(),
     }
@@ -647,6 +679,26 @@ impl Strike<'_> {
         self.record(self.target, FaultKind::Partition { duration_ms: ms });
         self.targets.links[self.target].black_hole_for(Duration::from_millis(ms));
         counts.black_holes += 1;
+    }
+
+    fn local_expire(&self, counts: &mut FaultCounts) {
+        let Some(client) = self.targets.sessions.get(self.target) else {
+            return;
+        };
+        if client.session_state().is_terminal() {
+            return;
+        }
+        // Recorded first, so that the history shows the fault before the Expired it causes.
+        self.record(self.target, FaultKind::LocalExpiry);
+        let refuse_for = client.negotiated_session_timeout() * 2;
+        if self.targets.links[self.target].expire_locally(&client, refuse_for) {
+            counts.local_expiries += 1;
+        } else {
+            counts.fail(format!(
+                "a local expiry found session {} over already",
+                client.session_id()
+            ));
+        }
     }
 
     async fn kill_leader(&self, counts: &mut FaultCounts) -> Option<Downed> {
@@ -781,7 +833,7 @@ mod tests {
         let mut bag = Vec::new();
         let mut s = Schedule(3);
         let usable = |k| k != RealFault::KillLeader;
-        let mut round: Vec<RealFault> = (0..4)
+        let mut round: Vec<RealFault> = (0..5)
             .map(|_| next_kind(&mut bag, &mut s, usable).unwrap())
             .collect();
         round.sort();
@@ -791,7 +843,8 @@ mod tests {
                 RealFault::Cut,
                 RealFault::LostCreate,
                 RealFault::Expire,
-                RealFault::BlackHole
+                RealFault::BlackHole,
+                RealFault::LocalExpire
             ]
         );
         assert_eq!(next_kind(&mut bag, &mut s, |_| false), None);

@@ -6,7 +6,8 @@
 //! * [`harness`] starts and stops real ZooKeeper servers for tests ([`harness::TestServer`],
 //!   [`harness::TestCluster`]), kills and restarts them, and forces sessions to expire.
 //! * [`proxy`] is a fault-injecting TCP proxy that understands ZooKeeper's framing: it cuts
-//!   connections, loses create responses and black-holes clients.
+//!   connections, loses create responses, black-holes clients, and keeps a session that
+//!   its client declared expired on its own from reaching the server.
 //! * [`workload`] runs the simulation's workload with the shipped recipe on real servers
 //!   ([`servers::Servers`]), N clients each on its own session, with faults
 //!   ([`faults`]) until a heal time, and records the same

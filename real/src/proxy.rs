@@ -9,7 +9,10 @@
 //!   cut, so the client gets `ConnectionLoss` for a create that happened;
 //! * black-hole the client ([`Proxy::black_hole`], [`Proxy::black_hole_for`]): nothing is
 //!   forwarded either way and nothing is closed, as in a partition, so the server expires
-//!   the session once its timeout passes without a ping.
+//!   the session once its timeout passes without a ping;
+//! * refuse one session's reconnects ([`Proxy::refuse_session_for`]): with a cut, the server
+//!   hears nothing more from that session while new sessions connect as usual, as when a
+//!   client library declares its session expired on its own.
 //!
 //! The proxy understands ZooKeeper's framing: every message is a 4-byte big-endian length
 //! and a body. After the first message each way (ConnectRequest / ConnectResponse, which
@@ -38,6 +41,11 @@ const REQUEST_HEADER_BYTES: usize = 8;
 const REPLY_HEADER_BYTES: usize = 16;
 /// Bytes of the length prefix.
 const LENGTH_BYTES: usize = 4;
+/// Where a ConnectRequest carries the session it resumes (0 for a new session): after
+/// protocolVersion (i32), lastZxidSeen (i64) and timeOut (i32).
+const CONNECT_SESSION_AT: usize = 16;
+/// How many refused sessions a proxy remembers (the oldest go first).
+pub const MAX_REFUSED_SESSIONS: usize = 64;
 
 /// Bounds on what a proxy holds.
 #[non_exhaustive]
@@ -98,6 +106,8 @@ struct State {
     open: usize,
     /// Bumped by every black-hole change, so a timed heal only ends its own black hole.
     black_hole_generation: u64,
+    /// Sessions whose reconnects are refused, each until its deadline; oldest first.
+    refused: VecDeque<(i64, tokio::time::Instant)>,
 }
 
 #[derive(Debug)]
@@ -160,6 +170,7 @@ impl Proxy {
                 next_conn: 0,
                 open: 0,
                 black_hole_generation: 0,
+                refused: VecDeque::new(),
             }),
         });
         let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -264,6 +275,26 @@ impl Proxy {
     pub fn is_black_holed(&self) -> bool {
         *self.shared.black_hole.borrow()
     }
+
+    /// For `duration`, closes every new connection whose ConnectRequest resumes `session`,
+    /// before anything of it reaches the server; connections already open are left (cut
+    /// them with [`cut_all`](Proxy::cut_all) after this). The server then hears nothing
+    /// more from the session, neither pings nor a CloseSession, and expires it once its
+    /// timeout passes, while new sessions connect as usual: how a client library that
+    /// declared its session expired on its own leaves it.
+    pub fn refuse_session_for(&self, session: i64, duration: Duration) {
+        // Session 0 asks for a new session: never refused.
+        if session == 0 {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let mut state = self.shared.state();
+        state.refused.retain(|&(_, until)| until > now);
+        if state.refused.len() == MAX_REFUSED_SESSIONS {
+            state.refused.pop_front();
+        }
+        state.refused.push_back((session, now + duration));
+    }
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
@@ -357,6 +388,9 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared:
             return;
         };
         let body = &frame[LENGTH_BYTES..];
+        if first && way == Way::ToServer && refuses(shared, body) {
+            return;
+        }
         if !first {
             match way {
                 Way::ToServer => note_request(shared, id, body),
@@ -376,6 +410,20 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared:
 
 fn be_i32(bytes: &[u8]) -> i32 {
     i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+/// True if `connect` (a ConnectRequest's body) resumes a session refused now.
+fn refuses(shared: &Shared, connect: &[u8]) -> bool {
+    let Some(at) = connect.get(CONNECT_SESSION_AT..CONNECT_SESSION_AT + 8) else {
+        return false;
+    };
+    let session = i64::from_be_bytes(at.try_into().expect("8 bytes"));
+    let now = tokio::time::Instant::now();
+    shared
+        .state()
+        .refused
+        .iter()
+        .any(|&(refused, until)| refused == session && until > now)
 }
 
 /// Catches the create request an armed fault waits for.
@@ -520,6 +568,25 @@ mod tests {
 
     const STEP: Duration = Duration::from_secs(5);
 
+    /// A ConnectRequest resuming `session` (0: a new session).
+    fn connect_request(session: i64) -> Vec<u8> {
+        let mut body = 0i32.to_be_bytes().to_vec();
+        body.extend_from_slice(&0i64.to_be_bytes());
+        body.extend_from_slice(&4_000i32.to_be_bytes());
+        body.extend_from_slice(&session.to_be_bytes());
+        body.extend_from_slice(&16i32.to_be_bytes());
+        body.extend_from_slice(&[0; 17]);
+        frame(&body)
+    }
+
+    /// Whether the fake server's answer to a ConnectRequest for `session` comes back.
+    async fn answered(proxy: &Proxy, session: i64) -> bool {
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&connect_request(session)).await.unwrap();
+        let answer = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        answer.is_ok_and(|a| a == frame(b"hello"))
+    }
+
     #[tokio::test]
     async fn forwards_requests_and_replies() {
         let proxy = Proxy::start(fake_server().await).await.unwrap();
@@ -594,6 +661,21 @@ mod tests {
         let mut new = connected(&proxy).await;
         new.write_all(&request(9, 3)).await.unwrap();
         assert_eq!(read_one(&mut new).await.unwrap(), reply(9, 109, 0));
+    }
+
+    #[tokio::test]
+    async fn a_refused_session_cannot_reconnect_until_its_deadline() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        proxy.refuse_session_for(0x1234, Duration::from_millis(400));
+        proxy.refuse_session_for(0, STEP);
+        assert!(
+            !answered(&proxy, 0x1234).await,
+            "a refused session got through"
+        );
+        assert!(answered(&proxy, 0x99).await, "another session was refused");
+        assert!(answered(&proxy, 0).await, "a new session was refused");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(answered(&proxy, 0x1234).await, "refused past its deadline");
     }
 
     #[tokio::test]

@@ -142,6 +142,11 @@ impl Inner {
         let kind = match result {
             Ok(_) => EventKind::OpOk { op_id },
             Err(e) if e.is_connection_loss() => EventKind::OpUnknown { op_id },
+            // After a local expiry a request that was sent may have been applied: its
+            // SessionExpired says nothing of that.
+            Err(ZkError::SessionExpired) if self.client.expired_locally() => {
+                EventKind::OpUnknown { op_id }
+            }
             Err(e) => EventKind::OpFail {
                 op_id,
                 error: e.clone(),

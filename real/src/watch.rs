@@ -116,6 +116,20 @@ impl WatchForwarder {
         Watch::polled(Box::new(Source(slot)))
     }
 
+    /// Fails every pending watch with `error`, events that arrived but were not taken
+    /// too, and wakes the recipe where it waits: the session they were left on is over.
+    pub(crate) fn fail_all(&self, error: &ZkError) {
+        for slot in lock(&self.pending).drain(..) {
+            let mut pending = lock(&slot);
+            if pending.event.take().is_some() {
+                pending.outcome = Some(Err(error.clone()));
+                if let Some(waker) = pending.waker.take() {
+                    waker.wake();
+                }
+            }
+        }
+    }
+
     /// Takes the outcome of every watch whose event has already arrived, and wakes the
     /// recipe if it waits on it. Called before a reply is handed to the recipe.
     pub(crate) fn flush(&self) {
@@ -210,6 +224,30 @@ mod tests {
             Pin::new(&mut watch).poll(&mut cx),
             Poll::Ready(Ok(ref e)) if e.event_type == EventType::NodeDeleted
         ));
+    }
+
+    #[test]
+    fn failing_all_fails_pending_watches_and_wakes_their_waiters() {
+        let forwarder = WatchForwarder::default();
+        let (_tx, future, _) = event();
+        let mut waiting = forwarder.forward_event(future);
+        // An event that arrived but was not taken goes with the session too.
+        let (arrived_tx, future, _) = event();
+        let mut arrived = forwarder.forward_event(future);
+        arrived_tx.send(deleted()).unwrap();
+        let counter = Arc::new(CountingWaker::default());
+        let waker = Waker::from(Arc::clone(&counter));
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut waiting).poll(&mut cx).is_pending());
+        forwarder.fail_all(&ZkError::SessionExpired);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1, "the waiter was woken");
+        assert_eq!(pending_count(&forwarder), 0);
+        for watch in [&mut waiting, &mut arrived] {
+            assert!(matches!(
+                Pin::new(watch).poll(&mut cx),
+                Poll::Ready(Err(ZkError::SessionExpired))
+            ));
+        }
     }
 
     #[test]

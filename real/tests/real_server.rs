@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::block_in_place;
 use tokio::time::timeout;
+use zklock_real::faults::ClientLink;
 use zklock_real::harness::{self, TestCluster, TestServer};
 use zklock_real::proxy::Proxy;
 use zklock_real::{RealError, ZkClient};
@@ -461,6 +462,47 @@ async fn black_hole_makes_the_session_expire() {
     proxy.heal();
     expect_state(&mut events, SessionState::Expired, SOON).await;
     assert_eq!(client.exists("/").await, Err(ZkError::SessionExpired));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_expiry_leaves_the_old_session_to_the_server() {
+    require_zookeeper!();
+    let server = start_server();
+    let link = ClientLink::start(&[server.addr()]).await.unwrap();
+    let old = connect_with(&link.connect_string(), 1_000).await;
+    let observer = connect(&server.connect_string()).await;
+    old.create("/held", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let (_, deleted) = observer.exists_watch("/held").await.unwrap();
+    let (_, own_watch) = old.exists_watch("/held").await.unwrap();
+    let mut events = old.session_events();
+
+    let started = Instant::now();
+    assert!(link.expire_locally(&old, Duration::from_secs(2)));
+    // The client knows at once, and its pending watch fails.
+    assert_eq!(old.session_state(), SessionState::Expired);
+    expect_state(&mut events, SessionState::Expired, SOON).await;
+    assert_eq!(old.exists("/").await, Err(ZkError::SessionExpired));
+    let own = timeout(SOON, own_watch).await.expect("the watch fails");
+    assert_eq!(own, Err(ZkError::SessionExpired));
+    assert!(!link.expire_locally(&old, Duration::from_secs(2)), "twice");
+
+    // The process's next session, through the same link, sees the old session's node.
+    let new = connect_with(&link.connect_string(), 1_000).await;
+    let (_, stat) = new.get_data("/held").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, old.session_id().0);
+    // The server hears nothing more from the old session and expires it a timeout later.
+    let fired = timeout(SOON, deleted)
+        .await
+        .expect("the server expired the old session");
+    assert_eq!(fired, Ok(event(EventType::NodeDeleted, "/held")));
+    let expired_after = started.elapsed();
+    assert!(
+        expired_after >= Duration::from_millis(900),
+        "the server expired it after only {expired_after:?}"
+    );
+    assert_eq!(new.session_state(), SessionState::Connected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

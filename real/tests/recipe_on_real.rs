@@ -107,7 +107,7 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     let JudgedRun { run, judged } = run_judged(
         servers,
         &config,
-        &faults("cut,lost-create,expire,black-hole", 3_500),
+        &faults("cut,lost-create,expire,black-hole,local-expire", 3_500),
     )
     .await;
     let n = &judged.report.counters;
@@ -116,6 +116,11 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
         "too little contention to mean anything: {n:?}"
     );
     assert!(n.total_faults() >= 5, "too few faults struck: {n:?}");
+    assert!(
+        run.faults.local_expiries >= 1,
+        "no local expiry struck: {}",
+        run.faults
+    );
     assert_eq!(run.final_lock_children, Vec::<String>::new());
 
     // A second run on the same server: readers and writers of the read/write lock.
@@ -380,7 +385,7 @@ async fn a_leader_killed_during_contention_breaks_no_property() {
 
 #[test]
 fn fault_lists_name_every_kind() {
-    let all: FaultSet = "cut,lost-create,expire,black-hole,kill-leader"
+    let all: FaultSet = "cut,lost-create,expire,black-hole,local-expire,kill-leader"
         .parse()
         .unwrap();
     assert_eq!(all, FaultSet::all());

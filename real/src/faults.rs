@@ -355,11 +355,24 @@ impl ClientLink {
     /// Arms the lost-create fault on every proxy (the client uses one at a time); false if
     /// it was armed already.
     pub fn arm_lost_create(&self) -> bool {
+        self.arm_lost_create_of(None)
+    }
+
+    /// As [`arm_lost_create`](Self::arm_lost_create), for the next create of a path
+    /// starting with `prefix` only.
+    pub fn arm_lost_create_under(&self, prefix: &str) -> bool {
+        self.arm_lost_create_of(Some(prefix))
+    }
+
+    fn arm_lost_create_of(&self, under: Option<&str>) -> bool {
         if self.lost_create_armed.swap(true, Ordering::SeqCst) {
             return false;
         }
         for p in &self.proxies {
-            p.lose_next_create_response();
+            match under {
+                Some(prefix) => p.lose_next_create_response_under(prefix),
+                None => p.lose_next_create_response(),
+            }
         }
         true
     }

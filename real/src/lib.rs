@@ -8,7 +8,8 @@
 //! * [`proxy`] is a fault-injecting TCP proxy that understands ZooKeeper's framing: it cuts
 //!   connections, loses create responses, black-holes clients, and keeps a session that
 //!   its client declared expired on its own from reaching the server.
-//! * [`workload`] runs the simulation's workload with the shipped recipe on real servers
+//! * [`workload`] runs the simulation's workload with the shipped recipe, or any
+//!   [`workload::RealRecipe`] ([`workload::run_recipe`]), on real servers
 //!   ([`servers::Servers`]), N clients each on its own session, with faults
 //!   ([`faults`]) until a heal time, and records the same
 //!   [`History`](zklock_recipe::history::History) as a simulated run, for the same checker:

@@ -101,6 +101,8 @@ enum LoseCreate {
 #[derive(Debug)]
 struct State {
     lose_create: LoseCreate,
+    /// While armed: only a create of a path starting with this is caught (`None`: any).
+    lose_create_under: Option<String>,
     lost: VecDeque<LostReply>,
     next_conn: u64,
     open: usize,
@@ -166,6 +168,7 @@ impl Proxy {
             black_hole: watch::Sender::new(false),
             state: Mutex::new(State {
                 lose_create: LoseCreate::Off,
+                lose_create_under: None,
                 lost: VecDeque::new(),
                 next_conn: 0,
                 open: 0,
@@ -216,9 +219,21 @@ impl Proxy {
     /// `ConnectionLoss` while the server has applied the create. See
     /// [`lost_replies`](Proxy::lost_replies) for what was withheld.
     pub fn lose_next_create_response(&self) {
+        self.arm_lost_create(None);
+    }
+
+    /// As [`lose_next_create_response`](Proxy::lose_next_create_response), for the next
+    /// create of a path starting with `prefix` only (e.g. a lock directory's nodes, not
+    /// the directory's own creates).
+    pub fn lose_next_create_response_under(&self, prefix: &str) {
+        self.arm_lost_create(Some(prefix.to_owned()));
+    }
+
+    fn arm_lost_create(&self, under: Option<String>) {
         let mut state = self.shared.state();
         if state.lose_create == LoseCreate::Off {
             state.lose_create = LoseCreate::Armed;
+            state.lose_create_under = under;
         }
     }
 
@@ -433,9 +448,23 @@ fn note_request(shared: &Shared, id: u64, body: &[u8]) {
     }
     let (xid, op) = (be_i32(&body[0..4]), be_i32(&body[4..8]));
     let mut state = shared.state();
-    if state.lose_create == LoseCreate::Armed && CREATE_OPS.contains(&op) {
+    if state.lose_create == LoseCreate::Armed
+        && CREATE_OPS.contains(&op)
+        && state
+            .lose_create_under
+            .as_deref()
+            .is_none_or(|prefix| created_path(body).is_some_and(|p| p.starts_with(prefix)))
+    {
         state.lose_create = LoseCreate::Withholding { conn: id, xid, op };
     }
+}
+
+/// The path of a create request's body: after the header, a length (i32) and the bytes.
+fn created_path(body: &[u8]) -> Option<&str> {
+    let len_at = REQUEST_HEADER_BYTES;
+    let len = usize::try_from(be_i32(body.get(len_at..len_at + 4)?)).ok()?;
+    let path = body.get(len_at + 4..len_at + 4 + len)?;
+    std::str::from_utf8(path).ok()
 }
 
 /// True if this reply is the one to withhold; records it.
@@ -620,6 +649,30 @@ mod tests {
         let mut c = connected(&proxy).await;
         c.write_all(&request(3, 1)).await.unwrap();
         assert_eq!(read_one(&mut c).await.unwrap(), reply(3, 103, 0));
+    }
+
+    /// A create2 request for `path`.
+    fn create_request(xid: i32, path: &str) -> Vec<u8> {
+        let mut body = xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&15i32.to_be_bytes());
+        body.extend_from_slice(&(path.len() as i32).to_be_bytes());
+        body.extend_from_slice(path.as_bytes());
+        body.extend_from_slice(b"rest of the request");
+        frame(&body)
+    }
+
+    #[tokio::test]
+    async fn a_lost_create_under_a_prefix_lets_other_creates_pass() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut c = connected(&proxy).await;
+        proxy.lose_next_create_response_under("/locks/");
+        c.write_all(&create_request(1, "/locks")).await.unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(1, 101, 0));
+        c.write_all(&create_request(2, "/locks/n-")).await.unwrap();
+        let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        assert!(end.is_err(), "expected the connection cut, got {end:?}");
+        assert_eq!(proxy.lost_replies().len(), 1);
+        assert_eq!(proxy.lost_replies()[0].xid, 2);
     }
 
     #[tokio::test]

@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
-use zklock_recipe::lock::{Lock, LockError, LockOptions, RwLock};
-use zklock_recipe::{Coordination, ZkError};
+use zklock_recipe::lock::LockOptions;
+use zklock_recipe::under_test::ShippedLock;
+use zklock_recipe::{Coordination, LockUnderTest, ZkError};
 
 /// The most clients a run may have: each is a session and up to one proxy per server.
 pub const MAX_CLIENTS: u32 = 64;
@@ -165,6 +166,38 @@ pub struct RealRun {
     pub servers: Servers,
 }
 
+/// Makes one lock per client session of a real run: the recipe under test, as
+/// `zklock_sim::Recipe` makes them for simulated clients. Implement it for a recipe of
+/// your own, or a changed copy of the shipped one, and [`run_recipe`] runs it on real
+/// servers with the same workload and faults as the shipped recipe.
+pub trait RealRecipe: Send + Sync + 'static {
+    type Lock: LockUnderTest;
+    /// A name for reports.
+    fn name(&self) -> String;
+    /// The lock object client `client` uses in role `role` on directory `path` (a valid
+    /// path: the run checks it first). Called again with the new session's client when a
+    /// client opens a new session after an expiry.
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock;
+}
+
+/// zklock's shipped lock on a real run: the exclusive lock, or the read/write lock's
+/// sides for readers and writers.
+#[derive(Clone, Debug, Default)]
+pub struct ShippedRealRecipe {
+    pub options: LockOptions,
+}
+
+impl RealRecipe for ShippedRealRecipe {
+    type Lock = ShippedLock<RecordingClient>;
+    fn name(&self) -> String {
+        "zklock".into()
+    }
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+        ShippedLock::new(client, role, path, self.options.clone())
+            .expect("the workload's lock path was validated")
+    }
+}
+
 /// What every worker shares.
 #[derive(Debug)]
 struct Shared {
@@ -200,14 +233,25 @@ impl Shared {
     }
 }
 
-/// Runs the workload on `servers` with `faults`, and hands the servers back with the run.
-/// Fails early, naming the address, if the servers cannot be reached within the connect
-/// timeout. Needs a multi-threaded tokio runtime when faults kill servers (restarts block a
-/// thread of their own).
+/// Runs the workload with the shipped recipe on `servers` with `faults`, and hands the
+/// servers back with the run: [`run_recipe`] with [`ShippedRealRecipe`].
 pub async fn run_workload(
     servers: Servers,
     config: &WorkloadConfig,
     faults: &FaultConfig,
+) -> Result<RealRun, RealError> {
+    run_recipe(servers, config, faults, ShippedRealRecipe::default()).await
+}
+
+/// Runs the workload with `recipe` on `servers` with `faults`, and hands the servers back
+/// with the run. Fails early, naming the address, if the servers cannot be reached within
+/// the connect timeout. Needs a multi-threaded tokio runtime when faults kill servers
+/// (restarts block a thread of their own).
+pub async fn run_recipe<R: RealRecipe>(
+    servers: Servers,
+    config: &WorkloadConfig,
+    faults: &FaultConfig,
+    recipe: R,
 ) -> Result<RealRun, RealError> {
     config.validate()?;
     if faults.heal_ms > config.duration_ms {
@@ -264,10 +308,11 @@ pub async fn run_workload(
         servers: Arc::clone(&servers),
         server_connect_string: server_connect,
     };
+    let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts
         .into_iter()
         .enumerate()
-        .map(|(i, first)| tokio::spawn(worker(Arc::clone(&shared), i, first)))
+        .map(|(i, first)| tokio::spawn(worker(Arc::clone(&shared), Arc::clone(&recipe), i, first)))
         .collect();
     let join_workers = async {
         let mut finals = Vec::with_capacity(workers.len());
@@ -358,20 +403,6 @@ pub fn role_of(index: usize, config: &WorkloadConfig) -> LockRole {
     }
 }
 
-/// The shipped recipe's lock object for `role` on `path`.
-pub fn shipped_lock<C: Coordination + Clone>(
-    client: C,
-    role: LockRole,
-    path: &str,
-) -> Result<Lock<C>, LockError> {
-    let options = LockOptions::default();
-    match role {
-        LockRole::Exclusive => Lock::new(client, path, options),
-        LockRole::Read => RwLock::new(client, path, options).map(|rw| rw.into_parts().0),
-        LockRole::Write => RwLock::new(client, path, options).map(|rw| rw.into_parts().1),
-    }
-}
-
 /// The acquire mode of client `index`'s `k`th attempt: the simulation's mix
 /// ([`AcquireMode::of_attempt`]), with the delay of a dropped acquire spread over its
 /// range by `index` and `k` (no chooser here).
@@ -383,16 +414,10 @@ pub fn mode_of(index: usize, k: u64, config: &WorkloadConfig) -> AcquireMode {
     AcquireMode::of_attempt(k, config.drop_every, config.acquire_timeout_ms, after_ms)
 }
 
-async fn sleep_until_run_time(recorder: &Recorder, at: Duration) {
-    let now = recorder.elapsed();
-    if at > now {
-        tokio::time::sleep(at - now).await;
-    }
-}
-
 /// One client's loop. Returns its last client, to be closed once the run is read.
-async fn worker(
+async fn worker<R: RealRecipe>(
     shared: Arc<Shared>,
+    recipe: Arc<R>,
     index: usize,
     first: RecordingClient,
 ) -> Option<RecordingClient> {
@@ -400,7 +425,7 @@ async fn worker(
     let role = role_of(index, config);
     let hold = Duration::from_millis(config.hold_ms);
     let mut client = first;
-    let mut lock = shipped_lock(client.clone(), role, &config.lock_path).ok()?;
+    let mut lock = recipe.lock(client.clone(), role, &config.lock_path);
     let mut k = 0u64;
     while !shared.acquisitions_over() {
         if client.session_state().is_terminal() {
@@ -415,7 +440,7 @@ async fn worker(
             {
                 Ok(fresh) => {
                     client = fresh;
-                    lock = shipped_lock(client.clone(), role, &config.lock_path).ok()?;
+                    lock = recipe.lock(client.clone(), role, &config.lock_path);
                 }
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
@@ -428,19 +453,16 @@ async fn worker(
         client.record(EventKind::AcquireInvoked { role, mode });
         let got = match mode {
             AcquireMode::Blocking => {
-                let drain = sleep_until_run_time(&shared.recorder, shared.drain_deadline());
-                lock.acquire_until(drain).await.map(Some)
+                // Bounded by the drain, so that a stuck lock ends the run.
+                let drain = shared
+                    .drain_deadline()
+                    .saturating_sub(shared.recorder.elapsed());
+                lock.acquire_timeout(drain).await
             }
             AcquireMode::Try => lock.try_acquire().await,
             AcquireMode::Timeout { timeout_ms } => {
-                match lock
-                    .acquire_timeout(Duration::from_millis(timeout_ms))
+                lock.acquire_timeout(Duration::from_millis(timeout_ms))
                     .await
-                {
-                    Ok(guard) => Ok(Some(guard)),
-                    Err(LockError::Timeout { .. }) => Ok(None),
-                    Err(e) => Err(e),
-                }
             }
             AcquireMode::Dropped { after_ms } => {
                 tokio::select! {
@@ -463,18 +485,16 @@ async fn worker(
                 });
                 continue;
             }
-            Err(e) => {
-                client.record(EventKind::AcquireFailed {
-                    reason: e.to_string(),
-                });
+            Err(reason) => {
+                client.record(EventKind::AcquireFailed { reason });
                 tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
                 continue;
             }
         };
-        let token = guard.fencing_token().0;
+        let token = lock.token(&guard);
         client.record(EventKind::Acquired {
             token,
-            node: guard.path().to_owned(),
+            node: lock.node(&guard),
         });
         // The critical section: read, work, write value + 1 with the fencing token, unless
         // the lost signal fires first.
@@ -482,7 +502,7 @@ async fn worker(
         let read = shared.recorder.read_resource(index as u32, session, token);
         let lost = tokio::select! {
             () = client.sleep(hold) => None,
-            reason = guard.lost() => Some(reason),
+            reason = lock.lost(&guard) => Some(reason),
         };
         match lost {
             // Readers only read: their holds are shared.
@@ -492,16 +512,12 @@ async fn worker(
                     .recorder
                     .write_resource(index as u32, session, token, read);
             }
-            Some(reason) => client.record(EventKind::Lost {
-                reason: format!("{reason:?}"),
-            }),
+            Some(reason) => client.record(EventKind::Lost { reason }),
         }
         client.record(EventKind::ReleaseInvoked);
-        match guard.release().await {
+        match lock.release(guard).await {
             Ok(()) => client.record(EventKind::Released),
-            Err(e) => client.record(EventKind::ReleaseFailed {
-                reason: e.to_string(),
-            }),
+            Err(reason) => client.record(EventKind::ReleaseFailed { reason }),
         }
     }
     client.record(EventKind::Done);

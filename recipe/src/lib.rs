@@ -92,6 +92,7 @@ pub mod history;
 pub mod lock;
 pub mod path;
 mod types;
+pub mod under_test;
 
 pub use children::{ChildNames, Children};
 pub use coordination::{
@@ -104,3 +105,4 @@ pub use lock::{
 pub use types::{
     CreateMode, EventType, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent, ZkError,
 };
+pub use under_test::LockUnderTest;

@@ -2,11 +2,14 @@
 //! blocks. They live here, never in the shipped recipe. The suite must catch every one.
 
 mod cases;
+mod real;
 
 use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use zklock_real::recording::RecordingClient;
+use zklock_real::workload::RealRecipe;
 use zklock_recipe::history::LockRole;
 use zklock_recipe::lock::naming::{node_prefix, sort_by_sequence};
 use zklock_recipe::lock::queue::{blocker, position};
@@ -144,8 +147,11 @@ impl Bug {
 
 pub struct Canary(pub Bug);
 
-pub struct CanaryLock {
-    c: SimClient,
+/// A canary's lock object, on a simulated client or a real one.
+pub struct CanaryLock<C> {
+    c: C,
+    /// The client's number in the run: the same for every session of its process.
+    index: u32,
     /// Exclusive, or a reader's or a writer's node of a read/write lock.
     kind: NodeKind,
     dir: String,
@@ -154,14 +160,11 @@ pub struct CanaryLock {
     policy: RetryPolicy,
 }
 
-impl Recipe for Canary {
-    type Lock = CanaryLock;
-    fn name(&self) -> String {
-        self.0.name().into()
-    }
-    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> CanaryLock {
+impl Canary {
+    fn lock_on<C>(&self, client: C, index: u32, role: LockRole, path: &str) -> CanaryLock<C> {
         CanaryLock {
             c: client,
+            index,
             kind: match role {
                 LockRole::Exclusive => NodeKind::Exclusive,
                 LockRole::Read => NodeKind::Read,
@@ -175,14 +178,35 @@ impl Recipe for Canary {
     }
 }
 
-type Guard = LockGuard<SimClient>;
+impl Recipe for Canary {
+    type Lock = CanaryLock<SimClient>;
+    fn name(&self) -> String {
+        self.0.name().into()
+    }
+    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock {
+        let index = client.index() as u32;
+        self.lock_on(client, index, role, path)
+    }
+}
 
-impl CanaryLock {
+/// The same canaries on a real server.
+impl RealRecipe for Canary {
+    type Lock = CanaryLock<RecordingClient>;
+    fn name(&self) -> String {
+        self.0.name().into()
+    }
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+        let index = client.index();
+        self.lock_on(client, index, role, path)
+    }
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> CanaryLock<C> {
     /// The guid of this lock's next attempt: the session, then the attempt number.
     fn next_guid(&self) -> String {
         if self.bug == Bug::GuidOutlivesSession {
             // BUG: one guid for every session of the process.
-            return format!("p{}", self.c.index());
+            return format!("p{}", self.index);
         }
         let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
         format!("{:x}-{n:x}", self.c.session_id().0)
@@ -261,7 +285,7 @@ impl CanaryLock {
     /// when `deadline_us` is 0 and the lock is held), with our node deleted. Dropped
     /// before it returns, it leaves its node to the client's background cleanup, as the
     /// shipped recipe does (but for `DroppedCreate`).
-    async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<Guard>, LockError> {
+    async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<LockGuard<C>>, LockError> {
         let guid = self.next_guid();
         let mut dropped = OnDrop {
             c: &self.c,
@@ -282,8 +306,8 @@ impl CanaryLock {
         &self,
         deadline_us: Option<u64>,
         guid: &str,
-        dropped: &mut OnDrop<'_>,
-    ) -> Result<Option<Guard>, LockError> {
+        dropped: &mut OnDrop<'_, C>,
+    ) -> Result<Option<LockGuard<C>>, LockError> {
         let mut own = self.enqueue(guid).await?;
         dropped.own = Some(own.path.clone());
         let mut events = self.c.session_events();
@@ -406,8 +430,8 @@ async fn disconnected(events: &mut SessionEvents) -> LockError {
 
 /// What an acquire dropped before it returned hands to the client's background cleanup:
 /// its node once known, or else, once its create was sent, the name fragment that finds it.
-struct OnDrop<'a> {
-    c: &'a SimClient,
+struct OnDrop<'a, C: Coordination> {
+    c: &'a C,
     dir: &'a str,
     fragment: String,
     create_sent: bool,
@@ -416,7 +440,7 @@ struct OnDrop<'a> {
     armed: bool,
 }
 
-impl Drop for OnDrop<'_> {
+impl<C: Coordination> Drop for OnDrop<'_, C> {
     fn drop(&mut self) {
         if !self.armed {
             return;
@@ -429,10 +453,10 @@ impl Drop for OnDrop<'_> {
     }
 }
 
-impl LockUnderTest for CanaryLock {
-    type Guard = Guard;
+impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for CanaryLock<C> {
+    type Guard = LockGuard<C>;
 
-    async fn acquire(&self) -> Result<Guard, String> {
+    async fn acquire(&self) -> Result<LockGuard<C>, String> {
         match self.contend(None).await {
             Ok(Some(g)) => Ok(g),
             Ok(None) => Err("no deadline, yet timed out".into()),
@@ -440,24 +464,24 @@ impl LockUnderTest for CanaryLock {
         }
     }
 
-    async fn try_acquire(&self) -> Result<Option<Guard>, String> {
+    async fn try_acquire(&self) -> Result<Option<LockGuard<C>>, String> {
         self.contend(Some(0)).await.map_err(|e| e.to_string())
     }
 
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Guard>, String> {
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
         let d = (self.c.now() + timeout).as_micros() as u64;
         self.contend(Some(d)).await.map_err(|e| e.to_string())
     }
 
-    fn token(&self, g: &Guard) -> i64 {
+    fn token(&self, g: &LockGuard<C>) -> i64 {
         g.fencing_token().0
     }
 
-    fn node(&self, g: &Guard) -> String {
+    fn node(&self, g: &LockGuard<C>) -> String {
         g.path().to_owned()
     }
 
-    async fn lost<'a>(&'a self, g: &'a Guard) -> String {
+    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
         if self.bug == Bug::DeafHolder {
             // BUG: never stop believing.
             return std::future::pending().await;
@@ -473,7 +497,7 @@ impl LockUnderTest for CanaryLock {
         format!("{:?}", g.lost().await)
     }
 
-    async fn release(&self, g: Guard) -> Result<(), String> {
+    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
         if self.bug == Bug::ForgetfulRelease {
             // BUG: one delete, not retried, and the node is forgotten either way.
             let node = g.into_node();

@@ -22,7 +22,9 @@ use zklock_real::workload::{RealRecipe, ShippedRealRecipe, settled_children};
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, LockRole};
 use zklock_recipe::{Coordination, LockUnderTest};
 
-const SESSION_MS: u64 = 1_000;
+/// Long enough that the new session adopts before the server expires the old one, even
+/// on a loaded machine.
+const SESSION_MS: u64 = 2_000;
 const CONNECT_MS: u64 = 10_000;
 /// Generous bound for anything that should happen "soon" on a loaded machine.
 const SOON: Duration = Duration::from_secs(20);

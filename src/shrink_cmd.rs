@@ -45,6 +45,14 @@ pub fn run(args: &[String]) -> Result<bool> {
         "shrunk in {} runs and {} exhaustive schedules: {:?} -> {:?}",
         shrunk.runs, shrunk.exhaustive_schedules, shrunk.before, shrunk.after
     );
+    if shrunk.time_limit_hit {
+        println!(
+            "stopped by the time limit ({} s): the result depends on this machine's speed, \
+             and a longer run may shrink further (--time-limit-s raises it; within it, the \
+             same trace and limits always shrink the same way)",
+            limits.time_limit_ms / 1000
+        );
+    }
     println!(
         "violation: {}",
         shrunk.trace.violation.as_deref().unwrap_or("?")

@@ -81,6 +81,11 @@ pub struct Shrunk {
     pub runs: u64,
     /// Schedules the exhaustive search ran.
     pub exhaustive_schedules: u64,
+    /// Whether the wall-time limit ([`ShrinkLimits::time_limit_ms`]) cut the shrink
+    /// short. Then the result depends on the machine's speed, and another run may shrink
+    /// further; when it is false, the same trace, recipe and limits always give the same
+    /// result.
+    pub time_limit_hit: bool,
 }
 
 /// Why a trace could not be shrunk.
@@ -138,6 +143,8 @@ struct Shrinker<'a, R> {
     /// per client, faults at most).
     exhaustive_schedules: u64,
     exhaustively_searched: BTreeSet<(u32, u32, u32)>,
+    /// Whether the deadline stopped any part of the search.
+    time_limit_hit: bool,
 }
 
 fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
@@ -148,8 +155,15 @@ fn trim_zeros(mut c: Vec<u32>) -> Vec<u32> {
 }
 
 impl<R: Recipe> Shrinker<'_, R> {
-    fn out_of_budget(&self) -> bool {
-        self.runs >= self.limits.runs_max || Instant::now() >= self.deadline
+    fn out_of_budget(&mut self) -> bool {
+        if self.runs >= self.limits.runs_max {
+            return true;
+        }
+        if Instant::now() >= self.deadline {
+            self.time_limit_hit = true;
+            return true;
+        }
+        false
     }
 
     /// Runs a candidate; keeps it if it fails the same way and is no larger.
@@ -262,7 +276,11 @@ impl<R: Recipe> Shrinker<'_, R> {
                 .exhaustive_schedules_max
                 .saturating_sub(self.exhaustive_schedules);
             let time_left = self.deadline.saturating_duration_since(Instant::now());
-            if left == 0 || time_left.is_zero() {
+            if time_left.is_zero() {
+                self.time_limit_hit = true;
+                return false;
+            }
+            if left == 0 {
                 return false;
             }
             self.exhaustively_searched.insert(search);
@@ -279,6 +297,10 @@ impl<R: Recipe> Shrinker<'_, R> {
                 r.violates(&target)
             });
             self.exhaustive_schedules += r.schedules;
+            // Stopped short of its schedule budget with nothing found: by the clock.
+            if !r.complete && r.violation.is_none() && r.schedules < bounds.schedules_max {
+                self.time_limit_hit = true;
+            }
             if let Some(run) = r.violation
                 && self.keep_if_smaller(r.scenario, 0, run)
             {
@@ -364,6 +386,7 @@ pub fn shrink<R: Recipe>(
         searched: BTreeSet::new(),
         exhaustive_schedules: 0,
         exhaustively_searched: BTreeSet::new(),
+        time_limit_hit: false,
     };
     loop {
         let mut improved = s.search_exhaustively();
@@ -390,5 +413,6 @@ pub fn shrink<R: Recipe>(
         after,
         runs: s.runs,
         exhaustive_schedules: s.exhaustive_schedules,
+        time_limit_hit: s.time_limit_hit,
     })
 }

@@ -148,4 +148,22 @@ fn shrinking_keeps_the_violation_and_makes_the_trace_smaller() {
     let again = zklock_checker::replay(&s.trace, &recipe);
     assert_eq!(again.failure(), s.trace.violation);
     assert_eq!(again.outcome.history, s.trace.history);
+    // Within its time limit a shrink is a function of the trace and its limits.
+    assert!(
+        !s.time_limit_hit,
+        "the default limit cut a small shrink short"
+    );
+    let twice = zklock_checker::shrink(&trace, &recipe, &Default::default()).unwrap();
+    assert_eq!(
+        (&twice.trace.choices, twice.after, twice.runs),
+        (&s.trace.choices, s.after, s.runs)
+    );
+    // Cut short by the clock, it says so, and still keeps the violation.
+    let limits = zklock_checker::ShrinkLimits {
+        time_limit_ms: 0,
+        ..Default::default()
+    };
+    let cut = zklock_checker::shrink(&trace, &recipe, &limits).unwrap();
+    assert!(cut.time_limit_hit);
+    assert_eq!(cut.trace.violation, trace.violation);
 }

@@ -275,6 +275,11 @@ fn shrink_what_explore_finds(bug: Bug, limits: &ShrinkLimits) -> Shrunk {
     let (seed, run) = caught_by_explore(bug).expect("caught");
     let trace = run.trace(&scenario(bug), seed, bug.name());
     let shrunk = shrink(&trace, &Canary(bug), limits).unwrap();
+    assert!(
+        !shrunk.time_limit_hit,
+        "{}: the shrink hit its time limit, so its result depends on this machine",
+        bug.name()
+    );
     let again = replay(&shrunk.trace, &Canary(bug));
     assert!(again.violates(bug.caught_by()));
     assert!(again.outcome.history == shrunk.trace.history);
@@ -306,6 +311,12 @@ fn canary_minimized_traces_replay_to_the_same_violation() {
             let mut trace = failing_trace(bug);
             trace.violation = Some(bug.caught_by().to_string());
             let shrunk = shrink(&trace, &Canary(bug), &ShrinkLimits::default()).unwrap();
+            // A trace cut short by the clock would differ from machine to machine.
+            assert!(
+                !shrunk.time_limit_hit,
+                "{}: the shrink hit its time limit; raise ShrinkLimits::time_limit_ms",
+                bug.name()
+            );
             shrunk.trace.write(&path).unwrap();
         }
         let trace = Trace::read(&path).unwrap_or_else(|e| {

@@ -160,7 +160,8 @@ pub struct FaultConfig {
     /// No fault before this.
     pub start_ms: u64,
     /// No fault starts after, or lasts past, this: the heal time the checker judges
-    /// liveness from. Must not be later than the run's duration.
+    /// liveness from. Must not be later than the run's duration; with no faults, a run
+    /// takes it as 0.
     pub heal_ms: u64,
     /// Shortest pause between two faults.
     pub gap_ms_min: u64,

@@ -254,6 +254,17 @@ pub async fn run_recipe<R: RealRecipe>(
     recipe: R,
 ) -> Result<RealRun, RealError> {
     config.validate()?;
+    // Without faults there is nothing to heal: liveness is judged from the start.
+    let no_faults;
+    let faults = if faults.faults.is_empty() {
+        no_faults = FaultConfig {
+            heal_ms: 0,
+            ..faults.clone()
+        };
+        &no_faults
+    } else {
+        faults
+    };
     if faults.heal_ms > config.duration_ms {
         return Err(RealError::Config {
             reason: format!(

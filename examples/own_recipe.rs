@@ -152,9 +152,6 @@ impl Recipe for OwnerNodeRecipe {
 /// The same recipe on a real server.
 impl RealRecipe for OwnerNodeRecipe {
     type Lock = OwnerNodeLock<RecordingClient>;
-    fn name(&self) -> String {
-        "owner-node".into()
-    }
     fn lock(&self, client: RecordingClient, _role: LockRole, path: &str) -> Self::Lock {
         OwnerNodeLock {
             client,

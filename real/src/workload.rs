@@ -172,8 +172,6 @@ pub struct RealRun {
 /// servers with the same workload and faults as the shipped recipe.
 pub trait RealRecipe: Send + Sync + 'static {
     type Lock: LockUnderTest;
-    /// A name for reports.
-    fn name(&self) -> String;
     /// The lock object client `client` uses in role `role` on directory `path` (a valid
     /// path: the run checks it first). Called again with the new session's client when a
     /// client opens a new session after an expiry.
@@ -189,9 +187,6 @@ pub struct ShippedRealRecipe {
 
 impl RealRecipe for ShippedRealRecipe {
     type Lock = ShippedLock<RecordingClient>;
-    fn name(&self) -> String {
-        "zklock".into()
-    }
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
         ShippedLock::new(client, role, path, self.options.clone())
             .expect("the workload's lock path was validated")

@@ -191,7 +191,16 @@ async fn a_recording_client_acquiring_again_at_once_records_each_delete_before_t
     acquire_again_at_once(client, "/locks/background-recorded").await;
 
     // The history shows each cycle as the recipe sent it: the delete first, answered ok.
-    let events = recorder.history().events;
+    // A background delete's answer is recorded by its task on tokio's workers, which a
+    // loaded machine may run after this task comes here: wait until each one is in.
+    let deadline = tokio::time::Instant::now() + SOON;
+    let events = loop {
+        let events = recorder.history().events;
+        if every_delete_answered(&events) || tokio::time::Instant::now() >= deadline {
+            break events;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     let invoked: Vec<(u64, ZkOp)> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -214,6 +223,26 @@ async fn a_recording_client_acquiring_again_at_once_records_each_delete_before_t
             "delete {delete} not answered ok"
         );
     }
+}
+
+/// Whether every delete invoked in `events` has its outcome recorded.
+fn every_delete_answered(events: &[zklock_recipe::history::Event]) -> bool {
+    let outcome_of = |id: u64| {
+        events.iter().any(|e| {
+            matches!(e.kind,
+                EventKind::OpOk { op_id }
+                | EventKind::OpFail { op_id, .. }
+                | EventKind::OpUnknown { op_id } if op_id == id)
+        })
+    };
+    events.iter().all(|e| match e.kind {
+        EventKind::OpInvoke {
+            op_id,
+            op: ZkOp::Delete,
+            ..
+        } => outcome_of(op_id),
+        _ => true,
+    })
 }
 
 /// The same through `reactor::block_on`, where a client connected inside also awaits its

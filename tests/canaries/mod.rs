@@ -192,9 +192,6 @@ impl Recipe for Canary {
 /// The same canaries on a real server.
 impl RealRecipe for Canary {
     type Lock = CanaryLock<RecordingClient>;
-    fn name(&self) -> String {
-        self.0.name().into()
-    }
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
         let index = client.index();
         self.lock_on(client, index, role, path)

@@ -25,23 +25,9 @@ const CONNECT_MS: u64 = 10_000;
 /// Generous bound for anything that should happen "soon" on a loaded machine.
 const SOON: Duration = Duration::from_secs(15);
 
-/// False (after a notice) when the tests cannot run here; panics under CI, where they must.
-fn zookeeper_available() -> bool {
-    match harness::availability() {
-        Ok(()) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true but the real-server tests cannot run: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
-
 macro_rules! require_zookeeper {
     () => {
-        if !zookeeper_available() {
+        if !harness::available_for_tests() {
             return;
         }
     };

@@ -34,21 +34,6 @@ const BLOCKING: EventKind = EventKind::AcquireInvoked {
     mode: AcquireMode::Blocking,
 };
 
-/// False (after a notice) without Java and ZooKeeper; under CI, where they must be
-/// installed, a panic.
-fn zookeeper_available() -> bool {
-    match harness::availability() {
-        Ok(()) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI=true but the real-server tests cannot run: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            false
-        }
-    }
-}
-
 async fn session(addr: &str, index: u32, recorder: &Arc<Recorder>) -> RecordingClient {
     let zk = ZkClient::connect(addr, SESSION_MS, CONNECT_MS)
         .await
@@ -160,7 +145,7 @@ async fn curator_498_steps<R: RealRecipe>(recipe: &R) -> Judged {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn canary_guid_outlives_session_is_caught_on_a_real_server() {
-    if !zookeeper_available() {
+    if !harness::available_for_tests() {
         return;
     }
     let judged = curator_498_steps(&Canary(Bug::GuidOutlivesSession)).await;
@@ -175,7 +160,7 @@ async fn canary_guid_outlives_session_is_caught_on_a_real_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shipped_lock_passes_curator_498_steps_on_a_real_server() {
-    if !zookeeper_available() {
+    if !harness::available_for_tests() {
         return;
     }
     let judged = curator_498_steps(&ShippedRealRecipe::default()).await;

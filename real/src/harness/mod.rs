@@ -113,6 +113,22 @@ pub fn availability() -> Result<(), RealError> {
     Installation::detect().map(|_| ())
 }
 
+/// For a test that needs a real server: true when one can start here. Otherwise it
+/// prints why and returns false, so that the test passes as skipped; under `CI=true`,
+/// where the real-server tests must run, it panics with why.
+pub fn available_for_tests() -> bool {
+    match availability() {
+        Ok(()) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but the real-server tests cannot run: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
 fn keep_dirs() -> bool {
     std::env::var_os(KEEP_DIRS_ENV).is_some_and(|v| !v.is_empty())
 }

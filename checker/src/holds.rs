@@ -166,7 +166,7 @@ pub fn all_holds(history: &History) -> Vec<Hold> {
 
 /// The sequential suffix of a lock node, if it has one: ZooKeeper's counter, negative
 /// once it wrapped past 2147483647 (see
-/// [`parse_sequence`](zklock_recipe::lock::naming::parse_sequence)), or, for a recipe of
+/// [`parse_sequence`]), or, for a recipe of
 /// its own that names nodes so, any ten digits.
 pub fn sequence_of(node: &str) -> Option<i64> {
     // The recipe's reader takes ten digits at once; it leaves suffixes past 2^31 (and

@@ -324,7 +324,7 @@ pub async fn run_recipe<R: RealRecipe>(
         let mut finals = Vec::with_capacity(workers.len());
         for w in workers {
             // A worker that panicked leaves no client to close; its events stay recorded.
-            finals.push(w.await.ok().flatten());
+            finals.push(w.await.ok());
         }
         finals
     };
@@ -426,7 +426,7 @@ async fn worker<R: RealRecipe>(
     recipe: Arc<R>,
     index: usize,
     first: RecordingClient,
-) -> Option<RecordingClient> {
+) -> RecordingClient {
     let config = &shared.config;
     let role = role_of(index, config);
     let hold = Duration::from_millis(config.hold_ms);
@@ -528,7 +528,7 @@ async fn worker<R: RealRecipe>(
     }
     client.record(EventKind::Done);
     shared.sessions.set(index, None);
-    Some(client)
+    client
 }
 
 #[cfg(test)]

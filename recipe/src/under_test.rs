@@ -57,11 +57,6 @@ impl<C: Coordination + Clone> ShippedLock<C> {
         }?;
         Ok(ShippedLock { lock })
     }
-
-    /// The shipped lock itself.
-    pub fn lock(&self) -> &Lock<C> {
-        &self.lock
-    }
 }
 
 impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for ShippedLock<C> {

@@ -123,8 +123,9 @@ fn parse(args: &[String]) -> Result<RealOptions> {
     }
     faults.heal_ms = workload.duration_ms * HEAL_FRACTION.0 / HEAL_FRACTION.1;
     faults.start_ms = FAULT_START_MS.min(faults.heal_ms / 4);
-    // Some black holes outlast the session (the server expires it), most do not.
+    // Some black holes and pauses outlast the session (the server expires it), most do not.
     faults.black_hole_ms_max = workload.session_timeout_ms * 2;
+    faults.pause_ms_max = workload.session_timeout_ms * 2;
     workload.validate().map_err(anyhow::Error::new)?;
     Ok(RealOptions {
         workload,
@@ -203,8 +204,8 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     let cfg = CheckConfig {
         heal_ms: run.heal_ms,
         liveness_bound_ms: run.liveness_bound_ms,
-        // A real run has no process pauses: belief-based exclusion must hold.
-        pauses_on: false,
+        // With pauses on, an overlap of a paused holder is the known, unavoidable class.
+        pauses_on: run.pauses_on,
         lock_path: run.lock_path.clone(),
         final_lock_children: run.final_lock_children.clone(),
         run_end_us: Some(run.run_end_us),

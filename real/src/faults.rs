@@ -7,6 +7,7 @@
 //! | `expire`      | the target is cut off, then its session closed server-side, as Curator's KillSession (see [`expire_isolated`]) | `ForcedExpiry` |
 //! | `black-hole`  | nothing reaches or leaves the target for a while; past its session timeout the server expires it | `Partition` |
 //! | `local-expire` | the target's client library declares its session expired: it reports Expired, and the process opens a new session, while the server keeps the old one, and its nodes, for a session timeout (see [`ClientLink::expire_locally`]) | `LocalExpiry` |
+//! | `pause`       | the target process freezes, as in a GC pause: its task is not polled and its proxies hold its traffic; past its session timeout the server expires it, and the process resumes believing what it believed. Some pauses strike at once, the rest at the target's next hold (`pause_in_hold_percent`; see [`crate::pause`]) | `Pause` |
 //! | `kill-leader` | the ensemble's leader is SIGKILLed, and restarted a while later | `ConnectionLoss` for every client (every session is cut while the ensemble elects) |
 //!
 //! Each client talks through its own [`ClientLink`] (one proxy per server), so a proxy fault
@@ -15,6 +16,7 @@
 
 use crate::client::ZkClient;
 use crate::error::RealError;
+use crate::pause::Pauser;
 use crate::proxy::Proxy;
 use crate::recorder::Recorder;
 use crate::servers::Servers;
@@ -36,17 +38,19 @@ pub enum RealFault {
     Expire,
     BlackHole,
     LocalExpire,
+    Pause,
     KillLeader,
 }
 
 impl RealFault {
     /// Every kind, in the order they are listed.
-    pub const ALL: [RealFault; 6] = [
+    pub const ALL: [RealFault; 7] = [
         RealFault::Cut,
         RealFault::LostCreate,
         RealFault::Expire,
         RealFault::BlackHole,
         RealFault::LocalExpire,
+        RealFault::Pause,
         RealFault::KillLeader,
     ];
 
@@ -58,6 +62,7 @@ impl RealFault {
             RealFault::Expire => "expire",
             RealFault::BlackHole => "black-hole",
             RealFault::LocalExpire => "local-expire",
+            RealFault::Pause => "pause",
             RealFault::KillLeader => "kill-leader",
         }
     }
@@ -171,6 +176,17 @@ pub struct FaultConfig {
     pub black_hole_ms_min: u64,
     /// Longest black hole; longer than the session timeout, the server expires the session.
     pub black_hole_ms_max: u64,
+    /// Shortest process pause.
+    pub pause_ms_min: u64,
+    /// Longest process pause; longer than the session timeout, the server expires the
+    /// session while the process still believes what it believed.
+    pub pause_ms_max: u64,
+    /// Of the pauses, the share armed for the target's next hold, in percent (0 to 100);
+    /// the rest strike at once, wherever the target is.
+    pub pause_in_hold_percent: u64,
+    /// How long a pause armed for the target's next hold waits for it before it is
+    /// disarmed unstruck.
+    pub pause_arm_ms: u64,
     /// How long an armed lost create waits for the target's next create before it is
     /// disarmed unstruck.
     pub lost_create_arm_ms: u64,
@@ -188,7 +204,8 @@ pub struct FaultConfig {
 
 impl Default for FaultConfig {
     /// No faults; with faults on, one every 0.5–1.5 s from 1 s to the heal at 20 s, black
-    /// holes of 0.5–8 s (past a 4 s session, an expiry), a killed leader down 3 s.
+    /// holes and pauses of 0.5–8 s (past a 4 s session, an expiry), half the pauses
+    /// armed for the target's next hold for up to 2 s, a killed leader down 3 s.
     fn default() -> Self {
         FaultConfig {
             faults: FaultSet::none(),
@@ -199,6 +216,10 @@ impl Default for FaultConfig {
             gap_ms_max: 1_500,
             black_hole_ms_min: 500,
             black_hole_ms_max: 8_000,
+            pause_ms_min: 500,
+            pause_ms_max: 8_000,
+            pause_in_hold_percent: 50,
+            pause_arm_ms: 2_000,
             lost_create_arm_ms: 2_000,
             leader_down_ms: 3_000,
             restart_killed_leader: false,
@@ -217,6 +238,12 @@ pub struct FaultCounts {
     pub expiries: u64,
     pub black_holes: u64,
     pub local_expiries: u64,
+    /// Pauses that struck at once.
+    pub pauses: u64,
+    /// Pauses armed for the target's next hold.
+    pub hold_pauses_armed: u64,
+    /// Armed pauses that struck in a hold (the rest were disarmed unstruck).
+    pub hold_pauses_struck: u64,
     pub leader_kills: u64,
     /// Fault actions that failed (e.g. an expiry the server did not confirm in time), with
     /// the first reasons.
@@ -233,6 +260,8 @@ impl FaultCounts {
             + self.expiries
             + self.black_holes
             + self.local_expiries
+            + self.pauses
+            + self.hold_pauses_struck
             + self.leader_kills
     }
 
@@ -248,13 +277,16 @@ impl fmt::Display for FaultCounts {
         write!(
             f,
             "injected: cut {}, lost-create {} (armed {}), expire {}, black-hole {}, \
-             local-expire {}, kill-leader {}",
+             local-expire {}, pause {}, pause in a hold {} (armed {}), kill-leader {}",
             self.cuts,
             self.lost_creates_struck,
             self.lost_creates_armed,
             self.expiries,
             self.black_holes,
             self.local_expiries,
+            self.pauses,
+            self.hold_pauses_struck,
+            self.hold_pauses_armed,
             self.leader_kills
         )?;
         if !self.failures.is_empty() {
@@ -460,6 +492,8 @@ pub struct FaultTargets {
     /// Per client; empty when no fault needs proxies.
     pub links: Vec<Arc<ClientLink>>,
     pub sessions: Arc<LiveSessions>,
+    /// Per client: its process's pause switch.
+    pub pausers: Vec<Arc<Pauser>>,
     pub servers: Arc<Mutex<Servers>>,
     /// Where forced expiries attach: the servers themselves, not the proxies.
     pub server_connect_string: String,
@@ -517,6 +551,7 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
                     RealFault::Expire => ctx.expire(&mut counts, &mut background),
                     RealFault::BlackHole => ctx.black_hole(&mut counts, &mut schedule),
                     RealFault::LocalExpire => ctx.local_expire(&mut counts),
+                    RealFault::Pause => ctx.pause(&mut counts, &mut schedule),
                     RealFault::KillLeader => {
                         downed = ctx.kill_leader(&mut counts).await;
                     }
@@ -536,6 +571,8 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     if let Some(d) = downed {
         note_restart(&mut counts, d).await;
     }
+    // Armed pauses never strike past the heal, so these counts are final.
+    counts.hold_pauses_struck = targets.pausers.iter().map(|p| p.struck_in_hold()).sum();
     counts
 }
 
@@ -565,7 +602,8 @@ fn applicable(kind: RealFault, targets: &FaultTargets, server_down: bool) -> boo
         | RealFault::LostCreate
         | RealFault::BlackHole
         | RealFault::Expire
-        | RealFault::LocalExpire => !targets.links.is_empty(),
+        | RealFault::LocalExpire
+        | RealFault::Pause => !targets.links.is_empty(),
         // One server down at a time, so the ensemble keeps its quorum.
         RealFault::KillLeader => !server_down && lock_servers(&targets.servers).can_kill_leader(),
     }
@@ -715,6 +753,30 @@ impl Strike<'_> {
         }
     }
 
+    fn pause(&self, counts: &mut FaultCounts, schedule: &mut Schedule) {
+        let now = self.targets.recorder.elapsed();
+        let left = self.heal.saturating_sub(now).as_millis() as u64;
+        let ms = schedule
+            .range(self.config.pause_ms_min, self.config.pause_ms_max)
+            .min(left);
+        let in_hold = schedule.range(1, 100) <= self.config.pause_in_hold_percent;
+        if ms == 0 {
+            return;
+        }
+        let duration = Duration::from_millis(ms);
+        let pauser = &self.targets.pausers[self.target];
+        if in_hold {
+            // The worker records it when it strikes, inside the hold it hit.
+            let until = now + Duration::from_millis(self.config.pause_arm_ms);
+            pauser.arm_for_hold(duration, until, self.heal);
+            counts.hold_pauses_armed += 1;
+        } else {
+            self.record(self.target, FaultKind::Pause { duration_ms: ms });
+            pauser.pause_for(duration);
+            counts.pauses += 1;
+        }
+    }
+
     async fn kill_leader(&self, counts: &mut FaultCounts) -> Option<Downed> {
         let servers = Arc::clone(&self.targets.servers);
         let timeout = Duration::from_millis(self.config.server_action_timeout_ms);
@@ -829,6 +891,7 @@ mod tests {
         assert!(!"kill-leader".parse::<FaultSet>().unwrap().needs_proxies());
         assert!("expire".parse::<FaultSet>().unwrap().needs_proxies());
         assert!("lost-create".parse::<FaultSet>().unwrap().needs_proxies());
+        assert!("pause".parse::<FaultSet>().unwrap().needs_proxies());
     }
 
     #[test]
@@ -847,7 +910,7 @@ mod tests {
         let mut bag = Vec::new();
         let mut s = Schedule(3);
         let usable = |k| k != RealFault::KillLeader;
-        let mut round: Vec<RealFault> = (0..5)
+        let mut round: Vec<RealFault> = (0..6)
             .map(|_| next_kind(&mut bag, &mut s, usable).unwrap())
             .collect();
         round.sort();
@@ -858,7 +921,8 @@ mod tests {
                 RealFault::LostCreate,
                 RealFault::Expire,
                 RealFault::BlackHole,
-                RealFault::LocalExpire
+                RealFault::LocalExpire,
+                RealFault::Pause
             ]
         );
         assert_eq!(next_kind(&mut bag, &mut s, |_| false), None);

@@ -17,13 +17,14 @@
 use crate::client::ZkClient;
 use crate::error::RealError;
 use crate::faults::{ClientLink, FaultConfig, FaultCounts, FaultTargets, LiveSessions, RealFault};
+use crate::pause::{Pausable, Pauser};
 use crate::recorder::{DEFAULT_MAX_EVENTS, Recorder};
 use crate::recording::RecordingClient;
 use crate::servers::Servers;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
+use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::ShippedLock;
 use zklock_recipe::{Coordination, LockUnderTest, ZkError};
@@ -160,6 +161,10 @@ pub struct RealRun {
     pub lock_path: String,
     /// What the fault injector did.
     pub faults: FaultCounts,
+    /// Process pauses were among the faults: judge the run as the simulation judges runs
+    /// with pauses (`CheckConfig::pauses_on`), since a paused holder cannot notice its
+    /// session expiring and no recipe keeps belief-based exclusion then.
+    pub pauses_on: bool,
     /// Sessions opened by the clients (more than `clients` after expiries).
     pub sessions_opened: u64,
     /// The servers, still running (dropping harness-started ones stops them).
@@ -201,6 +206,8 @@ struct Shared {
     sessions: Arc<LiveSessions>,
     /// Per client: where it connects (its proxies, or the servers).
     connect: Vec<String>,
+    /// Per client: its process's pause switch.
+    pausers: Vec<Arc<Pauser>>,
     sessions_opened: AtomicU64,
 }
 
@@ -295,11 +302,15 @@ pub async fn run_recipe<R: RealRecipe>(
         links.iter().map(|l| l.connect_string()).collect()
     };
     let recorder = Arc::new(Recorder::new(config.max_history_events));
+    let pausers = (0..clients)
+        .map(|i| Arc::new(Pauser::new(links.get(i).cloned(), Arc::clone(&recorder))))
+        .collect();
     let shared = Arc::new(Shared {
         config: config.clone(),
         recorder: Arc::clone(&recorder),
         sessions: Arc::new(LiveSessions::new(clients)),
         connect,
+        pausers,
         sessions_opened: AtomicU64::new(0),
     });
     let mut firsts = Vec::with_capacity(clients);
@@ -311,6 +322,7 @@ pub async fn run_recipe<R: RealRecipe>(
         recorder: Arc::clone(&recorder),
         links,
         sessions: Arc::clone(&shared.sessions),
+        pausers: shared.pausers.clone(),
         servers: Arc::clone(&servers),
         server_connect_string: server_connect,
     };
@@ -318,7 +330,10 @@ pub async fn run_recipe<R: RealRecipe>(
     let workers: Vec<_> = firsts
         .into_iter()
         .enumerate()
-        .map(|(i, first)| tokio::spawn(worker(Arc::clone(&shared), Arc::clone(&recipe), i, first)))
+        .map(|(i, first)| {
+            let task = worker(Arc::clone(&shared), Arc::clone(&recipe), i, first);
+            tokio::spawn(Pausable::new(task, Arc::clone(&shared.pausers[i])))
+        })
         .collect();
     let join_workers = async {
         let mut finals = Vec::with_capacity(workers.len());
@@ -356,6 +371,7 @@ pub async fn run_recipe<R: RealRecipe>(
         session_timeout_ms: config.session_timeout_ms,
         lock_path: config.lock_path.clone(),
         faults: counts,
+        pauses_on: faults.faults.contains(RealFault::Pause),
         sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),
         servers,
     })
@@ -506,7 +522,18 @@ async fn worker<R: RealRecipe>(
         // the lost signal fires first.
         let session = client.session_id();
         let read = shared.recorder.read_resource(index as u32, session, token);
+        let pauser = &shared.pausers[index];
+        if let Some(pause) = pauser.take_armed() {
+            let duration_ms = pause.as_millis() as u64;
+            client.record(EventKind::Fault {
+                fault: FaultKind::Pause { duration_ms },
+            });
+            pauser.pause_for(pause);
+        }
         let lost = tokio::select! {
+            // The work first, as the simulation's runner: a process resuming from a pause
+            // finishes the step it was on before it reads its mail.
+            biased;
             () = client.sleep(hold) => None,
             reason = lock.lost(&guard) => Some(reason),
         };

@@ -383,9 +383,50 @@ async fn a_leader_killed_during_contention_breaks_no_property() {
     assert_eq!(run.final_lock_children, Vec::<String>::new());
 }
 
+/// Kleppmann's case on a real server: a holder pauses past its session, the server expires
+/// it, another client acquires, and the first, on waking, writes with its old token. The
+/// overlap of beliefs is the known, unavoidable class; the fence must reject the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_paused_past_its_session_is_stopped_by_the_fence() {
+    require_zookeeper!();
+    let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
+    let config = workload(4, 10_000);
+    let plan = FaultConfig {
+        // Past the 2 s session and the server's tick: every pause ends in an expiry.
+        pause_ms_min: 2 * SESSION_MS + 500,
+        pause_ms_max: 2 * SESSION_MS + 500,
+        pause_in_hold_percent: 100,
+        // At most two of the four clients paused at a time: the others take the lock.
+        gap_ms_min: 2_000,
+        gap_ms_max: 2_500,
+        ..faults("pause", 8_000)
+    };
+    let JudgedRun { run, judged } = run_judged(servers, &config, &plan).await;
+    assert!(run.pauses_on);
+    assert!(
+        run.faults.hold_pauses_struck >= 1,
+        "no pause struck in a hold: {}",
+        run.faults
+    );
+    let exclusion = judged
+        .report
+        .verdict("mutual_exclusion")
+        .expect("a verdict");
+    assert!(
+        exclusion.is_known_unavoidable(),
+        "a holder paused past its session, yet no overlap was found: {exclusion}"
+    );
+    let n = &judged.report.counters;
+    assert!(
+        n.fenced_rejections >= 1 && n.unfenced_lost_updates >= 1,
+        "the paused holder's late write was not stopped by the fence: {n:?}"
+    );
+    assert_eq!(run.final_lock_children, Vec::<String>::new());
+}
+
 #[test]
 fn fault_lists_name_every_kind() {
-    let all: FaultSet = "cut,lost-create,expire,black-hole,local-expire,kill-leader"
+    let all: FaultSet = "cut,lost-create,expire,black-hole,local-expire,pause,kill-leader"
         .parse()
         .unwrap();
     assert_eq!(all, FaultSet::all());

@@ -89,7 +89,7 @@ pub fn check_run(run: &RealRun) -> Judged {
     let cfg = CheckConfig {
         heal_ms: run.heal_ms,
         liveness_bound_ms: run.liveness_bound_ms,
-        pauses_on: false,
+        pauses_on: run.pauses_on,
         lock_path: run.lock_path.clone(),
         final_lock_children: run.final_lock_children.clone(),
         run_end_us: Some(run.run_end_us),

@@ -48,7 +48,7 @@ USAGE:
                                  [--clients N (5, at most 64)] [--duration 30s]
                                  [--ensemble 1|3 (1)] [--readers N]
                                  [--faults none|all|cut,lost-create,expire,black-hole,
-                                 local-expire,pause,kill-leader (all)]
+                                 local-expire,pause,crash,kill-leader (all)]
                                  [--connect HOST:PORT[,...]] [--seed S]
                                  [--session-timeout-ms MS (4000)] [--hold-ms MS (5)]
                                  [--connect-timeout-ms MS (10000)] [--out DIR]

@@ -7,7 +7,8 @@
 //! | `expire`      | the target is cut off, then its session closed server-side, as Curator's KillSession (see [`expire_isolated`]) | `ForcedExpiry` |
 //! | `black-hole`  | nothing reaches or leaves the target for a while; past its session timeout the server expires it | `Partition` |
 //! | `local-expire` | the target's client library declares its session expired: it reports Expired, and the process opens a new session, while the server keeps the old one, and its nodes, for a session timeout (see [`ClientLink::expire_locally`]) | `LocalExpiry` |
-//! | `pause`       | the target process freezes, as in a GC pause: its task is not polled and its proxies hold its traffic; past its session timeout the server expires it, and the process resumes believing what it believed. Some pauses strike at once, the rest at the target's next hold (`pause_in_hold_percent`; see [`crate::pause`]) | `Pause` |
+//! | `pause`       | the target process freezes, as in a GC pause: its task is not polled and its proxies hold its traffic; past its session timeout the server expires it, and the process resumes believing what it believed. Some pauses strike at once, the rest at the target's next hold (`pause_in_hold_percent`; see [`crate::process`]) | `Pause` |
+//! | `crash`       | the target process dies where it is: nothing more of it is recorded, its proxies keep its session from the server, which expires it a timeout later, and a new process with a new session starts `crash_restart_ms` later. Some crashes strike at once, the rest at the target's next hold (`crash_in_hold_percent`) | `Crash` |
 //! | `kill-leader` | the ensemble's leader is SIGKILLed, and restarted a while later | `ConnectionLoss` for every client (every session is cut while the ensemble elects) |
 //!
 //! Each client talks through its own [`ClientLink`] (one proxy per server), so a proxy fault
@@ -16,7 +17,7 @@
 
 use crate::client::ZkClient;
 use crate::error::RealError;
-use crate::pause::Pauser;
+use crate::process::{HoldFault, ProcessControl};
 use crate::proxy::Proxy;
 use crate::recorder::Recorder;
 use crate::servers::Servers;
@@ -39,18 +40,20 @@ pub enum RealFault {
     BlackHole,
     LocalExpire,
     Pause,
+    Crash,
     KillLeader,
 }
 
 impl RealFault {
     /// Every kind, in the order they are listed.
-    pub const ALL: [RealFault; 7] = [
+    pub const ALL: [RealFault; 8] = [
         RealFault::Cut,
         RealFault::LostCreate,
         RealFault::Expire,
         RealFault::BlackHole,
         RealFault::LocalExpire,
         RealFault::Pause,
+        RealFault::Crash,
         RealFault::KillLeader,
     ];
 
@@ -63,6 +66,7 @@ impl RealFault {
             RealFault::BlackHole => "black-hole",
             RealFault::LocalExpire => "local-expire",
             RealFault::Pause => "pause",
+            RealFault::Crash => "crash",
             RealFault::KillLeader => "kill-leader",
         }
     }
@@ -184,9 +188,13 @@ pub struct FaultConfig {
     /// Of the pauses, the share armed for the target's next hold, in percent (0 to 100);
     /// the rest strike at once, wherever the target is.
     pub pause_in_hold_percent: u64,
-    /// How long a pause armed for the target's next hold waits for it before it is
-    /// disarmed unstruck.
-    pub pause_arm_ms: u64,
+    /// How long a crashed process stays down before a new one starts, with a new session.
+    pub crash_restart_ms: u64,
+    /// Of the crashes, the share armed for the target's next hold, in percent (0 to 100).
+    pub crash_in_hold_percent: u64,
+    /// How long a pause or crash armed for the target's next hold waits for it before it
+    /// is disarmed unstruck.
+    pub hold_arm_ms: u64,
     /// How long an armed lost create waits for the target's next create before it is
     /// disarmed unstruck.
     pub lost_create_arm_ms: u64,
@@ -204,8 +212,9 @@ pub struct FaultConfig {
 
 impl Default for FaultConfig {
     /// No faults; with faults on, one every 0.5–1.5 s from 1 s to the heal at 20 s, black
-    /// holes and pauses of 0.5–8 s (past a 4 s session, an expiry), half the pauses
-    /// armed for the target's next hold for up to 2 s, a killed leader down 3 s.
+    /// holes and pauses of 0.5–8 s (past a 4 s session, an expiry), a crashed process
+    /// restarted after 1 s, half the pauses and crashes armed for the target's next hold
+    /// for up to 2 s, a killed leader down 3 s.
     fn default() -> Self {
         FaultConfig {
             faults: FaultSet::none(),
@@ -219,7 +228,9 @@ impl Default for FaultConfig {
             pause_ms_min: 500,
             pause_ms_max: 8_000,
             pause_in_hold_percent: 50,
-            pause_arm_ms: 2_000,
+            crash_restart_ms: 1_000,
+            crash_in_hold_percent: 50,
+            hold_arm_ms: 2_000,
             lost_create_arm_ms: 2_000,
             leader_down_ms: 3_000,
             restart_killed_leader: false,
@@ -244,6 +255,12 @@ pub struct FaultCounts {
     pub hold_pauses_armed: u64,
     /// Armed pauses that struck in a hold (the rest were disarmed unstruck).
     pub hold_pauses_struck: u64,
+    /// Crashes that struck at once.
+    pub crashes: u64,
+    /// Crashes armed for the target's next hold.
+    pub hold_crashes_armed: u64,
+    /// Armed crashes that struck in a hold.
+    pub hold_crashes_struck: u64,
     pub leader_kills: u64,
     /// Fault actions that failed (e.g. an expiry the server did not confirm in time), with
     /// the first reasons.
@@ -262,6 +279,8 @@ impl FaultCounts {
             + self.local_expiries
             + self.pauses
             + self.hold_pauses_struck
+            + self.crashes
+            + self.hold_crashes_struck
             + self.leader_kills
     }
 
@@ -277,7 +296,8 @@ impl fmt::Display for FaultCounts {
         write!(
             f,
             "injected: cut {}, lost-create {} (armed {}), expire {}, black-hole {}, \
-             local-expire {}, pause {}, pause in a hold {} (armed {}), kill-leader {}",
+             local-expire {}, pause {}, pause in a hold {} (armed {}), crash {}, \
+             crash in a hold {} (armed {}), kill-leader {}",
             self.cuts,
             self.lost_creates_struck,
             self.lost_creates_armed,
@@ -287,6 +307,9 @@ impl fmt::Display for FaultCounts {
             self.pauses,
             self.hold_pauses_struck,
             self.hold_pauses_armed,
+            self.crashes,
+            self.hold_crashes_struck,
+            self.hold_crashes_armed,
             self.leader_kills
         )?;
         if !self.failures.is_empty() {
@@ -492,8 +515,8 @@ pub struct FaultTargets {
     /// Per client; empty when no fault needs proxies.
     pub links: Vec<Arc<ClientLink>>,
     pub sessions: Arc<LiveSessions>,
-    /// Per client: its process's pause switch.
-    pub pausers: Vec<Arc<Pauser>>,
+    /// Per client: its process's pause and crash switches.
+    pub processes: Vec<Arc<ProcessControl>>,
     pub servers: Arc<Mutex<Servers>>,
     /// Where forced expiries attach: the servers themselves, not the proxies.
     pub server_connect_string: String,
@@ -552,6 +575,7 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
                     RealFault::BlackHole => ctx.black_hole(&mut counts, &mut schedule),
                     RealFault::LocalExpire => ctx.local_expire(&mut counts),
                     RealFault::Pause => ctx.pause(&mut counts, &mut schedule),
+                    RealFault::Crash => ctx.crash(&mut counts, &mut schedule),
                     RealFault::KillLeader => {
                         downed = ctx.kill_leader(&mut counts).await;
                     }
@@ -571,8 +595,9 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     if let Some(d) = downed {
         note_restart(&mut counts, d).await;
     }
-    // Armed pauses never strike past the heal, so these counts are final.
-    counts.hold_pauses_struck = targets.pausers.iter().map(|p| p.struck_in_hold()).sum();
+    // Armed faults never strike past the heal, so these counts are final.
+    counts.hold_pauses_struck = targets.processes.iter().map(|p| p.pauses_in_hold()).sum();
+    counts.hold_crashes_struck = targets.processes.iter().map(|p| p.crashes_in_hold()).sum();
     counts
 }
 
@@ -603,7 +628,8 @@ fn applicable(kind: RealFault, targets: &FaultTargets, server_down: bool) -> boo
         | RealFault::BlackHole
         | RealFault::Expire
         | RealFault::LocalExpire
-        | RealFault::Pause => !targets.links.is_empty(),
+        | RealFault::Pause
+        | RealFault::Crash => !targets.links.is_empty(),
         // One server down at a time, so the ensemble keeps its quorum.
         RealFault::KillLeader => !server_down && lock_servers(&targets.servers).can_kill_leader(),
     }
@@ -764,17 +790,36 @@ impl Strike<'_> {
             return;
         }
         let duration = Duration::from_millis(ms);
-        let pauser = &self.targets.pausers[self.target];
+        let process = &self.targets.processes[self.target];
         if in_hold {
             // The worker records it when it strikes, inside the hold it hit.
-            let until = now + Duration::from_millis(self.config.pause_arm_ms);
-            pauser.arm_for_hold(duration, until, self.heal);
+            process.arm_for_hold(HoldFault::Pause(duration), self.arm_until(), self.heal);
             counts.hold_pauses_armed += 1;
         } else {
             self.record(self.target, FaultKind::Pause { duration_ms: ms });
-            pauser.pause_for(duration);
+            process.pause_for(duration);
             counts.pauses += 1;
         }
+    }
+
+    fn crash(&self, counts: &mut FaultCounts, schedule: &mut Schedule) {
+        let in_hold = schedule.range(1, 100) <= self.config.crash_in_hold_percent;
+        let restart_after = Duration::from_millis(self.config.crash_restart_ms);
+        let process = &self.targets.processes[self.target];
+        if in_hold {
+            let fault = HoldFault::Crash { restart_after };
+            process.arm_for_hold(fault, self.arm_until(), self.heal);
+            counts.hold_crashes_armed += 1;
+        } else if let Some(client) = self.targets.sessions.get(self.target)
+            && process.crash(&client, restart_after)
+        {
+            counts.crashes += 1;
+        }
+    }
+
+    /// Until when a fault armed for the target's next hold may strike.
+    fn arm_until(&self) -> Duration {
+        self.targets.recorder.elapsed() + Duration::from_millis(self.config.hold_arm_ms)
     }
 
     async fn kill_leader(&self, counts: &mut FaultCounts) -> Option<Downed> {
@@ -892,6 +937,7 @@ mod tests {
         assert!("expire".parse::<FaultSet>().unwrap().needs_proxies());
         assert!("lost-create".parse::<FaultSet>().unwrap().needs_proxies());
         assert!("pause".parse::<FaultSet>().unwrap().needs_proxies());
+        assert!("crash".parse::<FaultSet>().unwrap().needs_proxies());
     }
 
     #[test]
@@ -910,7 +956,7 @@ mod tests {
         let mut bag = Vec::new();
         let mut s = Schedule(3);
         let usable = |k| k != RealFault::KillLeader;
-        let mut round: Vec<RealFault> = (0..6)
+        let mut round: Vec<RealFault> = (0..7)
             .map(|_| next_kind(&mut bag, &mut s, usable).unwrap())
             .collect();
         round.sort();
@@ -922,7 +968,8 @@ mod tests {
                 RealFault::Expire,
                 RealFault::BlackHole,
                 RealFault::LocalExpire,
-                RealFault::Pause
+                RealFault::Pause,
+                RealFault::Crash
             ]
         );
         assert_eq!(next_kind(&mut bag, &mut s, |_| false), None);

@@ -8,8 +8,8 @@
 //! * [`proxy`] is a fault-injecting TCP proxy that understands ZooKeeper's framing: it cuts
 //!   connections, loses create responses, black-holes clients, and keeps a session that
 //!   its client declared expired on its own from reaching the server.
-//! * [`pause`] freezes a client process, as a GC pause does, while its proxies hold its
-//!   traffic.
+//! * [`process`] pauses a client process, as a GC pause does, while its proxies hold its
+//!   traffic, and crashes it, keeping its session from the server.
 //! * [`workload`] runs the simulation's workload with the shipped recipe, or any
 //!   [`workload::RealRecipe`] ([`workload::run_recipe`]), on real servers
 //!   ([`servers::Servers`]), N clients each on its own session, with faults
@@ -80,7 +80,7 @@ mod error;
 pub mod faults;
 pub mod harness;
 mod nodelay;
-pub mod pause;
+pub mod process;
 pub mod proxy;
 pub mod reactor;
 pub mod recorder;

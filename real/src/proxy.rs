@@ -375,8 +375,8 @@ async fn connection(shared: Arc<Shared>, client: TcpStream, id: u64) {
         let (server_read, server_write) = server.into_split();
         // Whichever way ends first ends the connection: dropping the halves closes both.
         tokio::select! {
-            _ = pump(Way::ToServer, client_read, server_write, &shared, id) => {}
-            _ = pump(Way::ToClient, server_read, client_write, &shared, id) => {}
+            _ = pump(Way::ToServer, client_read, server_write, &shared, id, epoch) => {}
+            _ = pump(Way::ToClient, server_read, client_write, &shared, id, epoch) => {}
         }
     };
     tokio::select! {
@@ -391,14 +391,29 @@ enum Way {
     ToClient,
 }
 
-/// Forwards whole messages one way until either side fails or a reply is withheld.
-async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared, id: u64) {
+/// Forwards whole messages one way until either side fails, a reply is withheld, or the
+/// connection of cut epoch `epoch` is cut.
+async fn pump(
+    way: Way,
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    shared: &Shared,
+    id: u64,
+    epoch: u64,
+) {
     let mut black_hole = shared.black_hole.subscribe();
     let mut first = true;
     loop {
         let frame = read_frame(&mut from, shared.limits.max_frame_bytes).await;
         // Held here while black-holed: neither the message nor a close gets through.
         wait_open(&mut black_hole).await;
+        // The connection's task drops this pump once it sees the cut, but a message read
+        // meanwhile must not get through: what a client sends after its connection was
+        // cut (the CloseSession of a session declared expired, or crashed) would
+        // otherwise reach the server.
+        if *shared.cut_epoch.borrow() != epoch {
+            return;
+        }
         let Ok(frame) = frame else {
             return;
         };
@@ -614,6 +629,42 @@ mod tests {
         c.write_all(&connect_request(session)).await.unwrap();
         let answer = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
         answer.is_ok_and(|a| a == frame(b"hello"))
+    }
+
+    /// What a client sends after its connection was cut never reaches the server, though
+    /// the connection's task may not have seen the cut yet when the message is read (a
+    /// CloseSession slipping through would end the server's wait for a session declared
+    /// expired or crashed).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nothing_sent_after_a_cut_reaches_the_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (heard, mut server_heard) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let heard = heard.clone();
+                tokio::spawn(async move {
+                    while let Ok(message) = read_one(&mut s).await {
+                        let _ = heard.send(message);
+                    }
+                });
+            }
+        });
+        let proxy = Proxy::start(addr).await.unwrap();
+        for round in 0..200 {
+            let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+            c.write_all(&frame(b"connect")).await.unwrap();
+            let first = tokio::time::timeout(STEP, server_heard.recv()).await;
+            assert_eq!(first.unwrap(), Some(frame(b"connect")));
+            proxy.cut_all();
+            // A CloseSession (op -11), sent once the cut was made.
+            let _ = c.write_all(&request(round, -11)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(
+                server_heard.try_recv().is_err(),
+                "round {round}: a message sent after the cut reached the server"
+            );
+        }
     }
 
     #[tokio::test]

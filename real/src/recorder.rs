@@ -11,7 +11,7 @@ use crate::resource::{Resource, ResourceRead, WriteOutcome};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use zklock_recipe::SessionId;
-use zklock_recipe::history::{Event, EventKind, History, ZkOp};
+use zklock_recipe::history::{Event, EventKind, FaultKind, History, ZkOp};
 
 /// The default soft cap on a run's events (see [`Recorder::is_full`]).
 pub const DEFAULT_MAX_EVENTS: usize = 2_000_000;
@@ -21,6 +21,15 @@ struct Log {
     events: Vec<Event>,
     next_op_id: u64,
     resource: Resource,
+    /// Sessions of crashed processes, by client: nothing of them is recorded after the
+    /// crash, and they touch the resource no more. A handful per run: a scan is enough.
+    crashed: Vec<(u32, SessionId)>,
+}
+
+impl Log {
+    fn is_crashed(&self, client: u32, session: SessionId) -> bool {
+        !self.crashed.is_empty() && self.crashed.contains(&(client, session))
+    }
 }
 
 /// A run's history and resource. Times are microseconds since the recorder was made.
@@ -49,6 +58,7 @@ impl Recorder {
                 events: Vec::new(),
                 next_op_id: 0,
                 resource: Resource::default(),
+                crashed: Vec::new(),
             }),
         }
     }
@@ -79,6 +89,9 @@ impl Recorder {
     }
 
     fn push(&self, log: &mut Log, client: u32, session: SessionId, kind: EventKind) {
+        if log.is_crashed(client, session) {
+            return;
+        }
         // Read under the lock: the order of `events` is then the order of their times.
         let time_us = self.now_us();
         log.events.push(Event {
@@ -93,6 +106,18 @@ impl Recorder {
     pub fn record(&self, client: u32, session: SessionId, kind: EventKind) {
         let mut log = self.log();
         self.push(&mut log, client, session, kind);
+    }
+
+    /// Records that client `client`'s process crashed while on `session`, and from now on
+    /// records nothing of that session: what its leftover tasks still do (a dropped
+    /// lock's cleanup, the session's end) a dead process would not have done.
+    pub fn record_crash(&self, client: u32, session: SessionId) {
+        let mut log = self.log();
+        let kind = EventKind::Fault {
+            fault: FaultKind::Crash,
+        };
+        self.push(&mut log, client, session, kind);
+        log.crashed.push((client, session));
     }
 
     /// Records a ZooKeeper request being issued (`watch`: it leaves a watch) and returns
@@ -121,21 +146,29 @@ impl Recorder {
     /// Reads the resource and records the read (of the fenced value, as the simulation does).
     pub fn read_resource(&self, client: u32, session: SessionId, token: i64) -> ResourceRead {
         let mut log = self.log();
+        if log.is_crashed(client, session) {
+            // A dead process's read: it never happens, and teaches the resource nothing.
+            return ResourceRead::default();
+        }
         let read = log.resource.read(token);
         let kind = EventKind::ResourceRead { value: read.fenced };
         self.push(&mut log, client, session, kind);
         read
     }
 
-    /// Writes the resource with `token` (the values `read` saw, plus one) and records it.
+    /// Writes the resource with `token` (the values `read` saw, plus one) and records it;
+    /// `None`, with nothing written, from a crashed process's session.
     pub fn write_resource(
         &self,
         client: u32,
         session: SessionId,
         token: i64,
         read: ResourceRead,
-    ) -> WriteOutcome {
+    ) -> Option<WriteOutcome> {
         let mut log = self.log();
+        if log.is_crashed(client, session) {
+            return None;
+        }
         let out = log.resource.write(token, read);
         let kind = EventKind::ResourceWrite {
             token,
@@ -145,7 +178,7 @@ impl Recorder {
             unfenced_overwrote: out.unfenced_overwrote,
         };
         self.push(&mut log, client, session, kind);
-        out
+        Some(out)
     }
 
     /// Events so far.
@@ -214,10 +247,46 @@ mod tests {
         let read = r.read_resource(0, SessionId(7), 1);
         r.write_resource(0, SessionId(7), 42, read);
         assert!(!r.is_full());
-        let stale = r.write_resource(1, SessionId(8), 41, read);
+        let stale = r
+            .write_resource(1, SessionId(8), 41, read)
+            .expect("a live session");
         assert!(!stale.fenced_accepted && stale.unfenced_overwrote);
         assert!(r.is_full());
         let kinds: Vec<&'static str> = r.history().events.iter().map(|e| e.kind.tag()).collect();
         assert_eq!(kinds, ["rd", "wr", "wr"]);
+    }
+
+    #[test]
+    fn nothing_of_a_crashed_session_is_recorded_after_its_crash() {
+        let r = Recorder::default();
+        let read = r.read_resource(0, SessionId(7), 5);
+        r.record_crash(0, SessionId(7));
+        // Its leftover tasks: a request, a session change, the resource.
+        r.invoke(0, SessionId(7), ZkOp::Delete, "/l/n", false);
+        r.record(
+            0,
+            SessionId(7),
+            EventKind::Session {
+                state: zklock_recipe::SessionState::Expired,
+            },
+        );
+        assert_eq!(r.read_resource(0, SessionId(7), 9), ResourceRead::default());
+        assert_eq!(r.write_resource(0, SessionId(7), 5, read), None);
+        // The new process's session, and other clients, are recorded as ever.
+        r.record(0, SessionId(8), EventKind::Done);
+        r.record(1, SessionId(7), EventKind::Done);
+        let kinds: Vec<&'static str> = r.history().events.iter().map(|e| e.kind.tag()).collect();
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+        assert!(matches!(
+            r.history().events[1].kind,
+            EventKind::Fault {
+                fault: FaultKind::Crash
+            }
+        ));
+        // The resource learnt nothing from the dead session: a token below 9 still writes.
+        let w = r
+            .write_resource(1, SessionId(9), 6, read)
+            .expect("a live session");
+        assert!(w.fenced_accepted);
     }
 }

@@ -17,14 +17,14 @@
 use crate::client::ZkClient;
 use crate::error::RealError;
 use crate::faults::{ClientLink, FaultConfig, FaultCounts, FaultTargets, LiveSessions, RealFault};
-use crate::pause::{Pausable, Pauser};
+use crate::process::{Pausable, ProcessControl};
 use crate::recorder::{DEFAULT_MAX_EVENTS, Recorder};
 use crate::recording::RecordingClient;
 use crate::servers::Servers;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
+use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::ShippedLock;
 use zklock_recipe::{Coordination, LockUnderTest, ZkError};
@@ -206,8 +206,8 @@ struct Shared {
     sessions: Arc<LiveSessions>,
     /// Per client: where it connects (its proxies, or the servers).
     connect: Vec<String>,
-    /// Per client: its process's pause switch.
-    pausers: Vec<Arc<Pauser>>,
+    /// Per client: its process's pause and crash switches.
+    processes: Vec<Arc<ProcessControl>>,
     sessions_opened: AtomicU64,
 }
 
@@ -302,15 +302,18 @@ pub async fn run_recipe<R: RealRecipe>(
         links.iter().map(|l| l.connect_string()).collect()
     };
     let recorder = Arc::new(Recorder::new(config.max_history_events));
-    let pausers = (0..clients)
-        .map(|i| Arc::new(Pauser::new(links.get(i).cloned(), Arc::clone(&recorder))))
+    let processes = (0..clients)
+        .map(|i| {
+            let link = links.get(i).cloned();
+            Arc::new(ProcessControl::new(i as u32, link, Arc::clone(&recorder)))
+        })
         .collect();
     let shared = Arc::new(Shared {
         config: config.clone(),
         recorder: Arc::clone(&recorder),
         sessions: Arc::new(LiveSessions::new(clients)),
         connect,
-        pausers,
+        processes,
         sessions_opened: AtomicU64::new(0),
     });
     let mut firsts = Vec::with_capacity(clients);
@@ -322,7 +325,7 @@ pub async fn run_recipe<R: RealRecipe>(
         recorder: Arc::clone(&recorder),
         links,
         sessions: Arc::clone(&shared.sessions),
-        pausers: shared.pausers.clone(),
+        processes: shared.processes.clone(),
         servers: Arc::clone(&servers),
         server_connect_string: server_connect,
     };
@@ -330,16 +333,14 @@ pub async fn run_recipe<R: RealRecipe>(
     let workers: Vec<_> = firsts
         .into_iter()
         .enumerate()
-        .map(|(i, first)| {
-            let task = worker(Arc::clone(&shared), Arc::clone(&recipe), i, first);
-            tokio::spawn(Pausable::new(task, Arc::clone(&shared.pausers[i])))
-        })
+        .map(|(i, first)| tokio::spawn(process(Arc::clone(&shared), Arc::clone(&recipe), i, first)))
         .collect();
     let join_workers = async {
         let mut finals = Vec::with_capacity(workers.len());
         for w in workers {
-            // A worker that panicked leaves no client to close; its events stay recorded.
-            finals.push(w.await.ok());
+            // A worker that panicked, or a process that crashed and did not restart, leaves
+            // no client to close; its events stay recorded.
+            finals.push(w.await.ok().flatten());
         }
         finals
     };
@@ -436,6 +437,40 @@ pub fn mode_of(index: usize, k: u64, config: &WorkloadConfig) -> AcquireMode {
     AcquireMode::of_attempt(k, config.drop_every, config.acquire_timeout_ms, after_ms)
 }
 
+/// One client's process: its worker, which a pause freezes, and after a crash, a new
+/// process that starts with a new session a while later, as a supervisor would restart
+/// it (none starts once acquisitions are over). Returns the last client to close, if any.
+async fn process<R: RealRecipe>(
+    shared: Arc<Shared>,
+    recipe: Arc<R>,
+    index: usize,
+    first: RecordingClient,
+) -> Option<RecordingClient> {
+    let control = Arc::clone(&shared.processes[index]);
+    let client = first;
+    loop {
+        let task = worker(
+            Arc::clone(&shared),
+            Arc::clone(&recipe),
+            index,
+            client.clone(),
+        );
+        tokio::select! {
+            last = Pausable::new(task, Arc::clone(&control)) => return Some(last),
+            // The task is dropped here, wherever it was.
+            () = control.crashed() => {}
+        }
+        shared.sessions.set(index, None);
+        tokio::time::sleep(control.restart_after()).await;
+        if shared.acquisitions_over() {
+            return None;
+        }
+        // The crashed session is over (its client reports Expired): the worker starts by
+        // opening a new one.
+        debug_assert!(client.session_state().is_terminal());
+    }
+}
+
 /// One client's loop. Returns its last client, to be closed once the run is read.
 async fn worker<R: RealRecipe>(
     shared: Arc<Shared>,
@@ -522,13 +557,9 @@ async fn worker<R: RealRecipe>(
         // the lost signal fires first.
         let session = client.session_id();
         let read = shared.recorder.read_resource(index as u32, session, token);
-        let pauser = &shared.pausers[index];
-        if let Some(pause) = pauser.take_armed() {
-            let duration_ms = pause.as_millis() as u64;
-            client.record(EventKind::Fault {
-                fault: FaultKind::Pause { duration_ms },
-            });
-            pauser.pause_for(pause);
+        if shared.processes[index].strike_armed(client.zk()) {
+            // Crashed: the process is dropped here, at its next await.
+            std::future::pending::<()>().await;
         }
         let lost = tokio::select! {
             // The work first, as the simulation's runner: a process resuming from a pause

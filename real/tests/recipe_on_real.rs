@@ -424,9 +424,76 @@ async fn a_holder_paused_past_its_session_is_stopped_by_the_fence() {
     assert_eq!(run.final_lock_children, Vec::<String>::new());
 }
 
+/// A holder's process dies in its hold: its node stands until the server expires the
+/// session, so no one acquires before then (which belief-based exclusion could not see: a
+/// crash ends the belief), nothing of the dead process is recorded after its crash, and a
+/// new process, with a new session, takes part again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_crashed_in_its_hold_leaves_its_node_to_the_session_expiry() {
+    require_zookeeper!();
+    let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
+    let config = workload(3, 8_000);
+    let plan = FaultConfig {
+        crash_in_hold_percent: 100,
+        crash_restart_ms: 500,
+        // Each crash's node gone (a session timeout) before the next crash.
+        gap_ms_min: 2 * SESSION_MS,
+        gap_ms_max: 2 * SESSION_MS + 500,
+        ..faults("crash", 6_000)
+    };
+    let JudgedRun { run, judged } = run_judged(servers, &config, &plan).await;
+    assert!(
+        run.faults.hold_crashes_struck >= 1,
+        "no crash struck in a hold: {}",
+        run.faults
+    );
+    assert!(
+        run.sessions_opened > u64::from(config.clients),
+        "no process restarted: {} sessions",
+        run.sessions_opened
+    );
+    assert!(judged.report.counters.handovers_after_expiry >= 1);
+    let events = &run.history.events;
+    let crashes: Vec<usize> = (0..events.len())
+        .filter(|&i| {
+            matches!(
+                events[i].kind,
+                EventKind::Fault {
+                    fault: FaultKind::Crash
+                }
+            )
+        })
+        .collect();
+    assert!(!crashes.is_empty());
+    for &i in &crashes {
+        let dead = (events[i].client, events[i].session);
+        assert!(
+            events[i + 1..]
+                .iter()
+                .all(|e| (e.client, e.session) != dead),
+            "an event of a crashed session after its crash (#{i})"
+        );
+        // The next grant waits for the server to expire the dead holder's session: a
+        // session timeout from its last request, which came just before the crash.
+        let next = events[i + 1..]
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::Acquired { .. }))
+            .expect("the lock moved on after the crash");
+        let waited_ms = (next.time_us - events[i].time_us) / 1000;
+        assert!(
+            waited_ms >= SESSION_MS * 3 / 4,
+            "c{} acquired {waited_ms} ms after c{}'s crash in its hold: before its session \
+             could expire",
+            next.client,
+            events[i].client
+        );
+    }
+    assert_eq!(run.final_lock_children, Vec::<String>::new());
+}
+
 #[test]
 fn fault_lists_name_every_kind() {
-    let all: FaultSet = "cut,lost-create,expire,black-hole,local-expire,pause,kill-leader"
+    let all: FaultSet = "cut,lost-create,expire,black-hole,local-expire,pause,crash,kill-leader"
         .parse()
         .unwrap();
     assert_eq!(all, FaultSet::all());

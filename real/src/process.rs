@@ -125,7 +125,15 @@ impl ProcessControl {
         // Refused for twice its timeout: past the server's expiry of it.
         let refuse_for = session.negotiated_session_timeout() * 2;
         link.expire_locally(session, refuse_for);
-        self.state().restart_after = restart_after;
+        let was_paused = {
+            let mut s = self.state();
+            s.restart_after = restart_after;
+            // The new process is not paused, and its connections are not held.
+            s.paused_until.take().is_some()
+        };
+        if was_paused {
+            link.end_black_hole();
+        }
         // A permit is kept if the workload is not waiting yet: the crash is not lost.
         self.crashed.notify_one();
         true

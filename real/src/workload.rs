@@ -447,13 +447,12 @@ async fn process<R: RealRecipe>(
     first: RecordingClient,
 ) -> Option<RecordingClient> {
     let control = Arc::clone(&shared.processes[index]);
-    let client = first;
     loop {
         let task = worker(
             Arc::clone(&shared),
             Arc::clone(&recipe),
             index,
-            client.clone(),
+            first.clone(),
         );
         tokio::select! {
             last = Pausable::new(task, Arc::clone(&control)) => return Some(last),
@@ -467,7 +466,7 @@ async fn process<R: RealRecipe>(
         }
         // The crashed session is over (its client reports Expired): the worker starts by
         // opening a new one.
-        debug_assert!(client.session_state().is_terminal());
+        debug_assert!(first.session_state().is_terminal());
     }
 }
 

@@ -11,8 +11,11 @@ use tokio::task::block_in_place;
 use tokio::time::timeout;
 use zklock_real::faults::ClientLink;
 use zklock_real::harness::{self, TestCluster, TestServer};
+use zklock_real::process::{Pausable, ProcessControl};
 use zklock_real::proxy::Proxy;
+use zklock_real::recorder::Recorder;
 use zklock_real::{RealError, ZkClient};
+use zklock_recipe::history::{EventKind, FaultKind};
 use zklock_recipe::{
     Coordination, CreateMode, EventType, Lock, LockOptions, Op, OpResult, SessionEvents,
     SessionState, WatchedEvent, ZkError,
@@ -489,6 +492,56 @@ async fn local_expiry_leaves_the_old_session_to_the_server() {
         "the server expired it after only {expired_after:?}"
     );
     assert_eq!(new.session_state(), SessionState::Connected);
+}
+
+/// A process that crashes while paused: its successor is neither paused nor held up by
+/// the pause's held traffic, while the dead session stays off the server until it expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_crashed_in_a_pause_restarts_unpaused() {
+    require_zookeeper!();
+    let server = start_server();
+    let link = Arc::new(ClientLink::start(&[server.addr()]).await.unwrap());
+    let recorder = Arc::new(Recorder::default());
+    let control = ProcessControl::new(0, Some(Arc::clone(&link)), Arc::clone(&recorder));
+    let old = connect_with(&link.connect_string(), 2_000).await;
+    old.create("/crashed", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    control.pause_for(Duration::from_secs(30));
+    assert!(link.proxies()[0].is_black_holed());
+
+    assert!(control.crash(&old, Duration::ZERO));
+    assert!(
+        !control.crash(&old, Duration::ZERO),
+        "a dead session crashes once"
+    );
+    assert!(
+        !link.proxies()[0].is_black_holed(),
+        "the pause's hold ended"
+    );
+    let started = Instant::now();
+    let new = connect_with(&link.connect_string(), 2_000).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the new process waited {:?} to connect",
+        started.elapsed()
+    );
+    // A task of the new process runs at once: the pause died with the old one.
+    let ran = timeout(
+        Duration::from_secs(5),
+        Pausable::new(async {}, Arc::new(control)),
+    )
+    .await;
+    assert!(ran.is_ok(), "the new process is still paused");
+    let (_, stat) = new.get_data("/crashed").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, old.session_id().0, "its node stands");
+    let history = recorder.history();
+    assert!(matches!(
+        history.events.last().map(|e| &e.kind),
+        Some(EventKind::Fault {
+            fault: FaultKind::Crash
+        })
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,9 +107,18 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     let JudgedRun { run, judged } = run_judged(
         servers,
         &config,
-        &faults("cut,lost-create,expire,black-hole,local-expire", 3_500),
+        // Every fault of one server but pauses, so belief-based exclusion must hold.
+        // Crashes strike at once (in a hold, they are the next test's).
+        &FaultConfig {
+            crash_in_hold_percent: 0,
+            ..faults(
+                "cut,lost-create,expire,black-hole,local-expire,crash",
+                3_500,
+            )
+        },
     )
     .await;
+    assert!(!run.pauses_on);
     let n = &judged.report.counters;
     assert!(
         n.acquisitions >= 50 && n.contended_acquisitions >= 10,
@@ -119,6 +128,11 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     assert!(
         run.faults.local_expiries >= 1,
         "no local expiry struck: {}",
+        run.faults
+    );
+    assert!(
+        run.faults.crashes + run.faults.hold_crashes_struck >= 1,
+        "no crash struck: {}",
         run.faults
     );
     assert_eq!(run.final_lock_children, Vec::<String>::new());

@@ -13,7 +13,9 @@
 //!
 //! Each client talks through its own [`ClientLink`] (one proxy per server), so a proxy fault
 //! strikes one client only. The schedule (gaps, kinds, targets, durations) comes from a
-//! seed; what the servers and clients do in between is real and not reproducible.
+//! seed, each kind and each client drawn from a bag, so every kind strikes, and every
+//! client is struck, once before any twice; what the servers and clients do in between is
+//! real and not reproducible.
 
 use crate::client::ZkClient;
 use crate::error::RealError;
@@ -538,7 +540,8 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     let mut schedule = Schedule(config.seed);
     let mut background: JoinSet<TaskOutcome> = JoinSet::new();
     let mut downed: Option<Downed> = None;
-    let mut bag = Vec::new();
+    let mut kinds_bag = Vec::new();
+    let mut targets_bag = Vec::new();
     let heal = Duration::from_millis(config.heal_ms);
     let clients = targets.sessions.len();
     let mut next = Duration::from_millis(config.start_ms);
@@ -558,10 +561,10 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
                 let d = downed.take().expect("checked above");
                 note_restart(&mut counts, d).await;
             }
-            if let Some(kind) = next_kind(&mut bag, &mut schedule, |k| {
+            if let Some(kind) = next_kind(&mut kinds_bag, &mut schedule, |k| {
                 config.faults.contains(k) && applicable(k, targets, downed.is_some())
             }) {
-                let target = schedule.range(0, clients as u64 - 1) as usize;
+                let target = next_target(&mut targets_bag, &mut schedule, clients);
                 let ctx = Strike {
                     config,
                     targets,
@@ -599,6 +602,16 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     counts.hold_pauses_struck = targets.processes.iter().map(|p| p.pauses_in_hold()).sum();
     counts.hold_crashes_struck = targets.processes.iter().map(|p| p.crashes_in_hold()).sum();
     counts
+}
+
+/// The next fault's target: drawn from a bag holding each client once, refilled in a
+/// seeded order when empty, so every client is struck once before any is struck twice.
+fn next_target(bag: &mut Vec<usize>, schedule: &mut Schedule, clients: usize) -> usize {
+    if bag.is_empty() {
+        bag.extend(0..clients);
+        schedule.shuffle(bag);
+    }
+    bag.pop().expect("refilled above, with at least one client")
 }
 
 /// The next fault kind: drawn from a bag holding each kind once, refilled in a seeded
@@ -949,6 +962,18 @@ mod tests {
         assert_eq!(draw(7), draw(7));
         assert_ne!(draw(7), draw(8));
         assert!(draw(7).iter().all(|g| (500..=1500).contains(g)));
+    }
+
+    #[test]
+    fn every_client_is_struck_once_per_round() {
+        let mut bag = Vec::new();
+        let mut s = Schedule(3);
+        for _ in 0..3 {
+            let mut round: Vec<usize> = (0..5).map(|_| next_target(&mut bag, &mut s, 5)).collect();
+            round.sort_unstable();
+            assert_eq!(round, [0, 1, 2, 3, 4]);
+        }
+        assert_eq!(next_target(&mut Vec::new(), &mut s, 1), 0);
     }
 
     #[test]

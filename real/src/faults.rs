@@ -13,9 +13,9 @@
 //!
 //! Each client talks through its own [`ClientLink`] (one proxy per server), so a proxy fault
 //! strikes one client only. The schedule (gaps, kinds, targets, durations) comes from a
-//! seed, each kind and each client drawn from a bag, so every kind strikes, and every
-//! client is struck, once before any twice; what the servers and clients do in between is
-//! real and not reproducible.
+//! seed, kinds and targets each drawn from a bag, so that every kind comes up, and every
+//! client is targeted, once before any comes up twice; what the servers and clients do in
+//! between is real and not reproducible.
 
 use crate::client::ZkClient;
 use crate::error::RealError;

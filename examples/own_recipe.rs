@@ -205,16 +205,7 @@ fn on_a_real_server() -> Option<Vec<&'static str>> {
             OwnerNodeRecipe,
         ))
         .expect("the run completes");
-    let cfg = CheckConfig {
-        heal_ms: run.heal_ms,
-        liveness_bound_ms: run.liveness_bound_ms,
-        pauses_on: run.pauses_on,
-        lock_path: run.lock_path.clone(),
-        final_lock_children: run.final_lock_children.clone(),
-        run_end_us: Some(run.run_end_us),
-        session_timeout_ms: run.session_timeout_ms,
-        ..CheckConfig::default()
-    };
+    let cfg = CheckConfig::from(run.facts());
     let mut failed = judge_parallel(&run.history, &cfg).report.violated();
     failed.sort_unstable();
     Some(failed)

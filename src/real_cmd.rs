@@ -199,19 +199,8 @@ fn describe(servers: &Servers) -> String {
 
 /// Checks the run, prints the verdict; true when every property held.
 fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> {
-    // Fields the checker may gain keep their defaults.
-    #[allow(clippy::needless_update)]
-    let cfg = CheckConfig {
-        heal_ms: run.heal_ms,
-        liveness_bound_ms: run.liveness_bound_ms,
-        // With pauses on, an overlap of a paused holder is the known, unavoidable class.
-        pauses_on: run.pauses_on,
-        lock_path: run.lock_path.clone(),
-        final_lock_children: run.final_lock_children.clone(),
-        run_end_us: Some(run.run_end_us),
-        session_timeout_ms: run.session_timeout_ms,
-        ..CheckConfig::default()
-    };
+    // With pauses on, an overlap of a paused holder is the known, unavoidable class.
+    let cfg = CheckConfig::from(run.facts());
     let Judged {
         report,
         history,

@@ -24,7 +24,7 @@ use crate::servers::Servers;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
+use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole, RunFacts};
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::ShippedLock;
 use zklock_recipe::{Coordination, LockUnderTest, ZkError};
@@ -169,6 +169,22 @@ pub struct RealRun {
     pub sessions_opened: u64,
     /// The servers, still running (dropping harness-started ones stops them).
     pub servers: Servers,
+}
+
+impl RealRun {
+    /// What the checker needs to know of this run besides its history:
+    /// `CheckConfig::from(run.facts())`.
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            heal_ms: self.heal_ms,
+            liveness_bound_ms: self.liveness_bound_ms,
+            pauses_on: self.pauses_on,
+            lock_path: self.lock_path.clone(),
+            final_lock_children: self.final_lock_children.clone(),
+            run_end_us: self.run_end_us,
+            session_timeout_ms: self.session_timeout_ms,
+        }
+    }
 }
 
 /// Makes one lock per client session of a real run: the recipe under test, as

@@ -15,6 +15,27 @@ pub struct History {
     pub events: Vec<Event>,
 }
 
+/// What a runner knows of a run besides its history, and the checker needs: a real run
+/// hands these over (`zklock_real::workload::RealRun::facts`), and the checker's
+/// `CheckConfig` is made from them, so no caller copies them field by field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunFacts {
+    /// Run time at which faults stopped, in ms.
+    pub heal_ms: u64,
+    /// After the heal, every live waiter must be served within this bound, in ms.
+    pub liveness_bound_ms: u64,
+    /// Process pauses were among the faults.
+    pub pauses_on: bool,
+    /// The lock's directory.
+    pub lock_path: String,
+    /// The lock directory's children once every client was done.
+    pub final_lock_children: Vec<String>,
+    /// Run time when the run ended, in µs.
+    pub run_end_us: u64,
+    /// The clients' session timeout, in ms.
+    pub session_timeout_ms: u64,
+}
+
 /// One event: when (virtual time in the simulation, monotonic time on a real server),
 /// which client and session, and what.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,7 @@
 //! The scenario facts the properties need.
 
+use zklock_recipe::history::RunFacts;
+
 /// What the properties must know beyond the history itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckConfig {
@@ -49,6 +51,22 @@ impl Default for CheckConfig {
     }
 }
 
+impl From<RunFacts> for CheckConfig {
+    /// A run's facts, with the default grace for timed acquires.
+    fn from(f: RunFacts) -> CheckConfig {
+        CheckConfig {
+            heal_ms: f.heal_ms,
+            liveness_bound_ms: f.liveness_bound_ms,
+            pauses_on: f.pauses_on,
+            lock_path: f.lock_path,
+            final_lock_children: f.final_lock_children,
+            run_end_us: Some(f.run_end_us),
+            session_timeout_ms: f.session_timeout_ms,
+            timed_grace_ms: TIMED_GRACE_MS,
+        }
+    }
+}
+
 impl CheckConfig {
     /// The facts a scenario fixes; the final children and end time come from the run.
     pub fn from_scenario(scenario: &zklock_sim::Scenario) -> CheckConfig {
@@ -74,5 +92,37 @@ impl CheckConfig {
     pub fn with_run_end_us(mut self, end_us: u64) -> CheckConfig {
         self.run_end_us = Some(end_us);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_facts_make_its_check_config() {
+        let facts = RunFacts {
+            heal_ms: 7,
+            liveness_bound_ms: 11,
+            pauses_on: true,
+            lock_path: "/l".into(),
+            final_lock_children: vec!["n".into()],
+            run_end_us: 13,
+            session_timeout_ms: 17,
+        };
+        let cfg = CheckConfig::from(facts);
+        assert_eq!(
+            cfg,
+            CheckConfig {
+                heal_ms: 7,
+                liveness_bound_ms: 11,
+                pauses_on: true,
+                lock_path: "/l".into(),
+                final_lock_children: vec!["n".into()],
+                run_end_us: Some(13),
+                session_timeout_ms: 17,
+                timed_grace_ms: TIMED_GRACE_MS,
+            }
+        );
     }
 }

@@ -84,19 +84,7 @@ pub fn check(
 
 /// Checks a workload run with its own heal time, bound and final children.
 pub fn check_run(run: &RealRun) -> Judged {
-    // Fields the checker may gain keep their defaults.
-    #[allow(clippy::needless_update)]
-    let cfg = CheckConfig {
-        heal_ms: run.heal_ms,
-        liveness_bound_ms: run.liveness_bound_ms,
-        pauses_on: run.pauses_on,
-        lock_path: run.lock_path.clone(),
-        final_lock_children: run.final_lock_children.clone(),
-        run_end_us: Some(run.run_end_us),
-        session_timeout_ms: run.session_timeout_ms,
-        ..CheckConfig::default()
-    };
-    judge(&run.history, &cfg)
+    judge(&run.history, &CheckConfig::from(run.facts()))
 }
 
 /// Panics with the report (and the end of the timeline) unless every property held; the

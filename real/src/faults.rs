@@ -26,7 +26,7 @@ use crate::servers::Servers;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::task::{JoinHandle, JoinSet};
@@ -210,6 +210,16 @@ pub struct FaultConfig {
     pub restart_killed_leader: bool,
     /// How long forcing one expiry, or finding the leader, may take.
     pub server_action_timeout_ms: u64,
+    /// The heal waits until every kind of fault in `faults` has struck this many times
+    /// (armed faults count once they strike): while one has not, the schedule goes on past
+    /// `heal_ms`, one gap at a time, so that a slow machine sees the faults a fast one
+    /// does, only later. The run's heal is then when it happened
+    /// ([`FaultCounts::healed_at_ms`]). Default 0: the heal is at `heal_ms`, whatever
+    /// struck. (A leader is killed once unless `restart_killed_leader`: ask for 1 then.)
+    pub strikes_min_per_kind: u64,
+    /// The latest heal when `strikes_min_per_kind` has not been met by then, in run time:
+    /// a bound only a hang reaches. Default 600,000 (10 minutes).
+    pub strikes_deadline_ms: u64,
 }
 
 impl Default for FaultConfig {
@@ -237,6 +247,8 @@ impl Default for FaultConfig {
             leader_down_ms: 3_000,
             restart_killed_leader: false,
             server_action_timeout_ms: 20_000,
+            strikes_min_per_kind: 0,
+            strikes_deadline_ms: 600_000,
         }
     }
 }
@@ -264,6 +276,9 @@ pub struct FaultCounts {
     /// Armed crashes that struck in a hold.
     pub hold_crashes_struck: u64,
     pub leader_kills: u64,
+    /// Run time of the heal, in ms: `heal_ms`, or later when the heal waited for
+    /// [`FaultConfig::strikes_min`] strikes.
+    pub healed_at_ms: u64,
     /// Fault actions that failed (e.g. an expiry the server did not confirm in time), with
     /// the first reasons.
     pub failures: Vec<String>,
@@ -299,7 +314,7 @@ impl fmt::Display for FaultCounts {
             f,
             "injected: cut {}, lost-create {} (armed {}), expire {}, black-hole {}, \
              local-expire {}, pause {}, pause in a hold {} (armed {}), crash {}, \
-             crash in a hold {} (armed {}), kill-leader {}",
+             crash in a hold {} (armed {}), kill-leader {}; healed at {} ms",
             self.cuts,
             self.lost_creates_struck,
             self.lost_creates_armed,
@@ -312,7 +327,8 @@ impl fmt::Display for FaultCounts {
             self.crashes,
             self.hold_crashes_struck,
             self.hold_crashes_armed,
-            self.leader_kills
+            self.leader_kills,
+            self.healed_at_ms
         )?;
         if !self.failures.is_empty() {
             write!(f, "; failed actions: {}", self.failures.join("; "))?;
@@ -522,7 +538,13 @@ pub struct FaultTargets {
     pub servers: Arc<Mutex<Servers>>,
     /// Where forced expiries attach: the servers themselves, not the proxies.
     pub server_connect_string: String,
+    /// Set to the heal's run time, in ms, when it happens ([`NOT_HEALED`] until then), so
+    /// that the workload runs on past a heal that came late.
+    pub healed_at_ms: Arc<AtomicU64>,
 }
+
+/// [`FaultTargets::healed_at_ms`] before the heal.
+pub const NOT_HEALED: u64 = u64::MAX;
 
 /// A leader killed and its pending restart.
 struct Downed {
@@ -533,8 +555,9 @@ struct Downed {
 }
 
 /// Runs the fault schedule from `config.start_ms` until `config.heal_ms` of the recorder's
-/// clock, then heals everything: black holes end, armed lost creates are disarmed, a
-/// killed server is restarted (and waited for).
+/// clock (later, while fewer than `config.strikes_min` faults have struck), then heals
+/// everything: black holes end, armed lost creates are disarmed, a killed server is
+/// restarted (and waited for).
 pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts {
     let mut counts = FaultCounts::default();
     let mut schedule = Schedule(config.seed);
@@ -542,13 +565,27 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     let mut downed: Option<Downed> = None;
     let mut kinds_bag = Vec::new();
     let mut targets_bag = Vec::new();
-    let heal = Duration::from_millis(config.heal_ms);
+    let mut heal = Duration::from_millis(config.heal_ms);
+    let deadline = Duration::from_millis(config.strikes_deadline_ms.max(config.heal_ms));
     let clients = targets.sessions.len();
     let mut next = Duration::from_millis(config.start_ms);
     if !config.faults.is_empty() && clients > 0 {
         loop {
             if next >= heal {
-                break;
+                while let Some(done) = background.try_join_next() {
+                    note(&mut counts, done);
+                }
+                let short = config.faults.iter().any(|kind| {
+                    struck_so_far(kind, &counts, targets) < config.strikes_min_per_kind
+                });
+                if !short || heal >= deadline {
+                    break;
+                }
+                // Too few struck yet: the heal moves on by a gap, and the schedule with it.
+                heal = (next + Duration::from_millis(config.gap_ms_max.max(1))).min(deadline);
+                if next >= heal {
+                    break;
+                }
             }
             sleep_until(&targets.recorder, next).await;
             while let Some(done) = background.try_join_next() {
@@ -592,6 +629,10 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     for link in &targets.links {
         link.heal();
     }
+    counts.healed_at_ms = heal.as_millis() as u64;
+    targets
+        .healed_at_ms
+        .store(counts.healed_at_ms, Ordering::Release);
     while let Some(done) = background.join_next().await {
         note(&mut counts, done);
     }
@@ -602,6 +643,21 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     counts.hold_pauses_struck = targets.processes.iter().map(|p| p.pauses_in_hold()).sum();
     counts.hold_crashes_struck = targets.processes.iter().map(|p| p.crashes_in_hold()).sum();
     counts
+}
+
+/// How often faults of `kind` struck so far: at once, or armed and then struck.
+fn struck_so_far(kind: RealFault, counts: &FaultCounts, targets: &FaultTargets) -> u64 {
+    let processes = targets.processes.iter();
+    match kind {
+        RealFault::Cut => counts.cuts,
+        RealFault::LostCreate => counts.lost_creates_struck,
+        RealFault::Expire => counts.expiries,
+        RealFault::BlackHole => counts.black_holes,
+        RealFault::LocalExpire => counts.local_expiries,
+        RealFault::Pause => counts.pauses + processes.map(|p| p.pauses_in_hold()).sum::<u64>(),
+        RealFault::Crash => counts.crashes + processes.map(|p| p.crashes_in_hold()).sum::<u64>(),
+        RealFault::KillLeader => counts.leader_kills,
+    }
 }
 
 /// The next fault's target: drawn from a bag holding each client once, refilled in a

@@ -6,9 +6,13 @@
 //! fencing token → release, with the acquire modes cycling blocking, try, timeout and the
 //! lost signal raced against the hold, as `zklock_sim`'s scenario runner does. A client
 //! whose session ended opens a new session and goes on with a new lock, as a real process
-//! would (and as a simulated client does). New acquisitions start until `duration_ms`; an acquire still
-//! waiting `drain_timeout_ms` later is cancelled (and shows up as late to the checker).
-//! Faults (see [`crate::faults`]) strike from one task until the heal time.
+//! would (and as a simulated client does). New acquisitions start until `duration_ms`, and
+//! on past it until what the run is for has happened (`until`: a count, an event), so that
+//! a slow machine makes the same run as a fast one, only longer; a blocking acquire still
+//! waiting `drain_timeout_ms` after the later of its start and `duration_ms` is cancelled
+//! (and shows up as late to the checker). Faults (see [`crate::faults`]) strike from one
+//! task until the heal time, which waits for `FaultConfig::strikes_min` strikes; a heal
+//! that came late moves the rest of the run with it.
 //!
 //! When every client is done, the lock directory's children are read from the server while
 //! the sessions are still open (waiting for dead sessions to expire), so any node left is a
@@ -16,12 +20,14 @@
 
 use crate::client::ZkClient;
 use crate::error::RealError;
-use crate::faults::{ClientLink, FaultConfig, FaultCounts, FaultTargets, LiveSessions, RealFault};
+use crate::faults::{
+    ClientLink, FaultConfig, FaultCounts, FaultTargets, LiveSessions, NOT_HEALED, RealFault,
+};
 use crate::process::{Pausable, ProcessControl};
 use crate::recorder::{DEFAULT_MAX_EVENTS, Recorder};
 use crate::recording::RecordingClient;
 use crate::servers::Servers;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole, RunFacts};
@@ -70,6 +76,41 @@ pub struct WorkloadConfig {
     pub error_backoff_ms: u64,
     /// Soft cap on history events: past it, no new acquisition starts.
     pub max_history_events: usize,
+    /// What the run must have seen before it ends: past `duration_ms` (and as long past
+    /// the heal as `duration_ms` is past the planned heal), new acquisitions go on until
+    /// this holds of the history so far, checked every 100 ms. None (the default): the run
+    /// ends at `duration_ms`. Tests use it to wait for what they need (contention, a
+    /// handover) instead of hoping a fixed time is enough.
+    pub until: Option<RunGoal>,
+    /// How long, in run time, a run may go on chasing `until` or a late heal: a bound only
+    /// a hang reaches. Default 600,000 (10 minutes).
+    pub goal_deadline_ms: u64,
+}
+
+/// A condition on a run's history so far; see [`WorkloadConfig::until`].
+#[derive(Clone)]
+pub struct RunGoal(Arc<GoalFn>);
+
+/// What a [`RunGoal`] asks of the history so far and the run's facts so far.
+type GoalFn = dyn Fn(&History, &RunFacts) -> bool + Send + Sync;
+
+impl RunGoal {
+    /// A goal judged by `reached`, given the history so far and the run's facts so far
+    /// (the heal as it happened, the end as now, no final children yet).
+    pub fn new(reached: impl Fn(&History, &RunFacts) -> bool + Send + Sync + 'static) -> Self {
+        RunGoal(Arc::new(reached))
+    }
+
+    /// Whether the goal holds of `history`.
+    pub fn reached(&self, history: &History, facts: &RunFacts) -> bool {
+        (self.0)(history, facts)
+    }
+}
+
+impl std::fmt::Debug for RunGoal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunGoal(..)")
+    }
 }
 
 impl Default for WorkloadConfig {
@@ -91,6 +132,8 @@ impl Default for WorkloadConfig {
             drain_timeout_ms: 10_000,
             error_backoff_ms: 10,
             max_history_events: DEFAULT_MAX_EVENTS,
+            until: None,
+            goal_deadline_ms: 600_000,
         }
     }
 }
@@ -225,20 +268,37 @@ struct Shared {
     /// Per client: its process's pause and crash switches.
     processes: Vec<Arc<ProcessControl>>,
     sessions_opened: AtomicU64,
+    /// Set by [`watch_for_the_end`] when no new acquisition may start.
+    over: AtomicBool,
+    /// The heal's run time in ms, [`NOT_HEALED`] until it happens.
+    healed_at_ms: Arc<AtomicU64>,
 }
 
 impl Shared {
     fn acquisitions_over(&self) -> bool {
-        self.recorder.elapsed() >= Duration::from_millis(self.config.duration_ms)
-            || self.recorder.is_full()
+        self.over.load(Ordering::Acquire) || self.recorder.is_full()
     }
 
+    /// Where a blocking acquire starting now is cancelled: `drain_timeout_ms` past the later
+    /// of now and `duration_ms`.
     fn drain_deadline(&self) -> Duration {
-        Duration::from_millis(
-            self.config
-                .duration_ms
-                .saturating_add(self.config.drain_timeout_ms),
-        )
+        Duration::from_millis(self.config.duration_ms)
+            .max(self.recorder.elapsed())
+            .saturating_add(Duration::from_millis(self.config.drain_timeout_ms))
+    }
+
+    /// The facts of the run so far, for [`RunGoal`]s.
+    fn facts_so_far(&self, heal_ms: u64, pauses_on: bool) -> RunFacts {
+        let c = &self.config;
+        RunFacts {
+            heal_ms,
+            liveness_bound_ms: c.liveness_bound_ms(),
+            pauses_on,
+            lock_path: c.lock_path.clone(),
+            final_lock_children: Vec::new(),
+            run_end_us: self.recorder.now_us(),
+            session_timeout_ms: c.session_timeout_ms,
+        }
     }
 
     async fn connect(&self, index: usize, timeout_ms: u64) -> Result<RecordingClient, RealError> {
@@ -331,6 +391,12 @@ pub async fn run_recipe<R: RealRecipe>(
         connect,
         processes,
         sessions_opened: AtomicU64::new(0),
+        over: AtomicBool::new(false),
+        healed_at_ms: Arc::new(AtomicU64::new(if faults.faults.is_empty() {
+            0
+        } else {
+            NOT_HEALED
+        })),
     });
     let mut firsts = Vec::with_capacity(clients);
     for i in 0..clients {
@@ -344,6 +410,7 @@ pub async fn run_recipe<R: RealRecipe>(
         processes: shared.processes.clone(),
         servers: Arc::clone(&servers),
         server_connect_string: server_connect,
+        healed_at_ms: Arc::clone(&shared.healed_at_ms),
     };
     let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts
@@ -360,7 +427,12 @@ pub async fn run_recipe<R: RealRecipe>(
         }
         finals
     };
-    let (counts, finals) = tokio::join!(crate::faults::inject(faults, &targets), join_workers);
+    let pauses_on = faults.faults.contains(RealFault::Pause);
+    let (counts, finals, ()) = tokio::join!(
+        crate::faults::inject(faults, &targets),
+        join_workers,
+        watch_for_the_end(&shared, faults.heal_ms, pauses_on)
+    );
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
@@ -383,16 +455,58 @@ pub async fn run_recipe<R: RealRecipe>(
         history: recorder.history(),
         final_lock_children,
         run_end_us,
-        heal_ms: faults.heal_ms,
+        heal_ms: if faults.faults.is_empty() {
+            0
+        } else {
+            counts.healed_at_ms
+        },
         liveness_bound_ms: config.liveness_bound_ms(),
         session_timeout_ms: config.session_timeout_ms,
         lock_path: config.lock_path.clone(),
         faults: counts,
-        pauses_on: faults.faults.contains(RealFault::Pause),
+        pauses_on,
         sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),
         servers,
     })
 }
+
+/// Ends the acquisitions: at `duration_ms`, or as long past a late heal as `duration_ms` is
+/// past the planned `heal_ms`, once the run's goal (if any) holds; at the latest at
+/// `goal_deadline_ms`, or when the history is full.
+async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: bool) {
+    let c = &shared.config;
+    let tail_ms = c.duration_ms.saturating_sub(planned_heal_ms);
+    let deadline = Duration::from_millis(c.goal_deadline_ms.max(c.duration_ms));
+    loop {
+        let now = shared.recorder.elapsed();
+        if now >= deadline || shared.recorder.is_full() {
+            break;
+        }
+        let healed_ms = shared.healed_at_ms.load(Ordering::Acquire);
+        let end = Duration::from_millis(c.duration_ms.max(healed_ms.saturating_add(tail_ms)));
+        if healed_ms != NOT_HEALED && now >= end {
+            let reached = c.until.as_ref().is_none_or(|goal| {
+                goal.reached(
+                    &shared.recorder.history(),
+                    &shared.facts_so_far(healed_ms, pauses_on),
+                )
+            });
+            if reached {
+                break;
+            }
+        }
+        let wait = if healed_ms != NOT_HEALED && now < end {
+            end - now
+        } else {
+            Duration::from_millis(GOAL_POLL_MS)
+        };
+        tokio::time::sleep(wait.min(Duration::from_millis(GOAL_POLL_MS))).await;
+    }
+    shared.over.store(true, Ordering::Release);
+}
+
+/// How often [`watch_for_the_end`] looks again.
+const GOAL_POLL_MS: u64 = 100;
 
 /// The lock directory's children, read until none is left or `settle` has passed: nodes
 /// of sessions that are ending vanish meanwhile, a live session's orphan stays. Connection
@@ -503,13 +617,16 @@ async fn worker<R: RealRecipe>(
         if client.session_state().is_terminal() {
             // The session is gone for good: open a new one, as a real process would.
             shared.sessions.set(index, None);
+            // Before `duration_ms`, a connect gives up by then; past it, the run goes on only
+            // for as long as it still needs, so a connect may take its full timeout.
             let left = Duration::from_millis(config.duration_ms)
                 .saturating_sub(shared.recorder.elapsed())
                 .as_millis() as u64;
-            match shared
-                .connect(index, config.connect_timeout_ms.min(left.max(1)))
-                .await
-            {
+            let timeout_ms = match left {
+                0 => config.connect_timeout_ms,
+                left => config.connect_timeout_ms.min(left),
+            };
+            match shared.connect(index, timeout_ms).await {
                 Ok(fresh) => {
                     client = fresh;
                     lock = recipe.lock(client.clone(), role, &config.lock_path);
@@ -525,11 +642,15 @@ async fn worker<R: RealRecipe>(
         client.record(EventKind::AcquireInvoked { role, mode });
         let got = match mode {
             AcquireMode::Blocking => {
-                // Bounded by the drain, so that a stuck lock ends the run.
+                // The lock's own blocking acquire (its timed one may be another path), its
+                // future dropped at the drain, as `tokio::time::timeout` drops it, so that a
+                // stuck lock ends the run.
                 let drain = shared
                     .drain_deadline()
                     .saturating_sub(shared.recorder.elapsed());
-                lock.acquire_timeout(drain).await
+                tokio::time::timeout(drain, lock.acquire())
+                    .await
+                    .map_or(Ok(None), |got| got.map(Some))
             }
             AcquireMode::Try => lock.try_acquire().await,
             AcquireMode::Timeout { timeout_ms } => {

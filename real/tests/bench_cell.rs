@@ -19,6 +19,43 @@ use zklock_real::harness::TestServer;
 use zklock_real::reactor;
 
 const TINY: Duration = Duration::from_millis(300);
+/// Windows grow from `TINY` by doubling at most this many times (to about 38 s): only a
+/// hang measures nothing then.
+const GROWTHS_MAX: usize = 7;
+
+/// Measures with `cell` (given a window and the attempt's number, for a fresh lock path)
+/// until it counted at least `min` acquisitions, doubling the window each time, so that a
+/// loaded machine measures as much as a quiet one, only over longer windows.
+async fn until_measured<F: Future<Output = CellResult>>(
+    min: u64,
+    mut cell: impl FnMut(Duration, usize) -> F,
+) -> CellResult {
+    let mut window = TINY;
+    for attempt in 0..=GROWTHS_MAX {
+        let r = cell(window, attempt).await;
+        if r.acquisitions >= min || attempt == GROWTHS_MAX {
+            return r;
+        }
+        window *= 2;
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// [`until_measured`] for cells measured by blocking calls.
+fn until_measured_blocking(
+    min: u64,
+    mut cell: impl FnMut(Duration, usize) -> CellResult,
+) -> CellResult {
+    let mut window = TINY;
+    for attempt in 0..=GROWTHS_MAX {
+        let r = cell(window, attempt);
+        if r.acquisitions >= min || attempt == GROWTHS_MAX {
+            return r;
+        }
+        window *= 2;
+    }
+    unreachable!("the last attempt returns")
+}
 
 fn assert_measured(r: &CellResult, contender: Contender, clients: u32) {
     eprintln!(
@@ -64,27 +101,48 @@ async fn tiny_cells_of_the_rust_locks_and_the_raw_write_rate_measure_something()
     let addr = server.connect_string();
 
     for release in [RecipeRelease::InBackground, RecipeRelease::Awaited] {
-        let cfg = CellConfig::new(1, TINY, &format!("/bench-test/{release:?}-1"));
-        let r = recipe_cell(&addr, &cfg, release).await.unwrap();
+        let r = until_measured(2, |window, n| {
+            let cfg = CellConfig::new(1, window, &format!("/bench-test/{release:?}-1-{n}"));
+            let addr = addr.clone();
+            async move { recipe_cell(&addr, &cfg, release).await.unwrap() }
+        })
+        .await;
         assert_measured(&r, release.contender(), 1);
         assert!(r.acquisitions > 1, "one client acquires again and again");
     }
 
-    let r = zookeeper_client_cell(&addr, &CellConfig::new(1, TINY, "/bench-test/zkc-1"))
-        .await
-        .unwrap();
+    let r = until_measured(2, |window, n| {
+        let cfg = CellConfig::new(1, window, &format!("/bench-test/zkc-1-{n}"));
+        let addr = addr.clone();
+        async move { zookeeper_client_cell(&addr, &cfg).await.unwrap() }
+    })
+    .await;
     assert_measured(&r, Contender::ZookeeperClient, 1);
 
     // Contention: handoffs between clients, and no two holds overlap.
     for release in [RecipeRelease::InBackground, RecipeRelease::Awaited] {
-        let cfg = CellConfig::new(3, TINY, &format!("/bench-test/{release:?}-3"));
-        let r = recipe_cell(&addr, &cfg, release).await.unwrap();
+        let r = until_measured(2, |window, n| {
+            let cfg = CellConfig::new(3, window, &format!("/bench-test/{release:?}-3-{n}"));
+            let addr = addr.clone();
+            async move { recipe_cell(&addr, &cfg, release).await.unwrap() }
+        })
+        .await;
         assert_measured(&r, release.contender(), 3);
     }
 
-    let raw = raw_write_rate(&addr, "/bench-test/raw", 8, TINY)
+    let mut window = TINY;
+    let mut raw = raw_write_rate(&addr, "/bench-test/raw-0", 8, window)
         .await
         .unwrap();
+    for n in 1..=GROWTHS_MAX {
+        if raw.writes > 0 {
+            break;
+        }
+        window *= 2;
+        raw = raw_write_rate(&addr, &format!("/bench-test/raw-{n}"), 8, window)
+            .await
+            .unwrap();
+    }
     eprintln!("raw: {raw:?}");
     assert!(raw.writes > 0 && raw.writes_per_s > 0.0);
     assert_eq!(raw.in_flight, 8);
@@ -101,12 +159,16 @@ fn tiny_contended_cells_measure_something_on_the_reactor_thread() {
     let addr = server.connect_string();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     for release in [RecipeRelease::InBackground, RecipeRelease::Awaited] {
-        let cfg = CellConfig::new(3, TINY, &format!("/bench-reactor/{release:?}-3"));
-        let r = reactor::block_on(&runtime, recipe_cell(&addr, &cfg, release)).unwrap();
+        let r = until_measured_blocking(2, |window, n| {
+            let cfg = CellConfig::new(3, window, &format!("/bench-reactor/{release:?}-3-{n}"));
+            reactor::block_on(&runtime, recipe_cell(&addr, &cfg, release)).unwrap()
+        });
         assert_measured(&r, release.contender(), 3);
     }
-    let cfg = CellConfig::new(3, TINY, "/bench-reactor/zkc-3");
-    let r = reactor::block_on(&runtime, zookeeper_client_cell(&addr, &cfg)).unwrap();
+    let r = until_measured_blocking(2, |window, n| {
+        let cfg = CellConfig::new(3, window, &format!("/bench-reactor/zkc-3-{n}"));
+        reactor::block_on(&runtime, zookeeper_client_cell(&addr, &cfg)).unwrap()
+    });
     assert_measured(&r, Contender::ZookeeperClient, 3);
 }
 
@@ -121,8 +183,10 @@ async fn a_tiny_kazoo_cell_measures_something() {
     let server = block_in_place(TestServer::start).unwrap();
     let addr = server.connect_string();
     for clients in [1, 2] {
-        let cfg = CellConfig::new(clients, TINY, &format!("/bench-test/kazoo-{clients}"));
-        let r = block_in_place(|| kazoo_cell(&python, &addr, &cfg)).unwrap();
+        let r = until_measured_blocking(2, |window, n| {
+            let cfg = CellConfig::new(clients, window, &format!("/bench-test/kazoo-{clients}-{n}"));
+            block_in_place(|| kazoo_cell(&python, &addr, &cfg)).unwrap()
+        });
         assert_measured(&r, Contender::Kazoo, clients);
     }
 }

@@ -26,7 +26,7 @@ const SESSION_MS: u64 = 5_000;
 /// How long connecting may take.
 const CONNECT_MS: u64 = 10_000;
 /// Generous bound for anything that should happen "soon" on a loaded machine.
-const SOON: Duration = Duration::from_secs(15);
+const SOON: Duration = Duration::from_secs(120);
 
 macro_rules! require_zookeeper {
     () => {
@@ -507,7 +507,8 @@ async fn a_process_crashed_in_a_pause_restarts_unpaused() {
     old.create("/crashed", b"", CreateMode::Ephemeral)
         .await
         .unwrap();
-    control.pause_for(Duration::from_secs(30));
+    // A pause no test outlives: a new process held up by it would hang the test.
+    control.pause_for(Duration::from_secs(3_600));
     assert!(link.proxies()[0].is_black_holed());
 
     assert!(control.crash(&old, Duration::ZERO));
@@ -519,19 +520,13 @@ async fn a_process_crashed_in_a_pause_restarts_unpaused() {
         !link.proxies()[0].is_black_holed(),
         "the pause's hold ended"
     );
-    let started = Instant::now();
-    let new = connect_with(&link.connect_string(), 2_000).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "the new process waited {:?} to connect",
-        started.elapsed()
-    );
-    // A task of the new process runs at once: the pause died with the old one.
-    let ran = timeout(
-        Duration::from_secs(5),
-        Pausable::new(async {}, Arc::new(control)),
-    )
-    .await;
+    // Held up by the pause, the new process would wait an hour: SOON tells them apart
+    // however loaded the machine.
+    let new = timeout(SOON, connect_with(&link.connect_string(), 2_000))
+        .await
+        .expect("the new process connects: the pause's hold died with the old one");
+    // A task of the new process runs: the pause died with the old one.
+    let ran = timeout(SOON, Pausable::new(async {}, Arc::new(control))).await;
     assert!(ran.is_ok(), "the new process is still paused");
     let (_, stat) = new.get_data("/crashed").await.unwrap();
     assert_eq!(stat.ephemeral_owner, old.session_id().0, "its node stands");
@@ -679,8 +674,9 @@ async fn connecting_to_a_port_with_no_server_fails_with_a_typed_error() {
         .unwrap()
         .port();
     let addr = format!("127.0.0.1:{port}");
+    // A session timeout far past the connect timeout: giving up took the latter.
     let started = Instant::now();
-    let outcome = ZkClient::connect(&addr, 10_000, 1_000).await;
+    let outcome = ZkClient::connect(&addr, 600_000, 1_000).await;
     let elapsed = started.elapsed();
     match outcome {
         Err(RealError::ConnectTimeout {
@@ -692,7 +688,7 @@ async fn connecting_to_a_port_with_no_server_fails_with_a_typed_error() {
         }
         other => panic!("expected ConnectTimeout, got {other:?}"),
     }
-    assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(300), "took {elapsed:?}");
     let message = ZkClient::connect(&addr, 10_000, 200)
         .await
         .unwrap_err()

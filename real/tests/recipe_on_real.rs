@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{assert_ok, check, check_run, zookeeper_available};
+use common::{assert_ok, check, check_run, until_counters, zookeeper_available};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::block_in_place;
@@ -19,9 +19,9 @@ use zklock_real::proxy::Proxy;
 use zklock_real::recorder::Recorder;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
-use zklock_real::workload::{RealRun, WorkloadConfig, run_workload, settled_children};
+use zklock_real::workload::{RealRun, RunGoal, WorkloadConfig, run_workload, settled_children};
 use zklock_real::{ZkClient, monotonic_now};
-use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, LockRole};
+use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
 use zklock_recipe::lock::{Lock, LockOptions};
 use zklock_recipe::{Children, Coordination, SessionState};
 
@@ -37,7 +37,7 @@ macro_rules! require_zookeeper {
 const SESSION_MS: u64 = 2_000;
 const CONNECT_MS: u64 = 10_000;
 /// Bound for anything that should happen "soon" on a loaded machine.
-const SOON: Duration = Duration::from_secs(20);
+const SOON: Duration = Duration::from_secs(120);
 
 fn workload(clients: u32, duration_ms: u64) -> WorkloadConfig {
     WorkloadConfig {
@@ -103,14 +103,20 @@ const BLOCKING: EventKind = EventKind::AcquireInvoked {
 async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     require_zookeeper!();
     let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
-    let config = workload(8, 5_000);
+    // On until there was contention enough to mean something, however slow the machine.
+    let config = WorkloadConfig {
+        until: until_counters(|n| n.acquisitions >= 50 && n.contended_acquisitions >= 10),
+        ..workload(8, 5_000)
+    };
     let JudgedRun { run, judged } = run_judged(
         servers,
         &config,
         // Every fault of one server but pauses, so belief-based exclusion must hold.
-        // Crashes strike at once (in a hold, they are the next test's).
+        // Crashes strike at once (in a hold, they are the next test's). The heal waits
+        // until every kind has struck.
         &FaultConfig {
             crash_in_hold_percent: 0,
+            strikes_min_per_kind: 1,
             ..faults(
                 "cut,lost-create,expire,black-hole,local-expire,crash",
                 3_500,
@@ -140,6 +146,7 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
     // A second run on the same server: readers and writers of the read/write lock.
     let config = WorkloadConfig {
         readers: 3,
+        until: until_counters(|n| n.acquisitions >= 20),
         ..workload(6, 2_000)
     };
     let JudgedRun { run, judged } = run_judged(run.servers, &config, &faults("none", 0)).await;
@@ -153,6 +160,7 @@ async fn eight_clients_under_faults_then_readers_and_writers_leave_no_node() {
         mix_offset: 2,
         acquire_timeout_ms: 20,
         hold_ms: 15,
+        until: until_counters(|n| n.timed_to_deadline >= 5),
         ..workload(5, 2_000)
     };
     let JudgedRun { run, judged } = run_judged(run.servers, &config, &faults("none", 0)).await;
@@ -249,7 +257,7 @@ async fn a_lost_create_response_while_acquiring_is_adopted_not_orphaned() {
     for c in [&victim, &holder] {
         c.record(EventKind::Done);
     }
-    let left = settled_children(&holder, path, Duration::from_secs(1)).await;
+    let left = settled_children(&holder, path, SOON).await;
     assert_eq!(left, Vec::<String>::new(), "no orphan");
     let history = recorder.history();
     let judged = check(&history, path, left, 0, SOON.as_millis() as u64);
@@ -340,7 +348,7 @@ async fn expiry_while_holding_fires_the_lost_signal_before_anyone_else_acquires(
     let _ = guard.release().await;
     holder.record(EventKind::Done);
     let history = recorder.history();
-    let left = settled_children(&next, path, Duration::from_secs(1)).await;
+    let left = settled_children(&next, path, SOON).await;
     let judged = check(&history, path, left, 0, SOON.as_millis() as u64);
     assert_ok(&judged);
     let report = &judged.report;
@@ -361,9 +369,14 @@ async fn a_leader_killed_during_contention_breaks_no_property() {
     // One kill: the first pick; the next would need the restart to finish first.
     plan.gap_ms_min = 10_000;
     plan.gap_ms_max = 10_000;
-    // Longer holds, so the kill most likely finds a holder, which must stop believing.
+    plan.strikes_min_per_kind = 1;
+    // Longer holds, so the kill most likely finds a holder, which must stop believing. On
+    // until ten acquisitions came after the election.
     let config = WorkloadConfig {
         hold_ms: 50,
+        until: Some(RunGoal::new(|history, facts| {
+            acquired_after(history, facts.heal_ms) >= 10
+        })),
         ..workload(5, 6_000)
     };
     let JudgedRun { run, .. } = run_judged(servers, &config, &plan).await;
@@ -384,17 +397,21 @@ async fn a_leader_killed_during_contention_breaks_no_property() {
         })
         .count();
     assert!(disconnected >= 1, "nobody noticed the leader's death");
-    let after_heal = run
-        .history
-        .events
-        .iter()
-        .filter(|e| e.time_us > run.heal_ms * 1000 && matches!(e.kind, EventKind::Acquired { .. }))
-        .count();
+    let after_heal = acquired_after(&run.history, run.heal_ms);
     assert!(
         after_heal >= 10,
         "too few acquisitions after the election: {after_heal}"
     );
     assert_eq!(run.final_lock_children, Vec::<String>::new());
+}
+
+/// Acquisitions in `history` after `heal_ms` of run time.
+fn acquired_after(history: &History, heal_ms: u64) -> usize {
+    history
+        .events
+        .iter()
+        .filter(|e| e.time_us > heal_ms * 1000 && matches!(e.kind, EventKind::Acquired { .. }))
+        .count()
 }
 
 /// Kleppmann's case on a real server: a holder pauses past its session, the server expires
@@ -404,7 +421,11 @@ async fn a_leader_killed_during_contention_breaks_no_property() {
 async fn a_holder_paused_past_its_session_is_stopped_by_the_fence() {
     require_zookeeper!();
     let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
-    let config = workload(4, 10_000);
+    // On until the paused holder's late write came and the fence stopped it.
+    let config = WorkloadConfig {
+        until: until_counters(|n| n.fenced_rejections >= 1 && n.unfenced_lost_updates >= 1),
+        ..workload(4, 10_000)
+    };
     let plan = FaultConfig {
         // Past the 2 s session and the server's tick: every pause ends in an expiry.
         pause_ms_min: 2 * SESSION_MS + 500,
@@ -413,6 +434,8 @@ async fn a_holder_paused_past_its_session_is_stopped_by_the_fence() {
         // At most two of the four clients paused at a time: the others take the lock.
         gap_ms_min: 2_000,
         gap_ms_max: 2_500,
+        // The heal waits for a pause that struck in a hold.
+        strikes_min_per_kind: 1,
         ..faults("pause", 8_000)
     };
     let JudgedRun { run, judged } = run_judged(servers, &config, &plan).await;
@@ -446,13 +469,18 @@ async fn a_holder_paused_past_its_session_is_stopped_by_the_fence() {
 async fn a_holder_crashed_in_its_hold_leaves_its_node_to_the_session_expiry() {
     require_zookeeper!();
     let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
-    let config = workload(3, 8_000);
+    let config = WorkloadConfig {
+        until: until_counters(|n| n.handovers_after_expiry >= 1),
+        ..workload(3, 8_000)
+    };
     let plan = FaultConfig {
         crash_in_hold_percent: 100,
         crash_restart_ms: 500,
         // Each crash's node gone (a session timeout) before the next crash.
         gap_ms_min: 2 * SESSION_MS,
         gap_ms_max: 2 * SESSION_MS + 500,
+        // The heal waits for a crash in a hold; the run, for the handover after it.
+        strikes_min_per_kind: 1,
         ..faults("crash", 6_000)
     };
     let JudgedRun { run, judged } = run_judged(servers, &config, &plan).await;

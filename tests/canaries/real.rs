@@ -27,7 +27,7 @@ use zklock_recipe::{Coordination, LockUnderTest};
 const SESSION_MS: u64 = 2_000;
 const CONNECT_MS: u64 = 10_000;
 /// Generous bound for anything that should happen "soon" on a loaded machine.
-const SOON: Duration = Duration::from_secs(20);
+const SOON: Duration = Duration::from_secs(120);
 const PATH: &str = "/zklock/lock";
 const BLOCKING: EventKind = EventKind::AcquireInvoked {
     role: LockRole::Exclusive,

@@ -82,6 +82,19 @@ pub fn check(
     judge(history, &cfg)
 }
 
+/// A run goal on the checker's counters of the history so far: the run goes on until
+/// `reached` holds of them (see `WorkloadConfig::until`).
+pub fn until_counters(
+    reached: impl Fn(&zklock_checker::Counters) -> bool + Send + Sync + 'static,
+) -> Option<zklock_real::workload::RunGoal> {
+    Some(zklock_real::workload::RunGoal::new(
+        move |history, facts| {
+            let judged = judge_parallel(history, &CheckConfig::from(facts.clone()));
+            reached(&judged.report.counters)
+        },
+    ))
+}
+
 /// Checks a workload run with its own heal time, bound and final children.
 pub fn check_run(run: &RealRun) -> Judged {
     judge(&run.history, &CheckConfig::from(run.facts()))

@@ -138,11 +138,19 @@ pub(crate) fn orphan_dir(dir: &tempfile::TempDir) -> Option<&std::path::Path> {
     (!keep_dirs()).then(|| dir.path())
 }
 
-/// A temporary directory for servers, kept if [`KEEP_DIRS_ENV`] is set.
+/// A temporary directory for servers, private to the user (0700), kept if
+/// [`KEEP_DIRS_ENV`] is set. Its name carries this process's id
+/// (`<prefix><pid>-<random>`), so that a later start can tell a directory left by a
+/// process killed outright (SIGKILL to its whole group takes the watchdog too) and remove
+/// it ([`remove_stale_dirs`]).
 pub(crate) fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, RealError> {
     let keep = keep_dirs();
+    if !keep {
+        remove_stale_dirs(&std::env::temp_dir(), prefix);
+    }
     let dir = tempfile::Builder::new()
-        .prefix(prefix)
+        .prefix(&format!("{prefix}{}-", std::process::id()))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .disable_cleanup(keep)
         .tempdir()
         .map_err(|e| RealError::io("creating a temporary directory", e))?;
@@ -150,6 +158,32 @@ pub(crate) fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, RealError> {
         eprintln!("zklock-real: keeping {}", dir.path().display());
     }
     Ok(dir)
+}
+
+/// Removes the directories under `parent` named `<prefix><pid>-...` whose process is no
+/// longer running (no `/proc/<pid>`); a process still running keeps its own. Does nothing
+/// where there is no `/proc`. Best effort: a directory that cannot be removed stays.
+pub(crate) fn remove_stale_dirs(parent: &std::path::Path, prefix: &str) {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Settings of the servers the harness starts.
@@ -202,5 +236,41 @@ impl ServerOptions {
     pub fn with_optimizing_jit(mut self, on: bool) -> Self {
         self.optimizing_jit = on;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_server_dir_left_by_a_killed_process_is_removed_on_the_next_start() {
+        let parent = tempfile::tempdir().unwrap();
+        // No process has this id: it is above Linux's largest pid (2^22).
+        let stale = parent.path().join("zklock-test-4294967294-abc");
+        std::fs::create_dir_all(stale.join("data")).unwrap();
+        let live = parent
+            .path()
+            .join(format!("zklock-test-{}-def", std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        let other = parent.path().join("someone-else-4294967294-x");
+        std::fs::create_dir(&other).unwrap();
+        remove_stale_dirs(parent.path(), "zklock-test-");
+        assert!(!stale.exists(), "the dead process's directory stays");
+        assert!(live.exists(), "a running process lost its directory");
+        assert!(other.exists(), "a directory of another name was removed");
+    }
+
+    #[test]
+    fn server_dirs_are_private_to_the_user() {
+        let dir = temp_dir("zklock-private-test-").unwrap();
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        let name = dir.path().file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(
+            name.starts_with(&format!("zklock-private-test-{}-", std::process::id())),
+            "{name}"
+        );
     }
 }

@@ -541,6 +541,9 @@ pub struct FaultTargets {
     /// Set to the heal's run time, in ms, when it happens ([`NOT_HEALED`] until then), so
     /// that the workload runs on past a heal that came late.
     pub healed_at_ms: Arc<AtomicU64>,
+    /// Set when the run is interrupted: the schedule stops and the heal comes at once
+    /// (pauses and black holes already under way end at their own time).
+    pub stop: Arc<AtomicBool>,
 }
 
 /// [`FaultTargets::healed_at_ms`] before the heal.
@@ -571,6 +574,10 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
     let mut next = Duration::from_millis(config.start_ms);
     if !config.faults.is_empty() && clients > 0 {
         loop {
+            if targets.stop.load(Ordering::Acquire) {
+                heal = heal.min(targets.recorder.elapsed());
+                break;
+            }
             if next >= heal {
                 while let Some(done) = background.try_join_next() {
                     note(&mut counts, done);
@@ -587,7 +594,10 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
                     break;
                 }
             }
-            sleep_until(&targets.recorder, next).await;
+            sleep_unless_stopped(targets, next).await;
+            if targets.stop.load(Ordering::Acquire) {
+                continue;
+            }
             while let Some(done) = background.try_join_next() {
                 note(&mut counts, done);
             }
@@ -625,7 +635,10 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
             next = targets.recorder.elapsed() + Duration::from_millis(gap);
         }
     }
-    sleep_until(&targets.recorder, heal).await;
+    sleep_unless_stopped(targets, heal).await;
+    if targets.stop.load(Ordering::Acquire) {
+        heal = heal.min(targets.recorder.elapsed());
+    }
     for link in &targets.links {
         link.heal();
     }
@@ -706,6 +719,17 @@ fn applicable(kind: RealFault, targets: &FaultTargets, server_down: bool) -> boo
 
 fn lock_servers(servers: &Mutex<Servers>) -> std::sync::MutexGuard<'_, Servers> {
     servers.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// [`sleep_until`], cut short when the run is stopped (looked at every 50 ms).
+async fn sleep_unless_stopped(targets: &FaultTargets, at: Duration) {
+    loop {
+        let now = targets.recorder.elapsed();
+        if at <= now || targets.stop.load(Ordering::Acquire) {
+            return;
+        }
+        tokio::time::sleep((at - now).min(Duration::from_millis(50))).await;
+    }
 }
 
 async fn sleep_until(recorder: &Recorder, at: Duration) {

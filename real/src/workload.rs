@@ -85,6 +85,10 @@ pub struct WorkloadConfig {
     /// How long, in run time, a run may go on chasing `until` or a late heal: a bound only
     /// a hang reaches. Default 600,000 (10 minutes).
     pub goal_deadline_ms: u64,
+    /// Set it (from a Ctrl-C handler, say) to cut the run short: faults heal at once, no
+    /// new acquisition starts, and the run ends as usual with what it recorded
+    /// ([`RealRun::interrupted`]). None: the run cannot be interrupted this way.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 /// A condition on a run's history so far; see [`WorkloadConfig::until`].
@@ -134,6 +138,7 @@ impl Default for WorkloadConfig {
             max_history_events: DEFAULT_MAX_EVENTS,
             until: None,
             goal_deadline_ms: 600_000,
+            interrupt: None,
         }
     }
 }
@@ -210,6 +215,9 @@ pub struct RealRun {
     pub pauses_on: bool,
     /// Sessions opened by the clients (more than `clients` after expiries).
     pub sessions_opened: u64,
+    /// The run was cut short by [`WorkloadConfig::interrupt`]: it was judged on what it
+    /// had recorded by then.
+    pub interrupted: bool,
     /// The servers, still running (dropping harness-started ones stops them).
     pub servers: Servers,
 }
@@ -272,6 +280,8 @@ struct Shared {
     over: AtomicBool,
     /// The heal's run time in ms, [`NOT_HEALED`] until it happens.
     healed_at_ms: Arc<AtomicU64>,
+    /// The run's interrupt switch ([`WorkloadConfig::interrupt`], or one nobody sets).
+    stop: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -392,6 +402,7 @@ pub async fn run_recipe<R: RealRecipe>(
         processes,
         sessions_opened: AtomicU64::new(0),
         over: AtomicBool::new(false),
+        stop: config.interrupt.clone().unwrap_or_default(),
         healed_at_ms: Arc::new(AtomicU64::new(if faults.faults.is_empty() {
             0
         } else {
@@ -411,6 +422,7 @@ pub async fn run_recipe<R: RealRecipe>(
         servers: Arc::clone(&servers),
         server_connect_string: server_connect,
         healed_at_ms: Arc::clone(&shared.healed_at_ms),
+        stop: Arc::clone(&shared.stop),
     };
     let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts
@@ -466,6 +478,7 @@ pub async fn run_recipe<R: RealRecipe>(
         faults: counts,
         pauses_on,
         sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),
+        interrupted: shared.stop.load(Ordering::Acquire),
         servers,
     })
 }
@@ -479,7 +492,7 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
     let deadline = Duration::from_millis(c.goal_deadline_ms.max(c.duration_ms));
     loop {
         let now = shared.recorder.elapsed();
-        if now >= deadline || shared.recorder.is_full() {
+        if now >= deadline || shared.recorder.is_full() || shared.stop.load(Ordering::Acquire) {
             break;
         }
         let healed_ms = shared.healed_at_ms.load(Ordering::Acquire);

@@ -541,3 +541,36 @@ fn fault_lists_name_every_kind() {
     assert_eq!(all, FaultSet::all());
     assert!(RealFault::ALL.iter().all(|f| all.contains(*f)));
 }
+
+/// Ctrl-C during `zklock real`: the run's interrupt switch heals the faults at once, stops
+/// new acquisitions, and the run ends and is judged on what it recorded, long before its
+/// planned ten minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_heals_at_once_and_is_judged_on_what_it_recorded() {
+    require_zookeeper!();
+    let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
+    let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let config = WorkloadConfig {
+        interrupt: Some(Arc::clone(&interrupt)),
+        ..workload(4, 600_000)
+    };
+    let plan = faults("cut,black-hole,local-expire", 500_000);
+    let flip = Arc::clone(&interrupt);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        flip.store(true, std::sync::atomic::Ordering::Release);
+    });
+    let JudgedRun { run, .. } = run_judged(servers, &config, &plan).await;
+    assert!(run.interrupted);
+    assert!(
+        run.heal_ms < 300_000,
+        "the heal waited for its planned time: {} ms",
+        run.heal_ms
+    );
+    assert!(
+        run.run_end_us < 300_000_000,
+        "the run went on: {} us",
+        run.run_end_us
+    );
+    assert_eq!(run.final_lock_children, Vec::<String>::new());
+}

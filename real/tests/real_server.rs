@@ -724,13 +724,22 @@ async fn dropped_acquire_and_dropped_guard_leave_no_node() {
     let lock_b = Lock::new(Arc::clone(&b), DIR, LockOptions::default()).unwrap();
     let held = lock_a.acquire().await.unwrap();
 
-    // b queues behind a; then its acquire future is dropped while it waits.
+    // b queues behind a (its node is there, however long that takes); then its acquire
+    // future is dropped while it waits.
     let mut acquire = Box::pin(lock_b.acquire());
-    tokio::select! {
+    let queued = tokio::select! {
         r = &mut acquire => panic!("b acquired while a held the lock: {r:?}"),
-        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-    }
-    let queued = retry("list", || a.get_children(DIR)).await;
+        queued = async {
+            loop {
+                let queued = retry("list", || a.get_children(DIR)).await;
+                if queued.len() >= 2 {
+                    break queued;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        } => queued,
+        _ = tokio::time::sleep(SOON) => panic!("b's node never appeared"),
+    };
     assert_eq!(queued.len(), 2, "{queued:?}");
     drop(acquire);
     // No further call on b's lock object: the client's background cleanup deletes it.

@@ -16,9 +16,10 @@
 //! continuation from it, so a later schedule reaching the same state stops there.
 //! This covers every property judged on states (mutual exclusion, read/write
 //! compatibility, the fenced resource) and on final states (orphan nodes, stuck waiters).
-//! Properties of whole paths (FIFO order, herds, liveness bounds) are judged on every
-//! schedule that runs to the end; a path that is pruned shares its future with one that
-//! ran, but its own past is judged only up to the pruning point.
+//! Properties of whole paths (FIFO order, herds, liveness bounds, fencing token order,
+//! whether a refused writer's hold was still valid) are judged on every schedule that
+//! runs to the end; a path that is pruned shares its future with one that ran, but its
+//! own past is judged only up to the pruning point.
 
 use crate::run::{CheckedRun, judge};
 use std::collections::HashSet;

@@ -17,6 +17,16 @@
 //! - **always: `fenced_resource`.** The token-checking resource accepts writes in
 //!   non-decreasing token order and loses no update. The verdict also counts the lost
 //!   updates of the unfenced resource in the same run: what fencing prevented.
+//! - **always: `fencing_token_order`.** Every holder's token is greater than the token of
+//!   every earlier holder of the same lock (the directory of its node) that it excludes:
+//!   a writer's than every earlier hold's, a reader's than every earlier writer's. A
+//!   lower token from a client paused during its acquire, under pauses, is the known,
+//!   unavoidable class (a stale grant, which the fence refuses).
+//! - **always: `rightful_write_accepted`.** The fenced resource refuses no write of a
+//!   holder whose hold the history proves still valid on the server: from its acquire's
+//!   invocation to the write it neither released nor lost it, its session stayed
+//!   Connected, and no fault struck its client but a slowed link or a lost create reply.
+//!   A stale holder (paused, cut off, expired) may be refused.
 //! - **always: `read_write_compat`.** No reader's hold overlaps a writer's.
 //! - **eventually: `liveness_after_heal`.** After the heal, every live waiter is served
 //!   within the bound; when every client is done, no lock node is left (orphans).

@@ -155,6 +155,11 @@ impl Hb {
         )
     }
 
+    /// A read of the resource (with the client's hold's token).
+    pub fn read(&mut self, client: u32) -> usize {
+        self.ev(client, EventKind::ResourceRead { value: 0 })
+    }
+
     pub fn fault(&mut self, target: u32, fault: FaultKind) -> usize {
         self.ev(target, EventKind::Fault { fault })
     }

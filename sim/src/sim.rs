@@ -448,19 +448,21 @@ impl Sim {
     }
 
     /// Whether some node may still go without any client's help: a client library's
-    /// background cleanup is unfinished on a session that can still finish it, or a
-    /// crashed client's session has not expired yet.
+    /// background cleanup is unfinished on a session that can still finish it, or the
+    /// server still holds a session its client abandoned (`ClientState::abandoned`). The server
+    /// expires such a session a timeout after it last heard from it, and its nodes go
+    /// with it, whether the client gave it up before its workload ended or after.
     pub(crate) fn settling(&self) -> bool {
         let w = self.shared.world();
-        let client_busy = w.clients.iter().any(|cl| {
-            let alive = w.sessions.get(&cl.session).is_some_and(|s| s.alive);
-            alive && (cl.crashed || !cl.detached.is_empty())
-        });
-        // Or a session its client library gave up on, still held by the server.
-        client_busy
+        let alive = |id| w.sessions.get(id).is_some_and(|s| s.alive);
+        let cleanup_pending = w
+            .clients
+            .iter()
+            .any(|cl| !cl.detached.is_empty() && alive(&cl.session));
+        cleanup_pending
             || w.sessions
                 .iter()
-                .any(|(id, s)| s.alive && w.clients[s.client].session != *id)
+                .any(|(id, s)| s.alive && w.clients[s.client].abandoned(*id))
     }
 
     /// Background cleanup items (`Coordination::cleanup_detached`) the client library

@@ -87,10 +87,17 @@ pub enum Bug {
     /// this holder, watching only its connection as Curator's InterProcessMutex does,
     /// still believes.
     GuidOutlivesSession,
+    /// A fencing token drawn from a hash of the lock node's name: unique, but not ordered
+    /// by the order of holding, as Redlock's random lock value is (Kleppmann, "How to do
+    /// distributed locking", 2016: it "does not provide the required monotonicity"). The
+    /// fenced resource refuses the rightful holder's writes once an earlier holder's
+    /// larger token reached it, and accepts a stale holder's whose token happens to be
+    /// large.
+    UnorderedToken,
 }
 
 impl Bug {
-    pub const ALL: [Bug; 14] = [
+    pub const ALL: [Bug; 15] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -105,6 +112,7 @@ impl Bug {
         Bug::DeadlineOnWake,
         Bug::OrderBlindToWrap,
         Bug::GuidOutlivesSession,
+        Bug::UnorderedToken,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -122,6 +130,7 @@ impl Bug {
             Bug::DeadlineOnWake => "canary-deadline-on-wake",
             Bug::OrderBlindToWrap => "canary-order-blind-to-wrap",
             Bug::GuidOutlivesSession => "canary-guid-outlives-session",
+            Bug::UnorderedToken => "canary-unordered-token",
         }
     }
     /// The property that must catch it.
@@ -141,6 +150,7 @@ impl Bug {
             | Bug::OrderBlindToWrap
             | Bug::GuidOutlivesSession => "mutual_exclusion",
             Bug::DeadlineOnWake => "timed_acquire_in_time",
+            Bug::UnorderedToken => "fencing_token_order",
         }
     }
 }
@@ -471,6 +481,10 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for CanaryLo
     }
 
     fn token(&self, g: &LockGuard<C>) -> i64 {
+        if self.bug == Bug::UnorderedToken {
+            // BUG: unique, as node names are, but in no order.
+            return fnv1a(g.path().as_bytes()) as i64;
+        }
         g.fencing_token().0
     }
 
@@ -505,4 +519,11 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for CanaryLo
         }
         g.release().await.map_err(|e| e.to_string())
     }
+}
+
+/// FNV-1a, 64 bits: a fixed hash, the same on every run and machine.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }

@@ -4,6 +4,8 @@
 //! |-----------------------|------------|-------------------------------------------------------------|
 //! | `mutual_exclusion`    | always     | no two exclusive/writer holds overlap (judged by belief)    |
 //! | `fenced_resource`     | always     | the fenced resource accepts writes in token order, no lost update |
+//! | `fencing_token_order` | always     | each hold's token exceeds every earlier hold's it excludes, per lock |
+//! | `rightful_write_accepted` | always | the fence refuses no write of a hold still valid on the server |
 //! | `read_write_compat`   | always     | no reader's hold overlaps a writer's                        |
 //! | `liveness_after_heal` | eventually | every live waiter is served within the bound after the heal; no orphan node |
 //! | `no_herd`             | always     | a release wakes at most one waiter                          |
@@ -14,6 +16,7 @@ mod beliefs;
 mod config;
 mod counters;
 pub mod fenced_resource;
+pub mod fencing_token_order;
 pub mod fifo;
 pub mod liveness_after_heal;
 pub mod mutual_exclusion;
@@ -21,6 +24,7 @@ pub mod no_herd;
 mod overlap;
 pub mod read_write_compat;
 mod report;
+pub mod rightful_write_accepted;
 mod slots;
 pub mod timed_acquire;
 mod verdict;
@@ -35,9 +39,11 @@ pub use report::{Report, check_all};
 pub use verdict::{EventRef, FAULTS_SHOWN, Verdict, Violation};
 
 /// Every property name, in the order `check_all` reports them.
-pub const PROPERTY_NAMES: [&str; 7] = [
+pub const PROPERTY_NAMES: [&str; 9] = [
     mutual_exclusion::NAME,
     fenced_resource::NAME,
+    fencing_token_order::NAME,
+    rightful_write_accepted::NAME,
     read_write_compat::NAME,
     liveness_after_heal::NAME,
     no_herd::NAME,

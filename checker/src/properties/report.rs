@@ -2,11 +2,13 @@
 
 use super::counters::Counting;
 use super::fenced_resource::FencedResource;
+use super::fencing_token_order::FencingTokenOrder;
 use super::fifo::Fifo;
 use super::liveness_after_heal::LivenessAfterHeal;
 use super::mutual_exclusion::MutualExclusion;
 use super::no_herd::NoHerd;
 use super::read_write_compat::ReadWriteCompat;
+use super::rightful_write_accepted::RightfulWriteAccepted;
 use super::slots::Slots;
 use super::timed_acquire::TimedAcquire;
 use super::walk::{Judge, walk};
@@ -30,10 +32,16 @@ pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
         (
             FencedResource<'_>,
             (
-                ReadWriteCompat<'_>,
+                FencingTokenOrder<'_>,
                 (
-                    LivenessAfterHeal<'_>,
-                    (NoHerd<'_>, (Fifo<'_>, (TimedAcquire<'_>, Counting))),
+                    RightfulWriteAccepted<'_>,
+                    (
+                        ReadWriteCompat<'_>,
+                        (
+                            LivenessAfterHeal<'_>,
+                            (NoHerd<'_>, (Fifo<'_>, (TimedAcquire<'_>, Counting))),
+                        ),
+                    ),
                 ),
             ),
         ),
@@ -43,13 +51,21 @@ pub fn check_all(history: &History, cfg: &CheckConfig) -> Report {
         mutual_exclusion,
         (
             fenced_resource,
-            (read_write_compat, (liveness, (no_herd, (fifo, (timed_acquire, counters))))),
+            (
+                token_order,
+                (
+                    rightful_write,
+                    (read_write_compat, (liveness, (no_herd, (fifo, (timed_acquire, counters))))),
+                ),
+            ),
         ),
     ) = judges.finish();
     Report {
         verdicts: vec![
             mutual_exclusion,
             fenced_resource,
+            token_order,
+            rightful_write,
             read_write_compat,
             liveness,
             no_herd,

@@ -50,6 +50,8 @@ pub(crate) trait Judge<'h> {
     fn lost(&mut self, step: Step<'h>) {}
     fn session(&mut self, step: Step<'h>, state: SessionState) {}
     fn resource_write(&mut self, step: Step<'h>, write: Write, beliefs: &Beliefs<'h>) {}
+    /// A `ResourceRead`: the client read with its hold's token (see `beliefs`).
+    fn resource_read(&mut self, step: Step<'h>, beliefs: &Beliefs<'h>) {}
     /// A fault; the event's client is its target.
     fn fault(&mut self, step: Step<'h>, fault: FaultKind) {}
     fn done(&mut self, step: Step<'h>) {}
@@ -115,6 +117,11 @@ impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
     fn resource_write(&mut self, step: Step<'h>, write: Write, beliefs: &Beliefs<'h>) {
         self.0.resource_write(step, write, beliefs);
         self.1.resource_write(step, write, beliefs);
+    }
+    #[inline(always)]
+    fn resource_read(&mut self, step: Step<'h>, beliefs: &Beliefs<'h>) {
+        self.0.resource_read(step, beliefs);
+        self.1.resource_read(step, beliefs);
     }
     #[inline(always)]
     fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
@@ -202,6 +209,7 @@ fn walk_by<'h, J: Judge<'h>>(
                 };
                 judge.resource_write(step, write, &beliefs);
             }
+            EventKind::ResourceRead { .. } => judge.resource_read(step, &beliefs),
             EventKind::Fault { fault } => {
                 judge.fault(step, *fault);
                 if *fault == FaultKind::Crash {
@@ -209,7 +217,7 @@ fn walk_by<'h, J: Judge<'h>>(
                 }
             }
             EventKind::Done => judge.done(step),
-            // No property reads the others (`ReleaseFailed`, `ResourceRead`).
+            // No property reads the others (`ReleaseFailed`).
             _ => {}
         }
     }

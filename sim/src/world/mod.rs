@@ -182,6 +182,14 @@ pub(crate) struct ClientState {
 }
 
 impl ClientState {
+    /// Whether this client has given `session` up: it crashed, its library declared the
+    /// session over on its own (a local expiry, or a close the server may not have
+    /// heard), or it went on with a new session. The server holds such a session until it
+    /// has heard nothing from it for a session timeout.
+    pub(crate) fn abandoned(&self, session: SessionId) -> bool {
+        session != self.session || self.crashed || matches!(self.conn, Conn::Expired | Conn::Closed)
+    }
+
     /// The state of `session` as a handle on it sees it: the current state for the
     /// client's current session, else how that earlier session ended.
     pub(crate) fn state_of(&self, session: SessionId) -> SessionState {

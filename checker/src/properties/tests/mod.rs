@@ -2,12 +2,14 @@
 
 mod counters;
 mod fenced_resource;
+mod fencing_token_order;
 mod fifo;
 mod liveness_after_heal;
 mod mutual_exclusion;
 mod no_herd;
 mod read_write_compat;
 mod report;
+mod rightful_write_accepted;
 mod timed_acquire;
 
 use super::CheckConfig;

@@ -1,7 +1,8 @@
 use super::cfg;
 use crate::properties::{
-    CheckConfig, PROPERTY_NAMES, check_all, count, fenced_resource, fifo, liveness_after_heal,
-    mutual_exclusion, no_herd, read_write_compat, timed_acquire,
+    CheckConfig, PROPERTY_NAMES, check_all, count, fenced_resource, fencing_token_order, fifo,
+    liveness_after_heal, mutual_exclusion, no_herd, read_write_compat, rightful_write_accepted,
+    timed_acquire,
 };
 use crate::testkit::Hb;
 use std::collections::BTreeSet;
@@ -102,6 +103,8 @@ fn each_property_alone_agrees_with_check_all() {
             let alone = [
                 mutual_exclusion::check(history, cfg),
                 fenced_resource::check(history, cfg),
+                fencing_token_order::check(history, cfg),
+                rightful_write_accepted::check(history, cfg),
                 read_write_compat::check(history, cfg),
                 liveness_after_heal::check(history, cfg),
                 no_herd::check(history, cfg),

@@ -1,5 +1,6 @@
 //! Stamps the source commit into the crate (`ZKLOCK_COMMIT`), so that each trace names the
 //! commit that wrote it: a seed and its commit reproduce a run. Empty outside a git checkout.
+//! Also the crate's optimisation level (`ZKLOCK_OPT_LEVEL`), for the sweep's notice.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,6 +17,9 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_default();
     println!("cargo:rustc-env=ZKLOCK_COMMIT={commit}");
+    // The sweep tells a user whose build leaves the simulation unoptimised how to fix it.
+    let opt_level = std::env::var("OPT_LEVEL").unwrap_or_default();
+    println!("cargo:rustc-env=ZKLOCK_OPT_LEVEL={opt_level}");
     // Run again when HEAD moves: HEAD itself, the branch it names, and packed refs. Only
     // files that exist, since a missing one would rerun this (and rebuild) every time.
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {

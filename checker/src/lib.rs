@@ -81,6 +81,7 @@ pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod properties;
+pub mod regressions;
 pub mod run;
 pub mod shrink;
 pub mod sweep;
@@ -100,6 +101,9 @@ pub use properties::{
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
-pub use sweep::{SEED_ENV, SeedFailure, SweepError, check_seeds};
+pub use sweep::{
+    DEFAULT_SEEDS, FAILURES_DIR, Regression, SEED_ENV, SeedFailure, Sweep, SweepError, Swept,
+    check_seeds, failure_trace_name,
+};
 pub use timeline::render_timeline;
 pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};

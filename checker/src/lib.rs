@@ -40,6 +40,31 @@
 //! assert!(report.ok());
 //! ```
 //!
+//! # Checking your own lock
+//!
+//! Implement [`LockUnderTest`](zklock_sim::LockUnderTest) for your lock and
+//! [`Recipe`](zklock_sim::Recipe), then sweep seeds from a plain `#[test]` with
+//! [`check_seeds`] (or [`Sweep`], with options). The README's snippet is this one:
+//!
+//! ```
+//! use zklock_checker::check_seeds;
+//! use zklock_recipe::history::LockRole;
+//! use zklock_sim::{Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient};
+//!
+//! /// Your recipe: it makes each client's lock object (here zklock's own lock).
+//! struct MyRecipe;
+//!
+//! impl Recipe for MyRecipe {
+//!     type Lock = ShippedLock; // your `LockUnderTest`
+//!     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> ShippedLock {
+//!         ShippedRecipe::default().lock(client, role, path)
+//!     }
+//! }
+//!
+//! // In a `#[test]`:
+//! check_seeds(&Scenario::default(), &MyRecipe, 0..20).unwrap();
+//! ```
+//!
 //! # Trace files
 //!
 //! A [`Trace`] is a run as JSON (scenario, seed, choices, recipe, history, violation),
@@ -60,8 +85,9 @@
 //!
 //! 1. A failing sweep writes a trace and prints the command that reproduces it:
 //!    `zklock replay traces/failures/seed-42.json`, or for your own recipe
-//!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`]). The replay
-//!    re-runs the exact schedule: the same history, event for event.
+//!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`], which also
+//!    records the seed in the test's [`regressions`] file, replayed first by every later
+//!    run). The replay re-runs the exact schedule: the same history, event for event.
 //! 2. Shrink it: `zklock shrink <trace>` (or [`shrink()`]) keeps the violated property and
 //!    cuts clients, acquisitions, faults and choices. It first checks the smaller sizes
 //!    exhaustively (up to 3 clients × 2 acquisitions, one fault), smallest first; where

@@ -32,6 +32,15 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
             "replay: identical history ({} events)",
             trace.history.events.len()
         );
+        let clamped = clamped(&trace.choices, &run.outcome.choices);
+        if let Some(first) = clamped.first() {
+            println!(
+                "replay: note: {} recorded choice(s) were out of range for what the run \
+                 asked (the first, choice #{first}), and were taken as the last option: the \
+                 trace's choices were edited, yet lead to the recorded history",
+                clamped.len()
+            );
+        }
     } else {
         println!("{}", divergence(&trace, &run));
     }
@@ -91,10 +100,7 @@ fn divergence(trace: &Trace, run: &CheckedRun) -> String {
     );
     let asked = &run.outcome.choices;
     let given = &trace.choices;
-    // Replay answers an out-of-range choice with the last option, and 0 past the list.
-    let clamped: Vec<usize> = (0..asked.len().min(given.len()))
-        .filter(|&i| asked[i] != given[i])
-        .collect();
+    let clamped = clamped(given, asked);
     let why = if let Some(&first) = clamped.first() {
         format!(
             "the trace's choices do not fit this run: {} recorded choice(s) were out of \
@@ -141,6 +147,14 @@ fn divergence(trace: &Trace, run: &CheckedRun) -> String {
         ));
     }
     out
+}
+
+/// The recorded choices the replay could not follow: replay answers an out-of-range
+/// choice with the last option (and 0 past the list), and records what it answered.
+fn clamped(given: &[u32], asked: &[u32]) -> Vec<usize> {
+    (0..asked.len().min(given.len()))
+        .filter(|&i| asked[i] != given[i])
+        .collect()
 }
 
 /// The first index where the two histories differ (one may end first).

@@ -23,6 +23,7 @@ use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use zklock_checker::registry::{Recipes, RegistryError};
 use zklock_recipe::history::LockRole;
 use zklock_recipe::lock::naming::{node_prefix, sort_by_sequence};
 use zklock_recipe::lock::queue::{blocker, position};
@@ -34,6 +35,25 @@ use zklock_recipe::lock::{
 use zklock_recipe::path::join;
 use zklock_recipe::{Coordination, CreateMode, SessionEvents, SessionState, Watch, ZkError};
 use zklock_sim::{LockUnderTest, Recipe, SimClient};
+
+/// Registers every canary under its [`name`](Bug::name), described by what it does wrong
+/// and the property it must violate: the command line then explores, checks, replays and
+/// shrinks them by name (`zklock replay traces/canary-watch-parent.json`).
+///
+/// ```
+/// use zklock_checker::registry::Recipes;
+///
+/// let mut recipes = Recipes::shipped();
+/// zklock_canaries::register_all(&mut recipes).unwrap();
+/// assert!(recipes.get("canary-watch-parent").is_some());
+/// ```
+pub fn register_all(recipes: &mut Recipes) -> Result<(), RegistryError> {
+    for bug in Bug::ALL {
+        let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
+        recipes.register(bug.name(), &description, Canary(bug))?;
+    }
+    Ok(())
+}
 
 /// The bug classes real lock libraries shipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

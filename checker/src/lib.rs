@@ -81,6 +81,9 @@
 //! - [`shrink()`]: a failing trace minimized, same violated property.
 //! - [`check_seeds`]: a sweep for a user's own `#[test]`.
 //!
+//! [`registry::Recipes`] holds recipes by name, their lock types erased, for a command
+//! line that runs any of them (`zklock`'s, or your own through `zklock::main_with`).
+//!
 //! # Debugging failures
 //!
 //! 1. A failing sweep writes a trace and prints the command that reproduces it:
@@ -107,6 +110,7 @@ pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod properties;
+pub mod registry;
 pub mod regressions;
 pub mod run;
 pub mod shrink;
@@ -121,7 +125,7 @@ pub use exhaustive::{
     Bounds, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, check_exhaustive, check_exhaustive_until,
     check_exhaustive_with,
 };
-pub use explore::{Budget, Explored, Summary, explore, explore_until};
+pub use explore::{Budget, Explored, Summary, SweepRange, explore, explore_until};
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };

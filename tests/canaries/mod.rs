@@ -1,7 +1,9 @@
 //! The canaries (`zklock_canaries`: zklock's lock with one known bug each) must each be
-//! caught: by `explore`, by the exhaustive check, and by their minimized traces' replay.
+//! caught: by `explore`, by the exhaustive check, and by their minimized traces' replay,
+//! in the library and through the `zklock` binary, which knows each by name.
 
 mod cases;
+mod cli;
 mod real;
 
 pub use zklock_canaries::{Bug, Canary};

@@ -53,8 +53,8 @@ impl<C: Coordination + Clone + Send + Sync + 'static> QueueLock<C> {
     }
 
     /// Contends; `Ok(None)` once `deadline_us` (the client's clock) passed, our node
-    /// deleted. Dropped before it returns, it hands its node to the client's background
-    /// cleanup.
+    /// deleted. Dropped before it returns, or failing, it hands its node to the client's
+    /// background cleanup.
     async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<LockGuard<C>>, LockError> {
         // The guid names the session and the attempt: a lost create reply is recovered
         // by finding our node by it.
@@ -68,7 +68,12 @@ impl<C: Coordination + Clone + Send + Sync + 'static> QueueLock<C> {
             armed: true,
         };
         let r = self.queue_up(deadline_us, &guid, &mut dropped).await;
-        dropped.armed = false;
+        // Returned with the lock, or with our node deleted at the deadline. An error
+        // (the retries ran out, say) leaves the node to the cleanup, as a drop does:
+        // standing, it would block every later contender while our session lives.
+        if r.is_ok() {
+            dropped.armed = false;
+        }
         r
     }
 

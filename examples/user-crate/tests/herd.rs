@@ -49,3 +49,13 @@ fn the_fix_passes_every_schedule_of_two_clients() {
     assert!(report.complete, "{report}");
     assert!(report.violation.is_none(), "{report}");
 }
+
+/// The measure of a sweep's speed (README: "Checking your own lock"): `cargo test --
+/// --ignored the_fix_passes_3000_seeds`.
+#[test]
+#[ignore = "3,000 seeds: run it to measure a sweep"]
+fn the_fix_passes_3000_seeds() {
+    let counters = check_seeds(&Scenario::default(), &Queue(Waits::OnPredecessor), 0..3000)
+        .unwrap();
+    assert!(counters.contended_acquisitions > 0, "{counters}");
+}

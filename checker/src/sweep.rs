@@ -1,6 +1,6 @@
 //! Seed sweeps for a user's own `#[test]`: run, check, and on failure say exactly how to
 //! reproduce it, write the trace, and record the seed as a regression that every later
-//! run replays first (see [`regressions`](crate::regressions)).
+//! run replays first (see [`regressions`]).
 
 use crate::properties::Counters;
 use crate::regressions::{self, Recorded, RegressionsError};
@@ -413,7 +413,7 @@ fn notice_if_unoptimized() {
 fn unoptimized_notice(manifest: &Path) -> String {
     format!(
         "zklock: the simulation was built without optimisation (opt-level 0), where a sweep \
-         runs about 8 times slower. Add to {}:\n\n[profile.dev.package.\"*\"]\nopt-level = 2\n",
+         runs about 4 times slower. Add to {}:\n\n[profile.dev.package.\"*\"]\nopt-level = 2\n",
         manifest.display()
     )
 }

@@ -261,7 +261,10 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
         // The same file by another spelling (./s1.json) is the same file.
         let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
         if files_seen.contains(&canonical) {
-            bail!("{}: given twice; give each shard's summary once", p.display());
+            bail!(
+                "{}: given twice; give each shard's summary once",
+                p.display()
+            );
         }
         files_seen.push(canonical);
         let text =

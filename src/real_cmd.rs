@@ -289,15 +289,7 @@ mod tests {
 
     #[test]
     fn all_faults_fit_the_setup_and_heal_before_the_end() {
-        let o = parse(args(&[
-            "--clients",
-            "3",
-            "--duration",
-            "9s",
-            "--seed",
-            "4",
-        ]))
-        .unwrap();
+        let o = parse(args(&["--clients", "3", "--duration", "9s", "--seed", "4"])).unwrap();
         assert!(!o.faults.faults.contains(RealFault::KillLeader));
         assert!(o.faults.faults.contains(RealFault::BlackHole));
         assert_eq!((o.faults.heal_ms, o.faults.seed), (6_000, 4));

@@ -160,9 +160,7 @@ fn clamped(given: &[u32], asked: &[u32]) -> Vec<usize> {
 /// The first index where the two histories differ (one may end first).
 fn first_difference(a: &History, b: &History) -> usize {
     let n = a.events.len().min(b.events.len());
-    (0..n)
-        .find(|&i| a.events[i] != b.events[i])
-        .unwrap_or(n)
+    (0..n).find(|&i| a.events[i] != b.events[i]).unwrap_or(n)
 }
 
 /// Event `i` of `h` as a timeline line, or that the history ended before it.
@@ -170,6 +168,9 @@ fn event_line(h: &History, i: usize) -> String {
     if i < h.events.len() {
         Describer::sparse(h).line(i).trim_end().to_owned()
     } else {
-        format!("(no event: the history ends after {} events)", h.events.len())
+        format!(
+            "(no event: the history ends after {} events)",
+            h.events.len()
+        )
     }
 }

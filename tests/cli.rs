@@ -99,8 +99,12 @@ fn every_subcommand_has_help_and_the_exit_statuses_are_documented() {
     let dir = tempfile::tempdir().unwrap();
     let (code, out, _) = zklock(&["--help"], dir.path());
     assert_eq!(code, 0, "{out}");
-    for says in ["Exit status:", "0  every property held", "2  usage error", "3  inconclusive"]
-    {
+    for says in [
+        "Exit status:",
+        "0  every property held",
+        "2  usage error",
+        "3  inconclusive",
+    ] {
         assert!(out.contains(says), "{says}: {out}");
     }
     for sub in [
@@ -116,16 +120,24 @@ fn every_subcommand_has_help_and_the_exit_statuses_are_documented() {
     ] {
         let (code, out, err) = zklock(&[sub, "--help"], dir.path());
         assert_eq!(code, 0, "{sub}: {out}{err}");
-        assert!(out.contains(&format!("Usage: zklock {sub}")), "{sub}: {out}");
+        assert!(
+            out.contains(&format!("Usage: zklock {sub}")),
+            "{sub}: {out}"
+        );
         let (code, again, _) = zklock(&["help", sub], dir.path());
         assert_eq!((code, &again), (0, &out), "`zklock help {sub}`");
     }
-    for sub in ["explore", "check", "replay", "shrink", "merge", "real", "bench"] {
+    for sub in [
+        "explore", "check", "replay", "shrink", "merge", "real", "bench",
+    ] {
         let (_, out, _) = zklock(&[sub, "--help"], dir.path());
         assert!(out.contains("Exit status:"), "{sub}: {out}");
     }
     let (_, out, _) = zklock(&["explore", "--help"], dir.path());
-    assert!(out.contains("--recipe <NAME>") && out.contains("--force"), "{out}");
+    assert!(
+        out.contains("--recipe <NAME>") && out.contains("--force"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -149,7 +161,10 @@ fn flags_take_equals_and_typos_get_suggestions_with_status_2() {
     // No subcommand: explore, with its flags, as `zklock explore`.
     let (code, out, err) = zklock(&["--seeds=2", "--threads=1", "--clients=2"], dir.path());
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("ok: every property held on every seed"), "{out}");
+    assert!(
+        out.contains("ok: every property held on every seed"),
+        "{out}"
+    );
     // The closing lines explain the counters that look like errors, and what to run next.
     assert!(
         out.contains("reading the counters: acquire failures")
@@ -204,7 +219,11 @@ fn a_non_utf8_argument_is_a_clear_error_not_a_panic() {
 #[test]
 fn bad_input_exits_2_and_unknown_recipes_are_named() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bad.json"), "{\"format_version\": 1, \"seed\": ").unwrap();
+    std::fs::write(
+        dir.path().join("bad.json"),
+        "{\"format_version\": 1, \"seed\": ",
+    )
+    .unwrap();
     let (code, _, err) = zklock(&["replay", "bad.json"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad.json"), "{err}");
@@ -244,7 +263,10 @@ fn an_incomplete_check_exits_3_and_a_complete_one_0() {
     let args = ["check", "--clients", "2", "--schedules-max", "20"];
     let (code, out, _) = zklock(&args, dir.path());
     assert_eq!(code, 3, "{out}");
-    assert!(out.contains("incomplete: every property held on the 20"), "{out}");
+    assert!(
+        out.contains("incomplete: every property held on the 20"),
+        "{out}"
+    );
     let (code, out, _) = zklock(&["check", "--clients=1", "--faults-max=0"], dir.path());
     assert_eq!(code, 0, "{out}");
 }
@@ -264,7 +286,10 @@ fn a_replay_that_differs_exits_1_and_names_the_first_differing_event() {
     let (code, out, _) = zklock(&["replay", "edited.json"], dir.path());
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("they part at event #5"), "{out}");
-    assert!(out.contains("\n  recorded: ") && out.contains("\n  replayed: "), "{out}");
+    assert!(
+        out.contains("\n  recorded: ") && out.contains("\n  replayed: "),
+        "{out}"
+    );
     assert!(
         out.contains("every recorded choice was used as recorded"),
         "{out}"
@@ -324,8 +349,17 @@ fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
         let shard = format!("{k}/3");
         let summary = format!("s{k}.json");
         let args = [
-            "explore", "--seeds", "3", "--clients", "2", "--threads", "1", "--shard", &shard,
-            "--summary", &summary,
+            "explore",
+            "--seeds",
+            "3",
+            "--clients",
+            "2",
+            "--threads",
+            "1",
+            "--shard",
+            &shard,
+            "--summary",
+            &summary,
         ];
         let (code, out, err) = zklock(&args, dir.path());
         assert_eq!(code, 0, "{out}{err}");
@@ -336,7 +370,10 @@ fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     std::fs::copy(dir.path().join("s1.json"), dir.path().join("copy.json")).unwrap();
     let (code, _, err) = zklock(&["merge", "s1.json", "copy.json"], dir.path());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("copy.json: shard 1/3 again (also in s1.json)"), "{err}");
+    assert!(
+        err.contains("copy.json: shard 1/3 again (also in s1.json)"),
+        "{err}"
+    );
     let (code, out, _) = zklock(&["merge", "s2.json", "s1.json"], dir.path());
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("shard 3/3 missing"), "{out}");
@@ -375,9 +412,18 @@ fn an_existing_summary_is_refused_without_force() {
     let args = ["--seeds", "1", "--clients", "2", "--summary", "s.json"];
     let (code, out, err) = zklock(&args, dir.path());
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("s.json exists already") && err.contains("--force"), "{err}");
-    assert!(!out.contains("seeds run"), "refused before the sweep: {out}");
-    assert_eq!(std::fs::read_to_string(dir.path().join("s.json")).unwrap(), "mine");
+    assert!(
+        err.contains("s.json exists already") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("seeds run"),
+        "refused before the sweep: {out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("s.json")).unwrap(),
+        "mine"
+    );
     let forced = [&args[..], &["--force"]].concat();
     let (code, out, err) = zklock(&forced, dir.path());
     assert_eq!(code, 0, "{out}{err}");
@@ -395,8 +441,20 @@ fn a_registered_recipe_goes_through_explore_replay_and_shrink() {
     let recipes = with_no_lock();
     let explore = |extra: &[&dyn AsRef<std::ffi::OsStr>]| {
         let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
-            &"explore", &"--recipe", &"no-lock", &"--seeds", &"3", &"--clients", &"2",
-            &"--acquisitions", &"2", &"--threads", &"1", &"--no-shrink", &"--out", &out,
+            &"explore",
+            &"--recipe",
+            &"no-lock",
+            &"--seeds",
+            &"3",
+            &"--clients",
+            &"2",
+            &"--acquisitions",
+            &"2",
+            &"--threads",
+            &"1",
+            &"--no-shrink",
+            &"--out",
+            &out,
         ];
         args.extend_from_slice(extra);
         run_in_process(&recipes, &args)
@@ -424,14 +482,22 @@ fn a_registered_recipe_goes_through_explore_replay_and_shrink() {
     assert_eq!(explore(&[&"--force"]), Status::Violated);
     assert!(!out.join("seed-0-3.json").exists());
 
-    assert_eq!(run_in_process(&recipes, &[&"replay", &first]), Status::Violated);
+    assert_eq!(
+        run_in_process(&recipes, &[&"replay", &first]),
+        Status::Violated
+    );
     // Without the recipe registered, the trace is bad input.
     assert_eq!(
         run_in_process(&Recipes::shipped(), &[&"replay", &first]),
         Status::BadInput
     );
     let min = out.join("seed-0.min.json");
-    let shrink = [&"shrink" as &dyn AsRef<std::ffi::OsStr>, &first, &"--time-limit-s", &"30"];
+    let shrink = [
+        &"shrink" as &dyn AsRef<std::ffi::OsStr>,
+        &first,
+        &"--time-limit-s",
+        &"30",
+    ];
     assert_eq!(run_in_process(&recipes, &shrink), Status::Held);
     assert_eq!(
         Trace::read(&min).unwrap().violation.as_deref(),

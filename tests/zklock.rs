@@ -186,7 +186,10 @@ fn explore_runs_the_default_job_and_bad_flags_fail_clearly() {
     }
     let (ok, out) = zklock(&["frobnicate"], dir.path());
     assert!(!ok);
-    assert!(out.contains("unrecognized subcommand 'frobnicate'"), "{out}");
+    assert!(
+        out.contains("unrecognized subcommand 'frobnicate'"),
+        "{out}"
+    );
 }
 
 /// A check stopped by a bound used to print only "INCOMPLETE" and fail: it now says what

@@ -87,13 +87,7 @@ impl<R: Recipe + 'static> AnyRecipe for R {
         bounds: &Bounds,
         progress: &dyn Fn(u64, u64),
     ) -> ExhaustiveReport {
-        check_exhaustive_with(
-            base,
-            self,
-            bounds,
-            &|run| run.failure().is_some(),
-            progress,
-        )
+        check_exhaustive_with(base, self, bounds, &|run| run.failure().is_some(), progress)
     }
     fn replay(&self, trace: &Trace) -> CheckedRun {
         replay(trace, self)

@@ -24,9 +24,14 @@ fn main() {
     // files that exist, since a missing one would rerun this (and rebuild) every time.
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
         let dir = Path::new(&dir);
-        let mut watched = vec![dir.join("HEAD"), dir.join("packed-refs")];
+        // In a linked worktree, HEAD is the worktree's own but branches and packed refs
+        // live in the common directory.
+        let common =
+            git(&["rev-parse", "--git-common-dir"]).unwrap_or_else(|| dir.display().to_string());
+        let common = Path::new(&common);
+        let mut watched = vec![dir.join("HEAD"), common.join("packed-refs")];
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            watched.push(dir.join(branch));
+            watched.push(common.join(branch));
         }
         for path in watched.iter().filter(|p| p.exists()) {
             println!("cargo:rerun-if-changed={}", path.display());

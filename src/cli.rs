@@ -1,5 +1,6 @@
 //! The command line's grammar (clap derive): every subcommand, flag, default and help
-//! text, in one place.
+//! text, in one place. Numeric flags take negative numbers as values, so that `-1` is
+//! refused as out of range for its flag rather than as an unknown argument.
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
@@ -125,27 +126,37 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Seeds in the range
-    #[arg(long, value_name = "N", default_value_t = 100)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 100
+    )]
     pub seeds: u64,
     /// First seed
-    #[arg(long, value_name = "S", default_value_t = 0)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "S",
+        default_value_t = 0
+    )]
     pub seed_start: u64,
     /// Contending clients, 1 to 64
-    #[arg(long, value_name = "N", default_value_t = Scenario::default().clients)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().clients)]
     pub clients: u32,
     /// Acquisitions per client
-    #[arg(long, value_name = "N", default_value_t = Scenario::default().acquisitions_per_client)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().acquisitions_per_client)]
     pub acquisitions: u32,
     /// Clients taking the read lock, the rest write (0: the exclusive lock)
-    #[arg(long, value_name = "N", default_value_t = Scenario::default().readers)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().readers)]
     pub readers: u32,
     /// Drop every N-th acquire of a client after a delay the chooser draws in 0..=20 ms,
     /// as tokio::time::timeout does (0: never)
-    #[arg(long, value_name = "N", default_value_t = Scenario::default().drop_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().drop_every)]
     pub drop_every: u32,
     /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
     /// timed, and the drops): 2 starts with a timed acquire
-    #[arg(long, value_name = "N", default_value_t = Scenario::default().mix_offset)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().mix_offset)]
     pub mix_offset: u32,
     /// The lock directory's sequential counter when it is created: at 2147483600 every
     /// run crosses ZooKeeper's wrap of the counter to -2147483648
@@ -156,10 +167,10 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
     /// Worker threads [default: every core]
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub threads: Option<usize>,
     /// Start no new seed after S seconds (wall clock)
-    #[arg(long, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, value_name = "S")]
     pub time_limit_s: Option<u64>,
     /// Run only the seeds with seed % N == K-1, to spread a sweep over jobs
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -182,29 +193,39 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Clients, 1 to 3 (the search grows fast)
-    #[arg(long, value_name = "N", default_value_t = Bounds::default().clients)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().clients)]
     pub clients: u32,
     /// Faults per schedule at most, 0 to 3
-    #[arg(long, value_name = "K", default_value_t = Bounds::default().faults_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max)]
     pub faults_max: u32,
     /// Acquisitions per client
-    #[arg(long, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client)]
     pub acquisitions: u32,
     /// Clients taking the read lock, the rest write
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub readers: u32,
     /// Schedules at most; past them the check is incomplete (exit status 3)
-    #[arg(long, value_name = "N", default_value_t = Bounds::default().schedules_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max)]
     pub schedules_max: u64,
     /// Wall time at most, in seconds; past it the check is incomplete (exit status 3)
-    #[arg(long, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000)]
     pub time_limit_s: u64,
     /// Do not prune revisited states
     #[arg(long)]
     pub no_prune: bool,
     /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
     /// client's first acquire the timed one
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub mix_offset: u32,
     /// The lock directory's sequential counter when it is created, as for explore
     #[arg(
@@ -238,17 +259,17 @@ pub struct ShrinkArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Candidate runs at most
-    #[arg(long, value_name = "N", default_value_t = ShrinkLimits::default().runs_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().runs_max)]
     pub runs_max: u64,
     /// Wall time at most, in seconds
-    #[arg(long, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000)]
     pub time_limit_s: u64,
     /// Seeds tried per smaller client or acquisition count (0: none)
-    #[arg(long, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max)]
     pub fresh_seeds: u64,
     /// Schedules of the exhaustive search of the smaller sizes (at most 3 clients x 2
     /// acquisitions, 1 fault; 0: none)
-    #[arg(long, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max)]
     pub exhaustive_schedules: u64,
     /// Replace an existing output file
     #[arg(long)]
@@ -265,17 +286,22 @@ pub struct MergeArgs {
 #[derive(Debug, Args)]
 pub struct RealArgs {
     /// Contending clients, 1 to 64
-    #[arg(long, value_name = "N", default_value_t = WorkloadConfig::default().clients)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().clients)]
     pub clients: u32,
     /// Clients taking the read lock, the rest write
-    #[arg(long, value_name = "N", default_value_t = WorkloadConfig::default().readers)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers)]
     pub readers: u32,
     /// How long the workload runs: 30s, 1500ms, 2m, or a number of seconds; at most 1 h
     #[arg(long, value_name = "D", default_value = "30s")]
     pub duration: String,
     /// Servers the run starts: 1 (standalone) to 7 (an ensemble; 3 or more can have
     /// its leader killed)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 1
+    )]
     pub ensemble: usize,
     /// none, all, or a list of cut, lost-create, expire, black-hole, local-expire,
     /// pause, crash, kill-leader (all: every fault the setup can have)
@@ -285,30 +311,30 @@ pub struct RealArgs {
     #[arg(long, value_name = "HOST:PORT[,...]")]
     pub connect: Option<String>,
     /// The faults' seed [default: from the clock, printed]
-    #[arg(long, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, value_name = "S")]
     pub seed: Option<u64>,
     /// Restart a killed leader (off: it stays down, as ZooKeeper 3.8.0 can keep an
     /// uncommitted transaction when it rejoins)
     #[arg(long)]
     pub restart_killed_leader: bool,
     /// Session timeout, in ms
-    #[arg(long, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms)]
     pub session_timeout_ms: u64,
     /// Time in the critical section, in ms
-    #[arg(long, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms)]
     pub hold_ms: u64,
     /// How long a client waits for its first connection, in ms
-    #[arg(long, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms)]
     pub connect_timeout_ms: u64,
     /// Drop every N-th acquire (0: never)
-    #[arg(long, value_name = "N", default_value_t = WorkloadConfig::default().drop_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every)]
     pub drop_every: u32,
     /// Start each client's acquires at the N-th of the mix of modes: 2 starts with the
     /// timed one
-    #[arg(long, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset)]
     pub mix_offset: u32,
     /// Timeout of the timed acquires, in ms
-    #[arg(long, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
     pub acquire_timeout_ms: u64,
     /// Where a failing run's timeline goes
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -318,17 +344,37 @@ pub struct RealArgs {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Simulation seeds per sweep, all rounds together
-    #[arg(long, value_name = "N", default_value_t = 2000)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 2000
+    )]
     pub seeds: u64,
     /// Rounds the sweeps are split into, interleaved, 1 to 100
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 5
+    )]
     pub sim_rounds: u32,
     /// Drop every N-th acquire, as the default workload does with 4 (0: none, the
     /// standard figures)
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub sim_drop_every: u32,
     /// Time limit of each exhaustive configuration, in seconds
-    #[arg(long, value_name = "S", default_value_t = 60)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "S",
+        default_value_t = 60
+    )]
     pub exhaustive_limit_s: u64,
     /// Only the simulation and exhaustive parts
     #[arg(long, conflicts_with = "real_only")]
@@ -337,10 +383,20 @@ pub struct BenchArgs {
     #[arg(long)]
     pub real_only: bool,
     /// Measured seconds per real cell, all rounds together (0 < S <= 3600)
-    #[arg(long, value_name = "S", default_value_t = 3.0)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "S",
+        default_value_t = 3.0
+    )]
     pub real_cell_s: f64,
     /// Rounds each real cell is split into, interleaved, 1 to 100
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 3
+    )]
     pub real_rounds: u32,
     /// Contending client counts, each 1 to 256
     #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]

@@ -192,26 +192,33 @@ pub fn failure_text(run: &CheckedRun) -> String {
     }
 }
 
-/// The closing lines of a sweep that held: what counters that look like errors are, and
-/// what to run next.
+/// The closing lines of a sweep that held: what the counters that look like errors
+/// are, and what to run next.
 fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
-    println!();
+    let drops = match sc.drop_every {
+        0 => String::new(),
+        n => format!(", and the acquires the workload drops on purpose (one in {n})"),
+    };
+    println!("\nwhat the counters mean (none of them is an error):");
     println!(
-        "reading the counters: acquire failures ({}) are try and timed acquires that did \
-         not get the lock in time, and the acquires the workload drops on purpose (one in \
-         {}), as the workload intends; lost ({}) counts holders told they lost the lock \
-         (the faults cut or expire sessions); fenced rejections ({}) are stale writes the \
-         fenced resource refused, and unfenced lost updates ({}) what it would have lost \
-         without fencing. None of these is a violation: a violation stops the sweep and \
-         says FAILED.",
-        c.acquire_failures,
-        match sc.drop_every {
-            0 => "none".to_owned(),
-            n => n.to_string(),
-        },
-        c.lost,
-        c.fenced_rejections,
-        c.unfenced_lost_updates
+        "  acquire failures ({}): try and timed acquires that found the lock held or ran \
+         out of time, acquires a fault's session error ended{drops}",
+        c.acquire_failures
+    );
+    println!(
+        "  lost ({}): holders told they can no longer trust the lock, as the faults cut or \
+         expire their sessions",
+        c.lost
+    );
+    println!(
+        "  fenced rejections ({}): stale writes the fenced resource refused; unfenced lost \
+         updates ({}): what it would have lost without fencing",
+        c.fenced_rejections, c.unfenced_lost_updates
+    );
+    println!(
+        "  faults ({}): injected on purpose; a violated property stops the sweep and says \
+         FAILED",
+        c.total_faults()
     );
     let recipe = if recipe_name == zklock_checker::registry::SHIPPED_NAME {
         String::new()
@@ -219,10 +226,14 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
         format!(" --recipe {recipe_name}")
     };
     println!(
-        "next: a larger sweep (`zklock explore{recipe} --seeds 10000`), the read/write lock \
-         (`--readers 2`), every schedule of a small case (`zklock check{recipe} --clients 2 \
-         --faults-max 1`), or `zklock --help`."
+        "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
+         --readers 2: the read/write lock)"
     );
+    println!(
+        "      cargo run --release -- check{recipe} --clients 2 --faults-max 1    (every \
+         schedule of a small case)"
+    );
+    println!("      cargo run --release -- --help");
 }
 
 /// The scenario's mix offset and sequence start, where they are not their defaults, so

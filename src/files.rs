@@ -30,14 +30,17 @@ fn create_new_private(path: &Path) -> io::Result<fs::File> {
     o.open(path)
 }
 
-/// Whether `path` or the timeline beside it exists.
+/// Whether `path`, its shrunk trace (`.min.json`), or the timeline of either exists.
 fn trace_taken(path: &Path) -> bool {
-    path.exists() || Trace::timeline_path(path).exists()
+    let min = path.with_extension("min.json");
+    [path, min.as_path()]
+        .iter()
+        .any(|p| p.exists() || Trace::timeline_path(p).exists())
 }
 
-/// `dir/stem.json`, or, where that trace or its timeline exists, the first free
-/// `dir/stem-2.json`, `dir/stem-3.json`... With `force`, `dir/stem.json` whatever is
-/// there. The name is reserved (an empty private file) so that a run in parallel does not
+/// `dir/stem.json`, or, where that trace, its timeline or its shrunk trace exists, the
+/// first free `dir/stem-2.json`, `dir/stem-3.json`... With `force`, `dir/stem.json`
+/// whatever is there. The name is reserved (an empty private file) so that a run in parallel does not
 /// take it too; [`Trace::write`] then replaces the reservation.
 pub fn trace_path(dir: &Path, stem: &str, force: bool) -> Result<PathBuf> {
     let first = dir.join(format!("{stem}.json"));
@@ -127,6 +130,10 @@ mod tests {
         fs::write(dir.path().join("seed-3-3.json.timeline.txt"), "x").unwrap();
         let c = trace_path(dir.path(), "seed-3", false).unwrap();
         assert_eq!(c, dir.path().join("seed-3-4.json"));
+        // And a shrunk trace its original's, whose shrink goes beside it.
+        fs::write(dir.path().join("seed-3-5.min.json"), "x").unwrap();
+        let d = trace_path(dir.path(), "seed-3", false).unwrap();
+        assert_eq!(d, dir.path().join("seed-3-6.json"));
         assert_eq!(trace_path(dir.path(), "seed-3", true).unwrap(), a);
     }
 

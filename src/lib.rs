@@ -93,7 +93,15 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // Usage lines and completions name the binary as it was run: a user's own binary
+    // built on this library is not called `zklock`.
+    let bin = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_stem())
+        .map_or_else(|| "zklock".to_owned(), |s| s.to_string_lossy().into_owned());
     let parsed = cli::command()
+        .bin_name(&bin)
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = match parsed {
@@ -120,7 +128,7 @@ where
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {
             let mut cmd = cli::command();
-            clap_complete::generate(shell, &mut cmd, "zklock", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut cmd, &bin, &mut std::io::stdout());
             Ok(Status::Held)
         }
     };

@@ -167,9 +167,9 @@ fn flags_take_equals_and_typos_get_suggestions_with_status_2() {
     );
     // The closing lines explain the counters that look like errors, and what to run next.
     assert!(
-        out.contains("reading the counters: acquire failures")
-            && out.contains("None of these is a violation")
-            && out.contains("next: "),
+        out.contains("what the counters mean (none of them is an error):")
+            && out.contains("\n  acquire failures (")
+            && out.contains("\nnext: cargo run --release -- explore --seeds 10000"),
         "{out}"
     );
     let (code, _, err) = zklock(&["explor"], dir.path());

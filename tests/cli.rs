@@ -254,7 +254,15 @@ fn bad_input_exits_2_and_unknown_recipes_are_named() {
     assert_eq!(code, 2, "{err}");
     let (code, out, _) = zklock(&["recipes"], dir.path());
     assert_eq!(code, 0);
-    assert!(out.starts_with("zklock  zklock's lock"), "{out}");
+    // The shipped lock first, then the canaries the binary registers too.
+    let first = out.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("zklock ")
+            && first
+                .ends_with("zklock's lock: exclusive, or read/write when the scenario has readers"),
+        "{out}"
+    );
+    assert!(out.contains("\ncanary-watch-parent "), "{out}");
 }
 
 #[test]

@@ -173,7 +173,9 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for QueueLoc
 
     async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
         let deadline = (self.client.now() + timeout).as_micros() as u64;
-        self.contend(Some(deadline)).await.map_err(|e| e.to_string())
+        self.contend(Some(deadline))
+            .await
+            .map_err(|e| e.to_string())
     }
 
     fn token(&self, g: &LockGuard<C>) -> i64 {

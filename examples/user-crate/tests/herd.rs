@@ -33,8 +33,7 @@ fn the_herding_lock_is_caught_herding() {
 
 #[test]
 fn the_fix_passes_200_seeds() {
-    let counters = check_seeds(&Scenario::default(), &Queue(Waits::OnPredecessor), 0..200)
-        .unwrap();
+    let counters = check_seeds(&Scenario::default(), &Queue(Waits::OnPredecessor), 0..200).unwrap();
     // Not vacuous: waiters waited, and faults struck.
     assert!(counters.contended_acquisitions > 0, "{counters}");
 }
@@ -55,7 +54,7 @@ fn the_fix_passes_every_schedule_of_two_clients() {
 #[test]
 #[ignore = "3,000 seeds: run it to measure a sweep"]
 fn the_fix_passes_3000_seeds() {
-    let counters = check_seeds(&Scenario::default(), &Queue(Waits::OnPredecessor), 0..3000)
-        .unwrap();
+    let counters =
+        check_seeds(&Scenario::default(), &Queue(Waits::OnPredecessor), 0..3000).unwrap();
     assert!(counters.contended_acquisitions > 0, "{counters}");
 }

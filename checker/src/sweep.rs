@@ -286,7 +286,20 @@ impl<'a, R: Recipe> Sweep<'a, R> {
             .filter(|n| *n != "main")
             .map(str::to_owned);
         let test = self.test.clone().or(harness_test);
-        let key = test.clone().unwrap_or_else(|| self.recipe.name());
+        // One word, with no comment sign in it: a regressions file's line is
+        // `<test> <seed> # <what failed>`.
+        let key: String = test
+            .clone()
+            .unwrap_or_else(|| self.recipe.name())
+            .chars()
+            .map(|c| {
+                if c.is_whitespace() || c == '#' {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
         let file = match &self.keep {
             Keep::Off => Err("the sweep keeps no regressions".to_owned()),
             Keep::At(p) => Ok(p.clone()),

@@ -122,6 +122,26 @@ fn a_second_run_replays_the_recorded_seed_first_and_names_it() {
         .run()
         .unwrap();
     assert!(other.replayed.is_empty());
+
+    // A test name of several words keeps the file readable.
+    let spaced = Sweep::new(&sc, &Deaf)
+        .seeds(0..40)
+        .regressions(&file)
+        .failures_dir(dir.path().join("failures"))
+        .test_name("deaf test #2")
+        .run()
+        .expect_err("fails");
+    assert!(matches!(
+        failed(&spaced).regression,
+        Regression::Recorded(_)
+    ));
+    let again = Sweep::new(&sc, &ShippedRecipe::default())
+        .seeds(0..0)
+        .regressions(&file)
+        .test_name("deaf test #2")
+        .run()
+        .expect("the file reads back");
+    assert_eq!(again.replayed, vec![failed(&spaced).seed]);
 }
 
 #[test]

@@ -6,7 +6,8 @@
 #[path = "bench_real.rs"]
 mod bench_real;
 
-use crate::args::value;
+use crate::Status;
+use crate::cli::BenchArgs;
 use anyhow::{Context, Result, bail};
 use bench_real::{Executor, RealFigures, RealOptions};
 use futures_channel::{mpsc, oneshot};
@@ -263,115 +264,55 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
     }
 }
 
-const BENCH_USAGE: &str = "\
-zklock bench: benchmark figures, printed and written to target/zklock-bench/bench.json
-
-OPTIONS:
-    --seeds N                 simulation seeds per sweep, all rounds together (2000)
-    --sim-rounds N            rounds the sweeps are split into, interleaved (5)
-    --sim-drop-every N        drop every N-th acquire, as the default workload does with
-                              4 (0: none, the standard figures)
-    --exhaustive-limit-s S    time limit of each exhaustive configuration (60)
-    --sim-only                only the simulation and exhaustive parts
-    --real-only               only the real-ZooKeeper part
-    --real-cell-s S           measured seconds per real cell, all rounds together (3)
-    --real-rounds N           rounds each real cell is split into, interleaved (3)
-    --real-clients N,N,...    contending client counts (1,4,16)
-    --real-locks L,L,...      locks to measure (all): zklock (release_in_background),
-                              zklock-awaited (release().await), zookeeper-client, kazoo
-    --real-executor E         where the Rust clients are polled (reactor): reactor, on the
-                              thread of async-io's reactor (zookeeper-client's IO); tokio,
-                              by tokio's block_on, each reply crossing threads
-    --real-quick-jit          run the server on the JVM's quick JIT alone, as the test
-                              servers do (default: the optimizing JIT, as in production)
-
-The real part starts its own ZooKeeper server (Java and Debian's zookeeper package) and
-runs Kazoo with /usr/bin/python3 (python3-kazoo); without them it is skipped with a
-notice saying what to install, except under CI=true, where that is an error.
-";
-
-pub fn run(args: &[String]) -> Result<bool> {
-    let mut seeds = 2000;
-    let mut sim_rounds: u32 = 5;
+pub fn run(a: BenchArgs) -> Result<Status> {
+    let (seeds, sim_rounds, exhaustive_limit_s) = (a.seeds, a.sim_rounds, a.exhaustive_limit_s);
     // The standard figures were defined on 5 clients × 20 acquisitions with all faults
     // on, before dropped acquires joined the default workload; a dropped attempt mostly
     // acquires nothing, so by default they stay out and the figures stay comparable.
-    let mut sim_drop_every: u32 = 0;
-    let mut exhaustive_limit_s = 60;
-    let (mut sim, mut real) = (true, true);
+    let sim_drop_every = a.sim_drop_every;
+    let (sim, real) = (!a.real_only, !a.sim_only);
+    if seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    if !(1..=100).contains(&sim_rounds) {
+        bail!("--sim-rounds: {sim_rounds} is not 1 to 100");
+    }
     let mut real_opts = RealOptions::default();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--seeds" => {
-                seeds = value(a, it.next())?;
-                if seeds == 0 {
-                    bail!("--seeds must be at least 1");
-                }
-            }
-            "--sim-rounds" => {
-                sim_rounds = value(a, it.next())?;
-                if !(1..=100).contains(&sim_rounds) {
-                    bail!("--sim-rounds: {sim_rounds} is not 1 to 100");
-                }
-            }
-            "--sim-drop-every" => sim_drop_every = value(a, it.next())?,
-            "--exhaustive-limit-s" => exhaustive_limit_s = value(a, it.next())?,
-            "--sim-only" => real = false,
-            "--real-only" => sim = false,
-            "--real-cell-s" => {
-                let s: f64 = value(a, it.next())?;
-                if !(s.is_finite() && s > 0.0 && s <= 3600.0) {
-                    bail!("--real-cell-s: {s} is not a duration in seconds (0 < S <= 3600)");
-                }
-                real_opts.cell = Duration::from_secs_f64(s);
-            }
-            "--real-rounds" => {
-                real_opts.rounds = value(a, it.next())?;
-                if !(1..=100).contains(&real_opts.rounds) {
-                    bail!("--real-rounds: {} is not 1 to 100", real_opts.rounds);
-                }
-            }
-            "-h" | "--help" => {
-                print!("{BENCH_USAGE}");
-                return Ok(true);
-            }
-            "--real-clients" => {
-                let list: String = value(a, it.next())?;
-                real_opts.clients = list
-                    .split(',')
-                    .map(|c| match c.trim().parse::<u32>() {
-                        Ok(n) if (1..=256).contains(&n) => Ok(n),
-                        _ => bail!("--real-clients: {c:?} is not a client count (1 to 256)"),
-                    })
-                    .collect::<Result<_>>()?;
-            }
-            "--real-locks" => {
-                let list: String = value(a, it.next())?;
-                real_opts.locks = list
-                    .split(',')
-                    .map(|l| {
-                        Contender::from_key(l.trim()).with_context(|| {
-                            let keys: Vec<&str> =
-                                Contender::ALL.into_iter().map(Contender::key).collect();
-                            format!("--real-locks: {l:?} is not one of {}", keys.join(", "))
-                        })
-                    })
-                    .collect::<Result<_>>()?;
-            }
-            "--real-executor" => {
-                let key: String = value(a, it.next())?;
-                real_opts.executor = Executor::from_key(&key).with_context(|| {
-                    format!("--real-executor: {key:?} is not one of reactor, tokio")
-                })?;
-            }
-            "--real-quick-jit" => real_opts.quick_jit = true,
-            other => bail!("unknown option {other:?} (see `zklock help`)"),
-        }
+    let s = a.real_cell_s;
+    if !(s.is_finite() && s > 0.0 && s <= 3600.0) {
+        bail!("--real-cell-s: {s} is not a duration in seconds (0 < S <= 3600)");
     }
-    if !sim && !real {
-        bail!("--sim-only and --real-only exclude each other");
+    real_opts.cell = Duration::from_secs_f64(s);
+    real_opts.rounds = a.real_rounds;
+    if !(1..=100).contains(&real_opts.rounds) {
+        bail!("--real-rounds: {} is not 1 to 100", real_opts.rounds);
     }
+    real_opts.clients = a
+        .real_clients
+        .split(',')
+        .map(|c| match c.trim().parse::<u32>() {
+            Ok(n) if (1..=256).contains(&n) => Ok(n),
+            _ => bail!("--real-clients: {c:?} is not a client count (1 to 256)"),
+        })
+        .collect::<Result<_>>()?;
+    if let Some(list) = &a.real_locks {
+        real_opts.locks = list
+            .split(',')
+            .map(|l| {
+                Contender::from_key(l.trim()).with_context(|| {
+                    let keys: Vec<&str> = Contender::ALL.into_iter().map(Contender::key).collect();
+                    format!("--real-locks: {l:?} is not one of {}", keys.join(", "))
+                })
+            })
+            .collect::<Result<_>>()?;
+    }
+    real_opts.executor = Executor::from_key(&a.real_executor).with_context(|| {
+        format!(
+            "--real-executor: {:?} is not one of reactor, tokio",
+            a.real_executor
+        )
+    })?;
+    real_opts.quick_jit = a.real_quick_jit;
     if real {
         bench_real::preflight(&real_opts)?;
     }
@@ -400,7 +341,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     std::fs::write(&path, serde_json::to_string_pretty(&f)?)
         .with_context(|| format!("writing {}", path.display()))?;
     println!("\nfigures: {}", path.display());
-    Ok(true)
+    Ok(Status::Held)
 }
 
 fn print_table(f: &Figures) {

@@ -1,32 +1,31 @@
-//! `zklock check`: bounded exhaustive model checking of the shipped recipe.
+//! `zklock check`: bounded exhaustive model checking of a recipe.
 
-use crate::args::value;
-use anyhow::{Context, Result, bail};
+use crate::cli::CheckArgs;
+use crate::explore::{failure_text, non_default_knobs};
+use crate::files::{create_private_dir, trace_path};
+use crate::{Status, recipe};
+use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
-use zklock_checker::{Bounds, check_exhaustive_with};
-use zklock_sim::{Scenario, ShippedRecipe};
+use zklock_checker::Bounds;
+use zklock_checker::registry::Recipes;
+use zklock_sim::Scenario;
 
-pub fn run(args: &[String]) -> Result<bool> {
-    let mut b = Bounds::default();
-    let mut base = Scenario::default();
-    let mut out = PathBuf::from("traces/failures");
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--clients" => b.clients = value(a, it.next())?,
-            "--faults-max" => b.faults_max = value(a, it.next())?,
-            "--acquisitions" => b.acquisitions_per_client = value(a, it.next())?,
-            "--readers" => base.readers = value(a, it.next())?,
-            "--mix-offset" => base.mix_offset = value(a, it.next())?,
-            "--sequence-start" => base.sequence_start = value(a, it.next())?,
-            "--schedules-max" => b.schedules_max = value(a, it.next())?,
-            "--time-limit-s" => b.time_limit_ms = value::<u64>(a, it.next())? * 1000,
-            "--no-prune" => b.prune = false,
-            "--out" => out = value(a, it.next())?,
-            other => bail!("unknown option {other:?} (see `zklock help`)"),
-        }
-    }
+pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
+    let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    let b = Bounds {
+        clients: a.clients,
+        faults_max: a.faults_max,
+        acquisitions_per_client: a.acquisitions,
+        schedules_max: a.schedules_max,
+        time_limit_ms: a.time_limit_s.saturating_mul(1000),
+        prune: !a.no_prune,
+    };
+    let base = Scenario {
+        readers: a.readers,
+        mix_offset: a.mix_offset,
+        sequence_start: a.sequence_start,
+        ..Scenario::default()
+    };
     if !(1..=3).contains(&b.clients) {
         bail!(
             "--clients must be 1, 2 or 3 (exhaustive search grows fast), got {}",
@@ -40,51 +39,54 @@ pub fn run(args: &[String]) -> Result<bool> {
     if b.faults_max > 3 {
         bail!("--faults-max must be at most 3, got {}", b.faults_max);
     }
+    if base.readers > b.clients {
+        bail!(
+            "--readers ({}) cannot exceed --clients ({})",
+            base.readers,
+            b.clients
+        );
+    }
     // A count, not a bar: the search usually ends long before its schedule limit.
     let spinner = ProgressBar::new_spinner().with_style(
         ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"),
     );
-    let r = check_exhaustive_with(
-        &base,
-        &ShippedRecipe::default(),
-        &b,
-        &|run| run.failure().is_some(),
-        &|schedules, states| {
-            spinner.set_message(format!("{schedules} schedules, {states} distinct states"));
-            spinner.tick();
-        },
-    );
+    let r = lock.check_exhaustive(&base, &b, &|schedules, states| {
+        spinner.set_message(format!("{schedules} schedules, {states} distinct states"));
+        spinner.tick();
+    });
     spinner.finish_and_clear();
     println!(
-        "{} clients x {} acquisitions, at most {} faults{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}: {r}",
+        a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
-        crate::explore::non_default_knobs(&base)
+        non_default_knobs(&base)
     );
     let Some(run) = r.violation else {
         if r.complete {
             println!("ok: every property held on every schedule");
-        } else {
-            // Not a pass: the schedules left unexplored may hold a violation.
-            println!(
-                "incomplete: every property held on the {} schedules explored, but a bound \
-                 stopped the search before the rest; raise --schedules-max or \
-                 --time-limit-s for a complete check",
-                r.schedules
-            );
+            return Ok(Status::Held);
         }
-        return Ok(r.complete);
+        // Not a pass: the schedules left unexplored may hold a violation.
+        println!(
+            "incomplete: every property held on the {} schedules explored, but a bound \
+             stopped the search before the rest; raise --schedules-max or --time-limit-s \
+             for a complete check",
+            r.schedules
+        );
+        return Ok(Status::Inconclusive);
     };
-    println!("\nFAILED {}\n", run.failure().unwrap_or_default());
+    println!("\nFAILED {}\n", failure_text(&run));
     println!("{}", run.report);
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let path = out.join(format!("check-{}c-{}f.json", b.clients, b.faults_max));
-    run.trace(&r.scenario, 0, "zklock").write(&path)?;
+    create_private_dir(&a.out)?;
+    let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
+    let path = trace_path(&a.out, &stem, a.force)?;
+    run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
     println!("trace: {}", path.display());
     println!(
         "reproduce: cargo run --release -- replay {}",
         path.display()
     );
-    Ok(false)
+    Ok(Status::Violated)
 }

@@ -1,48 +1,41 @@
-//! `zklock explore`: a seed sweep of the shipped recipe on every core, every run checked;
-//! a failure is written as a trace, shrunk, and its replay command printed.
+//! `zklock explore`: a seed sweep of a recipe on every core, every run checked; a failure
+//! is written as a trace, shrunk, and its replay command printed. And `zklock merge`.
 
-use crate::args::value;
+use crate::cli::{ExploreArgs, MergeArgs};
+use crate::files::{create_private_dir, refuse_existing, trace_path, write_private};
+use crate::{Status, recipe};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use zklock_checker::{Budget, ShrinkLimits, Summary, explore, shrink};
-use zklock_sim::{Scenario, ShippedRecipe};
+use zklock_checker::registry::Recipes;
+use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
+use zklock_sim::{Scenario, SimError};
 
-pub fn run(args: &[String]) -> Result<bool> {
-    let mut budget = Budget::default();
-    let mut out = PathBuf::from("traces/failures");
-    let mut summary_path: Option<PathBuf> = None;
-    let mut do_shrink = true;
-    let mut sc = Scenario::default();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--seeds" => budget.seeds = value(a, it.next())?,
-            "--seed-start" => budget.seed_start = value(a, it.next())?,
-            "--time-limit-s" => budget.time_limit_ms = Some(value::<u64>(a, it.next())? * 1000),
-            "--threads" => budget.threads = value(a, it.next())?,
-            "--shard" => {
-                let v: String = value(a, it.next())?;
-                let (k, n) = v
-                    .split_once('/')
-                    .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
-                    .filter(|&(k, n)| n >= 1 && (1..=n).contains(&k))
-                    .with_context(|| format!("--shard: {v:?} is not K/N with 1 <= K <= N"))?;
-                budget.shard_index = k - 1;
-                budget.shard_count = n;
-            }
-            "--clients" => sc.clients = value(a, it.next())?,
-            "--acquisitions" => sc.acquisitions_per_client = value(a, it.next())?,
-            "--readers" => sc.readers = value(a, it.next())?,
-            "--drop-every" => sc.drop_every = value(a, it.next())?,
-            "--mix-offset" => sc.mix_offset = value(a, it.next())?,
-            "--sequence-start" => sc.sequence_start = value(a, it.next())?,
-            "--out" => out = value(a, it.next())?,
-            "--summary" => summary_path = Some(value(a, it.next())?),
-            "--no-shrink" => do_shrink = false,
-            other => bail!("unknown option {other:?} (see `zklock help`)"),
-        }
+pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
+    let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    let mut budget = Budget {
+        seeds: a.seeds,
+        seed_start: a.seed_start,
+        time_limit_ms: a.time_limit_s.map(|s| s.saturating_mul(1000)),
+        ..Budget::default()
+    };
+    if let Some(t) = a.threads {
+        budget.threads = t;
     }
+    if let Some(shard) = a.shard {
+        budget.shard_index = shard.index;
+        budget.shard_count = shard.count;
+    }
+    let sc = Scenario {
+        clients: a.clients,
+        acquisitions_per_client: a.acquisitions,
+        readers: a.readers,
+        drop_every: a.drop_every,
+        mix_offset: a.mix_offset,
+        sequence_start: a.sequence_start,
+        ..Scenario::default()
+    };
     // A sweep of nothing would print "every property held" having checked nothing.
     if budget.seeds == 0 {
         bail!("--seeds must be at least 1");
@@ -63,22 +56,38 @@ pub fn run(args: &[String]) -> Result<bool> {
     if budget.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    let recipe = ShippedRecipe::default();
+    // Refused before the sweep, not after it has run for an hour.
+    if let Some(p) = &a.summary {
+        refuse_existing(p, false, a.force).context("--summary")?;
+    }
     let total = budget.seed_list().len() as u64;
+    if total == 0 {
+        bail!(
+            "shard {}/{} of seeds {}..{} holds no seed; use fewer shards or more seeds",
+            budget.shard_index + 1,
+            budget.shard_count,
+            budget.seed_start,
+            budget.seed_start.saturating_add(budget.seeds)
+        );
+    }
     let bar = ProgressBar::new(total).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
             .expect("static template"),
     );
-    let explored = explore(&sc, &recipe, &budget, &|done, _| bar.set_position(done));
+    let explored = lock.explore(&sc, &budget, &|done, _| bar.set_position(done));
     bar.finish_and_clear();
-    let s = &explored.summary;
+    let mut s = explored.summary;
+    // Summaries and traces name the recipe as it is registered, which is what
+    // `--recipe` and `replay` look up.
+    s.recipe = a.recipe.clone();
     println!(
-        "{} seeds run (seeds {}..{}, shard {}/{}) on {} threads in {:.2} s{}",
+        "{} seeds run (seeds {}..{}, shard {}/{}) of recipe {} on {} threads in {:.2} s{}",
         s.seeds_run,
         budget.seed_start,
         budget.seed_start.saturating_add(budget.seeds),
         budget.shard_index + 1,
         budget.shard_count,
+        a.recipe,
         budget.threads,
         s.wall_ms as f64 / 1000.0,
         if s.stopped_by_time {
@@ -100,44 +109,32 @@ pub fn run(args: &[String]) -> Result<bool> {
         sc.heal_ms
     );
     println!("{}", s.counters);
-    if let Some(p) = &summary_path {
-        write_summary(p, s)?;
+    if let Some(p) = &a.summary {
+        let text = serde_json::to_string_pretty(&s)?;
+        write_private(p, text.as_bytes(), a.force).context("--summary")?;
         println!("summary: {}", p.display());
     }
     let Some((seed, run)) = explored.failure else {
         if s.seeds_run == 0 {
-            // Nothing was checked, so nothing held: an empty shard, or a time limit that
-            // came before the first seed finished.
-            bail!(
-                "no seed ran, so nothing was checked: {}",
-                if total == 0 {
-                    format!(
-                        "shard {}/{} of seeds {}..{} holds no seed; use fewer shards or more seeds",
-                        budget.shard_index + 1,
-                        budget.shard_count,
-                        budget.seed_start,
-                        budget.seed_start.saturating_add(budget.seeds)
-                    )
-                } else {
-                    "the time limit came before the first seed finished; raise --time-limit-s"
-                        .to_string()
-                }
+            // Nothing was checked, so nothing held.
+            println!(
+                "inconclusive: no seed ran, so nothing was checked: the time limit came \
+                 before the first seed finished; raise --time-limit-s"
             );
+            return Ok(Status::Inconclusive);
         }
         println!(
             "ok: every property held on every seed ({:.0} checked acquisitions/s)",
             s.counters.acquisitions as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
         );
-        return Ok(true);
+        print_what_next(&s.counters, &sc, &a.recipe);
+        return Ok(Status::Held);
     };
-    println!(
-        "\nseed {seed}: FAILED {}\n",
-        run.failure().unwrap_or_default()
-    );
+    println!("\nseed {seed}: FAILED {}\n", failure_text(&run));
     println!("{}", run.report);
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let path = out.join(format!("seed-{seed}.json"));
-    let trace = run.trace(&sc, seed, "zklock");
+    create_private_dir(&a.out)?;
+    let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
+    let trace = run.trace(&sc, seed, &a.recipe);
     trace.write(&path)?;
     println!("trace: {}", path.display());
     println!(
@@ -145,9 +142,10 @@ pub fn run(args: &[String]) -> Result<bool> {
         path.display(),
         at_commit(&trace.zklock_commit)
     );
-    if do_shrink {
-        let shrunk = shrink(&trace, &recipe, &ShrinkLimits::default())?;
-        let spath = out.join(format!("seed-{seed}.min.json"));
+    if !a.no_shrink {
+        let shrunk = lock.shrink(&trace, &ShrinkLimits::default())?;
+        let spath = min_path(&path);
+        refuse_existing(&spath, true, a.force)?;
         shrunk.trace.write(&spath)?;
         println!(
             "shrunk in {} runs: {:?} -> {:?}\nshrunk trace: {} (seed {})",
@@ -163,7 +161,79 @@ pub fn run(args: &[String]) -> Result<bool> {
             at_commit(&shrunk.trace.zklock_commit)
         );
     }
-    Ok(false)
+    Ok(Status::Violated)
+}
+
+/// `seed-3.json` -> `seed-3.min.json`.
+fn min_path(path: &Path) -> PathBuf {
+    path.with_extension("min.json")
+}
+
+/// What failed, in the user's terms: a violated property, or a run that stopped at a
+/// limit the scenario sets (which no flag of explore's changes).
+pub fn failure_text(run: &CheckedRun) -> String {
+    let stopped = match &run.outcome.error {
+        Some(SimError::TimeLimit { limit_ms }) => format!(
+            "the run did not finish: it reached the scenario's virtual time limit of \
+             {limit_ms} ms with clients still at work; every client of a sound lock \
+             finishes long before (a waiter never served while the world goes on, or a \
+             livelock)"
+        ),
+        Some(SimError::StepLimit { steps_max }) => format!(
+            "the run did not finish: it reached the simulation's limit of {steps_max} steps \
+             with clients still at work (a livelock?)"
+        ),
+        _ => return run.failure().unwrap_or_default(),
+    };
+    // What the history up to the limit violated, if anything, judged as if it had ended.
+    match run.report.violated().as_slice() {
+        [] => stopped,
+        v => format!("{stopped}; on the history up to there: {}", v.join(", ")),
+    }
+}
+
+/// The closing lines of a sweep that held: what the counters that look like errors
+/// are, and what to run next.
+fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
+    let drops = match sc.drop_every {
+        0 => String::new(),
+        n => format!(", and the acquires the workload drops on purpose (one in {n})"),
+    };
+    println!("\nwhat the counters mean (none of them is an error):");
+    println!(
+        "  acquire failures ({}): try and timed acquires that found the lock held or ran \
+         out of time, acquires a fault's session error ended{drops}",
+        c.acquire_failures
+    );
+    println!(
+        "  lost ({}): holders told they can no longer trust the lock, as the faults cut or \
+         expire their sessions",
+        c.lost
+    );
+    println!(
+        "  fenced rejections ({}): stale writes the fenced resource refused; unfenced lost \
+         updates ({}): what it would have lost without fencing",
+        c.fenced_rejections, c.unfenced_lost_updates
+    );
+    println!(
+        "  faults ({}): injected on purpose; a violated property stops the sweep and says \
+         FAILED",
+        c.total_faults()
+    );
+    let recipe = if recipe_name == zklock_checker::registry::SHIPPED_NAME {
+        String::new()
+    } else {
+        format!(" --recipe {recipe_name}")
+    };
+    println!(
+        "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
+         --readers 2: the read/write lock)"
+    );
+    println!(
+        "      cargo run --release -- check{recipe} --clients 2 --faults-max 1    (every \
+         schedule of a small case)"
+    );
+    println!("      cargo run --release -- --help");
 }
 
 /// The scenario's mix offset and sequence start, where they are not their defaults, so
@@ -190,36 +260,119 @@ fn at_commit(commit: &str) -> String {
     }
 }
 
-fn write_summary(path: &Path, s: &Summary) -> Result<()> {
-    let text = serde_json::to_string_pretty(s)?;
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
-/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards.
-pub fn merge(args: &[String]) -> Result<bool> {
-    if args.is_empty() {
-        bail!("usage: zklock merge <SUMMARY.json>...");
-    }
+/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards, each once.
+pub fn merge(a: MergeArgs) -> Result<Status> {
     let mut merged: Option<Summary> = None;
-    for a in args {
-        let text = std::fs::read_to_string(a).with_context(|| format!("reading {a}"))?;
+    // Each shard's index, with the file that holds it.
+    let mut shards: BTreeMap<u64, PathBuf> = BTreeMap::new();
+    let mut first_range: Option<SweepRange> = None;
+    let mut without_range = Vec::new();
+    let mut files_seen: Vec<PathBuf> = Vec::new();
+    for p in &a.summaries {
+        // The same file by another spelling (./s1.json) is the same file.
+        let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        if files_seen.contains(&canonical) {
+            bail!(
+                "{}: given twice; give each shard's summary once",
+                p.display()
+            );
+        }
+        files_seen.push(canonical);
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
         let s: Summary = serde_json::from_str(&text)
-            .with_context(|| format!("{a}: not a zklock explore summary"))?;
+            .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
+        match s.range {
+            None => without_range.push(p.display().to_string()),
+            Some(r) => {
+                if let Some(f) = first_range
+                    && (f.seed_start, f.seeds, f.shard_count)
+                        != (r.seed_start, r.seeds, r.shard_count)
+                {
+                    bail!(
+                        "{}: seeds {}..{} in {} shards, but the first summary's are seeds \
+                         {}..{} in {} shards: not shards of one sweep",
+                        p.display(),
+                        r.seed_start,
+                        r.seed_start.saturating_add(r.seeds),
+                        r.shard_count,
+                        f.seed_start,
+                        f.seed_start.saturating_add(f.seeds),
+                        f.shard_count
+                    );
+                }
+                first_range.get_or_insert(r);
+                if let Some(other) = shards.insert(r.shard_index, p.clone()) {
+                    bail!(
+                        "{}: shard {}/{} again (also in {}); give each shard once",
+                        p.display(),
+                        r.shard_index + 1,
+                        r.shard_count,
+                        other.display()
+                    );
+                }
+            }
+        }
         match &mut merged {
             None => merged = Some(s),
             Some(m) => {
                 if m.recipe != s.recipe || m.scenario != s.scenario {
-                    bail!("{a}: a different recipe or scenario than the first summary");
+                    bail!(
+                        "{}: a different recipe or scenario than the first summary",
+                        p.display()
+                    );
                 }
                 m.merge(&s);
             }
         }
     }
-    let m = merged.expect("at least one summary");
-    println!("{} seeds run over {} summaries", m.seeds_run, args.len());
+    let m = merged.context("no summary given")?;
+    println!(
+        "{} seeds run over {} summaries",
+        m.seeds_run,
+        a.summaries.len()
+    );
     println!("{}", m.counters);
     for (seed, f) in &m.failures {
         println!("seed {seed}: FAILED {f}");
     }
-    Ok(m.failures.is_empty())
+    if !without_range.is_empty() {
+        println!(
+            "note: {} record no seed range (written by an older zklock), so a shard given \
+             twice or missing cannot be told there",
+            without_range.join(", ")
+        );
+    }
+    let missing: Vec<String> = first_range
+        .map(|r| {
+            (0..r.shard_count)
+                .filter(|k| !shards.contains_key(k))
+                .map(|k| format!("{}/{}", k + 1, r.shard_count))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !m.failures.is_empty() {
+        return Ok(Status::Violated);
+    }
+    if !missing.is_empty() {
+        let shown: Vec<&str> = missing.iter().take(20).map(String::as_str).collect();
+        println!(
+            "incomplete: shard{} {}{} missing: their seeds were not checked",
+            if missing.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if missing.len() > shown.len() {
+                format!(" and {} more", missing.len() - shown.len())
+            } else {
+                String::new()
+            }
+        );
+        return Ok(Status::Inconclusive);
+    }
+    let cut = if m.stopped_by_time {
+        " run (a shard's time limit stopped it before its last seed)"
+    } else {
+        ""
+    };
+    println!("ok: every property held on every seed{cut} of every shard");
+    Ok(Status::Held)
 }

@@ -1,7 +1,9 @@
 //! `zklock real`: the shipped recipe and the simulation's workload on real ZooKeeper
 //! servers, with faults until a heal time, checked by the same checker.
 
-use crate::args::value;
+use crate::Status;
+use crate::cli::RealArgs;
+use crate::files::create_private_dir;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -34,8 +36,7 @@ struct RealOptions {
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
-fn parse_duration_ms(flag: &str, v: Option<&String>) -> Result<u64> {
-    let v = v.with_context(|| format!("{flag} needs a value"))?;
+fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
     let (digits, unit_ms) = if let Some(d) = v.strip_suffix("ms") {
         (d, 1)
     } else if let Some(d) = v.strip_suffix('s') {
@@ -43,7 +44,7 @@ fn parse_duration_ms(flag: &str, v: Option<&String>) -> Result<u64> {
     } else if let Some(d) = v.strip_suffix('m') {
         (d, 60_000)
     } else {
-        (v.as_str(), 1_000)
+        (v, 1_000)
     };
     let n: u64 = digits
         .trim()
@@ -53,44 +54,34 @@ fn parse_duration_ms(flag: &str, v: Option<&String>) -> Result<u64> {
     Ok(n.saturating_mul(unit_ms))
 }
 
-fn parse(args: &[String]) -> Result<RealOptions> {
-    let mut workload = WorkloadConfig::default();
+fn parse(a: RealArgs) -> Result<RealOptions> {
+    let mut workload = WorkloadConfig {
+        clients: a.clients,
+        readers: a.readers,
+        duration_ms: parse_duration_ms("--duration", &a.duration)?,
+        session_timeout_ms: a.session_timeout_ms,
+        hold_ms: a.hold_ms,
+        drop_every: a.drop_every,
+        mix_offset: a.mix_offset,
+        acquire_timeout_ms: a.acquire_timeout_ms,
+        connect_timeout_ms: a.connect_timeout_ms,
+        ..WorkloadConfig::default()
+    };
     let mut faults = FaultConfig {
-        faults: FaultSet::all(),
-        seed: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64),
+        faults: a
+            .faults
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("--faults: {e}"))?,
+        seed: a.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        }),
+        restart_killed_leader: a.restart_killed_leader,
         ..FaultConfig::default()
     };
-    let mut ensemble_size = 1;
-    let mut connect = None;
-    let mut out_dir = PathBuf::from("traces/failures");
-    let mut faults_given = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--clients" => workload.clients = value(a, it.next())?,
-            "--readers" => workload.readers = value(a, it.next())?,
-            "--duration" => workload.duration_ms = parse_duration_ms(a, it.next())?,
-            "--ensemble" => ensemble_size = value(a, it.next())?,
-            "--faults" => {
-                let spec: String = value(a, it.next())?;
-                faults.faults = spec.parse().map_err(anyhow::Error::msg)?;
-                faults_given = true;
-            }
-            "--connect" => connect = Some(value::<String>(a, it.next())?),
-            "--seed" => faults.seed = value(a, it.next())?,
-            "--restart-killed-leader" => faults.restart_killed_leader = true,
-            "--session-timeout-ms" => workload.session_timeout_ms = value(a, it.next())?,
-            "--hold-ms" => workload.hold_ms = value(a, it.next())?,
-            "--drop-every" => workload.drop_every = value(a, it.next())?,
-            "--mix-offset" => workload.mix_offset = value(a, it.next())?,
-            "--acquire-timeout-ms" => workload.acquire_timeout_ms = value(a, it.next())?,
-            "--connect-timeout-ms" => workload.connect_timeout_ms = value(a, it.next())?,
-            "--out" => out_dir = value(a, it.next())?,
-            other => bail!("unknown option {other:?} (see `zklock help`)"),
-        }
-    }
+    let faults_given = a.faults != "all";
+    let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
     if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
         bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
     }
@@ -136,8 +127,8 @@ fn parse(args: &[String]) -> Result<RealOptions> {
     })
 }
 
-pub fn run(args: &[String]) -> Result<bool> {
-    let opts = parse(args)?;
+pub fn run(a: RealArgs) -> Result<Status> {
+    let opts = parse(a)?;
     let servers = match &opts.connect {
         Some(c) => Servers::External {
             connect_string: c.clone(),
@@ -184,7 +175,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
     drop(run);
     runtime.shutdown_timeout(Duration::from_secs(1));
-    Ok(ok)
+    Ok(if ok { Status::Held } else { Status::Violated })
 }
 
 fn describe(servers: &Servers) -> String {
@@ -228,14 +219,12 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         );
         return Ok(true);
     }
-    std::fs::create_dir_all(&opts.out_dir)
-        .with_context(|| format!("creating {}", opts.out_dir.display()))?;
+    create_private_dir(&opts.out_dir)?;
     let stamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
-    std::fs::write(&path, render_timeline(&history))
-        .with_context(|| format!("writing {}", path.display()))?;
+    crate::files::write_private(&path, render_timeline(&history).as_bytes(), false)?;
     println!(
         "FAILED: {} (seed {}); the run's timeline: {}",
         report.violated().join(", "),
@@ -248,9 +237,15 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn args(list: &[&str]) -> RealArgs {
+        let all = ["zklock", "real"].iter().chain(list);
+        match Cli::try_parse_from(all).unwrap().command {
+            Some(Command::Real(a)) => a,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -262,7 +257,7 @@ mod tests {
             .port();
         let addr = format!("127.0.0.1:{port}");
         let started = Instant::now();
-        let outcome = run(&args(&[
+        let outcome = run(args(&[
             "--connect",
             &addr,
             "--connect-timeout-ms",
@@ -284,41 +279,40 @@ mod tests {
 
     #[test]
     fn durations_take_units() {
-        let ms = |s: &str| parse_duration_ms("--duration", Some(&s.to_string())).unwrap();
+        let ms = |s: &str| parse_duration_ms("--duration", s).unwrap();
         assert_eq!(
             (ms("30s"), ms("1500ms"), ms("2m"), ms("7")),
             (30_000, 1_500, 120_000, 7_000)
         );
-        assert!(parse_duration_ms("--duration", Some(&"soon".to_string())).is_err());
+        assert!(parse_duration_ms("--duration", "soon").is_err());
     }
 
     #[test]
     fn all_faults_fit_the_setup_and_heal_before_the_end() {
-        let o = parse(&args(&[
-            "--clients",
-            "3",
-            "--duration",
-            "9s",
-            "--seed",
-            "4",
-        ]))
-        .unwrap();
+        let o = parse(args(&["--clients", "3", "--duration", "9s", "--seed", "4"])).unwrap();
         assert!(!o.faults.faults.contains(RealFault::KillLeader));
         assert!(o.faults.faults.contains(RealFault::BlackHole));
         assert_eq!((o.faults.heal_ms, o.faults.seed), (6_000, 4));
-        let o = parse(&args(&["--ensemble", "3"])).unwrap();
+        let o = parse(args(&["--ensemble", "3"])).unwrap();
         assert!(o.faults.faults.contains(RealFault::KillLeader));
-        let e = parse(&args(&["--faults", "kill-leader"])).unwrap_err();
+        let e = parse(args(&["--faults", "kill-leader"])).unwrap_err();
         assert!(e.to_string().contains("--ensemble 3"), "{e}");
-        let o = parse(&args(&["--connect", "127.0.0.1:2181", "--faults", "cut"])).unwrap();
+        let o = parse(args(&["--connect", "127.0.0.1:2181", "--faults", "cut"])).unwrap();
         assert!(o.workload.lock_path.starts_with("/zklock/real-"));
-        assert!(parse(&args(&["--clients", "65"])).is_err());
-        assert!(parse(&args(&["--faults", "gremlins"])).is_err());
-        assert_eq!(parse(&args(&[])).unwrap().workload.mix_offset, 0);
-        let o = parse(&args(&["--mix-offset", "2"])).unwrap();
+        assert!(parse(args(&["--clients", "65"])).is_err());
+        assert!(parse(args(&["--faults", "gremlins"])).is_err());
+        assert_eq!(parse(args(&[])).unwrap().workload.mix_offset, 0);
+        let o = parse(args(&["--mix-offset", "2"])).unwrap();
         assert_eq!(o.workload.mix_offset, 2);
-        assert!(parse(&args(&["--mix-offset", "timed"])).is_err());
-        let o = parse(&args(&["--acquire-timeout-ms", "20"])).unwrap();
+        assert!(Cli::try_parse_from(["zklock", "real", "--mix-offset", "timed"]).is_err());
+        let o = parse(args(&["--acquire-timeout-ms", "20"])).unwrap();
         assert_eq!(o.workload.acquire_timeout_ms, 20);
+        // The help's range (1 to MAX_ENSEMBLE_SIZE) is the one accepted.
+        assert!(parse(args(&["--ensemble", &MAX_ENSEMBLE_SIZE.to_string()])).is_ok());
+        for bad in [0, MAX_ENSEMBLE_SIZE + 1] {
+            let e = parse(args(&["--ensemble", &bad.to_string()])).unwrap_err();
+            let says = format!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}");
+            assert!(e.to_string().contains(&says), "{e}");
+        }
     }
 }

@@ -1,52 +1,176 @@
-//! `zklock replay <trace>`: the exact schedule of a trace, run again and judged.
+//! `zklock replay <trace>`: the exact schedule of a trace, run again with the recipe it
+//! recorded, judged, and compared with the recorded history.
 
-use anyhow::{Result, bail};
-use std::path::PathBuf;
-use zklock_checker::{Trace, ZKLOCK_COMMIT, render_timeline, replay};
-use zklock_sim::ShippedRecipe;
+use crate::cli::ReplayArgs;
+use crate::explore::failure_text;
+use crate::{Status, recipe};
+use anyhow::Result;
+use zklock_checker::registry::Recipes;
+use zklock_checker::timeline::Describer;
+use zklock_checker::{CheckedRun, Trace, ZKLOCK_COMMIT, render_timeline};
+use zklock_recipe::history::History;
+use zklock_sim::SimError;
 
-pub fn run(args: &[String]) -> Result<bool> {
-    let [path] = args else {
-        bail!("usage: zklock replay <TRACE>");
-    };
-    let path = PathBuf::from(path);
-    let trace = Trace::read(&path)?;
-    if trace.recipe != "zklock" {
-        bail!(
-            "{}: recorded with recipe {:?}; this command replays the shipped recipe \
-             \"zklock\" (replay other recipes from your own test with \
-             zklock_checker::replay)",
-            path.display(),
-            trace.recipe
-        );
-    }
-    let run = replay(&trace, &ShippedRecipe::default());
+pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
+    let trace = Trace::read(&a.trace)?;
+    let lock = recipe(
+        recipes,
+        &trace.recipe,
+        &format!("{}: recorded with recipe", a.trace.display()),
+    )?;
+    let run = lock.replay(&trace);
     print!("{}", render_timeline(&run.outcome.history));
     println!();
     println!("{}", run.report);
-    if run.outcome.history == trace.history {
+    let unfinished = unfinished(&run);
+    if let Some(why) = &unfinished {
+        println!("replay: {why}");
+    }
+    let same = run.outcome.history == trace.history;
+    if same {
         println!(
             "replay: identical history ({} events)",
             trace.history.events.len()
         );
+        let clamped = clamped(&trace.choices, &run.outcome.choices);
+        if let Some(first) = clamped.first() {
+            println!(
+                "replay: note: {} recorded choice(s) were out of range for what the run \
+                 asked (the first, choice #{first}), and were taken as the last option: the \
+                 trace's choices were edited, yet lead to the recorded history",
+                clamped.len()
+            );
+        }
     } else {
-        println!(
-            "replay: the history DIFFERS from the recorded one (recorded {} events, now {}): \
-             the recipe or zklock changed since the trace was written{}",
-            trace.history.events.len(),
-            run.outcome.history.events.len(),
-            written_by(&trace.zklock_commit, ZKLOCK_COMMIT)
-        );
+        println!("{}", divergence(&trace, &run));
     }
-    Ok(run.failure().is_none())
+    let failure = run.failure();
+    match (&trace.violation, &failure) {
+        (Some(recorded), None) => println!(
+            "replay: the trace recorded a failure ({recorded}), this replay violates nothing"
+        ),
+        (Some(recorded), Some(now)) if recorded != now && !run.violates(recorded) => {
+            println!("replay: the trace recorded {recorded}, this replay fails otherwise")
+        }
+        _ => {}
+    }
+    Ok(match failure {
+        Some(_) => {
+            println!("FAILED: {}", failure_text(&run));
+            Status::Violated
+        }
+        None if !same => Status::Violated,
+        None => Status::Held,
+    })
 }
 
-/// Which commit to check out to replay a trace exactly, when it was not this build's.
-fn written_by(recorded: &str, this: &str) -> String {
-    if recorded.is_empty() || recorded == this {
-        return String::new();
+/// Why the run stopped before its clients were done, in terms of what the user can do.
+fn unfinished(run: &CheckedRun) -> Option<String> {
+    match run.outcome.error.as_ref()? {
+        SimError::TimeLimit { limit_ms } => Some(format!(
+            "the run stopped at the virtual time limit of {limit_ms} ms (the trace's \
+             scenario.time_limit_ms) before every client was done: the properties above \
+             were judged on the history up to there only, and a run that does not finish \
+             counts as a failure (a waiter never served, or a livelock). To let it run \
+             longer, raise scenario.time_limit_ms in the trace file"
+        )),
+        SimError::StepLimit { steps_max } => Some(format!(
+            "the run stopped at the simulation's limit of {steps_max} steps before every \
+             client was done: the properties above were judged on the history up to there \
+             only, and a run that does not finish counts as a failure (a livelock?); \
+             `zklock shrink` on this trace may find a shorter run of the same failure"
+        )),
+        _ => None,
     }
-    format!(
-        " (it was written by commit {recorded}, this zklock is {this}: check that commit out to replay it exactly)"
-    )
+}
+
+/// Where the replayed history parts from the recorded one, and what the trace's own
+/// choices say about why.
+fn divergence(trace: &Trace, run: &CheckedRun) -> String {
+    let recorded = &trace.history;
+    let replayed = &run.outcome.history;
+    let at = first_difference(recorded, replayed);
+    let mut out = format!(
+        "replay: the history DIFFERS from the recorded one (recorded {} events, replayed \
+         {}); they part at event #{at}:\n  recorded: {}\n  replayed: {}",
+        recorded.events.len(),
+        replayed.events.len(),
+        event_line(recorded, at),
+        event_line(replayed, at)
+    );
+    let asked = &run.outcome.choices;
+    let given = &trace.choices;
+    let clamped = clamped(given, asked);
+    let why = if let Some(&first) = clamped.first() {
+        format!(
+            "the trace's choices do not fit this run: {} recorded choice(s) were out of \
+             range for what the run asked (the first, choice #{first}, is {} where the \
+             run offered {} options). The choices were edited, or belong to another \
+             scenario or build",
+            clamped.len(),
+            given[first],
+            u64::from(asked[first]) + 1
+        )
+    } else if asked.len() > given.len() {
+        format!(
+            "the run asked for more choices than the trace records ({} recorded, {} asked; \
+             past the list, replay answers 0). A shrunk trace ends early this way and still \
+             replays as recorded; a trace whose history differs was cut short or edited, \
+             or belongs to another build",
+            given.len(),
+            asked.len()
+        )
+    } else if asked.len() < given.len() {
+        format!(
+            "the run ended with {} of the trace's {} choices unused: the choices were \
+             edited, or belong to another build",
+            given.len() - asked.len(),
+            given.len()
+        )
+    } else {
+        "every recorded choice was used as recorded, so the world made the same decisions: \
+         the recorded history was edited, or the recipe or zklock now acts differently on \
+         them"
+            .to_owned()
+    };
+    out.push_str(&format!("\nreplay: {why}"));
+    if !trace.zklock_commit.is_empty() && trace.zklock_commit != ZKLOCK_COMMIT {
+        out.push_str(&format!(
+            "\nreplay: the trace was written by commit {}, this zklock is {}: check that \
+             commit out to replay it exactly",
+            trace.zklock_commit,
+            if ZKLOCK_COMMIT.is_empty() {
+                "of unknown commit"
+            } else {
+                ZKLOCK_COMMIT
+            }
+        ));
+    }
+    out
+}
+
+/// The recorded choices the replay could not follow: replay answers an out-of-range
+/// choice with the last option (and 0 past the list), and records what it answered.
+fn clamped(given: &[u32], asked: &[u32]) -> Vec<usize> {
+    (0..asked.len().min(given.len()))
+        .filter(|&i| asked[i] != given[i])
+        .collect()
+}
+
+/// The first index where the two histories differ (one may end first).
+fn first_difference(a: &History, b: &History) -> usize {
+    let n = a.events.len().min(b.events.len());
+    (0..n).find(|&i| a.events[i] != b.events[i]).unwrap_or(n)
+}
+
+/// Event `i` of `h` as a timeline line, or that the history ended before it.
+fn event_line(h: &History, i: usize) -> String {
+    if i < h.events.len() {
+        Describer::sparse(h).line(i).trim_end().to_owned()
+    } else {
+        format!(
+            "(no event: the history ends after {} events)",
+            h.events.len()
+        )
+    }
 }

@@ -1,45 +1,41 @@
-//! `zklock shrink <TRACE>`: minimize a failing trace of the shipped recipe.
+//! `zklock shrink <TRACE>`: minimize a failing trace, with the recipe it recorded.
 
-use crate::args::value;
-use anyhow::{Result, bail};
-use std::path::PathBuf;
-use zklock_checker::{ShrinkLimits, Trace, shrink};
-use zklock_sim::ShippedRecipe;
+use crate::cli::ShrinkArgs;
+use crate::files::refuse_existing;
+use crate::{Status, recipe};
+use anyhow::Result;
+use zklock_checker::registry::Recipes;
+use zklock_checker::{ShrinkLimits, Trace};
 
-pub fn run(args: &[String]) -> Result<bool> {
-    let mut limits = ShrinkLimits::default();
-    let mut path = None;
-    let mut out = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--runs-max" => limits.runs_max = value(a, it.next())?,
-            "--time-limit-s" => limits.time_limit_ms = value::<u64>(a, it.next())? * 1000,
-            "--fresh-seeds" => limits.fresh_seeds_max = value(a, it.next())?,
-            "--exhaustive-schedules" => limits.exhaustive_schedules_max = value(a, it.next())?,
-            "--out" => out = Some(value::<PathBuf>(a, it.next())?),
-            p if !p.starts_with("--") && path.is_none() => path = Some(PathBuf::from(p)),
-            other => bail!("unknown option {other:?}; usage: zklock shrink <TRACE> [--out FILE]"),
-        }
-    }
-    let Some(path) = path else {
-        bail!(
-            "usage: zklock shrink <TRACE> [--out FILE] [--runs-max N] [--time-limit-s S] \
-             [--fresh-seeds N] [--exhaustive-schedules N]"
-        );
+pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
+    let limits = ShrinkLimits {
+        runs_max: a.runs_max,
+        time_limit_ms: a.time_limit_s.saturating_mul(1000),
+        fresh_seeds_max: a.fresh_seeds,
+        exhaustive_schedules_max: a.exhaustive_schedules,
     };
-    let trace = Trace::read(&path)?;
-    if trace.recipe != "zklock" {
-        bail!(
-            "{}: recorded with recipe {:?}; this command shrinks the shipped recipe's traces \
-             (shrink other recipes from your own test with zklock_checker::shrink)",
-            path.display(),
-            trace.recipe
+    let trace = Trace::read(&a.trace)?;
+    let lock = recipe(
+        recipes,
+        &trace.recipe,
+        &format!("{}: recorded with recipe", a.trace.display()),
+    )?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| a.trace.with_extension("min.json"));
+    // Refused before the shrink runs, and the shrink's own input is never its output.
+    if out == a.trace {
+        anyhow::bail!(
+            "--out {} is the trace being shrunk: choose another file",
+            out.display()
         );
     }
-    let shrunk = shrink(&trace, &ShippedRecipe::default(), &limits)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let out = out.unwrap_or_else(|| path.with_extension("min.json"));
+    refuse_existing(&out, true, a.force)?;
+    let shrunk = lock
+        .shrink(&trace, &limits)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
+    refuse_existing(&out, true, a.force)?;
     shrunk.trace.write(&out)?;
     println!(
         "shrunk in {} runs and {} exhaustive schedules: {:?} -> {:?}",
@@ -65,5 +61,5 @@ pub fn run(args: &[String]) -> Result<bool> {
         shrunk.trace.seed
     );
     println!("reproduce: cargo run --release -- replay {}", out.display());
-    Ok(true)
+    Ok(Status::Held)
 }

@@ -51,11 +51,25 @@ impl Budget {
     }
 }
 
+/// The seeds a sweep was given: its range, and which shard of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepRange {
+    pub seed_start: u64,
+    pub seeds: u64,
+    /// 0-based.
+    pub shard_index: u64,
+    pub shard_count: u64,
+}
+
 /// What a sweep found, as JSON-mergeable data (shards on several machines merge theirs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     pub recipe: String,
     pub scenario: Scenario,
+    /// The seeds and shard the sweep was given, so that a merge can tell a shard given
+    /// twice or missing. `None` in summaries written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<SweepRange>,
     /// Seeds fully run.
     pub seeds_run: u64,
     /// Non-vacuity counters over every seed run.
@@ -161,6 +175,12 @@ pub fn explore_until<R: Recipe>(
         summary: Summary {
             recipe: recipe.name(),
             scenario: scenario.clone(),
+            range: Some(SweepRange {
+                seed_start: budget.seed_start,
+                seeds: budget.seeds,
+                shard_index: budget.shard_index,
+                shard_count: budget.shard_count,
+            }),
             seeds_run,
             counters,
             failures: failure

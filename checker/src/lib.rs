@@ -50,6 +50,31 @@
 //! assert!(report.ok());
 //! ```
 //!
+//! # Checking your own lock
+//!
+//! Implement [`LockUnderTest`](zklock_sim::LockUnderTest) for your lock and
+//! [`Recipe`](zklock_sim::Recipe), then sweep seeds from a plain `#[test]` with
+//! [`check_seeds`] (or [`Sweep`], with options). The README's snippet is this one:
+//!
+//! ```
+//! use zklock_checker::check_seeds;
+//! use zklock_recipe::history::LockRole;
+//! use zklock_sim::{Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient};
+//!
+//! /// Your recipe: it makes each client's lock object (here zklock's own lock).
+//! struct MyRecipe;
+//!
+//! impl Recipe for MyRecipe {
+//!     type Lock = ShippedLock; // your `LockUnderTest`
+//!     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> ShippedLock {
+//!         ShippedRecipe::default().lock(client, role, path)
+//!     }
+//! }
+//!
+//! // In a `#[test]`:
+//! check_seeds(&Scenario::default(), &MyRecipe, 0..20).unwrap();
+//! ```
+//!
 //! # Trace files
 //!
 //! A [`Trace`] is a run as JSON (scenario, seed, choices, recipe, history, violation),
@@ -66,12 +91,16 @@
 //! - [`shrink()`]: a failing trace minimized, same violated property.
 //! - [`check_seeds`]: a sweep for a user's own `#[test]`.
 //!
+//! [`registry::Recipes`] holds recipes by name, their lock types erased, for a command
+//! line that runs any of them (`zklock`'s, or your own through `zklock::main_with`).
+//!
 //! # Debugging failures
 //!
 //! 1. A failing sweep writes a trace and prints the command that reproduces it:
 //!    `zklock replay traces/failures/seed-42.json`, or for your own recipe
-//!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`]). The replay
-//!    re-runs the exact schedule: the same history, event for event.
+//!    `ZKLOCK_SEED=42 cargo test -- --exact your_test` (see [`check_seeds`], which also
+//!    records the seed in the test's [`regressions`] file, replayed first by every later
+//!    run). The replay re-runs the exact schedule: the same history, event for event.
 //! 2. Shrink it: `zklock shrink <trace>` (or [`shrink()`]) keeps the violated property and
 //!    cuts clients, acquisitions, faults and choices. It first checks the smaller sizes
 //!    exhaustively (up to 3 clients × 2 acquisitions, one fault), smallest first; where
@@ -91,6 +120,8 @@ pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod properties;
+pub mod registry;
+pub mod regressions;
 pub mod run;
 pub mod shrink;
 pub mod sweep;
@@ -104,12 +135,15 @@ pub use exhaustive::{
     Bounds, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, check_exhaustive, check_exhaustive_until,
     check_exhaustive_with,
 };
-pub use explore::{Budget, Explored, Summary, explore, explore_until};
+pub use explore::{Budget, Explored, Summary, SweepRange, explore, explore_until};
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
-pub use sweep::{SEED_ENV, SeedFailure, SweepError, check_seeds};
+pub use sweep::{
+    DEFAULT_SEEDS, FAILURES_DIR, Regression, SEED_ENV, SeedFailure, Sweep, SweepError, Swept,
+    check_seeds, failure_trace_name,
+};
 pub use timeline::render_timeline;
 pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};

@@ -1,15 +1,49 @@
 //! Seed sweeps for a user's own `#[test]`: run, check, and on failure say exactly how to
-//! reproduce it.
+//! reproduce it, write the trace, and record the seed as a regression that every later
+//! run replays first (see [`regressions`]).
 
 use crate::properties::Counters;
+use crate::regressions::{self, Recorded, RegressionsError};
 use crate::run::check_seed;
 use std::fmt;
+use std::io::Write;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::panic::Location;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
 use zklock_sim::{Recipe, Scenario};
 
 /// Restricts a sweep to one seed, to reproduce a failure: `ZKLOCK_SEED=42 cargo test ...`.
 pub const SEED_ENV: &str = "ZKLOCK_SEED";
+
+/// Where failing runs' traces go, relative to the working directory (for `cargo test`,
+/// the package's directory): the same place as the `zklock` command line's `--out`
+/// default.
+pub const FAILURES_DIR: &str = "traces/failures";
+
+/// The seeds a [`Sweep`] runs unless told otherwise.
+pub const DEFAULT_SEEDS: Range<u64> = 0..100;
+
+/// The file name of a failing run's trace: the recipe, the seed, and the test when there
+/// is one, so that two tests failing on one seed keep a trace each.
+pub fn failure_trace_name(recipe: &str, test: Option<&str>, seed: u64) -> String {
+    let clean = |s: &str| -> String {
+        s.replace("::", ".")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect()
+    };
+    match test {
+        Some(t) => format!("{}-seed-{seed}.{}.json", clean(recipe), clean(t)),
+        None => format!("{}-seed-{seed}.json", clean(recipe)),
+    }
+}
 
 /// Why a sweep did not pass. Its `Debug` is its `Display`, so that a plain `.unwrap()` in
 /// a test prints the report and the command that reproduces it.
@@ -20,6 +54,8 @@ pub enum SweepError {
     /// `$ZKLOCK_SEED` is set, but not to a seed (a u64): the sweep would otherwise run
     /// its whole range and reproduce nothing.
     BadSeedEnv { value: String },
+    /// The test's regressions file could not be read: nothing ran.
+    Regressions(RegressionsError),
 }
 
 impl SweepError {
@@ -27,7 +63,7 @@ impl SweepError {
     pub fn seed_failure(&self) -> Option<&SeedFailure> {
         match self {
             SweepError::Seed(f) => Some(f),
-            SweepError::BadSeedEnv { .. } => None,
+            SweepError::BadSeedEnv { .. } | SweepError::Regressions(_) => None,
         }
     }
 }
@@ -40,6 +76,7 @@ impl fmt::Display for SweepError {
                 f,
                 "{SEED_ENV}={value:?} is not a seed: set it to one seed (a number), or unset it"
             ),
+            SweepError::Regressions(e) => e.fmt(f),
         }
     }
 }
@@ -52,7 +89,20 @@ impl fmt::Debug for SweepError {
 
 impl std::error::Error for SweepError {}
 
+/// What became of a failing seed in the test's regressions file.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Regression {
+    /// An earlier run recorded the seed in this file, and this run replayed it first.
+    Replayed(PathBuf),
+    /// This run recorded the seed in this file (or found it there): commit it.
+    Recorded(PathBuf),
+    /// Not recorded, and why: no regressions file, or it could not be written.
+    NotRecorded(String),
+}
+
 /// The first failing seed of a sweep.
+#[non_exhaustive]
 #[derive(Debug)]
 pub struct SeedFailure {
     pub seed: u64,
@@ -62,8 +112,11 @@ pub struct SeedFailure {
     pub report: String,
     /// Where the failing run's trace was written, if it could be.
     pub trace: Option<PathBuf>,
-    /// The test that ran the sweep, when run under the test harness.
+    /// The test that ran the sweep: given with [`Sweep::test_name`], or the test
+    /// harness's name for the thread.
     pub test: Option<String>,
+    /// Whether the seed came from the regressions file, and where it is recorded.
+    pub regression: Regression,
 }
 
 impl fmt::Display for SeedFailure {
@@ -72,6 +125,22 @@ impl fmt::Display for SeedFailure {
         writeln!(f, "{}", self.report)?;
         if let Some(p) = &self.trace {
             writeln!(f, "trace: {} (and its .timeline.txt)", p.display())?;
+        }
+        match &self.regression {
+            Regression::Replayed(p) => writeln!(
+                f,
+                "regression: seed {} is recorded in {} and still fails",
+                self.seed,
+                p.display()
+            )?,
+            Regression::Recorded(p) => writeln!(
+                f,
+                "regression: seed {} recorded in {} (commit it: every later run replays it \
+                 first)",
+                self.seed,
+                p.display()
+            )?,
+            Regression::NotRecorded(why) => writeln!(f, "regression: not recorded: {why}")?,
         }
         match &self.test {
             Some(t) => write!(
@@ -86,53 +155,278 @@ impl fmt::Display for SeedFailure {
 
 impl std::error::Error for SeedFailure {}
 
-/// Runs and checks every seed of `seeds` (only `$ZKLOCK_SEED` when that is set). Returns
-/// the merged non-vacuity counters, or the first failure with its trace written under
-/// `target/zklock-failures/` (or `$CARGO_TARGET_DIR/zklock-failures/`); or
+/// A passed sweep.
+#[non_exhaustive]
+#[derive(Debug)]
+pub struct Swept {
+    /// The merged non-vacuity counters of every run.
+    pub counters: Counters,
+    /// The seeds replayed from the regressions file, first, in its order.
+    pub replayed: Vec<u64>,
+    /// The test's regressions file, if the sweep keeps one.
+    pub regressions: Option<PathBuf>,
+    /// Runs made, the replayed seeds included.
+    pub runs: u64,
+}
+
+/// Where a sweep keeps its regressions.
+#[derive(Clone, Debug)]
+enum Keep {
+    /// Beside the source file that built the sweep (its `file!()`).
+    Beside(&'static str),
+    At(PathBuf),
+    Off,
+}
+
+/// A seed sweep of a recipe, for a user's own `#[test]`: every seed run and checked, the
+/// test's recorded regressions first.
+///
+/// By default a failing seed is recorded in a regressions file beside the source file
+/// that built the sweep (`tests/herd.rs` keeps `tests/zklock-regressions/herd.txt`, found
+/// from `$CARGO_MANIFEST_DIR`, which `cargo test` sets), and every later run of the same
+/// test replays the recorded seeds first and names them. Commit that file. A failing
+/// run's trace goes to [`FAILURES_DIR`], named by [`failure_trace_name`].
+///
+/// ```
+/// use zklock_checker::Sweep;
+/// use zklock_sim::{Scenario, ShippedRecipe};
+///
+/// let swept = Sweep::new(&Scenario::default(), &ShippedRecipe::default())
+///     .seeds(0..3)
+///     .run()
+///     .unwrap();
+/// assert_eq!(swept.runs, 3);
+/// assert!(swept.counters.acquisitions > 0);
+/// ```
+pub struct Sweep<'a, R> {
+    scenario: &'a Scenario,
+    recipe: &'a R,
+    seeds: Range<u64>,
+    keep: Keep,
+    test: Option<String>,
+    failures_dir: PathBuf,
+}
+
+impl<R> fmt::Debug for Sweep<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sweep")
+            .field("seeds", &self.seeds)
+            .field("keep", &self.keep)
+            .field("test", &self.test)
+            .field("failures_dir", &self.failures_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, R: Recipe> Sweep<'a, R> {
+    /// A sweep of [`DEFAULT_SEEDS`], keeping its regressions beside the calling source
+    /// file.
+    #[track_caller]
+    pub fn new(scenario: &'a Scenario, recipe: &'a R) -> Self {
+        Sweep {
+            scenario,
+            recipe,
+            seeds: DEFAULT_SEEDS,
+            keep: Keep::Beside(Location::caller().file()),
+            test: None,
+            failures_dir: PathBuf::from(FAILURES_DIR),
+        }
+    }
+
+    /// The seeds to run (after the recorded ones).
+    pub fn seeds(mut self, seeds: Range<u64>) -> Self {
+        self.seeds = seeds;
+        self
+    }
+
+    /// Keeps the regressions in `path` instead of beside the calling source file.
+    pub fn regressions(mut self, path: impl Into<PathBuf>) -> Self {
+        self.keep = Keep::At(path.into());
+        self
+    }
+
+    /// Keeps no regressions: nothing replayed, nothing recorded.
+    pub fn without_regressions(mut self) -> Self {
+        self.keep = Keep::Off;
+        self
+    }
+
+    /// The test's name, for its regressions and its trace's name. Default: the test
+    /// harness's name for the running test (its thread's name), else the recipe's name.
+    pub fn test_name(mut self, name: impl Into<String>) -> Self {
+        self.test = Some(name.into());
+        self
+    }
+
+    /// Where failing runs' traces go. Default [`FAILURES_DIR`].
+    pub fn failures_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.failures_dir = dir.into();
+        self
+    }
+
+    /// Runs the recorded seeds, then the range (only `$ZKLOCK_SEED` when that is set).
+    /// Returns what ran, or the first failure, with its trace written and its seed
+    /// recorded; or, running nothing, [`SweepError::BadSeedEnv`] when `$ZKLOCK_SEED` is
+    /// not a seed and [`SweepError::Regressions`] when the regressions file cannot be read.
+    pub fn run(self) -> Result<Swept, Box<SweepError>> {
+        notice_if_unoptimized();
+        let only = match std::env::var_os(SEED_ENV) {
+            None => None,
+            Some(value) => match value.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
+                Some(one) => Some(one),
+                None => {
+                    let value = value.to_string_lossy().into_owned();
+                    return Err(Box::new(SweepError::BadSeedEnv { value }));
+                }
+            },
+        };
+        // The test harness names each test's thread after the test.
+        let harness_test = std::thread::current()
+            .name()
+            .filter(|n| *n != "main")
+            .map(str::to_owned);
+        let test = self.test.clone().or(harness_test);
+        // One word, with no comment sign in it: a regressions file's line is
+        // `<test> <seed> # <what failed>`.
+        let key: String = test
+            .clone()
+            .unwrap_or_else(|| self.recipe.name())
+            .chars()
+            .map(|c| {
+                if c.is_whitespace() || c == '#' {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let file = match &self.keep {
+            Keep::Off => Err("the sweep keeps no regressions".to_owned()),
+            Keep::At(p) => Ok(p.clone()),
+            Keep::Beside(source) => regressions::beside_source(source).ok_or_else(|| {
+                format!(
+                    "the test's source {source} was not found from $CARGO_MANIFEST_DIR or the \
+                     working directory; name a file with Sweep::regressions"
+                )
+            }),
+        };
+        let recorded = match (&file, only) {
+            (Ok(path), None) => regressions::seeds_for(path, &key)
+                .map_err(|e| Box::new(SweepError::Regressions(e)))?,
+            _ => Vec::new(),
+        };
+        if let Ok(path) = &file {
+            for seed in &recorded {
+                // Past the test harness's capture, so that it shows on a passing run too.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "zklock: {key}: replaying seed {seed}, recorded in {}",
+                    path.display()
+                );
+            }
+        }
+        let range = match only {
+            Some(one) => one..one.saturating_add(1),
+            None => self.seeds.clone(),
+        };
+        let mut counters = Counters::default();
+        let mut runs = 0;
+        let replays = recorded.iter().map(|&s| (s, true));
+        for (seed, replayed) in replays.chain(range.map(|s| (s, false))) {
+            if !replayed && recorded.contains(&seed) {
+                continue;
+            }
+            runs += 1;
+            let run = check_seed(self.scenario, seed, self.recipe);
+            counters.merge(&run.report.counters);
+            let Some(failure) = run.failure() else {
+                continue;
+            };
+            let name = self.recipe.name();
+            let path = self
+                .failures_dir
+                .join(failure_trace_name(&name, test.as_deref(), seed));
+            let written = std::fs::create_dir_all(&self.failures_dir)
+                .ok()
+                .and_then(|()| run.trace(self.scenario, seed, &name).write(&path).ok())
+                .map(|()| path);
+            let regression = match &file {
+                Err(why) => Regression::NotRecorded(why.clone()),
+                Ok(p) if replayed => Regression::Replayed(p.clone()),
+                Ok(p) => match regressions::record(p, &key, seed, &failure) {
+                    Ok(Recorded::Added | Recorded::AlreadyThere) => Regression::Recorded(p.clone()),
+                    Err(e) => Regression::NotRecorded(e.to_string()),
+                },
+            };
+            return Err(Box::new(SweepError::Seed(SeedFailure {
+                seed,
+                failure,
+                report: run.report.to_string(),
+                trace: written,
+                test,
+                regression,
+            })));
+        }
+        Ok(Swept {
+            counters,
+            replayed: recorded,
+            regressions: file.ok(),
+            runs,
+        })
+    }
+}
+
+/// Runs and checks every seed of `seeds` (only `$ZKLOCK_SEED` when that is set), after
+/// the seeds recorded for this test in its regressions file: a [`Sweep`] with its
+/// defaults. Returns the merged non-vacuity counters, or the first failure, its trace
+/// written under [`FAILURES_DIR`] and its seed recorded beside the calling source file
+/// (`tests/herd.rs` keeps `tests/zklock-regressions/herd.txt`: commit it); or
 /// [`SweepError::BadSeedEnv`], running nothing, when `$ZKLOCK_SEED` is not a seed.
+///
+/// ```
+/// use zklock_checker::check_seeds;
+/// use zklock_sim::{Scenario, ShippedRecipe};
+///
+/// let counters = check_seeds(&Scenario::default(), &ShippedRecipe::default(), 0..3).unwrap();
+/// assert!(counters.acquisitions > 0);
+/// ```
+#[track_caller]
 pub fn check_seeds<R: Recipe>(
     scenario: &Scenario,
     recipe: &R,
     seeds: Range<u64>,
 ) -> Result<Counters, Box<SweepError>> {
-    let seeds = match std::env::var_os(SEED_ENV) {
-        None => seeds,
-        Some(value) => match value.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
-            Some(one) => one..one.saturating_add(1),
-            None => {
-                let value = value.to_string_lossy().into_owned();
-                return Err(Box::new(SweepError::BadSeedEnv { value }));
-            }
-        },
-    };
-    let mut counters = Counters::default();
-    for seed in seeds {
-        let run = check_seed(scenario, seed, recipe);
-        counters.merge(&run.report.counters);
-        let Some(failure) = run.failure() else {
-            continue;
-        };
-        let dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(|| PathBuf::from("target"), PathBuf::from)
-            .join("zklock-failures");
-        let name = format!("{}-seed-{seed}.json", recipe.name());
-        let path = dir.join(name);
-        let written = std::fs::create_dir_all(&dir)
-            .ok()
-            .and_then(|()| run.trace(scenario, seed, &recipe.name()).write(&path).ok())
-            .map(|()| path);
-        // The test harness names each test's thread after the test.
-        let test = std::thread::current()
-            .name()
-            .filter(|n| *n != "main")
-            .map(str::to_owned);
-        return Err(Box::new(SweepError::Seed(SeedFailure {
-            seed,
-            failure,
-            report: run.report.to_string(),
-            trace: written,
-            test,
-        })));
+    Sweep::new(scenario, recipe)
+        .seeds(seeds)
+        .run()
+        .map(|s| s.counters)
+}
+
+/// The optimisation level zklock-checker was compiled at (cargo's `OPT_LEVEL`).
+const OPT_LEVEL: &str = env!("ZKLOCK_OPT_LEVEL");
+
+/// Tells, once a process, a sweep built without optimisation how to speed it up: cargo's
+/// `dev` and `test` profiles build dependencies at opt-level 0, where a sweep runs
+/// several times slower, and a library cannot raise its own level.
+fn notice_if_unoptimized() {
+    static ONCE: Once = Once::new();
+    if OPT_LEVEL != "0" {
+        return;
     }
-    Ok(counters)
+    ONCE.call_once(|| {
+        // Past the test harness's capture, so that a passing test shows it too.
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}",
+            unoptimized_notice(Path::new("Cargo.toml"))
+        );
+    });
+}
+
+fn unoptimized_notice(manifest: &Path) -> String {
+    format!(
+        "zklock: the simulation was built without optimisation (opt-level 0), where a sweep \
+         runs about 4 times slower. Add to {}:\n\n[profile.dev.package.\"*\"]\nopt-level = 2\n",
+        manifest.display()
+    )
 }

@@ -99,9 +99,11 @@ impl Trace {
         out
     }
 
-    /// Writes the trace as pretty JSON to `path`, and its timeline beside it. Each file
-    /// is written to a temporary file in the same directory and renamed into place, so a
-    /// crash leaves either the old file or the new one, never half of one.
+    /// Writes the trace as pretty JSON to `path`, and its timeline beside it, both
+    /// private to the user (0600 on Unix). Each file is written to a temporary file in
+    /// the same directory and renamed into place, so a crash leaves either the old file
+    /// or the new one, never half of one. An existing file is replaced: callers that
+    /// must not replace one check first (the `zklock` command line does).
     pub fn write(&self, path: &Path) -> Result<(), TraceError> {
         let io_err = |source| TraceError::Io {
             path: path.to_owned(),
@@ -210,6 +212,16 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+/// A new file, readable and writable by its owner alone (0600 on Unix): a trace holds a
+/// run's every detail, which is nobody else's business.
+fn create_private(path: &Path) -> io::Result<fs::File> {
+    let mut o = fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o.open(path)
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
 fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -229,7 +241,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     ));
     let tmp = dir.join(tmp_name);
     let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
+        let mut f = create_private(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)

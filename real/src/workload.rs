@@ -242,6 +242,24 @@ impl RealRun {
 /// `zklock_sim::Recipe` makes them for simulated clients. Implement it for a recipe of
 /// your own, or a changed copy of the shipped one, and [`run_recipe`] runs it on real
 /// servers with the same workload and faults as the shipped recipe.
+///
+/// ```
+/// use zklock_real::recording::RecordingClient;
+/// use zklock_real::workload::RealRecipe;
+/// use zklock_recipe::history::LockRole;
+/// use zklock_recipe::lock::LockOptions;
+/// use zklock_recipe::under_test::ShippedLock;
+///
+/// /// zklock's lock with options of your own.
+/// struct Mine(LockOptions);
+///
+/// impl RealRecipe for Mine {
+///     type Lock = ShippedLock<RecordingClient>;
+///     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+///         ShippedLock::new(client, role, path, self.0.clone()).expect("a valid path")
+///     }
+/// }
+/// ```
 pub trait RealRecipe: Send + Sync + 'static {
     type Lock: LockUnderTest;
     /// The lock object client `client` uses in role `role` on directory `path` (a valid

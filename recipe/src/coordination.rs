@@ -44,6 +44,24 @@ impl std::fmt::Debug for Watch {
 
 /// A runner's watch outcome, polled by the [`Watch`] made of it ([`Watch::polled`]).
 /// Dropping it (the recipe dropped its `Watch`) should drop the server-side interest.
+///
+/// ```
+/// use std::task::{Context, Poll};
+/// use zklock_recipe::{Watch, WatchSource, WatchedEvent, ZkError};
+///
+/// /// A watch whose session has ended: it fires with the session's end.
+/// struct Ended;
+///
+/// impl WatchSource for Ended {
+///     fn poll_outcome(&mut self, _cx: &mut Context<'_>) -> Poll<Result<WatchedEvent, ZkError>> {
+///         Poll::Ready(Err(ZkError::SessionExpired))
+///     }
+/// }
+///
+/// let watch = Watch::polled(Box::new(Ended));
+/// let fired = futures_util::FutureExt::now_or_never(watch);
+/// assert_eq!(fired, Some(Err(ZkError::SessionExpired)));
+/// ```
 pub trait WatchSource: Send {
     /// Polls for the outcome, as [`Future::poll`]: `Ready` once, with the event or the
     /// error ending the session; it is not polled again after that.
@@ -249,6 +267,30 @@ pub enum DetachedCleanup {
 /// have been applied. Requests of one client are applied in the order they were issued.
 /// Time comes from [`now`](Coordination::now) and [`sleep`](Coordination::sleep), so a
 /// recipe never touches a runtime or clock of its own.
+///
+/// Code written against it runs on the simulation's clients (`zklock_sim::SimClient`)
+/// and on a real session's (`zklock_real`):
+///
+/// ```
+/// use zklock_recipe::{Coordination, CreateMode, ZkError};
+///
+/// /// Creates `path` unless it exists: a recipe's first step.
+/// async fn ensure<C: Coordination>(client: &C, path: &str) -> Result<(), ZkError> {
+///     match client.create(path, b"", CreateMode::Persistent).await {
+///         Ok(_) | Err(ZkError::NodeExists) => Ok(()),
+///         Err(e) => Err(e),
+///     }
+/// }
+///
+/// let children = zklock_sim::run(zklock_sim::SimConfig::with_seed(1), |sim| async move {
+///     let c = sim.client();
+///     ensure(&c, "/locks").await.unwrap();
+///     ensure(&c, "/locks").await.unwrap();
+///     sim.server_children("/")
+/// })
+/// .unwrap();
+/// assert!(children.contains(&"locks".to_string()));
+/// ```
 pub trait Coordination: Send + Sync {
     /// This client's session.
     fn session_id(&self) -> SessionId;

@@ -24,6 +24,23 @@ pub enum ChoiceKind {
 
 /// A source of decisions. `choose(kind, n)` returns an index in `0..n`; it is only called
 /// with `n >= 2` (a forced choice is not a choice and is not recorded).
+///
+/// A chooser that always takes the first option, run against the shipped lock:
+///
+/// ```
+/// use zklock_sim::{ChoiceKind, Chooser, Scenario, ShippedRecipe, run_scenario_with};
+///
+/// struct First;
+///
+/// impl Chooser for First {
+///     fn choose(&mut self, _kind: ChoiceKind, _n: usize) -> usize {
+///         0
+///     }
+/// }
+///
+/// let run = run_scenario_with(&Scenario::default(), 0, Box::new(First), &ShippedRecipe::default());
+/// assert!(run.choices.iter().all(|&c| c == 0));
+/// ```
 pub trait Chooser: Send {
     fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize;
     /// Whether this chooser wants [`at_state`](Chooser::at_state) digests. They cost a

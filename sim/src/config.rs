@@ -10,7 +10,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Seed of the madsim runtime [`run`](crate::run) hosts the world on. It cannot
     /// change an outcome (actors run on the simulation's own executor, never as madsim
-    /// tasks); tests vary it to prove that. Default: `seed`.
+    /// tasks); tests vary it to prove that. Used only when built with `--cfg madsim`.
+    /// Default: `seed`.
     pub madsim_seed: Option<u64>,
     /// Virtual time the server takes per request it applies, in microseconds. Default 100.
     pub request_time_us: u64,

@@ -11,6 +11,12 @@
 //! every actor is blocked, and applies what actors issued in (actor, sequence) order. So
 //! madsim's own task order (its seed) never changes an outcome.
 //!
+//! **madsim is optional.** No runtime is needed, so the crate builds without any flag.
+//! Built with `--cfg madsim` (madsim's own switch), it depends on madsim: [`Sim::run`]
+//! awaited in a madsim runtime keeps madsim's clock in step with the world's, [`run`]
+//! hosts the world on a madsim runtime, and `Sim::from_madsim` seeds a world in a
+//! `#[madsim::test]`.
+//!
 //! ```
 //! use zklock_recipe::{Coordination, CreateMode};
 //! use zklock_sim::{SimConfig, run};

@@ -189,19 +189,31 @@ impl std::fmt::Debug for Sim {
     }
 }
 
-/// Runs `f`'s future as the main actor of a new simulated world, on a new madsim runtime.
+/// Runs `f`'s future as the main actor of a new simulated world, on the calling thread.
 /// For a plain `#[test]`. Inside `#[madsim::test]`, use [`Sim::new`] and [`Sim::run`].
+///
+/// Built with `--cfg madsim`, the world is hosted on a new madsim runtime (seeded with
+/// [`SimConfig::madsim_seed`]), whose clock keeps in step with the world's, for code that
+/// reads madsim's time; without it no runtime is needed, since the simulation never waits
+/// on anything outside its world. The outcome is the same either way.
 pub fn run<F, Fut>(config: SimConfig, f: F) -> Result<Fut::Output, SimError>
 where
     F: FnOnce(Sim) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Send + 'static,
 {
-    let madsim_seed = config.madsim_seed.unwrap_or(config.seed);
-    let rt = madsim::runtime::Runtime::with_seed_and_config(madsim_seed, Default::default());
+    #[cfg(madsim)]
+    let rt = {
+        let madsim_seed = config.madsim_seed.unwrap_or(config.seed);
+        madsim::runtime::Runtime::with_seed_and_config(madsim_seed, Default::default())
+    };
     let sim = Sim::new(config);
     let fut = f(sim.clone());
-    rt.block_on(async move { sim.run(fut).await })
+    #[cfg(madsim)]
+    let out = rt.block_on(async move { sim.run(fut).await });
+    #[cfg(not(madsim))]
+    let out = complete(sim.run(fut));
+    out
 }
 
 impl Sim {
@@ -214,6 +226,9 @@ impl Sim {
     /// A new world seeded from the current madsim runtime, for a user's own
     /// `#[madsim::test]` suite: `MADSIM_TEST_SEED=S` reproduces a run and
     /// `MADSIM_TEST_NUM=N` sweeps N seeds from it. Must be called inside a madsim runtime.
+    /// Only with madsim turned on: built with `--cfg madsim` (madsim's own switch), which
+    /// also makes `madsim` a dependency of this crate.
+    #[cfg(madsim)]
     pub fn from_madsim(config: SimConfig) -> Sim {
         let seed = madsim::runtime::Handle::current().seed();
         Sim::new(SimConfig { seed, ..config })
@@ -243,7 +258,10 @@ impl Sim {
     /// it ends are dropped, each as itself. Awaited inside a madsim runtime (as in a
     /// `#[madsim::test]`), it keeps madsim's clock in step with the world's.
     pub async fn run<F: Future>(&self, fut: F) -> Result<F::Output, SimError> {
-        self.shared.world().madsim_clock = madsim::time::TimeHandle::try_current();
+        #[cfg(madsim)]
+        {
+            self.shared.world().madsim_clock = madsim::time::TimeHandle::try_current();
+        }
         let actors = self.shared.actors.clone();
         let mut main = Slot::new(&actors, actors.new_id());
         actors.wake(main.id());

@@ -570,6 +570,8 @@ fn delayed_replies_and_events_arrive_late_and_in_order() {
 
 /// Two clients each create one sequential node; a depth-first walk of the guided chooser
 /// visits both orders, and nothing else.
+// Hosted on a madsim runtime, as a user's `#[madsim::test]` suite would host it.
+#[cfg(madsim)]
 #[test]
 fn guided_chooser_enumerates_every_interleaving() {
     use std::sync::{Arc, Mutex};

@@ -11,6 +11,7 @@ use super::{Bug, Canary};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::block_in_place;
+use zklock_canaries::CanaryLock;
 use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{Judged, judge_parallel};
 use zklock_real::ZkClient;
@@ -21,6 +22,17 @@ use zklock_real::recording::RecordingClient;
 use zklock_real::workload::{RealRecipe, ShippedRealRecipe, settled_children};
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, LockRole};
 use zklock_recipe::{Coordination, LockUnderTest};
+
+/// A canary on a real server: its lock on a recording client of a real session.
+struct RealCanary(Bug);
+
+impl RealRecipe for RealCanary {
+    type Lock = CanaryLock<RecordingClient>;
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+        let index = client.index();
+        Canary(self.0).lock_on(client, index, role, path)
+    }
+}
 
 /// Long enough that the new session adopts before the server expires the old one, even
 /// on a loaded machine.
@@ -148,7 +160,7 @@ async fn canary_guid_outlives_session_is_caught_on_a_real_server() {
     if !harness::available_for_tests() {
         return;
     }
-    let judged = curator_498_steps(&Canary(Bug::GuidOutlivesSession)).await;
+    let judged = curator_498_steps(&RealCanary(Bug::GuidOutlivesSession)).await;
     let violated = judged.report.violated();
     assert!(
         violated.contains(&Bug::GuidOutlivesSession.caught_by()),

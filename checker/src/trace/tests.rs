@@ -216,3 +216,17 @@ fn a_trace_names_its_commit_and_one_without_a_commit_still_reads() {
     assert_eq!(read.zklock_commit, "");
     assert!(!read.timeline().contains("commit"));
 }
+
+/// Traces and timelines were written 0644, readable by every user of the machine.
+#[cfg(unix)]
+#[test]
+fn trace_files_are_private_to_their_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    sample().write(&path).unwrap();
+    for p in [path.clone(), Trace::timeline_path(&path)] {
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", p.display());
+    }
+}

@@ -20,10 +20,34 @@ pub use zklock_recipe::LockUnderTest;
 use zklock_recipe::history::LockRole;
 
 /// Makes one lock per client session: the recipe under test.
+///
+/// ```
+/// use zklock_recipe::history::LockRole;
+/// use zklock_sim::{Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient, run_scenario};
+///
+/// /// The shipped lock, under a name of its own.
+/// struct Mine;
+///
+/// impl Recipe for Mine {
+///     type Lock = ShippedLock;
+///     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> ShippedLock {
+///         ShippedRecipe::default().lock(client, role, path)
+///     }
+/// }
+///
+/// assert_eq!(Mine.name(), "Mine");
+/// let run = run_scenario(&Scenario::default(), 1, &Mine);
+/// assert!(run.error.is_none());
+/// ```
 pub trait Recipe: Send + Sync {
     type Lock: LockUnderTest;
-    /// A name for reports and traces.
-    fn name(&self) -> String;
+    /// A name for reports, traces and regressions files. Default: the type's name,
+    /// without its path and generic parameters.
+    fn name(&self) -> String {
+        let full = std::any::type_name::<Self>();
+        let plain = full.split('<').next().unwrap_or(full);
+        plain.rsplit("::").next().unwrap_or(plain).to_owned()
+    }
     /// The lock object client `client` uses, in role `role`, on directory `path`. Called
     /// again with a new handle when the client opens a new session after an expiry.
     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock;

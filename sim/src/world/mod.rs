@@ -297,6 +297,7 @@ pub(crate) struct World {
     /// Whether the chooser wants state digests (then deliveries are folded into `obs`).
     pub(crate) digesting: bool,
     /// The clock of the madsim runtime hosting the run, if any (see `Sim::run`).
+    #[cfg(madsim)]
     pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,
     /// Scratch space of `digest`, kept to spare an allocation per step.
     digest_buf: Vec<u8>,
@@ -329,6 +330,7 @@ impl World {
             detached_clients: 0,
             outside_seq: 0,
             digesting,
+            #[cfg(madsim)]
             madsim_clock: None,
             digest_buf: Vec::new(),
         }
@@ -502,12 +504,12 @@ impl World {
 
     fn advance_to(&mut self, at: u64) {
         if at > self.now_us {
-            let delta = at - self.now_us;
-            self.now_us = at;
             // Keep madsim's clock in step, so code reading madsim's time sees ours.
+            #[cfg(madsim)]
             if let Some(clock) = &self.madsim_clock {
-                clock.advance(std::time::Duration::from_micros(delta));
+                clock.advance(std::time::Duration::from_micros(at - self.now_us));
             }
+            self.now_us = at;
         }
     }
 

@@ -1,0 +1,436 @@
+//! The command line's grammar (clap derive): every subcommand, flag, default and help
+//! text, in one place. Numeric flags take negative numbers as values, so that `-1` is
+//! refused as out of range for its flag rather than as an unknown argument.
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap_complete::Shell;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use zklock_checker::registry::SHIPPED_NAME;
+use zklock_checker::{Bounds, ShrinkLimits, ZKLOCK_COMMIT};
+use zklock_real::workload::WorkloadConfig;
+use zklock_sim::Scenario;
+
+/// What each exit status means, shown under every `--help`.
+pub const EXIT_STATUS: &str = "\
+Exit status:
+  0  every property held (replay: on the recorded history; shrink: the shrunk trace was
+     written)
+  1  a property was violated, a simulated run did not finish within its virtual time or
+     step limit, or a replay's history differs from the one its trace recorded
+  2  usage error or bad input: an unknown flag, subcommand or recipe, a value out of
+     range, an unreadable, corrupt or non-failing trace, a file that exists already
+     (without --force), a server that cannot be reached or started
+  3  inconclusive: nothing was violated, but the check did not finish (an exhaustive
+     search stopped by --schedules-max or --time-limit-s, a sweep whose time limit came
+     before its first seed, a merge with shards missing)";
+
+/// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
+///
+/// With no subcommand, `zklock` explores: it runs the lock on the simulated ZooKeeper
+/// with every fault on, over a range of seeds on every core, and checks every property;
+/// a failing seed is written as a trace, shrunk, and its replay command printed.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zklock",
+    args_conflicts_with_subcommands = true,
+    after_help = EXIT_STATUS
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub explore: ExploreArgs,
+}
+
+/// The grammar, with the version (and the commit it was built from).
+pub fn command() -> clap::Command {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    let version = VERSION.get_or_init(|| match ZKLOCK_COMMIT {
+        "" => env!("CARGO_PKG_VERSION").to_owned(),
+        c => format!("{} (commit {c})", env!("CARGO_PKG_VERSION")),
+    });
+    Cli::command().version(version.as_str())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Seed sweep on the simulated ZooKeeper, every fault on, every property checked (the
+    /// default job)
+    ///
+    /// Stops at the first violation, writes its trace under --out, shrinks it, and prints
+    /// the command that replays it.
+    #[command(after_help = EXIT_STATUS)]
+    Explore(ExploreArgs),
+    /// Bounded exhaustive model checking: every interleaving and fault placement of a
+    /// small configuration
+    #[command(after_help = EXIT_STATUS)]
+    Check(CheckArgs),
+    /// Re-run a trace's exact schedule with the recipe it recorded, compare the history
+    /// with the recorded one, print the timeline and the verdict
+    #[command(after_help = EXIT_STATUS)]
+    Replay(ReplayArgs),
+    /// Minimize a failing trace: fewer clients, acquisitions, faults and choices, the
+    /// same violated property
+    #[command(after_help = EXIT_STATUS)]
+    Shrink(ShrinkArgs),
+    /// Merge the JSON summaries of an explore sweep's shards (--shard K/N --summary FILE)
+    #[command(after_help = EXIT_STATUS)]
+    Merge(MergeArgs),
+    /// The shipped recipe and the same workload on real ZooKeeper servers, with faults
+    /// until 2/3 of the run, the history checked
+    #[command(after_help = EXIT_STATUS)]
+    Real(RealArgs),
+    /// Benchmark figures, printed and written to target/zklock-bench/bench.json
+    ///
+    /// Simulation against its madsim ceiling, exhaustive schedules/states per second,
+    /// real lock throughput and handoff latency against zookeeper-client's lock and
+    /// Kazoo's. The real part starts its own ZooKeeper server (Java and Debian's
+    /// zookeeper package) and runs Kazoo with /usr/bin/python3 (python3-kazoo); without
+    /// them it is skipped with a notice saying what to install, except under CI=true,
+    /// where that is an error.
+    #[command(after_help = EXIT_STATUS)]
+    Bench(BenchArgs),
+    /// List the recipes --recipe takes, and traces may record
+    Recipes,
+    /// Print shell completions: `zklock completions bash > /etc/bash_completion.d/zklock`
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// `K/N`: the K-th of N shards (1-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based.
+    pub index: u64,
+    pub count: u64,
+}
+
+fn parse_shard(v: &str) -> Result<Shard, String> {
+    v.split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
+        .filter(|&(k, n)| n >= 1 && (1..=n).contains(&k))
+        .map(|(k, n)| Shard {
+            index: k - 1,
+            count: n,
+        })
+        .ok_or_else(|| format!("{v:?} is not K/N with 1 <= K <= N"))
+}
+
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// The recipe to run (`zklock recipes` lists them)
+    #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
+    pub recipe: String,
+    /// Seeds in the range
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 100
+    )]
+    pub seeds: u64,
+    /// First seed
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "S",
+        default_value_t = 0
+    )]
+    pub seed_start: u64,
+    /// Contending clients, 1 to 64
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().clients)]
+    pub clients: u32,
+    /// Acquisitions per client
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().acquisitions_per_client)]
+    pub acquisitions: u32,
+    /// Clients taking the read lock, the rest write (0: the exclusive lock)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().readers)]
+    pub readers: u32,
+    /// Drop every N-th acquire of a client after a delay the chooser draws in 0..=20 ms,
+    /// as tokio::time::timeout does (0: never)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().drop_every)]
+    pub drop_every: u32,
+    /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
+    /// timed, and the drops): 2 starts with a timed acquire
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().mix_offset)]
+    pub mix_offset: u32,
+    /// The lock directory's sequential counter when it is created: at 2147483600 every
+    /// run crosses ZooKeeper's wrap of the counter to -2147483648
+    #[arg(long, value_name = "N", default_value_t = Scenario::default().sequence_start, allow_negative_numbers = true)]
+    pub sequence_start: i32,
+    /// Where failing traces go (a trace already there is never replaced: the new one is
+    /// written beside it, seed-N-2.json, unless --force)
+    #[arg(long, value_name = "DIR", default_value = "traces/failures")]
+    pub out: PathBuf,
+    /// Worker threads [default: every core]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Start no new seed after S seconds (wall clock)
+    #[arg(long, allow_negative_numbers = true, value_name = "S")]
+    pub time_limit_s: Option<u64>,
+    /// Run only the seeds with seed % N == K-1, to spread a sweep over jobs
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// Write the sweep's summary as JSON (merge shards with `zklock merge`); an existing
+    /// file is refused unless --force
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Do not shrink a failing trace
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Replace existing files (the summary, a failing seed's trace and timeline)
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The recipe to check (`zklock recipes` lists them)
+    #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
+    pub recipe: String,
+    /// Clients, 1 to 3 (the search grows fast)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().clients)]
+    pub clients: u32,
+    /// Faults per schedule at most, 0 to 3
+    #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max)]
+    pub faults_max: u32,
+    /// Acquisitions per client
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client)]
+    pub acquisitions: u32,
+    /// Clients taking the read lock, the rest write
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub readers: u32,
+    /// Schedules at most; past them the check is incomplete (exit status 3)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max)]
+    pub schedules_max: u64,
+    /// Wall time at most, in seconds; past it the check is incomplete (exit status 3)
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000)]
+    pub time_limit_s: u64,
+    /// Do not prune revisited states
+    #[arg(long)]
+    pub no_prune: bool,
+    /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
+    /// client's first acquire the timed one
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub mix_offset: u32,
+    /// The lock directory's sequential counter when it is created, as for explore
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub sequence_start: i32,
+    /// Where a violating schedule's trace goes (written beside an existing one unless
+    /// --force)
+    #[arg(long, value_name = "DIR", default_value = "traces/failures")]
+    pub out: PathBuf,
+    /// Replace an existing trace of the same name
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The trace file (replayed with the recipe it recorded)
+    pub trace: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// The failing trace (shrunk with the recipe it recorded)
+    pub trace: PathBuf,
+    /// Where the shrunk trace goes [default: TRACE with the extension .min.json]; an
+    /// existing file is refused unless --force
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Candidate runs at most
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().runs_max)]
+    pub runs_max: u64,
+    /// Wall time at most, in seconds
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000)]
+    pub time_limit_s: u64,
+    /// Seeds tried per smaller client or acquisition count (0: none)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max)]
+    pub fresh_seeds: u64,
+    /// Schedules of the exhaustive search of the smaller sizes (at most 3 clients x 2
+    /// acquisitions, 1 fault; 0: none)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max)]
+    pub exhaustive_schedules: u64,
+    /// Replace an existing output file
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' summaries (explore --summary), each shard once
+    #[arg(required = true, value_name = "SUMMARY")]
+    pub summaries: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RealArgs {
+    /// Contending clients, 1 to 64
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().clients)]
+    pub clients: u32,
+    /// Clients taking the read lock, the rest write
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers)]
+    pub readers: u32,
+    /// How long the workload runs: 30s, 1500ms, 2m, or a number of seconds; at most 1 h
+    #[arg(long, value_name = "D", default_value = "30s")]
+    pub duration: String,
+    /// Servers the run starts: 1 (standalone) to 7 (an ensemble; 3 or more can have
+    /// its leader killed)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub ensemble: usize,
+    /// none, all, or a list of cut, lost-create, expire, black-hole, local-expire,
+    /// pause, crash, kill-leader (all: every fault the setup can have)
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub faults: String,
+    /// Someone else's servers, instead of starting them
+    #[arg(long, value_name = "HOST:PORT[,...]")]
+    pub connect: Option<String>,
+    /// The faults' seed [default: from the clock, printed]
+    #[arg(long, allow_negative_numbers = true, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Restart a killed leader (off: it stays down, as ZooKeeper 3.8.0 can keep an
+    /// uncommitted transaction when it rejoins)
+    #[arg(long)]
+    pub restart_killed_leader: bool,
+    /// Session timeout, in ms
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms)]
+    pub session_timeout_ms: u64,
+    /// Time in the critical section, in ms
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms)]
+    pub hold_ms: u64,
+    /// How long a client waits for its first connection, in ms
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms)]
+    pub connect_timeout_ms: u64,
+    /// Drop every N-th acquire (0: never)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every)]
+    pub drop_every: u32,
+    /// Start each client's acquires at the N-th of the mix of modes: 2 starts with the
+    /// timed one
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset)]
+    pub mix_offset: u32,
+    /// Timeout of the timed acquires, in ms
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
+    pub acquire_timeout_ms: u64,
+    /// Where a failing run's timeline goes
+    #[arg(long, value_name = "DIR", default_value = "traces/failures")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Simulation seeds per sweep, all rounds together
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 2000
+    )]
+    pub seeds: u64,
+    /// Rounds the sweeps are split into, interleaved, 1 to 100
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 5
+    )]
+    pub sim_rounds: u32,
+    /// Drop every N-th acquire, as the default workload does with 4 (0: none, the
+    /// standard figures)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub sim_drop_every: u32,
+    /// Time limit of each exhaustive configuration, in seconds
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "S",
+        default_value_t = 60
+    )]
+    pub exhaustive_limit_s: u64,
+    /// Only the simulation and exhaustive parts
+    #[arg(long, conflicts_with = "real_only")]
+    pub sim_only: bool,
+    /// Only the real-ZooKeeper part
+    #[arg(long)]
+    pub real_only: bool,
+    /// Measured seconds per real cell, all rounds together (0 < S <= 3600)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "S",
+        default_value_t = 3.0
+    )]
+    pub real_cell_s: f64,
+    /// Rounds each real cell is split into, interleaved, 1 to 100
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 3
+    )]
+    pub real_rounds: u32,
+    /// Contending client counts, each 1 to 256
+    #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]
+    pub real_clients: String,
+    /// Locks to measure [default: all]: zklock (release_in_background), zklock-awaited
+    /// (release().await), zookeeper-client, kazoo
+    #[arg(long, value_name = "L,L,...")]
+    pub real_locks: Option<String>,
+    /// Where the Rust clients are polled: reactor, on the thread of async-io's reactor
+    /// (zookeeper-client's IO); tokio, by tokio's block_on, each reply crossing threads
+    #[arg(long, value_name = "E", default_value = "reactor")]
+    pub real_executor: String,
+    /// Run the server on the JVM's quick JIT alone, as the test servers do (default: the
+    /// optimizing JIT, as in production)
+    #[arg(long)]
+    pub real_quick_jit: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grammar_is_consistent() {
+        command().debug_assert();
+    }
+
+    /// The help said `--ensemble 1|3` while 1 to 7 were accepted.
+    #[test]
+    fn ensemble_help_names_the_range_the_check_accepts() {
+        let max = zklock_real::harness::MAX_ENSEMBLE_SIZE;
+        let mut cmd = command();
+        let real = cmd.find_subcommand_mut("real").unwrap();
+        let help = real.render_help().to_string();
+        assert!(help.contains(&format!("1 (standalone) to {max}")), "{help}");
+    }
+}

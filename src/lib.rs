@@ -1,0 +1,164 @@
+//! The `zklock` command line, as a library: every workflow of the `zklock` binary
+//! (explore, check, replay, shrink, merge, ...) on the recipes you give it by name.
+//!
+//! Your own lock gets the whole command line from a `[[bin]]` or an example of your
+//! crate: register it beside (or instead of) the shipped lock, and hand the set to
+//! [`main_with`].
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//! use zklock::Recipes;
+//! # use zklock_sim::ShippedRecipe as MyRecipe;
+//!
+//! fn main() -> ExitCode {
+//!     let mut recipes = Recipes::shipped();
+//!     recipes
+//!         .register("my-lock", "my team's lock", MyRecipe::default())
+//!         .expect("a new, valid name");
+//!     // `my-cli explore --recipe my-lock`, `my-cli replay traces/failures/seed-3.json`...
+//!     zklock::main_with(recipes)
+//! }
+//! ```
+//!
+//! # Exit status
+//!
+//! [`Status`]: 0 when every property held, 1 when one was violated (or a simulated run
+//! did not finish, or a replay did not reproduce its trace), 2 for a usage error or bad
+//! input, 3 when nothing was violated but the check did not finish.
+
+mod bench;
+mod check_cmd;
+mod cli;
+mod explore;
+mod files;
+mod real_cmd;
+mod replay;
+mod shrink_cmd;
+
+pub use zklock_checker::registry::{AnyRecipe, Recipes};
+
+use clap::FromArgMatches;
+use cli::{Cli, Command};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// How a command ended: its exit status.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// 0: every property held (replay: on the recorded history; shrink: a shrunk trace
+    /// was written; help, version, lists).
+    Held,
+    /// 1: a property was violated, a simulated run did not finish within its limits, or
+    /// a replay's history differs from the recorded one.
+    Violated,
+    /// 2: a usage error or bad input: an unknown flag, recipe or subcommand, a value out
+    /// of range, an unreadable, corrupt or non-failing trace, a file that exists already
+    /// (without `--force`), a server that cannot be reached.
+    BadInput,
+    /// 3: inconclusive: nothing was violated, but the check did not finish (an
+    /// exhaustive search stopped by a bound, a sweep whose time limit came before its
+    /// first seed, a merge with shards missing).
+    Inconclusive,
+}
+
+impl Status {
+    /// The process exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Held => 0,
+            Status::Violated => 1,
+            Status::BadInput => 2,
+            Status::Inconclusive => 3,
+        }
+    }
+}
+
+impl From<Status> for ExitCode {
+    fn from(s: Status) -> ExitCode {
+        ExitCode::from(s.code())
+    }
+}
+
+/// The `zklock` command line on `recipes`, with the process's arguments: the whole of a
+/// `main`. Arguments need not be UTF-8 (paths are taken as they are).
+pub fn main_with(recipes: Recipes) -> ExitCode {
+    run(std::env::args_os(), &recipes).into()
+}
+
+/// The command line on `recipes` with `args` (the first is the program's name), printing
+/// to stdout and stderr as the binary does.
+pub fn run<I, T>(args: I, recipes: &Recipes) -> Status
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // Usage lines and completions name the binary as it was run: a user's own binary
+    // built on this library is not called `zklock`.
+    let bin = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_stem())
+        .map_or_else(|| "zklock".to_owned(), |s| s.to_string_lossy().into_owned());
+    let parsed = cli::command()
+        .bin_name(&bin)
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with status 0, usage errors to stderr with 2.
+            let _ = e.print();
+            return if e.use_stderr() {
+                Status::BadInput
+            } else {
+                Status::Held
+            };
+        }
+    };
+    let outcome = match cli.command {
+        None => explore::run(cli.explore, recipes),
+        Some(Command::Explore(a)) => explore::run(a, recipes),
+        Some(Command::Check(a)) => check_cmd::run(a, recipes),
+        Some(Command::Replay(a)) => replay::run(a, recipes),
+        Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes),
+        Some(Command::Merge(a)) => explore::merge(a),
+        Some(Command::Real(a)) => real_cmd::run(a),
+        Some(Command::Bench(a)) => bench::run(a),
+        Some(Command::Recipes) => Ok(list_recipes(recipes)),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = cli::command();
+            clap_complete::generate(shell, &mut cmd, &bin, &mut std::io::stdout());
+            Ok(Status::Held)
+        }
+    };
+    outcome.unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        Status::BadInput
+    })
+}
+
+/// `zklock recipes`: each name and what it is.
+fn list_recipes(recipes: &Recipes) -> Status {
+    let width = recipes.names().map(str::len).max().unwrap_or(0);
+    for e in recipes {
+        println!("{:<width$}  {}", e.name(), e.description());
+    }
+    Status::Held
+}
+
+/// The recipe registered under `name`, or an error naming the ones there are.
+fn recipe<'a>(recipes: &'a Recipes, name: &str, what: &str) -> anyhow::Result<&'a dyn AnyRecipe> {
+    recipes.get(name).ok_or_else(|| {
+        let known: Vec<&str> = recipes.names().collect();
+        anyhow::anyhow!(
+            "{what} {name:?} is not a recipe of this command; it knows {} (`zklock recipes` \
+             lists them)",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )
+    })
+}

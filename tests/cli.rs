@@ -1,0 +1,532 @@
+//! The command line's conventions: exit statuses, help, version, completions, argument
+//! handling, and what it refuses. Most run the built binary; those that need a failing
+//! recipe run the same command line in-process (`zklock::run`) with one registered.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use zklock::{Recipes, Status};
+use zklock_checker::{Summary, Trace, check_seed};
+use zklock_recipe::history::LockRole;
+use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
+
+/// Runs the binary in `dir`: (exit code, stdout, stderr).
+fn zklock<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run zklock");
+    let code = out.status.code().expect("exited, not killed by a signal");
+    (
+        code,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A passing run of the shipped lock, written as a trace at `dir/name`.
+fn passing_trace(dir: &Path, name: &str) -> (PathBuf, Trace) {
+    let sc = Scenario {
+        clients: 3,
+        acquisitions_per_client: 4,
+        ..Scenario::default()
+    };
+    let run = check_seed(&sc, 3, &ShippedRecipe::default());
+    let trace = run.trace(&sc, 3, "zklock");
+    let path = dir.join(name);
+    trace.write(&path).unwrap();
+    (path, trace)
+}
+
+/// No lock at all: every acquire succeeds at once, so two clients hold together.
+struct NoLock;
+
+impl LockUnderTest for NoLock {
+    type Guard = ();
+    async fn acquire(&self) -> Result<(), String> {
+        Ok(())
+    }
+    async fn try_acquire(&self) -> Result<Option<()>, String> {
+        Ok(Some(()))
+    }
+    async fn acquire_timeout(&self, _: Duration) -> Result<Option<()>, String> {
+        Ok(Some(()))
+    }
+    fn token(&self, _: &()) -> i64 {
+        0
+    }
+    fn node(&self, _: &()) -> String {
+        "none".into()
+    }
+    async fn lost(&self, _: &()) -> String {
+        std::future::pending().await
+    }
+    async fn release(&self, _: ()) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+struct NoLockRecipe;
+
+impl Recipe for NoLockRecipe {
+    type Lock = NoLock;
+    fn name(&self) -> String {
+        "no-lock".into()
+    }
+    fn lock(&self, _: SimClient, _: LockRole, _: &str) -> NoLock {
+        NoLock
+    }
+}
+
+fn with_no_lock() -> Recipes {
+    let mut r = Recipes::shipped();
+    r.register("no-lock", "no lock at all", NoLockRecipe)
+        .unwrap();
+    r
+}
+
+/// `zklock::run` with `args` after the program's name.
+fn run_in_process(recipes: &Recipes, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Status {
+    let mut all = vec![OsString::from("zklock")];
+    all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+    zklock::run(all, recipes)
+}
+
+#[test]
+fn every_subcommand_has_help_and_the_exit_statuses_are_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = zklock(&["--help"], dir.path());
+    assert_eq!(code, 0, "{out}");
+    for says in [
+        "Exit status:",
+        "0  every property held",
+        "2  usage error",
+        "3  inconclusive",
+    ] {
+        assert!(out.contains(says), "{says}: {out}");
+    }
+    for sub in [
+        "explore",
+        "check",
+        "replay",
+        "shrink",
+        "merge",
+        "real",
+        "bench",
+        "recipes",
+        "completions",
+    ] {
+        let (code, out, err) = zklock(&[sub, "--help"], dir.path());
+        assert_eq!(code, 0, "{sub}: {out}{err}");
+        assert!(
+            out.contains(&format!("Usage: zklock {sub}")),
+            "{sub}: {out}"
+        );
+        let (code, again, _) = zklock(&["help", sub], dir.path());
+        assert_eq!((code, &again), (0, &out), "`zklock help {sub}`");
+    }
+    for sub in [
+        "explore", "check", "replay", "shrink", "merge", "real", "bench",
+    ] {
+        let (_, out, _) = zklock(&[sub, "--help"], dir.path());
+        assert!(out.contains("Exit status:"), "{sub}: {out}");
+    }
+    let (_, out, _) = zklock(&["explore", "--help"], dir.path());
+    assert!(
+        out.contains("--recipe <NAME>") && out.contains("--force"),
+        "{out}"
+    );
+}
+
+#[test]
+fn version_names_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["-V", "--version"] {
+        let (code, out, _) = zklock(&[flag], dir.path());
+        assert_eq!(code, 0);
+        let commit = zklock_checker::ZKLOCK_COMMIT;
+        let want = match commit {
+            "" => format!("zklock {}\n", env!("CARGO_PKG_VERSION")),
+            c => format!("zklock {} (commit {c})\n", env!("CARGO_PKG_VERSION")),
+        };
+        assert_eq!(out, want);
+    }
+}
+
+#[test]
+fn flags_take_equals_and_typos_get_suggestions_with_status_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // No subcommand: explore, with its flags, as `zklock explore`.
+    let (code, out, err) = zklock(&["--seeds=2", "--threads=1", "--clients=2"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("ok: every property held on every seed"),
+        "{out}"
+    );
+    // The closing lines explain the counters that look like errors, and what to run next.
+    assert!(
+        out.contains("what the counters mean (none of them is an error):")
+            && out.contains("\n  acquire failures (")
+            && out.contains("\nnext: cargo run --release -- explore --seeds 10000"),
+        "{out}"
+    );
+    let (code, _, err) = zklock(&["explor"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("unrecognized subcommand 'explor'") && err.contains("'explore'"),
+        "{err}"
+    );
+    let (code, _, err) = zklock(&["explore", "--seed", "3"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("'--seeds'"), "suggests the flag: {err}");
+    let (code, _, err) = zklock(&["check", "--clients", "two"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--clients"), "{err}");
+    let (code, _, err) = zklock(&["explore", "--clients", "0"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--clients must be between 1 and 64"), "{err}");
+}
+
+/// Arguments that are not UTF-8 made `std::env::args()` panic (exit 134).
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_argument_is_a_clear_error_not_a_panic() {
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = OsString::from_vec(b"/nonexistent/\xff.json".to_vec());
+    let (code, out, err) = zklock(&[OsString::from("replay"), path.clone()], dir.path());
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains(".json") && err.contains("os error 2"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let recipe = OsString::from_vec(b"\xff".to_vec());
+    let (code, _, err) = zklock(
+        &[OsString::from("explore"), "--recipe".into(), recipe],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // A path that is not UTF-8 works where it exists.
+    let (trace_path, _) = passing_trace(dir.path(), "t.json");
+    let odd = dir.path().join(OsString::from_vec(b"t\xff.json".to_vec()));
+    std::fs::copy(&trace_path, &odd).unwrap();
+    let (code, out, err) = zklock(&[OsString::from("replay"), odd.into()], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("replay: identical history"), "{out}");
+}
+
+#[test]
+fn bad_input_exits_2_and_unknown_recipes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.json"),
+        "{\"format_version\": 1, \"seed\": ",
+    )
+    .unwrap();
+    let (code, _, err) = zklock(&["replay", "bad.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.json"), "{err}");
+    let (code, _, err) = zklock(&["shrink", "bad.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = zklock(&["explore", "--recipe", "nope"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("\"nope\" is not a recipe") && err.contains("it knows zklock"),
+        "{err}"
+    );
+    let (code, _, err) = zklock(&["check", "--recipe", "nope"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    // A trace of a recipe this command does not have.
+    let (_, mut trace) = passing_trace(dir.path(), "t.json");
+    trace.recipe = "someone-elses".into();
+    trace.write(&dir.path().join("other.json")).unwrap();
+    for sub in ["replay", "shrink"] {
+        let (code, _, err) = zklock(&[sub, "other.json"], dir.path());
+        assert_eq!(code, 2, "{sub}: {err}");
+        assert!(
+            err.contains("recorded with recipe \"someone-elses\"") && err.contains("zklock"),
+            "{sub}: {err}"
+        );
+    }
+    // A trace that violates nothing cannot be shrunk.
+    let (code, _, err) = zklock(&["shrink", "t.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    let (code, out, _) = zklock(&["recipes"], dir.path());
+    assert_eq!(code, 0);
+    // The shipped lock first, then the canaries the binary registers too.
+    let first = out.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with("zklock ")
+            && first
+                .ends_with("zklock's lock: exclusive, or read/write when the scenario has readers"),
+        "{out}"
+    );
+    assert!(out.contains("\ncanary-watch-parent "), "{out}");
+}
+
+#[test]
+fn an_incomplete_check_exits_3_and_a_complete_one_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["check", "--clients", "2", "--schedules-max", "20"];
+    let (code, out, _) = zklock(&args, dir.path());
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("incomplete: every property held on the 20"),
+        "{out}"
+    );
+    let (code, out, _) = zklock(&["check", "--clients=1", "--faults-max=0"], dir.path());
+    assert_eq!(code, 0, "{out}");
+}
+
+/// The replay used to say only that the history differs, and blamed "the recipe or
+/// zklock" whatever the cause: it now names the first event where the two part, exits 1,
+/// and says what the trace's own choices tell.
+#[test]
+fn a_replay_that_differs_exits_1_and_names_the_first_differing_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, trace) = passing_trace(dir.path(), "t.json");
+
+    // The recorded history edited at event 5.
+    let mut edited = trace.clone();
+    edited.history.events[5].time_us += 1;
+    edited.write(&dir.path().join("edited.json")).unwrap();
+    let (code, out, _) = zklock(&["replay", "edited.json"], dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("they part at event #5"), "{out}");
+    assert!(
+        out.contains("\n  recorded: ") && out.contains("\n  replayed: "),
+        "{out}"
+    );
+    assert!(
+        out.contains("every recorded choice was used as recorded"),
+        "{out}"
+    );
+
+    // Recorded choices out of range (some choices offer more than 1000 options, so not
+    // every one is): the trace is at fault, and is blamed.
+    let mut altered = trace.clone();
+    let i = altered.choices.len() / 2;
+    altered.choices[i..].iter_mut().for_each(|c| *c = 1000);
+    altered.write(&dir.path().join("altered.json")).unwrap();
+    let (code, out, _) = zklock(&["replay", "altered.json"], dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("they part at event #"), "{out}");
+    assert!(
+        out.contains("the trace's choices do not fit this run")
+            && out.contains(", is 1000 where the run offered"),
+        "{out}"
+    );
+    assert!(!out.contains("recipe or zklock"), "{out}");
+
+    // The choices cut short: the run asks past the list.
+    let mut cut = trace.clone();
+    cut.choices.truncate(cut.choices.len() / 3);
+    cut.write(&dir.path().join("cut.json")).unwrap();
+    let (code, out, _) = zklock(&["replay", "cut.json"], dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("the run asked for more choices than the trace records"),
+        "{out}"
+    );
+}
+
+/// A replay stopped at its virtual time limit printed "all properties hold", named
+/// `SimConfig::time_limit_ms`, which no user can set, and exited 1 without a word.
+#[test]
+fn a_replay_stopped_at_its_time_limit_says_so_and_what_to_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut trace) = passing_trace(dir.path(), "t.json");
+    trace.scenario.time_limit_ms = 40;
+    trace.write(&dir.path().join("short.json")).unwrap();
+    let (code, out, _) = zklock(&["replay", "short.json"], dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("the run stopped at the virtual time limit of 40 ms")
+            && out.contains("raise scenario.time_limit_ms in the trace file")
+            && out.contains("FAILED: the run did not finish"),
+        "{out}"
+    );
+    assert!(!out.contains("SimConfig"), "{out}");
+}
+
+#[test]
+fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 1..=2 {
+        let shard = format!("{k}/3");
+        let summary = format!("s{k}.json");
+        let args = [
+            "explore",
+            "--seeds",
+            "3",
+            "--clients",
+            "2",
+            "--threads",
+            "1",
+            "--shard",
+            &shard,
+            "--summary",
+            &summary,
+        ];
+        let (code, out, err) = zklock(&args, dir.path());
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (code, _, err) = zklock(&["merge", "s1.json", "./s1.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("given twice"), "{err}");
+    std::fs::copy(dir.path().join("s1.json"), dir.path().join("copy.json")).unwrap();
+    let (code, _, err) = zklock(&["merge", "s1.json", "copy.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("copy.json: shard 1/3 again (also in s1.json)"),
+        "{err}"
+    );
+    let (code, out, _) = zklock(&["merge", "s2.json", "s1.json"], dir.path());
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("shard 3/3 missing"), "{out}");
+    // A summary written before the range was recorded is read, and said to be unchecked.
+    let s1: Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s1.json")).unwrap())
+            .unwrap();
+    let mut old = serde_json::to_value(&s1).unwrap();
+    old.as_object_mut().unwrap().remove("range").unwrap();
+    std::fs::write(dir.path().join("old.json"), old.to_string()).unwrap();
+    let (code, out, _) = zklock(&["merge", "old.json"], dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("old.json record no seed range"), "{out}");
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, out, err) = zklock(&["completions", shell], dir.path());
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(
+            out.contains("zklock") && out.contains("explore") && out.contains("--recipe"),
+            "{shell}: {out}"
+        );
+    }
+    let (code, _, err) = zklock(&["completions", "tcsh"], dir.path());
+    assert_eq!(code, 2, "{err}");
+}
+
+/// `--summary` replaced an existing file without a word.
+#[test]
+fn an_existing_summary_is_refused_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.json"), "mine").unwrap();
+    let args = ["--seeds", "1", "--clients", "2", "--summary", "s.json"];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("s.json exists already") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(
+        !out.contains("seeds run"),
+        "refused before the sweep: {out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("s.json")).unwrap(),
+        "mine"
+    );
+    let forced = [&args[..], &["--force"]].concat();
+    let (code, out, err) = zklock(&forced, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    let text = std::fs::read_to_string(dir.path().join("s.json")).unwrap();
+    assert!(text.contains("\"seeds_run\": 1"), "{text}");
+}
+
+/// A recipe of the user's own, through the library entry point: a violation exits 1,
+/// its trace names the recipe so that replay and shrink find it, a second failure of
+/// the same seed is written beside the first, and an existing shrunk trace is kept.
+#[test]
+fn a_registered_recipe_goes_through_explore_replay_and_shrink() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("failures");
+    let recipes = with_no_lock();
+    let explore = |extra: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"explore",
+            &"--recipe",
+            &"no-lock",
+            &"--seeds",
+            &"3",
+            &"--clients",
+            &"2",
+            &"--acquisitions",
+            &"2",
+            &"--threads",
+            &"1",
+            &"--no-shrink",
+            &"--out",
+            &out,
+        ];
+        args.extend_from_slice(extra);
+        run_in_process(&recipes, &args)
+    };
+    assert_eq!(explore(&[]), Status::Violated);
+    let first = out.join("seed-0.json");
+    let trace = Trace::read(&first).unwrap();
+    assert_eq!(trace.recipe, "no-lock");
+    assert_eq!(trace.violation.as_deref(), Some("mutual_exclusion"));
+    let bytes = std::fs::read(&first).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&out), 0o700);
+        assert_eq!(mode(&first), 0o600);
+        assert_eq!(mode(&Trace::timeline_path(&first)), 0o600);
+    }
+    // The same failure again: written beside, the first kept as it was.
+    assert_eq!(explore(&[]), Status::Violated);
+    assert_eq!(std::fs::read(&first).unwrap(), bytes);
+    assert!(out.join("seed-0-2.json").exists());
+    assert!(Trace::timeline_path(&out.join("seed-0-2.json")).exists());
+    // Unless told to replace it.
+    assert_eq!(explore(&[&"--force"]), Status::Violated);
+    assert!(!out.join("seed-0-3.json").exists());
+
+    assert_eq!(
+        run_in_process(&recipes, &[&"replay", &first]),
+        Status::Violated
+    );
+    // Without the recipe registered, the trace is bad input.
+    assert_eq!(
+        run_in_process(&Recipes::shipped(), &[&"replay", &first]),
+        Status::BadInput
+    );
+    let min = out.join("seed-0.min.json");
+    let shrink = [
+        &"shrink" as &dyn AsRef<std::ffi::OsStr>,
+        &first,
+        &"--time-limit-s",
+        &"30",
+    ];
+    assert_eq!(run_in_process(&recipes, &shrink), Status::Held);
+    assert_eq!(
+        Trace::read(&min).unwrap().violation.as_deref(),
+        Some("mutual_exclusion")
+    );
+    std::fs::write(&min, "mine").unwrap();
+    assert_eq!(run_in_process(&recipes, &shrink), Status::BadInput);
+    assert_eq!(std::fs::read_to_string(&min).unwrap(), "mine");
+    let forced = [&shrink[..], &[&"--force" as &dyn AsRef<std::ffi::OsStr>]].concat();
+    assert_eq!(run_in_process(&recipes, &forced), Status::Held);
+    assert!(Trace::read(&min).is_ok());
+
+    // check takes --recipe too, and finds the violation.
+    let check = [
+        &"check" as &dyn AsRef<std::ffi::OsStr>,
+        &"--recipe",
+        &"no-lock",
+        &"--faults-max",
+        &"0",
+        &"--out",
+        &out,
+    ];
+    assert_eq!(run_in_process(&recipes, &check), Status::Violated);
+}

@@ -6,7 +6,7 @@
 #[path = "bench_real.rs"]
 mod bench_real;
 
-use crate::args::value;
+use crate::args::{time_limit_ms, value};
 use anyhow::{Context, Result, bail};
 use bench_real::{Executor, RealFigures, RealOptions};
 use futures_channel::{mpsc, oneshot};
@@ -167,7 +167,8 @@ fn sim_figures(seeds: u64, rounds: u32, drop_every: u32) -> SimFigures {
             ..Budget::default()
         };
         let t0 = Instant::now();
-        let e = explore(&sc, &recipe, &budget, &|_, _| {});
+        let e = explore(&sc, &recipe, &budget, &|_, _| {})
+            .expect("the bench's sweep is within the bounds");
         let secs = t0.elapsed().as_secs_f64();
         (
             e.summary.counters.acquisitions as f64,
@@ -245,7 +246,8 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
         time_limit_ms: time_limit_s * 1000,
         ..Bounds::default()
     };
-    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds);
+    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)
+        .expect("the bench's bounds are within the limits (its time limit is checked)");
     let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
     ExhaustiveFigures {
         config: format!("{clients} clients, {faults_max} faults"),
@@ -316,7 +318,9 @@ pub fn run(args: &[String]) -> Result<bool> {
                 }
             }
             "--sim-drop-every" => sim_drop_every = value(a, it.next())?,
-            "--exhaustive-limit-s" => exhaustive_limit_s = value(a, it.next())?,
+            "--exhaustive-limit-s" => {
+                exhaustive_limit_s = time_limit_ms("--exhaustive-limit-s", it.next())? / 1000
+            }
             "--sim-only" => real = false,
             "--real-only" => sim = false,
             "--real-cell-s" => {

@@ -1,6 +1,6 @@
 //! `zklock check`: bounded exhaustive model checking of the shipped recipe.
 
-use crate::args::value;
+use crate::args::{time_limit_ms, value};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -21,7 +21,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             "--mix-offset" => base.mix_offset = value(a, it.next())?,
             "--sequence-start" => base.sequence_start = value(a, it.next())?,
             "--schedules-max" => b.schedules_max = value(a, it.next())?,
-            "--time-limit-s" => b.time_limit_ms = value::<u64>(a, it.next())? * 1000,
+            "--time-limit-s" => b.time_limit_ms = time_limit_ms("--time-limit-s", it.next())?,
             "--no-prune" => b.prune = false,
             "--out" => out = value(a, it.next())?,
             other => bail!("unknown option {other:?} (see `zklock help`)"),
@@ -53,7 +53,7 @@ pub fn run(args: &[String]) -> Result<bool> {
             spinner.set_message(format!("{schedules} schedules, {states} distinct states"));
             spinner.tick();
         },
-    );
+    )?;
     spinner.finish_and_clear();
     println!(
         "{} clients x {} acquisitions, at most {} faults{}: {r}",

@@ -1,7 +1,7 @@
 //! `zklock explore`: a seed sweep of the shipped recipe on every core, every run checked;
 //! a failure is written as a trace, shrunk, and its replay command printed.
 
-use crate::args::value;
+use crate::args::{time_limit_ms, value};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -19,7 +19,9 @@ pub fn run(args: &[String]) -> Result<bool> {
         match a.as_str() {
             "--seeds" => budget.seeds = value(a, it.next())?,
             "--seed-start" => budget.seed_start = value(a, it.next())?,
-            "--time-limit-s" => budget.time_limit_ms = Some(value::<u64>(a, it.next())? * 1000),
+            "--time-limit-s" => {
+                budget.time_limit_ms = Some(time_limit_ms("--time-limit-s", it.next())?)
+            }
             "--threads" => budget.threads = value(a, it.next())?,
             "--shard" => {
                 let v: String = value(a, it.next())?;
@@ -64,12 +66,12 @@ pub fn run(args: &[String]) -> Result<bool> {
         bail!("--threads must be at least 1");
     }
     let recipe = ShippedRecipe::default();
-    let total = budget.seed_list().len() as u64;
+    let total = budget.seed_count();
     let bar = ProgressBar::new(total).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
             .expect("static template"),
     );
-    let explored = explore(&sc, &recipe, &budget, &|done, _| bar.set_position(done));
+    let explored = explore(&sc, &recipe, &budget, &|done, _| bar.set_position(done))?;
     bar.finish_and_clear();
     let s = &explored.summary;
     println!(

@@ -20,7 +20,8 @@ pub fn run(args: &[String]) -> Result<bool> {
             trace.recipe
         );
     }
-    let run = replay(&trace, &ShippedRecipe::default());
+    let run = replay(&trace, &ShippedRecipe::default())
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     print!("{}", render_timeline(&run.outcome.history));
     println!();
     println!("{}", run.report);

@@ -1,6 +1,6 @@
 //! `zklock shrink <TRACE>`: minimize a failing trace of the shipped recipe.
 
-use crate::args::value;
+use crate::args::{time_limit_ms, value};
 use anyhow::{Result, bail};
 use std::path::PathBuf;
 use zklock_checker::{ShrinkLimits, Trace, shrink};
@@ -14,7 +14,7 @@ pub fn run(args: &[String]) -> Result<bool> {
     while let Some(a) = it.next() {
         match a.as_str() {
             "--runs-max" => limits.runs_max = value(a, it.next())?,
-            "--time-limit-s" => limits.time_limit_ms = value::<u64>(a, it.next())? * 1000,
+            "--time-limit-s" => limits.time_limit_ms = time_limit_ms("--time-limit-s", it.next())?,
             "--fresh-seeds" => limits.fresh_seeds_max = value(a, it.next())?,
             "--exhaustive-schedules" => limits.exhaustive_schedules_max = value(a, it.next())?,
             "--out" => out = Some(value::<PathBuf>(a, it.next())?),

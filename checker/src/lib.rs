@@ -80,6 +80,7 @@ pub mod concurrent;
 pub mod exhaustive;
 pub mod explore;
 pub mod holds;
+pub mod limits;
 pub mod properties;
 pub mod run;
 pub mod shrink;
@@ -95,6 +96,7 @@ pub use exhaustive::{
     check_exhaustive_with,
 };
 pub use explore::{Budget, Explored, Summary, explore, explore_until};
+pub use limits::LimitError;
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };
@@ -102,4 +104,6 @@ pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 pub use sweep::{SEED_ENV, SeedFailure, SweepError, check_seeds};
 pub use timeline::render_timeline;
-pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};
+pub use trace::{
+    TRACE_BYTES_MAX, TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION,
+};

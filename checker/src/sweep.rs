@@ -6,7 +6,7 @@ use crate::run::check_seed;
 use std::fmt;
 use std::ops::Range;
 use std::path::PathBuf;
-use zklock_sim::{Recipe, Scenario};
+use zklock_sim::{Recipe, Scenario, ScenarioError};
 
 /// Restricts a sweep to one seed, to reproduce a failure: `ZKLOCK_SEED=42 cargo test ...`.
 pub const SEED_ENV: &str = "ZKLOCK_SEED";
@@ -20,6 +20,8 @@ pub enum SweepError {
     /// `$ZKLOCK_SEED` is set, but not to a seed (a u64): the sweep would otherwise run
     /// its whole range and reproduce nothing.
     BadSeedEnv { value: String },
+    /// The scenario is outside its bounds ([`Scenario::validate`]): nothing ran.
+    Scenario(ScenarioError),
 }
 
 impl SweepError {
@@ -27,7 +29,7 @@ impl SweepError {
     pub fn seed_failure(&self) -> Option<&SeedFailure> {
         match self {
             SweepError::Seed(f) => Some(f),
-            SweepError::BadSeedEnv { .. } => None,
+            SweepError::BadSeedEnv { .. } | SweepError::Scenario(_) => None,
         }
     }
 }
@@ -40,6 +42,7 @@ impl fmt::Display for SweepError {
                 f,
                 "{SEED_ENV}={value:?} is not a seed: set it to one seed (a number), or unset it"
             ),
+            SweepError::Scenario(e) => e.fmt(f),
         }
     }
 }
@@ -89,12 +92,16 @@ impl std::error::Error for SeedFailure {}
 /// Runs and checks every seed of `seeds` (only `$ZKLOCK_SEED` when that is set). Returns
 /// the merged non-vacuity counters, or the first failure with its trace written under
 /// `target/zklock-failures/` (or `$CARGO_TARGET_DIR/zklock-failures/`); or
-/// [`SweepError::BadSeedEnv`], running nothing, when `$ZKLOCK_SEED` is not a seed.
+/// [`SweepError::BadSeedEnv`], running nothing, when `$ZKLOCK_SEED` is not a seed, or
+/// [`SweepError::Scenario`] when the scenario is outside its bounds.
 pub fn check_seeds<R: Recipe>(
     scenario: &Scenario,
     recipe: &R,
     seeds: Range<u64>,
 ) -> Result<Counters, Box<SweepError>> {
+    scenario
+        .validate()
+        .map_err(|e| Box::new(SweepError::Scenario(e)))?;
     let seeds = match std::env::var_os(SEED_ENV) {
         None => seeds,
         Some(value) => match value.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {

@@ -147,8 +147,9 @@ impl Trace {
 }
 
 /// A trace file's size at most, in bytes: 256 MiB. A run within the scenario's bounds
-/// (`zklock_sim::scenario::limits`) writes far less (some 6 KB an acquire attempt);
-/// reading one takes about twice its size in memory.
+/// (`zklock_sim::scenario::limits`) writes less: some 3 KB an acquire attempt, some 32 MB
+/// at most acquire attempts, some 150 MB for a run stopped at its step limit. Reading one
+/// takes about twice its size in memory.
 pub const TRACE_BYTES_MAX: u64 = 256 << 20;
 
 /// The file's bytes, refused past [`TRACE_BYTES_MAX`] (before reading, by its length, and

@@ -15,9 +15,9 @@ pub const CLIENTS_MAX: u32 = 64;
 pub const ACQUISITIONS_PER_CLIENT_MAX: u32 = 10_000;
 
 /// Acquire attempts of all clients together (`clients × acquisitions_per_client`) at
-/// most. An attempt records some 30 events (about 6 KB of trace file and 2 KB of
-/// timeline): 10,000 keep a run's trace within some 60 MB, well under
-/// `TRACE_BYTES_MAX` of the checker, and a run within seconds.
+/// most. An attempt records some 14 events, about 3 KB of trace file: 10,000 attempts
+/// (64 clients × 156, say) write some 32 MB of trace in about 110,000 world steps, well
+/// under the checker's `TRACE_BYTES_MAX` and [`SCENARIO_STEPS_MAX`].
 pub const ACQUISITIONS_MAX: u64 = 10_000;
 
 /// A scenario's virtual time limit (`Scenario::time_limit_ms`) at most, in milliseconds:
@@ -43,10 +43,11 @@ pub const BOUNDED_FAULTS_MAX: u32 = 16;
 pub const LOCK_PATH_BYTES_MAX: usize = 1024;
 
 /// World steps a scenario run takes at most before it stops with
-/// [`SimError::StepLimit`](crate::SimError) (a recipe that loops without end). An
-/// acquire attempt takes some 30 steps, so [`ACQUISITIONS_MAX`] attempts take well under
-/// a tenth of it; each step records at most a few events, so the history stays bounded.
-pub const SCENARIO_STEPS_MAX: u64 = 3_000_000;
+/// [`SimError::StepLimit`](crate::SimError), against a recipe that loops without end: 4.5
+/// times the steps of the largest workload ([`ACQUISITIONS_MAX`] attempts, with faults).
+/// A step records some 1.3 events of some 230 bytes of trace each, so a run stopped here
+/// writes some 150 MB of trace, within the checker's `TRACE_BYTES_MAX` (256 MiB).
+pub const SCENARIO_STEPS_MAX: u64 = 500_000;
 
 /// A scenario value outside its bound. Each message names the field, the value and the
 /// bound.

@@ -75,7 +75,8 @@ impl Budget {
         let n = u128::from(self.shard_count.max(1));
         let k = u128::from(self.shard_index) % n;
         let start = u128::from(self.seed_start);
-        let end = start + u128::from(self.seeds);
+        // Seeds are u64: a range past `u64::MAX` ends there.
+        let end = (start + u128::from(self.seeds)).min(1 << 64);
         let first = start + (k + n - start % n) % n;
         (first, n, end)
     }

@@ -56,6 +56,10 @@
 //! - [`shrink()`]: a failing trace minimized, same violated property.
 //! - [`check_seeds`]: a sweep for a user's own `#[test]`.
 //!
+//! Each checks its inputs against the bounds of [`limits`] (and the scenario's,
+//! [`Scenario::validate`](zklock_sim::Scenario::validate)) before it runs anything, and
+//! returns a typed error for a value outside them; [`replay()`] and [`Trace::read`] do too.
+//!
 //! # Debugging failures
 //!
 //! 1. A failing sweep writes a trace and prints the command that reproduces it:

@@ -125,7 +125,20 @@ impl Trace {
     /// the file's bytes and the trace itself in memory, about twice the file's size.
     pub fn read(path: &Path) -> Result<Trace, TraceError> {
         let bytes = read_bounded(path)?;
-        let found = format_version(path, &bytes)?;
+        Trace::from_slice(&bytes, path)
+    }
+
+    /// Reads a trace from the bytes of a file, as [`Trace::read`] does; `path` names the
+    /// file in errors.
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
+        if bytes.len() as u64 > TRACE_BYTES_MAX {
+            return Err(TraceError::TooLarge {
+                path: path.to_owned(),
+                bytes: bytes.len() as u64,
+                max: TRACE_BYTES_MAX,
+            });
+        }
+        let found = format_version(path, bytes)?;
         if found > TRACE_FORMAT_VERSION {
             return Err(TraceError::NewerFormat {
                 path: path.to_owned(),
@@ -133,8 +146,7 @@ impl Trace {
                 supported: TRACE_FORMAT_VERSION,
             });
         }
-        let trace: Trace = serde_json::from_slice(&bytes).map_err(|e| json_error(path, &e))?;
-        drop(bytes);
+        let trace: Trace = serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))?;
         trace
             .scenario
             .validate()

@@ -11,7 +11,9 @@ use zklock_recipe::path::validate_path;
 /// Clients of a scenario at most: the simulated world's limit (`SimConfig::clients_max`).
 pub const CLIENTS_MAX: u32 = 64;
 
-/// Acquire attempts per client at most.
+/// Acquire attempts per client at most: as many as a run may hold in all
+/// ([`ACQUISITIONS_MAX`]), so that `--acquisitions 4294967295` is refused by name rather
+/// than as a product.
 pub const ACQUISITIONS_PER_CLIENT_MAX: u32 = 10_000;
 
 /// Acquire attempts of all clients together (`clients × acquisitions_per_client`) at
@@ -39,7 +41,8 @@ pub const DROP_AFTER_MS_MAX: u64 = 65_535;
 /// reach well before 16 (`zklock check` takes at most 3).
 pub const BOUNDED_FAULTS_MAX: u32 = 16;
 
-/// The lock directory's path at most, in bytes.
+/// The lock directory's path at most, in bytes: every contender's node, and every
+/// request of the history, carries it, and a lock directory is a short name.
 pub const LOCK_PATH_BYTES_MAX: usize = 1024;
 
 /// World steps a scenario run takes at most before it stops with

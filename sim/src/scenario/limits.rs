@@ -201,6 +201,27 @@ mod tests {
     }
 
     #[test]
+    fn a_run_of_a_scenario_out_of_bounds_runs_nothing_and_says_why() {
+        // The shipped recipe's constructor once panicked on this lock path.
+        let sc = Scenario {
+            lock_path: "//".into(),
+            ..Scenario::default()
+        };
+        let out = crate::run_scenario(&sc, 1, &crate::ShippedRecipe::default());
+        assert!(
+            matches!(
+                out.error,
+                Some(crate::SimError::InvalidScenario(
+                    ScenarioError::LockPath { .. }
+                ))
+            ),
+            "{:?}",
+            out.error
+        );
+        assert_eq!((out.steps, out.history.events.len()), (0, 0));
+    }
+
+    #[test]
     fn each_bound_is_checked() {
         let too_large: [fn(&mut Scenario); 8] = [
             |s| s.clients = CLIENTS_MAX + 1,

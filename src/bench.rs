@@ -168,7 +168,8 @@ fn sim_figures(seeds: u64, rounds: u32, drop_every: u32) -> SimFigures {
             ..Budget::default()
         };
         let t0 = Instant::now();
-        let e = explore(&sc, &recipe, &budget, &|_, _| {});
+        let e = explore(&sc, &recipe, &budget, &|_, _| {})
+            .expect("the bench's sweep is within the bounds");
         let secs = t0.elapsed().as_secs_f64();
         (
             e.summary.counters.acquisitions as f64,
@@ -243,10 +244,11 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
     let bounds = Bounds {
         clients,
         faults_max,
-        time_limit_ms: time_limit_s * 1000,
+        time_limit_ms: time_limit_s.saturating_mul(1000),
         ..Bounds::default()
     };
-    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds);
+    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)
+        .expect("the bench's bounds are within the limits (its time limit is checked)");
     let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
     ExhaustiveFigures {
         config: format!("{clients} clients, {faults_max} faults"),
@@ -266,6 +268,8 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
 
 pub fn run(a: BenchArgs) -> Result<Status> {
     let (seeds, sim_rounds, exhaustive_limit_s) = (a.seeds, a.sim_rounds, a.exhaustive_limit_s);
+    // Past the checker's bound, the exhaustive parts would refuse to run.
+    zklock_checker::limits::wall_time_ms_from_s("--exhaustive-limit-s", exhaustive_limit_s)?;
     // The standard figures were defined on 5 clients × 20 acquisitions with all faults
     // on, before dropped acquires joined the default workload; a dropped attempt mostly
     // acquires nothing, so by default they stay out and the figures stay comparable.

@@ -17,7 +17,10 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         faults_max: a.faults_max,
         acquisitions_per_client: a.acquisitions,
         schedules_max: a.schedules_max,
-        time_limit_ms: a.time_limit_s.saturating_mul(1000),
+        time_limit_ms: zklock_checker::limits::wall_time_ms_from_s(
+            "--time-limit-s",
+            a.time_limit_s,
+        )?,
         prune: !a.no_prune,
     };
     let base = Scenario {
@@ -53,7 +56,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
     let r = lock.check_exhaustive(&base, &b, &|schedules, states| {
         spinner.set_message(format!("{schedules} schedules, {states} distinct states"));
         spinner.tick();
-    });
+    })?;
     spinner.finish_and_clear();
     println!(
         "recipe {}, {} clients x {} acquisitions, at most {} faults{}: {r}",

@@ -17,7 +17,10 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     let mut budget = Budget {
         seeds: a.seeds,
         seed_start: a.seed_start,
-        time_limit_ms: a.time_limit_s.map(|s| s.saturating_mul(1000)),
+        time_limit_ms: a
+            .time_limit_s
+            .map(|s| zklock_checker::limits::wall_time_ms_from_s("--time-limit-s", s))
+            .transpose()?,
         ..Budget::default()
     };
     if let Some(t) = a.threads {
@@ -60,7 +63,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     if let Some(p) = &a.summary {
         refuse_existing(p, false, a.force).context("--summary")?;
     }
-    let total = budget.seed_list().len() as u64;
+    let total = budget.seed_count();
     if total == 0 {
         bail!(
             "shard {}/{} of seeds {}..{} holds no seed; use fewer shards or more seeds",
@@ -74,7 +77,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
             .expect("static template"),
     );
-    let explored = lock.explore(&sc, &budget, &|done, _| bar.set_position(done));
+    let explored = lock.explore(&sc, &budget, &|done, _| bar.set_position(done))?;
     bar.finish_and_clear();
     let mut s = explored.summary;
     // Summaries and traces name the recipe as it is registered, which is what

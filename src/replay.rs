@@ -18,7 +18,9 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
         &trace.recipe,
         &format!("{}: recorded with recipe", a.trace.display()),
     )?;
-    let run = lock.replay(&trace);
+    let run = lock
+        .replay(&trace)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
     print!("{}", render_timeline(&run.outcome.history));
     println!();
     println!("{}", run.report);

@@ -10,7 +10,10 @@ use zklock_checker::{ShrinkLimits, Trace};
 pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
     let limits = ShrinkLimits {
         runs_max: a.runs_max,
-        time_limit_ms: a.time_limit_s.saturating_mul(1000),
+        time_limit_ms: zklock_checker::limits::wall_time_ms_from_s(
+            "--time-limit-s",
+            a.time_limit_s,
+        )?,
         fresh_seeds_max: a.fresh_seeds,
         exhaustive_schedules_max: a.exhaustive_schedules,
     };

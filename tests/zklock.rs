@@ -41,7 +41,7 @@ fn trace_round_trip_replays_the_identical_history_and_timeline() {
         run.trace(&sc, seed, "zklock").write(&path).unwrap();
         let read = Trace::read(&path).unwrap();
         assert_eq!(read.choices, run.outcome.choices);
-        let again = replay(&read, &recipe);
+        let again = replay(&read, &recipe).unwrap();
         assert_eq!(again.outcome.history, run.outcome.history, "seed {seed}");
         let t1 = render_timeline(&run.outcome.history);
         let t2 = render_timeline(&again.outcome.history);

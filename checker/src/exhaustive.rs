@@ -21,6 +21,7 @@
 //! runs to the end; a path that is pruned shares its future with one that ran, but its
 //! own past is judged only up to the pruning point.
 
+use crate::limits::{LimitError, check_wall_time_ms};
 use crate::run::{CheckedRun, judge};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -38,10 +39,11 @@ pub struct Bounds {
     pub acquisitions_per_client: u32,
     /// Faults per schedule at most. Default 1.
     pub faults_max: u32,
-    /// Schedules at most before giving up (the report then says it is incomplete).
-    /// Default 2,000,000.
+    /// Schedules at most before giving up (the report then says it is incomplete); any
+    /// count, since the time limit bounds the search too. Default 2,000,000.
     pub schedules_max: u64,
-    /// Wall time at most, in milliseconds. Default 600000.
+    /// Wall time at most, in milliseconds, at most
+    /// [`WALL_TIME_LIMIT_MS_MAX`](crate::limits::WALL_TIME_LIMIT_MS_MAX). Default 600000.
     pub time_limit_ms: u64,
     /// Prune revisited states. Default true.
     pub prune: bool,
@@ -61,6 +63,14 @@ impl Default for Bounds {
 }
 
 impl Bounds {
+    /// Checks the time limit, and the scenario these bounds explore from `base` (clients,
+    /// acquisitions and faults within the scenario's bounds).
+    pub fn validate(&self, base: &Scenario) -> Result<(), LimitError> {
+        check_wall_time_ms("the exhaustive check's time limit (ms)", self.time_limit_ms)?;
+        self.scenario(base).validate()?;
+        Ok(())
+    }
+
     /// The scenario these bounds explore, from a base (lock path, timeouts, enabled fault
     /// kinds).
     pub fn scenario(&self, base: &Scenario) -> Scenario {
@@ -146,7 +156,7 @@ pub fn check_exhaustive<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
-) -> ExhaustiveReport {
+) -> Result<ExhaustiveReport, LimitError> {
     check_exhaustive_until(base, recipe, bounds, &|r| r.failure().is_some())
 }
 
@@ -156,7 +166,7 @@ pub fn check_exhaustive_until<R: Recipe>(
     recipe: &R,
     bounds: &Bounds,
     failing: &dyn Fn(&CheckedRun) -> bool,
-) -> ExhaustiveReport {
+) -> Result<ExhaustiveReport, LimitError> {
     check_exhaustive_with(base, recipe, bounds, failing, &|_, _| {})
 }
 
@@ -164,14 +174,16 @@ pub fn check_exhaustive_until<R: Recipe>(
 pub const PROGRESS_EVERY_SCHEDULES: u64 = 1024;
 
 /// As [`check_exhaustive_until`], calling `progress(schedules, distinct_states)` every
-/// [`PROGRESS_EVERY_SCHEDULES`] schedules, for a progress display.
+/// [`PROGRESS_EVERY_SCHEDULES`] schedules, for a progress display. Bounds or a scenario
+/// outside their limits ([`Bounds::validate`]) are a [`LimitError`], and nothing runs.
 pub fn check_exhaustive_with<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
     failing: &dyn Fn(&CheckedRun) -> bool,
     progress: &dyn Fn(u64, u64),
-) -> ExhaustiveReport {
+) -> Result<ExhaustiveReport, LimitError> {
+    bounds.validate(base)?;
     let scenario = bounds.scenario(base);
     let visited = Arc::new(Mutex::new(HashSet::new()));
     let t0 = Instant::now();
@@ -212,7 +224,7 @@ pub fn check_exhaustive_with<R: Recipe>(
         prefix = GuidedChooser::next_prefix(&made);
     }
     let distinct_states = visited.lock().expect("visited lock").len() as u64;
-    ExhaustiveReport {
+    Ok(ExhaustiveReport {
         scenario,
         schedules,
         pruned,
@@ -221,5 +233,5 @@ pub fn check_exhaustive_with<R: Recipe>(
         wall_ms: t0.elapsed().as_millis() as u64,
         complete: prefix.is_none() && violation.is_none(),
         violation,
-    }
+    })
 }

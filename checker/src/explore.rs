@@ -4,6 +4,7 @@
 //! is started, the seeds below it that are already running finish, and the lowest failing
 //! seed is the one reported: the answer does not depend on thread timing.
 
+use crate::limits::{LimitError, THREADS_MAX, check_wall_time_ms};
 use crate::properties::Counters;
 use crate::run::{CheckedRun, check_seed};
 use serde::{Deserialize, Serialize};
@@ -12,19 +13,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use zklock_sim::{Recipe, Scenario};
 
-/// Which seeds a sweep runs, and for how long at most.
+/// Which seeds a sweep runs, and for how long at most. [`Budget::validate`] states the
+/// bounds; the seeds are never listed in memory, so any count is fine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Budget {
     /// First seed. Default 0.
     pub seed_start: u64,
-    /// Seeds in the range (before sharding). Default 100.
+    /// Seeds in the range (before sharding), at most `u64::MAX`: the range
+    /// `seed_start..seed_start + seeds` is counted exactly, even where it ends past
+    /// `u64::MAX` (then it holds every seed from `seed_start` up to `u64::MAX`). Default 100.
     pub seeds: u64,
-    /// Run only seeds with `seed % shard_count == shard_index`. Default 0 of 1.
+    /// Run only seeds with `seed % shard_count == shard_index` (`shard_index` below
+    /// `shard_count`). Default 0 of 1.
     pub shard_index: u64,
     pub shard_count: u64,
-    /// Stop starting new seeds after this much wall time, in milliseconds. Default: none.
+    /// Stop starting new seeds after this much wall time, in milliseconds, at most
+    /// [`WALL_TIME_LIMIT_MS_MAX`](crate::limits::WALL_TIME_LIMIT_MS_MAX). Default: none.
     pub time_limit_ms: Option<u64>,
-    /// Worker threads. Default: every core.
+    /// Worker threads, at most [`THREADS_MAX`] (0 runs one). Default: every core.
     pub threads: usize,
 }
 
@@ -42,12 +48,58 @@ impl Default for Budget {
 }
 
 impl Budget {
-    /// The seeds of this shard, in order.
-    pub fn seed_list(&self) -> Vec<u64> {
-        let n = self.shard_count.max(1);
-        (self.seed_start..self.seed_start.saturating_add(self.seeds))
-            .filter(|s| s % n == self.shard_index % n)
-            .collect()
+    /// Checks the shard, the time limit and the thread count against their bounds.
+    pub fn validate(&self) -> Result<(), LimitError> {
+        if self.shard_count == 0 || self.shard_index >= self.shard_count {
+            return Err(LimitError::Shard {
+                index: self.shard_index,
+                count: self.shard_count,
+            });
+        }
+        if let Some(ms) = self.time_limit_ms {
+            check_wall_time_ms("the sweep's time limit (ms)", ms)?;
+        }
+        if self.threads > THREADS_MAX {
+            return Err(LimitError::TooLarge {
+                what: "threads",
+                value: self.threads as u64,
+                max: THREADS_MAX as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// The shard's first seed, its step, and the end of the range (exclusive), in u128 so
+    /// that no range overflows.
+    fn shard_range(&self) -> (u128, u128, u128) {
+        let n = u128::from(self.shard_count.max(1));
+        let k = u128::from(self.shard_index) % n;
+        let start = u128::from(self.seed_start);
+        // Seeds are u64: a range past `u64::MAX` ends there.
+        let end = (start + u128::from(self.seeds)).min(1 << 64);
+        let first = start + (k + n - start % n) % n;
+        (first, n, end)
+    }
+
+    /// How many seeds this shard holds, computed, not counted.
+    pub fn seed_count(&self) -> u64 {
+        let (first, n, end) = self.shard_range();
+        if first >= end {
+            return 0;
+        }
+        // At most `seeds`, so it fits.
+        ((end - 1 - first) / n + 1) as u64
+    }
+
+    /// The `i`th seed of this shard (`i` below [`Budget::seed_count`]).
+    pub fn seed(&self, i: u64) -> u64 {
+        let (first, n, _) = self.shard_range();
+        (first + u128::from(i) * n) as u64
+    }
+
+    /// The seeds of this shard, in order, one at a time.
+    pub fn seeds(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.seed_count()).map(|i| self.seed(i))
     }
 }
 
@@ -104,13 +156,14 @@ pub struct Explored {
 type Tally = (Counters, u64, Vec<(u64, CheckedRun)>);
 
 /// Runs `budget`'s seeds of `scenario` with `recipe` on `budget.threads` threads, stopping
-/// at the lowest failing seed. `progress(done, total)` is called after each seed.
+/// at the lowest failing seed. `progress(done, total)` is called after each seed. A
+/// scenario or budget outside its bounds is a [`LimitError`], and nothing runs.
 pub fn explore<R: Recipe>(
     scenario: &Scenario,
     recipe: &R,
     budget: &Budget,
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Explored {
+) -> Result<Explored, LimitError> {
     explore_until(scenario, recipe, budget, progress, &|r| {
         r.failure().is_some()
     })
@@ -124,11 +177,12 @@ pub fn explore_until<R: Recipe>(
     budget: &Budget,
     progress: &(dyn Fn(u64, u64) + Sync),
     failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
-) -> Explored {
-    let seeds = budget.seed_list();
-    let total = seeds.len() as u64;
+) -> Result<Explored, LimitError> {
+    scenario.validate()?;
+    budget.validate()?;
+    let total = budget.seed_count();
     let next = AtomicU64::new(0);
-    // Index (into `seeds`) of the lowest failure so far: nothing above it starts.
+    // Index (among the shard's seeds) of the lowest failure so far: nothing above it starts.
     let cutoff = AtomicU64::new(u64::MAX);
     let done = AtomicU64::new(0);
     let t0 = Instant::now();
@@ -138,7 +192,7 @@ pub fn explore_until<R: Recipe>(
     let stopped_by_time = std::sync::atomic::AtomicBool::new(false);
     let results: Mutex<Tally> = Mutex::new((Counters::default(), 0, Vec::new()));
     std::thread::scope(|s| {
-        for _ in 0..budget.threads.max(1) {
+        for _ in 0..(budget.threads.max(1) as u64).min(total.max(1)) {
             s.spawn(|| {
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -149,7 +203,7 @@ pub fn explore_until<R: Recipe>(
                     if i >= total || i > cutoff.load(Ordering::SeqCst) {
                         return;
                     }
-                    let seed = seeds[i as usize];
+                    let seed = budget.seed(i);
                     let run = check_seed(scenario, seed, recipe);
                     let failed = failing(&run);
                     if failed {
@@ -171,7 +225,7 @@ pub fn explore_until<R: Recipe>(
     let (counters, seeds_run, mut failures) = results.into_inner().expect("results lock");
     failures.sort_by_key(|(seed, _)| *seed);
     let failure = failures.into_iter().next();
-    Explored {
+    Ok(Explored {
         summary: Summary {
             recipe: recipe.name(),
             scenario: scenario.clone(),
@@ -191,5 +245,103 @@ pub fn explore_until<R: Recipe>(
             wall_ms: t0.elapsed().as_millis() as u64,
         },
         failure,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::WALL_TIME_LIMIT_MS_MAX;
+
+    fn budget(seed_start: u64, seeds: u64, shard_index: u64, shard_count: u64) -> Budget {
+        Budget {
+            seed_start,
+            seeds,
+            shard_index,
+            shard_count,
+            ..Budget::default()
+        }
+    }
+
+    #[test]
+    fn shard_seeds_are_computed_as_the_filter_would_list_them() {
+        for start in 0..7 {
+            for seeds in 0..12 {
+                for n in 1..5 {
+                    for k in 0..n {
+                        let b = budget(start, seeds, k, n);
+                        let listed: Vec<u64> =
+                            (start..start + seeds).filter(|s| s % n == k).collect();
+                        assert_eq!(b.seeds().collect::<Vec<_>>(), listed, "{b:?}");
+                        assert_eq!(b.seed_count(), listed.len() as u64);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn seeds_18446744073709551615_in_as_many_shards_are_counted_at_once() {
+        // Listing them once took forever; the count is arithmetic.
+        let b = budget(0, u64::MAX, 0, u64::MAX);
+        assert_eq!(b.seed_count(), 1);
+        assert_eq!(b.seeds().collect::<Vec<_>>(), [0]);
+        let b = budget(0, u64::MAX, u64::MAX - 1, u64::MAX);
+        assert_eq!(b.seed_count(), 1);
+        assert_eq!(b.seed(0), u64::MAX - 1);
+        assert_eq!(budget(0, u64::MAX, 0, 1).seed_count(), u64::MAX);
+    }
+
+    #[test]
+    fn a_range_past_u64_max_ends_at_u64_max() {
+        let b = budget(u64::MAX - 2, 10, 0, 1);
+        assert_eq!(
+            b.seeds().collect::<Vec<_>>(),
+            [u64::MAX - 2, u64::MAX - 1, u64::MAX]
+        );
+    }
+
+    #[test]
+    fn seeds_1000000000_with_a_time_limit_start_at_once_without_listing_them() {
+        // Once a list of every seed (8 GB) was built before the first ran. A limit of 0
+        // ms starts no seed, whatever the count.
+        let b = Budget {
+            time_limit_ms: Some(0),
+            threads: 2,
+            ..budget(0, 1_000_000_000, 0, 1)
+        };
+        let recipe = zklock_sim::ShippedRecipe::default();
+        let e = explore(&Scenario::default(), &recipe, &b, &|_, _| {}).unwrap();
+        assert_eq!(e.summary.seeds_run, 0);
+        assert!(e.summary.stopped_by_time);
+    }
+
+    #[test]
+    fn a_budget_outside_its_bounds_is_an_error() {
+        let recipe = zklock_sim::ShippedRecipe::default();
+        let bad = [
+            budget(0, 10, 1, 1),
+            budget(0, 10, 0, 0),
+            Budget {
+                time_limit_ms: Some(WALL_TIME_LIMIT_MS_MAX + 1),
+                ..Budget::default()
+            },
+            Budget {
+                threads: THREADS_MAX + 1,
+                ..Budget::default()
+            },
+        ];
+        for b in bad {
+            assert!(
+                explore(&Scenario::default(), &recipe, &b, &|_, _| {}).is_err(),
+                "{b:?}"
+            );
+        }
+        let sc = Scenario {
+            lock_path: "//".into(),
+            ..Scenario::default()
+        };
+        let err = explore(&sc, &recipe, &Budget::default(), &|_, _| {}).unwrap_err();
+        assert!(matches!(err, LimitError::Scenario(_)), "{err}");
     }
 }

@@ -94,6 +94,10 @@
 //! [`registry::Recipes`] holds recipes by name, their lock types erased, for a command
 //! line that runs any of them (`zklock`'s, or your own through `zklock::main_with`).
 //!
+//! Each checks its inputs against the bounds of [`limits`] (and the scenario's,
+//! [`Scenario::validate`](zklock_sim::Scenario::validate)) before it runs anything, and
+//! returns a typed error for a value outside them; [`replay()`] and [`Trace::read`] do too.
+//!
 //! # Debugging failures
 //!
 //! 1. A failing sweep writes a trace and prints the command that reproduces it:
@@ -119,6 +123,7 @@ pub mod concurrent;
 pub mod exhaustive;
 pub mod explore;
 pub mod holds;
+pub mod limits;
 pub mod properties;
 pub mod registry;
 pub mod regressions;
@@ -136,6 +141,7 @@ pub use exhaustive::{
     check_exhaustive_with,
 };
 pub use explore::{Budget, Explored, Summary, SweepRange, explore, explore_until};
+pub use limits::LimitError;
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
 };
@@ -146,4 +152,6 @@ pub use sweep::{
     check_seeds, failure_trace_name,
 };
 pub use timeline::render_timeline;
-pub use trace::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};
+pub use trace::{
+    TRACE_BYTES_MAX, TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION,
+};

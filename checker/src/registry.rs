@@ -21,7 +21,7 @@
 //!
 //! let budget = Budget { seeds: 2, threads: 1, ..Budget::default() };
 //! let lock = recipes.get("my-lock").unwrap();
-//! let explored = lock.explore(&Scenario::default(), &budget, &|_, _| {});
+//! let explored = lock.explore(&Scenario::default(), &budget, &|_, _| {}).unwrap();
 //! assert_eq!(explored.summary.seeds_run, 2);
 //! assert!(explored.failure.is_none());
 //! assert!(recipes.get("no-such-lock").is_none());
@@ -29,11 +29,12 @@
 
 use crate::exhaustive::{Bounds, ExhaustiveReport, check_exhaustive_with};
 use crate::explore::{Budget, Explored, explore};
+use crate::limits::LimitError;
 use crate::run::{CheckedRun, replay};
 use crate::shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 use crate::trace::Trace;
 use std::fmt;
-use zklock_sim::{Recipe, Scenario, ShippedRecipe};
+use zklock_sim::{Recipe, Scenario, ScenarioError, ShippedRecipe};
 
 /// The name the shipped lock is registered under, and the one its traces record.
 pub const SHIPPED_NAME: &str = "zklock";
@@ -54,7 +55,7 @@ pub trait AnyRecipe: Send + Sync {
         scenario: &Scenario,
         budget: &Budget,
         progress: &(dyn Fn(u64, u64) + Sync),
-    ) -> Explored;
+    ) -> Result<Explored, LimitError>;
     /// A bounded exhaustive check, stopping at the first schedule that fails (see
     /// [`check_exhaustive_with`]); `progress(schedules, distinct_states)` now and then.
     fn check_exhaustive(
@@ -62,9 +63,9 @@ pub trait AnyRecipe: Send + Sync {
         base: &Scenario,
         bounds: &Bounds,
         progress: &dyn Fn(u64, u64),
-    ) -> ExhaustiveReport;
+    ) -> Result<ExhaustiveReport, LimitError>;
     /// The trace's choices run again, and judged (see [`replay()`]).
-    fn replay(&self, trace: &Trace) -> CheckedRun;
+    fn replay(&self, trace: &Trace) -> Result<CheckedRun, ScenarioError>;
     /// A failing trace minimized (see [`shrink()`]).
     fn shrink(&self, trace: &Trace, limits: &ShrinkLimits) -> Result<Shrunk, ShrinkError>;
 }
@@ -78,7 +79,7 @@ impl<R: Recipe + 'static> AnyRecipe for R {
         scenario: &Scenario,
         budget: &Budget,
         progress: &(dyn Fn(u64, u64) + Sync),
-    ) -> Explored {
+    ) -> Result<Explored, LimitError> {
         explore(scenario, self, budget, progress)
     }
     fn check_exhaustive(
@@ -86,10 +87,10 @@ impl<R: Recipe + 'static> AnyRecipe for R {
         base: &Scenario,
         bounds: &Bounds,
         progress: &dyn Fn(u64, u64),
-    ) -> ExhaustiveReport {
+    ) -> Result<ExhaustiveReport, LimitError> {
         check_exhaustive_with(base, self, bounds, &|run| run.failure().is_some(), progress)
     }
-    fn replay(&self, trace: &Trace) -> CheckedRun {
+    fn replay(&self, trace: &Trace) -> Result<CheckedRun, ScenarioError> {
         replay(trace, self)
     }
     fn shrink(&self, trace: &Trace, limits: &ShrinkLimits) -> Result<Shrunk, ShrinkError> {

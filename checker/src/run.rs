@@ -3,7 +3,8 @@
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::Trace;
 use zklock_sim::{
-    RandomChooser, Recipe, ReplayChooser, RunOutcome, Scenario, SimError, run_scenario_with,
+    RandomChooser, Recipe, ReplayChooser, RunOutcome, Scenario, ScenarioError, SimError,
+    run_scenario_with,
 };
 
 /// One judged run.
@@ -71,9 +72,11 @@ pub fn check_seed<R: Recipe>(scenario: &Scenario, seed: u64, recipe: &R) -> Chec
     judge(scenario, o)
 }
 
-/// Replays a trace's choices with `recipe`, then judges the run.
-pub fn replay<R: Recipe>(trace: &Trace, recipe: &R) -> CheckedRun {
+/// Replays a trace's choices with `recipe`, then judges the run. A scenario outside its
+/// bounds ([`Scenario::validate`]) is an error, and nothing runs.
+pub fn replay<R: Recipe>(trace: &Trace, recipe: &R) -> Result<CheckedRun, ScenarioError> {
+    trace.scenario.validate()?;
     let chooser = ReplayChooser::new(trace.choices.clone());
     let o = run_scenario_with(&trace.scenario, trace.seed, Box::new(chooser), recipe);
-    judge(&trace.scenario, o)
+    Ok(judge(&trace.scenario, o))
 }

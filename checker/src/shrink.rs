@@ -23,6 +23,7 @@
 //! one ([`Bounds::scenario`]: faults placed by the chooser, not at random rates).
 
 use crate::exhaustive::{Bounds, check_exhaustive_until};
+use crate::limits::{LimitError, check_wall_time_ms};
 use crate::run::{CheckedRun, check_seed, judge};
 use crate::trace::Trace;
 use std::collections::BTreeSet;
@@ -34,7 +35,8 @@ use zklock_sim::{Recipe, ReplayChooser, Scenario, run_scenario_with};
 pub struct ShrinkLimits {
     /// Candidate runs at most. Default 4000.
     pub runs_max: u64,
-    /// Wall time at most, in milliseconds. Default 60000.
+    /// Wall time at most, in milliseconds, at most
+    /// [`WALL_TIME_LIMIT_MS_MAX`](crate::limits::WALL_TIME_LIMIT_MS_MAX). Default 60000. It bounds the counts below too: each is any number.
     pub time_limit_ms: u64,
     /// Fresh seeds tried at each smaller client count or acquisition count where the
     /// current choices do not fail (each is a run, counted in `runs_max`). 0 turns the
@@ -94,6 +96,8 @@ pub struct Shrunk {
 pub enum ShrinkError {
     /// Replaying the trace does not fail at all (the recipe or zklock changed?).
     NotFailing,
+    /// The trace's scenario or the limits are outside their bounds: nothing ran.
+    Limit(LimitError),
 }
 
 impl std::fmt::Display for ShrinkError {
@@ -103,6 +107,7 @@ impl std::fmt::Display for ShrinkError {
                 "replaying the trace violates nothing: the recipe or zklock changed since \
                  it was written, or it never failed",
             ),
+            ShrinkError::Limit(e) => e.fmt(f),
         }
     }
 }
@@ -293,9 +298,13 @@ impl<R: Recipe> Shrinker<'_, R> {
                 prune: true,
             };
             let target = self.target.clone();
-            let r = check_exhaustive_until(&self.best_sc, self.recipe, &bounds, &|r| {
+            // The bounds are within their limits: the scenario was validated, the time
+            // is what is left of a valid limit, and clients and faults are capped above.
+            let Ok(r) = check_exhaustive_until(&self.best_sc, self.recipe, &bounds, &|r| {
                 r.violates(&target)
-            });
+            }) else {
+                return false;
+            };
             self.exhaustive_schedules += r.schedules;
             // Stopped short of its schedule budget with nothing found: by the clock.
             if !r.complete && r.violation.is_none() && r.schedules < bounds.schedules_max {
@@ -358,12 +367,19 @@ impl<R: Recipe> Shrinker<'_, R> {
     }
 }
 
-/// Shrinks `trace` (which must fail when replayed with `recipe`).
+/// Shrinks `trace` (which must fail when replayed with `recipe`). A trace's scenario or
+/// limits outside their bounds are [`ShrinkError::Limit`], and nothing runs.
 pub fn shrink<R: Recipe>(
     trace: &Trace,
     recipe: &R,
     limits: &ShrinkLimits,
 ) -> Result<Shrunk, ShrinkError> {
+    trace
+        .scenario
+        .validate()
+        .map_err(|e| ShrinkError::Limit(e.into()))?;
+    check_wall_time_ms("the shrink's time limit (ms)", limits.time_limit_ms)
+        .map_err(ShrinkError::Limit)?;
     let chooser = ReplayChooser::new(trace.choices.clone());
     let out = run_scenario_with(&trace.scenario, trace.seed, Box::new(chooser), recipe);
     let first = judge(&trace.scenario, out);

@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
-use zklock_sim::{Recipe, Scenario};
+use zklock_sim::{Recipe, Scenario, ScenarioError};
 
 /// Restricts a sweep to one seed, to reproduce a failure: `ZKLOCK_SEED=42 cargo test ...`.
 pub const SEED_ENV: &str = "ZKLOCK_SEED";
@@ -56,6 +56,8 @@ pub enum SweepError {
     BadSeedEnv { value: String },
     /// The test's regressions file could not be read: nothing ran.
     Regressions(RegressionsError),
+    /// The scenario is outside its bounds ([`Scenario::validate`]): nothing ran.
+    Scenario(ScenarioError),
 }
 
 impl SweepError {
@@ -63,7 +65,9 @@ impl SweepError {
     pub fn seed_failure(&self) -> Option<&SeedFailure> {
         match self {
             SweepError::Seed(f) => Some(f),
-            SweepError::BadSeedEnv { .. } | SweepError::Regressions(_) => None,
+            SweepError::BadSeedEnv { .. }
+            | SweepError::Regressions(_)
+            | SweepError::Scenario(_) => None,
         }
     }
 }
@@ -77,6 +81,7 @@ impl fmt::Display for SweepError {
                 "{SEED_ENV}={value:?} is not a seed: set it to one seed (a number), or unset it"
             ),
             SweepError::Regressions(e) => e.fmt(f),
+            SweepError::Scenario(e) => e.fmt(f),
         }
     }
 }
@@ -267,8 +272,12 @@ impl<'a, R: Recipe> Sweep<'a, R> {
     /// Runs the recorded seeds, then the range (only `$ZKLOCK_SEED` when that is set).
     /// Returns what ran, or the first failure, with its trace written and its seed
     /// recorded; or, running nothing, [`SweepError::BadSeedEnv`] when `$ZKLOCK_SEED` is
-    /// not a seed and [`SweepError::Regressions`] when the regressions file cannot be read.
+    /// not a seed, [`SweepError::Regressions`] when the regressions file cannot be read and
+    /// [`SweepError::Scenario`] when the scenario is outside its bounds.
     pub fn run(self) -> Result<Swept, Box<SweepError>> {
+        self.scenario
+            .validate()
+            .map_err(|e| Box::new(SweepError::Scenario(e)))?;
         notice_if_unoptimized();
         let only = match std::env::var_os(SEED_ENV) {
             None => None,

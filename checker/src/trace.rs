@@ -11,7 +11,7 @@ use crate::timeline::render_timeline;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fs;
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use zklock_recipe::history::History;
@@ -120,40 +120,27 @@ impl Trace {
     }
 
     /// Reads a trace file. Never panics: every problem is a [`TraceError`] naming the
-    /// file. The format version is checked before anything else, so a newer file with
-    /// fields this zklock does not know is reported as newer, not as corrupt.
+    /// file. A file larger than [`TRACE_BYTES_MAX`] is refused before it is read. The
+    /// format version is checked before anything else, so a newer file with fields this
+    /// zklock does not know is reported as newer, not as corrupt; the scenario is checked
+    /// against its bounds ([`Scenario::validate`]) before anything runs it. Loading takes
+    /// the file's bytes and the trace itself in memory, about twice the file's size.
     pub fn read(path: &Path) -> Result<Trace, TraceError> {
-        let bytes = fs::read(path).map_err(|source| TraceError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
-        let value: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| json_error(path, &e))?;
-        let Some(object) = value.as_object() else {
-            return Err(TraceError::Corrupt {
+        let bytes = read_bounded(path)?;
+        Trace::from_slice(&bytes, path)
+    }
+
+    /// Reads a trace from the bytes of a file, as [`Trace::read`] does; `path` names the
+    /// file in errors.
+    pub fn from_slice(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
+        if bytes.len() as u64 > TRACE_BYTES_MAX {
+            return Err(TraceError::TooLarge {
                 path: path.to_owned(),
-                line: 0,
-                column: 0,
-                what: "expected a JSON object at the top level".into(),
+                bytes: bytes.len() as u64,
+                max: TRACE_BYTES_MAX,
             });
-        };
-        let found = match object.get("format_version") {
-            None => {
-                return Err(TraceError::MissingField {
-                    path: path.to_owned(),
-                    field: "format_version".into(),
-                });
-            }
-            Some(v) => v
-                .as_u64()
-                .and_then(|v| u32::try_from(v).ok())
-                .ok_or_else(|| TraceError::Corrupt {
-                    path: path.to_owned(),
-                    line: 0,
-                    column: 0,
-                    what: format!("format_version must be a small unsigned integer, found {v}"),
-                })?,
-        };
+        }
+        let found = format_version(path, bytes)?;
         if found > TRACE_FORMAT_VERSION {
             return Err(TraceError::NewerFormat {
                 path: path.to_owned(),
@@ -161,8 +148,84 @@ impl Trace {
                 supported: TRACE_FORMAT_VERSION,
             });
         }
-        // Parse the bytes again rather than the value, so errors keep their line/column.
-        serde_json::from_slice(&bytes).map_err(|e| json_error(path, &e))
+        let trace: Trace = serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))?;
+        trace
+            .scenario
+            .validate()
+            .map_err(|error| TraceError::Invalid {
+                path: path.to_owned(),
+                error,
+            })?;
+        Ok(trace)
+    }
+}
+
+/// A trace file's size at most, in bytes: 256 MiB. A run within the scenario's bounds
+/// (`zklock_sim::scenario::limits`) writes less: some 3 KB an acquire attempt, some 32 MB
+/// at most acquire attempts, some 150 MB for a run stopped at its step limit. Reading one
+/// takes about twice its size in memory.
+pub const TRACE_BYTES_MAX: u64 = 256 << 20;
+
+/// The file's bytes, refused past [`TRACE_BYTES_MAX`] (before reading, by its length, and
+/// while reading, for a file that grows or a device that never ends).
+fn read_bounded(path: &Path) -> Result<Vec<u8>, TraceError> {
+    let io_err = |source| TraceError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let too_large = |bytes| TraceError::TooLarge {
+        path: path.to_owned(),
+        bytes,
+        max: TRACE_BYTES_MAX,
+    };
+    let file = fs::File::open(path).map_err(io_err)?;
+    let len = file.metadata().map_err(io_err)?.len();
+    if len > TRACE_BYTES_MAX {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(TRACE_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err)?;
+    if bytes.len() as u64 > TRACE_BYTES_MAX {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// The `format_version` field alone. The rest of the file is skipped, not built into a
+/// JSON tree: a tree of a trace takes some twenty times the file's size.
+fn format_version(path: &Path, bytes: &[u8]) -> Result<u32, TraceError> {
+    #[derive(Deserialize)]
+    struct Header {
+        format_version: Option<serde_json::Value>,
+    }
+    let corrupt = |what: String| TraceError::Corrupt {
+        path: path.to_owned(),
+        line: 0,
+        column: 0,
+        what,
+    };
+    let header: Header = match serde_json::from_slice(bytes) {
+        Ok(h) => h,
+        Err(e) if e.is_data() && e.to_string().starts_with("invalid type") => {
+            return Err(corrupt("expected a JSON object at the top level".into()));
+        }
+        Err(e) => return Err(json_error(path, &e)),
+    };
+    match header.format_version {
+        None => Err(TraceError::MissingField {
+            path: path.to_owned(),
+            field: "format_version".into(),
+        }),
+        Some(v) => v
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "format_version must be a small unsigned integer, found {v}"
+                ))
+            }),
     }
 }
 

@@ -119,7 +119,7 @@ fn a_failing_sweep_says_how_to_reproduce_it() {
     assert_eq!(t.seed, err.seed);
     assert_eq!(t.recipe, "deaf-holder");
     // Replaying the trace with the same recipe fails the same way.
-    let again = zklock_checker::replay(&t, &Deaf(ShippedRecipe::default()));
+    let again = zklock_checker::replay(&t, &Deaf(ShippedRecipe::default())).unwrap();
     assert_eq!(again.outcome.history, t.history);
     assert_eq!(again.failure().as_deref(), Some(err.failure.as_str()));
 }
@@ -150,7 +150,7 @@ fn shrinking_keeps_the_violation_and_makes_the_trace_smaller() {
     assert!(s.after.faults <= s.before.faults);
     assert!(s.after.clients <= s.before.clients);
     // The shrunk trace replays to the same violation.
-    let again = zklock_checker::replay(&s.trace, &recipe);
+    let again = zklock_checker::replay(&s.trace, &recipe).unwrap();
     assert_eq!(again.failure(), s.trace.violation);
     assert_eq!(again.outcome.history, s.trace.history);
     // Within its time limit a shrink is a function of the trace and its limits.

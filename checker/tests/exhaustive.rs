@@ -13,7 +13,8 @@ fn two_clients_one_fault_shipped_recipe_is_correct() {
         &Bounds::default(),
         &|run| run.failure().is_some(),
         &|schedules, states| calls.lock().unwrap().push((schedules, states)),
-    );
+    )
+    .unwrap();
     eprintln!("{r}");
     if let Some(v) = &r.violation {
         panic!("{}", v.report);

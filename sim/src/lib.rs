@@ -45,8 +45,8 @@ pub use chooser::{ChoiceKind, Chooser, GuidedChooser, RandomChooser, ReplayChoos
 pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use scenario::{
-    FaultMode, Faults, LockUnderTest, Rate, Recipe, RunOutcome, Scenario, ShippedLock,
-    ShippedRecipe, run_scenario, run_scenario_with,
+    FaultMode, Faults, LockUnderTest, Rate, Recipe, RunOutcome, Scenario, ScenarioError,
+    ShippedLock, ShippedRecipe, run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
 pub use world::request::RequestKind;

@@ -34,6 +34,9 @@ pub enum SimError {
     StepLimit { steps_max: u64 },
     /// The Chooser pruned the run at a state an explorer had already seen.
     Pruned,
+    /// The scenario is outside its bounds (see [`Scenario::validate`](crate::Scenario)):
+    /// nothing ran.
+    InvalidScenario(crate::ScenarioError),
 }
 
 impl std::fmt::Display for SimError {
@@ -59,6 +62,7 @@ impl std::fmt::Display for SimError {
                 "step limit of {steps_max} reached; raise SimConfig::steps_max if the \
                  scenario needs more"
             ),
+            SimError::InvalidScenario(e) => write!(f, "nothing ran: {e}"),
         }
     }
 }

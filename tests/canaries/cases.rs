@@ -121,7 +121,8 @@ fn caught_by_explore(bug: Bug) -> Option<(u64, zklock_checker::CheckedRun)> {
         &Budget::default(),
         &|_, _| {},
         &|r| r.violates(expected),
-    );
+    )
+    .unwrap();
     e.failure
 }
 
@@ -132,6 +133,7 @@ fn caught_by_exhaustive(bug: Bug) -> ExhaustiveReport {
     check_exhaustive_until(&scenario(bug), &Canary(bug), &bounds(bug), &|r| {
         r.violates(expected)
     })
+    .unwrap()
 }
 
 fn trace_path(bug: Bug) -> PathBuf {
@@ -175,7 +177,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         scenario(Bug::OrderBlindToWrap),
         scenario(Bug::GuidOutlivesSession),
     ] {
-        let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {});
+        let e = explore(&sc, &recipe, &Budget::default(), &|_, _| {}).unwrap();
         assert!(e.failure.is_none(), "{:?}", e.summary.failures);
         assert_eq!(e.summary.seeds_run, Budget::default().seeds);
     }
@@ -191,7 +193,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         Bug::UnorderedToken,
     ] {
         let (sc, bounds) = (scenario(bug), bounds(bug));
-        let r = check_exhaustive(&sc, &recipe, &bounds);
+        let r = check_exhaustive(&sc, &recipe, &bounds).unwrap();
         assert!(r.violation.is_none(), "{} {bounds:?}", sc.readers);
         assert!(r.complete, "{bounds:?}: {r}");
     }
@@ -204,7 +206,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         schedules_max: SHIPPED_SCHEDULES_MAX,
         ..bounds(bug)
     };
-    let r = check_exhaustive(&scenario(bug), &recipe, &bounds);
+    let r = check_exhaustive(&scenario(bug), &recipe, &bounds).unwrap();
     assert!(r.violation.is_none(), "{bounds:?}: {r}");
     assert_eq!(r.schedules, SHIPPED_SCHEDULES_MAX, "{r}");
 }
@@ -295,7 +297,7 @@ fn shrink_what_explore_finds(bug: Bug, limits: &ShrinkLimits) -> Shrunk {
         "{}: the shrink hit its time limit, so its result depends on this machine",
         bug.name()
     );
-    let again = replay(&shrunk.trace, &Canary(bug));
+    let again = replay(&shrunk.trace, &Canary(bug)).unwrap();
     assert!(again.violates(bug.caught_by()));
     assert!(again.outcome.history == shrunk.trace.history);
     shrunk
@@ -363,7 +365,7 @@ fn canary_minimized_traces_replay_to_the_same_violation() {
             .clone()
             .expect("a canary trace records its violation");
         assert_eq!(violation, bug.caught_by());
-        let again = replay(&trace, &Canary(bug));
+        let again = replay(&trace, &Canary(bug)).unwrap();
         assert!(
             again.violates(&violation),
             "{}: replay no longer violates",
@@ -384,7 +386,7 @@ fn canary_minimized_traces_replay_to_the_same_violation() {
 fn unordered_tokens_make_the_fence_refuse_a_rightful_holder() {
     let bug = Bug::UnorderedToken;
     let trace = Trace::read(&trace_path(bug)).unwrap();
-    let again = replay(&trace, &Canary(bug));
+    let again = replay(&trace, &Canary(bug)).unwrap();
     assert!(again.violates("fencing_token_order"));
     assert!(again.violates("rightful_write_accepted"));
 }

@@ -32,6 +32,13 @@ pub enum TraceError {
     },
     /// A required field is absent.
     MissingField { path: PathBuf, field: String },
+    /// The file is larger than [`TRACE_BYTES_MAX`](super::TRACE_BYTES_MAX).
+    TooLarge { path: PathBuf, bytes: u64, max: u64 },
+    /// The trace's scenario is outside its bounds: nothing may run it.
+    Invalid {
+        path: PathBuf,
+        error: zklock_sim::ScenarioError,
+    },
 }
 
 impl TraceError {
@@ -42,7 +49,9 @@ impl TraceError {
             | TraceError::Truncated { path, .. }
             | TraceError::Corrupt { path, .. }
             | TraceError::NewerFormat { path, .. }
-            | TraceError::MissingField { path, .. } => path,
+            | TraceError::MissingField { path, .. }
+            | TraceError::TooLarge { path, .. }
+            | TraceError::Invalid { path, .. } => path,
         }
     }
 }
@@ -87,6 +96,15 @@ impl fmt::Display for TraceError {
                 "trace file {} is missing the required field `{field}`",
                 path.display()
             ),
+            TraceError::TooLarge { path, bytes, max } => write!(
+                f,
+                "trace file {} is {bytes} bytes, more than the {max} bytes a trace may be \
+                 (is it a trace?)",
+                path.display()
+            ),
+            TraceError::Invalid { path, error } => {
+                write!(f, "trace file {} cannot be run: {error}", path.display())
+            }
         }
     }
 }

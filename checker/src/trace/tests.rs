@@ -1,8 +1,10 @@
-use super::{TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION};
+use super::{
+    TRACE_BYTES_MAX, TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION,
+};
 use crate::testkit::Hb;
 use std::fs;
 use std::path::{Path, PathBuf};
-use zklock_sim::Scenario;
+use zklock_sim::{Scenario, ScenarioError};
 
 fn sample() -> Trace {
     let mut h = Hb::new();
@@ -229,4 +231,73 @@ fn trace_files_are_private_to_their_owner() {
         let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", p.display());
     }
+}
+
+#[test]
+fn a_lock_path_of_empty_or_doubled_slash_is_refused_when_loaded() {
+    // Such a trace once panicked in the shipped recipe's constructor on replay and shrink.
+    let dir = tempfile::tempdir().unwrap();
+    for path in ["", "//"] {
+        let mut v = sample_json();
+        v["scenario"]["lock_path"] = serde_json::json!(path);
+        let err = Trace::read(&file_with(&dir, &v.to_string())).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                TraceError::Invalid {
+                    error: ScenarioError::LockPath { .. },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("bad.json") && msg.contains("lock_path"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn a_trace_is_checked_against_the_scenario_bounds_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for (field, value) in [
+        (
+            "acquisitions_per_client",
+            serde_json::json!(4_294_967_295u64),
+        ),
+        ("time_limit_ms", serde_json::json!(u64::MAX)),
+        ("heal_ms", serde_json::json!(u64::MAX)),
+        ("session_timeout_ms", serde_json::json!(u64::MAX)),
+        ("clients", serde_json::json!(65)),
+    ] {
+        let mut v = sample_json();
+        v["scenario"][field] = value;
+        let err = Trace::read(&file_with(&dir, &v.to_string())).unwrap_err();
+        assert!(
+            matches!(&err, TraceError::Invalid { .. }),
+            "{field}: {err:?}"
+        );
+        assert!(err.to_string().contains(field), "{err}");
+    }
+}
+
+#[test]
+fn a_file_past_trace_bytes_max_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.json");
+    // Sparse: no disk is used, and nothing is read.
+    fs::File::create(&path)
+        .unwrap()
+        .set_len(TRACE_BYTES_MAX + 1)
+        .unwrap();
+    let err = Trace::read(&path).unwrap_err();
+    match &err {
+        TraceError::TooLarge { bytes, max, .. } => {
+            assert_eq!((*bytes, *max), (TRACE_BYTES_MAX + 1, TRACE_BYTES_MAX))
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert!(err.to_string().contains("huge.json"), "{err}");
 }

@@ -7,10 +7,12 @@
 //! changed copy of ours, and check it the same way.
 
 mod config;
+pub mod limits;
 mod runner;
 mod shipped;
 
 pub use config::{FaultMode, Faults, Rate, Scenario};
+pub use limits::ScenarioError;
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
 pub use shipped::{ShippedLock, ShippedRecipe};
 

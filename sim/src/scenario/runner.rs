@@ -1,5 +1,6 @@
 //! The scenario runner.
 
+use super::limits::SCENARIO_STEPS_MAX;
 use super::{LockUnderTest, Recipe, Scenario};
 use crate::chooser::{ChoiceKind, Chooser, RandomChooser};
 use crate::world::{FaultPlan, ResourceOp};
@@ -42,10 +43,24 @@ pub fn run_scenario_with<R: Recipe>(
     chooser: Box<dyn Chooser>,
     recipe: &R,
 ) -> RunOutcome {
+    // Out of bounds, a scenario could overflow, panic in a recipe's constructor, or run
+    // for hours: nothing runs, and the outcome says why.
+    if let Err(e) = scenario.validate() {
+        return RunOutcome {
+            history: History::default(),
+            choices: Vec::new(),
+            final_lock_children: Vec::new(),
+            error: Some(SimError::InvalidScenario(e)),
+            faults_injected: 0,
+            steps: 0,
+            end_time_us: 0,
+        };
+    }
     let cfg = SimConfig {
         seed,
         session_timeout_ms: scenario.session_timeout_ms,
         time_limit_ms: scenario.time_limit_ms,
+        steps_max: SCENARIO_STEPS_MAX,
         ..SimConfig::default()
     };
     let sim = Sim::with_chooser(cfg, chooser);
@@ -62,12 +77,11 @@ pub fn run_scenario_with<R: Recipe>(
         }
         // Room for a typical run's history (some 15 events an acquisition), so that it
         // is not copied over and over as it grows.
-        let acquisitions = scenario.clients.min(64) * scenario.acquisitions_per_client;
+        let acquisitions =
+            u64::from(scenario.clients) * u64::from(scenario.acquisitions_per_client);
         w.history.reserve(acquisitions.min(1 << 16) as usize * 16);
     }
-    let clients: Vec<SimClient> = (0..scenario.clients.min(64))
-        .map(|_| sim.client())
-        .collect();
+    let clients: Vec<SimClient> = (0..scenario.clients).map(|_| sim.client()).collect();
     let workers: Vec<_> = clients
         .iter()
         .enumerate()

@@ -217,7 +217,11 @@ pub struct FaultConfig {
     /// ([`FaultCounts::healed_at_ms`]). Default 0: the heal is at `heal_ms`, whatever
     /// struck. (A leader is killed once unless `restart_killed_leader`: ask for 1 then.)
     pub strikes_min_per_kind: u64,
-    /// The latest heal when `strikes_min_per_kind` has not been met by then, in run time:
+    /// The heal also waits until this holds of the run's history so far (a handover after
+    /// a crash, say), one gap at a time, as for `strikes_min_per_kind`. Default None.
+    pub heal_after: Option<crate::workload::RunGoal>,
+    /// The latest heal when `strikes_min_per_kind` or `heal_after` has not been met by
+    /// then, in run time:
     /// a bound only a hang reaches. Default 600,000 (10 minutes).
     pub strikes_deadline_ms: u64,
 }
@@ -248,6 +252,7 @@ impl Default for FaultConfig {
             restart_killed_leader: false,
             server_action_timeout_ms: 20_000,
             strikes_min_per_kind: 0,
+            heal_after: None,
             strikes_deadline_ms: 600_000,
         }
     }
@@ -544,7 +549,23 @@ pub struct FaultTargets {
     /// Set when the run is interrupted: the schedule stops and the heal comes at once
     /// (pauses and black holes already under way end at their own time).
     pub stop: Arc<AtomicBool>,
+    /// The run's facts so far, given the heal's run time in ms, for
+    /// [`FaultConfig::heal_after`].
+    pub facts_so_far: FactsSoFar,
 }
+
+/// See [`FaultTargets::facts_so_far`]: the run's facts, given the heal's run time in ms.
+#[derive(Clone)]
+pub struct FactsSoFar(pub Arc<FactsFn>);
+
+impl fmt::Debug for FactsSoFar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FactsSoFar(..)")
+    }
+}
+
+/// See [`FaultTargets::facts_so_far`].
+pub type FactsFn = dyn Fn(u64) -> zklock_recipe::history::RunFacts + Send + Sync;
 
 /// [`FaultTargets::healed_at_ms`] before the heal.
 pub const NOT_HEALED: u64 = u64::MAX;
@@ -584,6 +605,12 @@ pub async fn inject(config: &FaultConfig, targets: &FaultTargets) -> FaultCounts
                 }
                 let short = config.faults.iter().any(|kind| {
                     struck_so_far(kind, &counts, targets) < config.strikes_min_per_kind
+                }) || config.heal_after.as_ref().is_some_and(|goal| {
+                    let now_ms = targets.recorder.elapsed().as_millis() as u64;
+                    !goal.reached(
+                        &targets.recorder.history(),
+                        &(targets.facts_so_far.0)(now_ms),
+                    )
                 });
                 if !short || heal >= deadline {
                     break;

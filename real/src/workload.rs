@@ -441,6 +441,13 @@ pub async fn run_recipe<R: RealRecipe>(
         server_connect_string: server_connect,
         healed_at_ms: Arc::clone(&shared.healed_at_ms),
         stop: Arc::clone(&shared.stop),
+        facts_so_far: {
+            let shared = Arc::clone(&shared);
+            let pauses_on = faults.faults.contains(RealFault::Pause);
+            crate::faults::FactsSoFar(Arc::new(move |heal_ms| {
+                shared.facts_so_far(heal_ms, pauses_on)
+            }))
+        },
     };
     let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts

@@ -1,5 +1,5 @@
 //! The command line refuses values past their documented bounds with a clear error and
-//! exit status 1, never a panic, an overflow, a hang or a run that fills the memory.
+//! exit status 2 (bad input), never a panic, an overflow, a hang or a run that fills the memory.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -34,7 +34,7 @@ fn zklock(args: &[&str], dir: &Path) -> (i32, String) {
         std::thread::sleep(Duration::from_millis(20));
     };
     let text = std::fs::read_to_string(&out_path).unwrap();
-    // A panic exits 101, an abort 134: only 0 and 1 are answers.
+    // A panic exits 101, an abort 134: only 0 to 3 are answers.
     (status.code().unwrap_or(-1), text)
 }
 
@@ -59,7 +59,7 @@ fn a_trace_whose_lock_path_is_empty_or_a_double_slash_is_refused_by_replay_and_s
         trace_with_lock_path(dir.path(), name, lock_path);
         for cmd in ["replay", "shrink"] {
             let (code, out) = zklock(&[cmd, name], dir.path());
-            assert_eq!(code, 1, "{cmd} {name}: {out}");
+            assert_eq!(code, 2, "{cmd} {name}: {out}");
             assert!(
                 out.contains(name) && out.contains("lock_path") && !out.contains("panicked"),
                 "{cmd} {name}: {out}"
@@ -72,7 +72,7 @@ fn a_trace_whose_lock_path_is_empty_or_a_double_slash_is_refused_by_replay_and_s
 fn acquisitions_4294967295_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let (code, out) = zklock(&["explore", "--acquisitions", "4294967295"], dir.path());
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 2, "{out}");
     assert!(
         out.contains("acquisitions_per_client is 4294967295, more than its maximum of 10000"),
         "{out}"
@@ -90,7 +90,7 @@ fn time_limit_s_18446744073709552_is_refused_not_wrapped_to_a_fraction_of_a_seco
         &["shrink", "t.json", "--time-limit-s", "18446744073709552"],
     ] {
         let (code, out) = zklock(args, dir.path());
-        assert_eq!(code, 1, "{args:?}: {out}");
+        assert_eq!(code, 2, "{args:?}: {out}");
         assert!(
             out.contains("--time-limit-s is 18446744073709552, more than its maximum of 2592000"),
             "{args:?}: {out}"
@@ -128,7 +128,7 @@ fn a_file_larger_than_trace_bytes_max_is_refused_unread() {
         .set_len(TRACE_BYTES_MAX + 1)
         .unwrap();
     let (code, out) = zklock(&["replay", "huge.json"], dir.path());
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 2, "{out}");
     assert!(
         out.contains("huge.json") && out.contains(&format!("more than the {TRACE_BYTES_MAX}")),
         "{out}"

@@ -30,6 +30,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         budget.shard_index = shard.index;
         budget.shard_count = shard.count;
     }
+    budget.interrupt = crate::interrupt::for_sweep();
     let sc = Scenario {
         clients: a.clients,
         acquisitions_per_client: a.acquisitions,
@@ -93,7 +94,9 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         a.recipe,
         budget.threads,
         s.wall_ms as f64 / 1000.0,
-        if s.stopped_by_time {
+        if s.interrupted {
+            " (interrupted: the sweep was cut short)"
+        } else if s.stopped_by_time {
             " (time limit reached)"
         } else {
             ""
@@ -120,9 +123,19 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     let Some((seed, run)) = explored.failure else {
         if s.seeds_run == 0 {
             // Nothing was checked, so nothing held.
+            let why = if s.interrupted {
+                "the sweep was interrupted before the first seed finished"
+            } else {
+                "the time limit came before the first seed finished; raise --time-limit-s"
+            };
+            println!("inconclusive: no seed ran, so nothing was checked: {why}");
+            return Ok(Status::Inconclusive);
+        }
+        if s.interrupted {
             println!(
-                "inconclusive: no seed ran, so nothing was checked: the time limit came \
-                 before the first seed finished; raise --time-limit-s"
+                "inconclusive: every property held on the {} seeds run, but the sweep was \
+                 interrupted before the rest",
+                s.seeds_run
             );
             return Ok(Status::Inconclusive);
         }

@@ -31,6 +31,7 @@ mod check_cmd;
 mod cli;
 mod explore;
 mod files;
+mod interrupt;
 mod real_cmd;
 mod replay;
 mod shrink_cmd;

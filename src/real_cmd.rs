@@ -162,20 +162,27 @@ pub fn run(a: RealArgs) -> Result<Status> {
         w.mix_offset,
         w.acquire_timeout_ms
     );
+    let mut workload = opts.workload.clone();
+    workload.interrupt = Some(crate::interrupt::for_real_run());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
     let started = Instant::now();
     let run = runtime
-        .block_on(run_workload(servers, &opts.workload, &opts.faults))
+        .block_on(run_workload(servers, &workload, &opts.faults))
         .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
     let ok = report(&run, &opts, elapsed)?;
+    let interrupted = run.interrupted;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
     drop(run);
     runtime.shutdown_timeout(Duration::from_secs(1));
-    Ok(if ok { Status::Held } else { Status::Violated })
+    Ok(match (ok, interrupted) {
+        (false, _) => Status::Violated,
+        (true, true) => Status::Inconclusive,
+        (true, false) => Status::Held,
+    })
 }
 
 fn describe(servers: &Servers) -> String {
@@ -211,7 +218,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
              release they raced (within {CONCURRENCY_TOLERANCE_US} µs)"
         );
     }
-    if report.ok() {
+    if report.ok() && !run.interrupted {
         println!(
             "ok: every property held ({:.1} s, {} checked acquisitions)",
             elapsed.as_secs_f64(),
@@ -219,12 +226,24 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         );
         return Ok(true);
     }
+    // A failing run's timeline, or an interrupted one's: what it recorded is kept.
     create_private_dir(&opts.out_dir)?;
     let stamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
     crate::files::write_private(&path, render_timeline(&history).as_bytes(), false)?;
+    if report.ok() {
+        println!(
+            "inconclusive: every property held on what ran ({:.1} s, {} checked \
+             acquisitions), but the run was interrupted (faults healed then); the run's \
+             timeline: {}",
+            elapsed.as_secs_f64(),
+            report.counters.acquisitions,
+            path.display()
+        );
+        return Ok(true);
+    }
     println!(
         "FAILED: {} (seed {}); the run's timeline: {}",
         report.violated().join(", "),

@@ -530,3 +530,62 @@ fn a_registered_recipe_goes_through_explore_replay_and_shrink() {
     ];
     assert_eq!(run_in_process(&recipes, &check), Status::Violated);
 }
+
+/// Ctrl-C during a long sweep once lost the run: now the sweep stops starting seeds,
+/// judges and reports the ones that ran, says it was interrupted, and exits 3
+/// (inconclusive). The signal is sent once the process has installed its handler (read
+/// from /proc), so the test waits for an event, not for a time.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_during_a_sweep_keeps_the_verdict_of_what_ran() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args([
+            "explore",
+            "--seeds",
+            "100000000",
+            "--threads",
+            "1",
+            "--no-shrink",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // SigCgt: the signals the process catches; SIGINT is bit 1.
+    let catches_sigint = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("SigCgt:"))?.to_owned();
+                u64::from_str_radix(line.trim_start_matches("SigCgt:").trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & 0b10 != 0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !catches_sigint() {
+        assert!(Instant::now() < deadline, "the handler was never installed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    // Seeds that ran were judged ("every property held on the N seeds run"), unless the
+    // signal came before the first one finished.
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert!(stdout.contains("inconclusive: "), "{stdout}");
+    assert!(stderr.contains("Ctrl-C again to exit at once"), "{stderr}");
+}

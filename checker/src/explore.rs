@@ -32,7 +32,44 @@ pub struct Budget {
     pub time_limit_ms: Option<u64>,
     /// Worker threads, at most [`THREADS_MAX`] (0 runs one). Default: every core.
     pub threads: usize,
+    /// A switch that stops the sweep starting new seeds (a Ctrl-C handler sets it): the
+    /// seeds under way finish and are judged, and the summary says the sweep was
+    /// interrupted. Default: none.
+    pub interrupt: Interrupt,
 }
+
+/// A shared stop switch; see [`Budget::interrupt`]. Clones share the switch.
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl Interrupt {
+    /// A switch, not yet set.
+    pub fn new() -> Self {
+        Interrupt(Some(Default::default()))
+    }
+
+    /// Sets the switch.
+    pub fn set(&self) {
+        if let Some(flag) = &self.0 {
+            flag.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether the switch was set.
+    pub fn is_set(&self) -> bool {
+        self.0.as_ref().is_some_and(|f| f.load(Ordering::Acquire))
+    }
+}
+
+/// Two budgets are alike whatever their switches: a switch says when to stop, not what
+/// to run.
+impl PartialEq for Interrupt {
+    fn eq(&self, _: &Interrupt) -> bool {
+        true
+    }
+}
+
+impl Eq for Interrupt {}
 
 impl Default for Budget {
     fn default() -> Self {
@@ -43,6 +80,7 @@ impl Default for Budget {
             shard_count: 1,
             time_limit_ms: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            interrupt: Interrupt::default(),
         }
     }
 }
@@ -130,6 +168,9 @@ pub struct Summary {
     pub failures: Vec<(u64, String)>,
     /// Whether the time limit stopped the sweep before its last seed.
     pub stopped_by_time: bool,
+    /// Whether [`Budget::interrupt`] stopped the sweep before its last seed.
+    #[serde(default)]
+    pub interrupted: bool,
     pub wall_ms: u64,
 }
 
@@ -141,6 +182,7 @@ impl Summary {
         self.failures.extend(other.failures.iter().cloned());
         self.failures.sort();
         self.stopped_by_time |= other.stopped_by_time;
+        self.interrupted |= other.interrupted;
         self.wall_ms = self.wall_ms.max(other.wall_ms);
     }
 }
@@ -190,6 +232,7 @@ pub fn explore_until<R: Recipe>(
         .time_limit_ms
         .map(|ms| t0 + Duration::from_millis(ms));
     let stopped_by_time = std::sync::atomic::AtomicBool::new(false);
+    let interrupted = std::sync::atomic::AtomicBool::new(false);
     let results: Mutex<Tally> = Mutex::new((Counters::default(), 0, Vec::new()));
     std::thread::scope(|s| {
         for _ in 0..(budget.threads.max(1) as u64).min(total.max(1)) {
@@ -197,6 +240,12 @@ pub fn explore_until<R: Recipe>(
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         stopped_by_time.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    if budget.interrupt.is_set() {
+                        if next.load(Ordering::SeqCst) < total {
+                            interrupted.store(true, Ordering::Relaxed);
+                        }
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
@@ -242,6 +291,7 @@ pub fn explore_until<R: Recipe>(
                 .map(|(s, r)| (*s, r.failure().unwrap_or_default()))
                 .collect(),
             stopped_by_time: stopped_by_time.into_inner(),
+            interrupted: interrupted.into_inner(),
             wall_ms: t0.elapsed().as_millis() as u64,
         },
         failure,
@@ -343,5 +393,35 @@ mod tests {
         };
         let err = explore(&sc, &recipe, &Budget::default(), &|_, _| {}).unwrap_err();
         assert!(matches!(err, LimitError::Scenario(_)), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod interrupt_tests {
+    use super::*;
+    use zklock_sim::ShippedRecipe;
+
+    /// Ctrl-C during a sweep: the switch, set from the progress callback after the first
+    /// seed, stops the sweep there, judged, and says so.
+    #[test]
+    fn an_interrupted_sweep_stops_starting_seeds_and_says_so() {
+        let interrupt = Interrupt::new();
+        let budget = Budget {
+            seeds: 1_000,
+            threads: 1,
+            interrupt: interrupt.clone(),
+            ..Budget::default()
+        };
+        let e = explore(
+            &Scenario::default(),
+            &ShippedRecipe::default(),
+            &budget,
+            &|_, _| interrupt.set(),
+        )
+        .unwrap();
+        assert!(e.summary.interrupted);
+        assert_eq!(e.summary.seeds_run, 1);
+        assert!(e.summary.counters.acquisitions > 0);
+        assert!(e.failure.is_none());
     }
 }

@@ -140,7 +140,7 @@ pub use exhaustive::{
     Bounds, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, check_exhaustive, check_exhaustive_until,
     check_exhaustive_with,
 };
-pub use explore::{Budget, Explored, Summary, SweepRange, explore, explore_until};
+pub use explore::{Budget, Explored, Interrupt, Summary, SweepRange, explore, explore_until};
 pub use limits::LimitError;
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,

@@ -266,6 +266,9 @@ fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> Exhau
     }
 }
 
+/// The most seeds a bench sweep takes per round: some hours on one core.
+const BENCH_SEEDS_MAX: u64 = 100_000_000;
+
 pub fn run(a: BenchArgs) -> Result<Status> {
     let (seeds, sim_rounds, exhaustive_limit_s) = (a.seeds, a.sim_rounds, a.exhaustive_limit_s);
     // Past the checker's bound, the exhaustive parts would refuse to run.
@@ -275,8 +278,8 @@ pub fn run(a: BenchArgs) -> Result<Status> {
     // acquires nothing, so by default they stay out and the figures stay comparable.
     let sim_drop_every = a.sim_drop_every;
     let (sim, real) = (!a.real_only, !a.sim_only);
-    if seeds == 0 {
-        bail!("--seeds must be at least 1");
+    if !(1..=BENCH_SEEDS_MAX).contains(&seeds) {
+        bail!("--seeds must be 1 to {BENCH_SEEDS_MAX}, got {seeds}");
     }
     if !(1..=100).contains(&sim_rounds) {
         bail!("--sim-rounds: {sim_rounds} is not 1 to 100");

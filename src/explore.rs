@@ -180,6 +180,10 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     Ok(Status::Violated)
 }
 
+/// The largest summary file `zklock merge` reads: a summary holds counters and at most a
+/// failure, a few KB.
+const SUMMARY_BYTES_MAX: u64 = 16 * 1024 * 1024;
+
 /// `seed-3.json` -> `seed-3.min.json`.
 fn min_path(path: &Path) -> PathBuf {
     path.with_extension("min.json")
@@ -294,6 +298,16 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
             );
         }
         files_seen.push(canonical);
+        let bytes = std::fs::metadata(p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .len();
+        if bytes > SUMMARY_BYTES_MAX {
+            bail!(
+                "{}: {bytes} bytes, more than the {SUMMARY_BYTES_MAX} bytes a summary may be \
+                 (is it a zklock explore summary?)",
+                p.display()
+            );
+        }
         let text =
             std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
         let s: Summary = serde_json::from_str(&text)

@@ -12,15 +12,13 @@ use zklock_checker::{CheckConfig, render_timeline};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::servers::Servers;
-use zklock_real::workload::{RealRun, WorkloadConfig, run_workload};
+use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_workload};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
 const HEAL_FRACTION: (u64, u64) = (2, 3);
 /// The first fault comes no earlier than this, nor later than a quarter of the heal time.
 const FAULT_START_MS: u64 = 1_000;
-/// The longest run accepted, in ms (one hour).
-const MAX_DURATION_MS: u64 = 3_600_000;
 
 /// Everything `zklock real` was asked for.
 #[derive(Debug)]
@@ -112,6 +110,8 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
             bail!("--connect needs HOST:PORT[,HOST:PORT...]");
         }
     }
+    // Bounded first, so that the arithmetic below cannot overflow.
+    workload.validate().map_err(anyhow::Error::new)?;
     faults.heal_ms = workload.duration_ms * HEAL_FRACTION.0 / HEAL_FRACTION.1;
     faults.start_ms = FAULT_START_MS.min(faults.heal_ms / 4);
     // Some black holes and pauses outlast the session (the server expires it), most do not.

@@ -134,3 +134,31 @@ fn a_file_larger_than_trace_bytes_max_is_refused_unread() {
         "{out}"
     );
 }
+
+/// `real`'s durations once went unchecked (a session timeout of u64::MAX overflowed the
+/// fault plan's arithmetic) and `merge` read a file of any size: each is refused, exit 2,
+/// before any server starts or any file is read.
+#[test]
+fn real_durations_and_merge_files_past_their_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in [
+        "--session-timeout-ms",
+        "--hold-ms",
+        "--acquire-timeout-ms",
+        "--connect-timeout-ms",
+    ] {
+        let (code, out) = zklock(&["real", flag, "18446744073709551615"], dir.path());
+        assert_eq!(code, 2, "{flag}: {out}");
+        assert!(out.contains("at most 3600000"), "{flag}: {out}");
+    }
+    let huge = dir.path().join("huge-summary.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(64 * 1024 * 1024)
+        .unwrap();
+    let (code, out) = zklock(&["merge", "huge-summary.json"], dir.path());
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("a summary may be"), "{out}");
+    let (code, out) = zklock(&["bench", "--seeds", "18446744073709551615"], dir.path());
+    assert_eq!(code, 2, "{out}");
+}

@@ -37,6 +37,9 @@ use zklock_recipe::{Coordination, LockUnderTest, ZkError};
 
 /// The most clients a run may have: each is a session and up to one proxy per server.
 pub const MAX_CLIENTS: u32 = 64;
+/// The longest duration of any kind a run accepts, in ms (an hour): the run's duration,
+/// its sessions' timeout, holds, timeouts and backoffs.
+pub const MAX_DURATION_MS: u64 = 3_600_000;
 /// The shortest session timeout a run accepts (the harness servers grant 400 ms and up).
 pub const MIN_SESSION_TIMEOUT_MS: u64 = 400;
 
@@ -176,6 +179,21 @@ impl WorkloadConfig {
         }
         if self.duration_ms == 0 || self.connect_timeout_ms == 0 {
             return bad("duration_ms and connect_timeout_ms must be positive".into());
+        }
+        for (name, ms) in [
+            ("duration_ms", self.duration_ms),
+            ("session_timeout_ms", self.session_timeout_ms),
+            ("connect_timeout_ms", self.connect_timeout_ms),
+            ("hold_ms", self.hold_ms),
+            ("acquire_timeout_ms", self.acquire_timeout_ms),
+            ("drain_timeout_ms", self.drain_timeout_ms),
+            ("error_backoff_ms", self.error_backoff_ms),
+        ] {
+            if ms > MAX_DURATION_MS {
+                return bad(format!(
+                    "{name} must be at most {MAX_DURATION_MS} (an hour), got {ms}"
+                ));
+            }
         }
         if self.drop_after_ms_max > MAX_DROP_AFTER_MS {
             return bad(format!(

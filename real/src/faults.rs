@@ -282,7 +282,7 @@ pub struct FaultCounts {
     pub hold_crashes_struck: u64,
     pub leader_kills: u64,
     /// Run time of the heal, in ms: `heal_ms`, or later when the heal waited for
-    /// [`FaultConfig::strikes_min`] strikes.
+    /// [`FaultConfig::strikes_min_per_kind`] strikes or [`FaultConfig::heal_after`].
     pub healed_at_ms: u64,
     /// Fault actions that failed (e.g. an expiry the server did not confirm in time), with
     /// the first reasons.

@@ -44,7 +44,8 @@ fn the_fix_passes_every_schedule_of_two_clients() {
         &Scenario::default(),
         &Queue(Waits::OnPredecessor),
         &Bounds::default(),
-    );
+    )
+    .expect("the default bounds are within the limits");
     assert!(report.complete, "{report}");
     assert!(report.violation.is_none(), "{report}");
 }

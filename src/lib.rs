@@ -149,6 +149,17 @@ fn list_recipes(recipes: &Recipes) -> Status {
 }
 
 /// The recipe registered under `name`, or an error naming the ones there are.
+/// A trace file read, with the registered recipe it recorded (replay and shrink).
+fn read_trace<'a>(
+    recipes: &'a Recipes,
+    path: &std::path::Path,
+) -> anyhow::Result<(zklock_checker::Trace, &'a dyn AnyRecipe)> {
+    let trace = zklock_checker::Trace::read(path)?;
+    let what = format!("{}: recorded with recipe", path.display());
+    let lock = recipe(recipes, &trace.recipe, &what)?;
+    Ok((trace, lock))
+}
+
 fn recipe<'a>(recipes: &'a Recipes, name: &str, what: &str) -> anyhow::Result<&'a dyn AnyRecipe> {
     recipes.get(name).ok_or_else(|| {
         let known: Vec<&str> = recipes.names().collect();

@@ -1,9 +1,9 @@
 //! `zklock replay <trace>`: the exact schedule of a trace, run again with the recipe it
 //! recorded, judged, and compared with the recorded history.
 
+use crate::Status;
 use crate::cli::ReplayArgs;
 use crate::explore::failure_text;
-use crate::{Status, recipe};
 use anyhow::Result;
 use zklock_checker::registry::Recipes;
 use zklock_checker::timeline::Describer;
@@ -12,12 +12,7 @@ use zklock_recipe::history::History;
 use zklock_sim::SimError;
 
 pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
-    let trace = Trace::read(&a.trace)?;
-    let lock = recipe(
-        recipes,
-        &trace.recipe,
-        &format!("{}: recorded with recipe", a.trace.display()),
-    )?;
+    let (trace, lock) = crate::read_trace(recipes, &a.trace)?;
     let run = lock
         .replay(&trace)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;

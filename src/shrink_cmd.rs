@@ -1,11 +1,11 @@
 //! `zklock shrink <TRACE>`: minimize a failing trace, with the recipe it recorded.
 
+use crate::Status;
 use crate::cli::ShrinkArgs;
 use crate::files::refuse_existing;
-use crate::{Status, recipe};
 use anyhow::Result;
+use zklock_checker::ShrinkLimits;
 use zklock_checker::registry::Recipes;
-use zklock_checker::{ShrinkLimits, Trace};
 
 pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
     let limits = ShrinkLimits {
@@ -17,12 +17,7 @@ pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
         fresh_seeds_max: a.fresh_seeds,
         exhaustive_schedules_max: a.exhaustive_schedules,
     };
-    let trace = Trace::read(&a.trace)?;
-    let lock = recipe(
-        recipes,
-        &trace.recipe,
-        &format!("{}: recorded with recipe", a.trace.display()),
-    )?;
+    let (trace, lock) = crate::read_trace(recipes, &a.trace)?;
     let out = a
         .out
         .clone()

@@ -81,7 +81,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         return Ok(Status::Inconclusive);
     };
     println!("\nFAILED {}\n", failure_text(&run));
-    println!("{}", run.report);
+    println!("{}", run.report_text());
     create_private_dir(&a.out)?;
     let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
     let path = trace_path(&a.out, &stem, a.force)?;

@@ -147,7 +147,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         return Ok(Status::Held);
     };
     println!("\nseed {seed}: FAILED {}\n", failure_text(&run));
-    println!("{}", run.report);
+    println!("{}", run.report_text());
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
     let trace = run.trace(&sc, seed, &a.recipe);

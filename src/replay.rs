@@ -18,7 +18,7 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
     print!("{}", render_timeline(&run.outcome.history));
     println!();
-    println!("{}", run.report);
+    println!("{}", run.report_text());
     let unfinished = unfinished(&run);
     if let Some(why) = &unfinished {
         println!("replay: {why}");

@@ -350,6 +350,29 @@ fn a_replay_stopped_at_its_time_limit_says_so_and_what_to_change() {
     assert!(!out.contains("SimConfig"), "{out}");
 }
 
+/// A run that got stuck (a waiter never woken) printed "FAILED liveness_after_heal
+/// (stuck)" and then, as its report's headline, "all properties hold".
+#[test]
+fn a_stuck_run_is_never_reported_as_all_properties_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "explore",
+        "--recipe",
+        "canary-lost-wakeup",
+        "--seeds",
+        "2",
+        "--no-shrink",
+    ];
+    let (code, out, _) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED liveness_after_heal (stuck)"), "{out}");
+    assert!(
+        out.contains("VIOLATED: liveness_after_heal: the run did not finish (simulation stuck"),
+        "{out}"
+    );
+    assert!(!out.contains("all properties hold"), "{out}");
+}
+
 #[test]
 fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     let dir = tempfile::tempdir().unwrap();

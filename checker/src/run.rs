@@ -26,6 +26,21 @@ impl CheckedRun {
         })
     }
 
+    /// Why the world stopped before every client was done (stuck, a time or step limit),
+    /// if it did: such a run fails `liveness_after_heal` whatever its history shows.
+    pub fn unfinished(&self) -> Option<String> {
+        match self.outcome.error.as_ref()? {
+            SimError::Pruned => None,
+            e => Some(e.to_string()),
+        }
+    }
+
+    /// The report, headed by the failure of a run that did not finish.
+    pub fn report_text(&self) -> String {
+        let why = self.unfinished();
+        self.report.display_unfinished(why.as_deref()).to_string()
+    }
+
     /// Every property this run violated (a stuck world counts as `liveness_after_heal`).
     pub fn violated(&self) -> Vec<&'static str> {
         let mut v = self.report.violated();

@@ -370,7 +370,7 @@ impl<'a, R: Recipe> Sweep<'a, R> {
             return Err(Box::new(SweepError::Seed(SeedFailure {
                 seed,
                 failure,
-                report: run.report.to_string(),
+                report: run.report_text(),
                 trace: written,
                 test,
                 regression,

@@ -102,13 +102,31 @@ impl Report {
     }
 }
 
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Report {
+    /// The report with its headline naming `unfinished` (why the run stopped before every
+    /// client was done) as a failure of liveness: a run cut short is never "all hold".
+    pub fn display_unfinished<'a>(&'a self, unfinished: Option<&'a str>) -> impl fmt::Display + 'a {
+        Unfinished {
+            report: self,
+            unfinished,
+        }
+    }
+
+    fn fmt_with(&self, f: &mut fmt::Formatter<'_>, unfinished: Option<&str>) -> fmt::Result {
         let failed = self.violated();
-        if failed.is_empty() {
-            writeln!(f, "all properties hold")?;
-        } else {
-            writeln!(f, "VIOLATED: {}", failed.join(", "))?;
+        match (failed.is_empty(), unfinished) {
+            (true, None) => writeln!(f, "all properties hold")?,
+            (true, Some(why)) => writeln!(
+                f,
+                "VIOLATED: liveness_after_heal: the run did not finish ({why}); every \
+                 property below was judged on the history up to there"
+            )?,
+            (false, None) => writeln!(f, "VIOLATED: {}", failed.join(", "))?,
+            (false, Some(why)) => writeln!(
+                f,
+                "VIOLATED: {}; and the run did not finish ({why})",
+                failed.join(", ")
+            )?,
         }
         for v in &self.verdicts {
             let kind = if v.property == super::liveness_after_heal::NAME {
@@ -119,5 +137,22 @@ impl fmt::Display for Report {
             write!(f, "{kind}: {v}")?;
         }
         write!(f, "{}", self.counters)
+    }
+}
+
+struct Unfinished<'a> {
+    report: &'a Report,
+    unfinished: Option<&'a str>,
+}
+
+impl fmt::Display for Unfinished<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.report.fmt_with(f, self.unfinished)
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_with(f, None)
     }
 }

@@ -11,6 +11,9 @@ use zklock_checker::{Summary, Trace, check_seed};
 use zklock_recipe::history::LockRole;
 use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
+#[path = "cli/readme.rs"]
+mod readme;
+
 /// Runs the binary in `dir`: (exit code, stdout, stderr).
 fn zklock<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_zklock"))

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use zklock::Recipes;
 
 // A simulation allocates and frees many small strings and vectors per step; mimalloc
-// serves them in a fraction of glibc's instructions (see the README's figures).
+// serves them in a fraction of glibc's instructions (see docs/figures.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -54,7 +54,7 @@
 //!
 //! Implement [`LockUnderTest`](zklock_sim::LockUnderTest) for your lock and
 //! [`Recipe`](zklock_sim::Recipe), then sweep seeds from a plain `#[test]` with
-//! [`check_seeds`] (or [`Sweep`], with options). The README's snippet is this one:
+//! [`check_seeds`] (or [`Sweep`], with options). docs/your-lock.md shows this one:
 //!
 //! ```
 //! use zklock_checker::check_seeds;

@@ -1,4 +1,4 @@
-//! The herding lock and its fix, checked by zklock from plain tests, as its README tells.
+//! The herding lock and its fix, checked by zklock from plain tests, as zklock's docs/your-lock.md tells.
 
 use user_crate::{QueueLock, Waits};
 use zklock_checker::{Bounds, check_exhaustive, check_seeds};
@@ -50,7 +50,7 @@ fn the_fix_passes_every_schedule_of_two_clients() {
     assert!(report.violation.is_none(), "{report}");
 }
 
-/// The measure of a sweep's speed (README: "Checking your own lock"): `cargo test --
+/// The measure of a sweep's speed (zklock docs/your-lock.md): `cargo test --
 /// --ignored the_fix_passes_3000_seeds`.
 #[test]
 #[ignore = "3,000 seeds: run it to measure a sweep"]

@@ -330,6 +330,12 @@ pub fn run(a: BenchArgs) -> Result<Status> {
         )
     })?;
     real_opts.quick_jit = a.real_quick_jit;
+    real_opts.force_sync = match a.real_force_sync.as_str() {
+        "on" => vec![true],
+        "off" => vec![false],
+        "both" => vec![true, false],
+        other => bail!("--real-force-sync: {other:?} is not one of on, off, both"),
+    };
     if real {
         bench_real::preflight(&real_opts)?;
     }

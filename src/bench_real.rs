@@ -12,15 +12,21 @@
 //! Each cell (lock × client count) is measured for `--real-cell-s` seconds in all, split
 //! into `--real-rounds` rounds; a round measures every cell once, in turn, so that drift
 //! of the machine or the server spreads over all locks alike. A cell's figures pool its
-//! rounds; the per-round rates show the spread.
+//! rounds; the per-round rates show the spread, and a target counts as met only where
+//! every round meets it.
+//!
+//! Each round also times the floor (`zklock_real::bench::Floor`): the chain of requests
+//! a lock cannot avoid, alone, on the same server. Every lock's rate is given as a
+//! fraction of it. The whole part runs once per server setting of `--real-force-sync`
+//! (both by default: ZooKeeper's own default fsyncs every write, test servers do not).
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use zklock_real::bench::{
-    CellConfig, CellResult, Contender, RecipeRelease, kazoo_cell, kazoo_python, raw_write_rate,
-    recipe_cell, zookeeper_client_cell,
+    CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, floor_cell, kazoo_cell,
+    kazoo_python, raw_write_rate, recipe_cell, zookeeper_client_cell,
 };
 use zklock_real::harness::{self, ServerOptions, TestServer};
 use zklock_real::reactor;
@@ -43,6 +49,9 @@ pub struct RealOptions {
     /// Run the server on the JVM's quick JIT alone, as the test servers do (default off:
     /// the optimizing JIT, as in production).
     pub quick_jit: bool,
+    /// The server settings of `forceSync` to run the part on, in order (default: on, as
+    /// ZooKeeper's own default, then off, as test servers run).
+    pub force_sync: Vec<bool>,
 }
 
 /// Where the Rust clients of a cell are polled.
@@ -95,6 +104,7 @@ impl Default for RealOptions {
             locks: Contender::ALL.to_vec(),
             executor: Executor::Reactor,
             quick_jit: false,
+            force_sync: vec![true, false],
         }
     }
 }
@@ -133,12 +143,49 @@ pub struct RealCell {
     /// CPU time of the bench process (all threads) per acquisition while the cell's
     /// clients ran, µs: the client side's cost. `None` for Kazoo (other processes).
     pub client_cpu_us_per_acquisition: Option<f64>,
+    /// The rate as a fraction of the floor's chain rate ([`floor_for`]), pooled, and in each round
+    /// (paired with the floor measured in the same round).
+    pub floor_fraction: Option<f64>,
+    pub floor_fraction_rounds: Vec<f64>,
+    /// The floor's median chain time over this cell's median handoff: 1 when a handoff
+    /// takes no longer than the requests it cannot avoid.
+    pub handoff_floor_fraction: Option<f64>,
+}
+
+/// The floor a cell of `clients` clients compares with: one client acquires after its own
+/// create and listing; with more, each acquisition waits for a handoff.
+pub fn floor_for(clients: u32) -> Floor {
+    if clients <= 1 {
+        Floor::Uncontended
+    } else {
+        Floor::Handoff
+    }
 }
 
 impl RealCell {
-    fn new(pooled: &CellResult, rounds: &[CellResult]) -> RealCell {
+    fn new(
+        pooled: &CellResult,
+        rounds: &[CellResult],
+        floor: Option<(&FloorResult, &[FloorResult])>,
+    ) -> RealCell {
         let (min, max) = pooled.per_client_range();
+        let fraction = |cell: &CellResult, f: &FloorResult| {
+            f.chain_per_s()
+                .map(|floor_per_s| cell.acquisitions_per_s / floor_per_s)
+        };
         RealCell {
+            floor_fraction: floor.and_then(|(f, _)| fraction(pooled, f)),
+            floor_fraction_rounds: floor.map_or_else(Vec::new, |(_, fr)| {
+                rounds
+                    .iter()
+                    .zip(fr)
+                    .filter_map(|(c, f)| fraction(c, f))
+                    .collect()
+            }),
+            handoff_floor_fraction: floor.and_then(|(f, _)| {
+                let cell_p50 = pooled.handoff_p50_us()?;
+                (cell_p50 > 0.0).then(|| f.p50_us().map(|fp| fp / cell_p50))?
+            }),
             lock: pooled.contender.key().to_owned(),
             clients: pooled.clients,
             window_s: pooled.window_s,
@@ -201,7 +248,10 @@ pub struct RealRatio {
     pub ratio: Option<f64>,
     /// The same ratio in each round (the rounds are interleaved, so paired).
     pub rounds: Vec<f64>,
+    /// Met in every round: a lead the rounds support.
     pub met: Option<bool>,
+    /// Met by the pooled ratio (possibly not in every round).
+    pub met_pooled: Option<bool>,
 }
 
 /// Per client count: each lock's rate and each target's ratio.
@@ -222,24 +272,51 @@ pub struct RealTarget {
     pub like_for_like: String,
 }
 
+/// A floor's figures on one server setting.
+#[derive(Debug, Serialize)]
+pub struct FloorFigure {
+    /// "floor-uncontended" or "floor-handoff".
+    pub floor: String,
+    /// The chain of requests timed.
+    pub chain: String,
+    /// Chains run back to back inside the windows.
+    pub chains: u64,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    /// 1 / the mean chain time: chains per second, one after another.
+    pub chain_per_s: Option<f64>,
+    /// Each round's.
+    pub rounds_chain_per_s: Vec<f64>,
+}
+
+/// The part's figures on one server setting.
+#[derive(Debug, Default, Serialize)]
+pub struct ServerRun {
+    /// The server's `forceSync`: on, every write is fsynced before it is answered.
+    pub force_sync: bool,
+    pub server: String,
+    pub warmup_s: f64,
+    pub raw_writes: RawWriteFigures,
+    pub floors: Vec<FloorFigure>,
+    pub cells: Vec<RealCell>,
+    pub comparisons: Vec<RealComparison>,
+}
+
 #[derive(Debug, Default, Serialize)]
 pub struct RealFigures {
     /// Why the real part did not run (what to install), if it did not.
     pub skipped: Option<String>,
     /// Why Kazoo's cells did not run, if they did not.
     pub kazoo_skipped: Option<String>,
-    pub server: String,
     /// Each cell's measured time, all rounds together.
     pub cell_s: f64,
     pub rounds: u32,
-    pub warmup_s: f64,
     /// How the clients run.
     pub clients_note: String,
     pub kazoo: String,
-    pub raw_writes: RawWriteFigures,
-    pub cells: Vec<RealCell>,
     pub targets: Vec<RealTarget>,
-    pub comparisons: Vec<RealComparison>,
+    /// One per server setting, in the order run.
+    pub runs: Vec<ServerRun>,
     pub total_s: f64,
 }
 
@@ -337,26 +414,47 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         None
     };
 
+    for &force_sync in &opts.force_sync {
+        let run = run_on_server(opts, force_sync, kazoo.as_deref())?;
+        f.runs.push(run);
+    }
+    f.total_s = t0.elapsed().as_secs_f64();
+    Ok(f)
+}
+
+/// The part on one freshly started server with `forceSync` as given.
+fn run_on_server(
+    opts: &RealOptions,
+    force_sync: bool,
+    kazoo: Option<&std::path::Path>,
+) -> Result<ServerRun> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    eprintln!("real: starting a ZooKeeper server...");
+    let sync = if force_sync { "yes" } else { "no" };
+    eprintln!("real: starting a ZooKeeper server (forceSync={sync})...");
     // As in production: the harness's quick-start JVM (C1 only) would spend the server's
     // CPU, which this machine's clients share, in slower code.
-    let options = ServerOptions::default().with_optimizing_jit(!opts.quick_jit);
+    let options = ServerOptions::default()
+        .with_optimizing_jit(!opts.quick_jit)
+        .with_force_sync(force_sync);
     let server = TestServer::start_with(options).context("starting the ZooKeeper server")?;
     let addr = server.connect_string();
-    f.server = format!(
-        "ZooKeeper {}, one standalone server started by the harness at {addr} \
-         (forceSync=no, {})",
-        server_version(&server),
-        if opts.quick_jit {
-            "the JVM's quick JIT alone (--real-quick-jit)"
-        } else {
-            "the JVM's optimizing JIT on"
-        }
-    );
+    let mut f = ServerRun {
+        force_sync,
+        server: format!(
+            "ZooKeeper {}, one standalone server started by the harness at {addr} \
+             (forceSync={sync}, {})",
+            server_version(&server),
+            if opts.quick_jit {
+                "the JVM's quick JIT alone (--real-quick-jit)"
+            } else {
+                "the JVM's optimizing JIT on"
+            }
+        ),
+        ..ServerRun::default()
+    };
 
     // Warm the server's JIT and caches; these figures are dropped.
     let warmup = opts.cell.min(Duration::from_secs(WARMUP_S_MAX));
@@ -392,7 +490,16 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     let rounds = opts.rounds.max(1);
     let per_round = opts.cell / rounds;
     let mut results: BTreeMap<(u32, Contender), Vec<CellResult>> = BTreeMap::new();
+    let mut floors: BTreeMap<Floor, Vec<FloorResult>> = BTreeMap::new();
     for round in 1..=rounds {
+        for floor in Floor::ALL {
+            let dir = format!("/bench/{}-r{round}", floor.key());
+            eprintln!("real: round {round}/{rounds}, {floor}...");
+            let r = executor
+                .block_on(&rt, floor_cell(&addr, &dir, floor, per_round))
+                .with_context(|| format!("the floor: {floor}"))?;
+            floors.entry(floor).or_default().push(r);
+        }
         for &clients in &opts.clients {
             for &contender in &opts.locks {
                 let path = format!("/bench/{}-{clients}-r{round}", contender.key());
@@ -409,7 +516,7 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
                     Contender::ZookeeperClient => {
                         executor.block_on(&rt, zookeeper_client_cell(&addr, &cfg))
                     }
-                    Contender::Kazoo => match &kazoo {
+                    Contender::Kazoo => match kazoo {
                         Some(python) => kazoo_cell(python, &addr, &cfg),
                         None => continue,
                     },
@@ -422,6 +529,26 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     drop(rt);
     drop(server);
 
+    let pooled_floors: BTreeMap<Floor, FloorResult> = floors
+        .iter()
+        .filter_map(|(k, rounds)| Some((*k, FloorResult::pool(rounds)?)))
+        .collect();
+    f.floors = pooled_floors
+        .iter()
+        .map(|(k, p)| FloorFigure {
+            floor: k.key().to_owned(),
+            chain: k.to_string(),
+            chains: p.samples_ns.len() as u64,
+            p50_us: p.p50_us(),
+            p99_us: zklock_real::bench::percentile(&p.samples_ns, 99.0)
+                .map(|ns| ns as f64 / 1000.0),
+            chain_per_s: p.chain_per_s(),
+            rounds_chain_per_s: floors[k]
+                .iter()
+                .filter_map(FloorResult::chain_per_s)
+                .collect(),
+        })
+        .collect();
     let pooled: BTreeMap<(u32, Contender), CellResult> = results
         .iter()
         .filter_map(|(k, rounds)| Some((*k, CellResult::pool(rounds)?)))
@@ -437,17 +564,20 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
             .iter()
             .map(|t| {
                 let ratio = rate(t.ours).zip(rate(t.theirs)).map(|(o, t)| o / t);
+                let rounds: Vec<f64> = per_round(t.ours)
+                    .iter()
+                    .zip(per_round(t.theirs))
+                    .map(|(o, t)| o / t)
+                    .collect();
+                let every_round = !rounds.is_empty() && rounds.iter().all(|&r| r >= t.at_least);
                 RealRatio {
                     ours: t.ours.key().to_owned(),
                     theirs: t.theirs.key().to_owned(),
                     target: t.at_least,
                     ratio,
-                    rounds: per_round(t.ours)
-                        .iter()
-                        .zip(per_round(t.theirs))
-                        .map(|(o, t)| o / t)
-                        .collect(),
-                    met: ratio.map(|r| r >= t.at_least),
+                    rounds,
+                    met: ratio.map(|r| r >= t.at_least && every_round),
+                    met_pooled: ratio.map(|r| r >= t.at_least),
                 }
             })
             .collect();
@@ -462,9 +592,14 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     }
     f.cells = pooled
         .iter()
-        .map(|(k, p)| RealCell::new(p, &results[k]))
+        .map(|(k, p)| {
+            let floor = floor_for(k.0);
+            let fl = pooled_floors
+                .get(&floor)
+                .map(|pf| (pf, floors[&floor].as_slice()));
+            RealCell::new(p, &results[k], fl)
+        })
         .collect();
-    f.total_s = t0.elapsed().as_secs_f64();
     Ok(f)
 }
 
@@ -488,10 +623,9 @@ pub fn print_table(f: &RealFigures) {
         println!("  skipped: {why}");
         return;
     }
-    println!("  server: {}", f.server);
     println!(
-        "  {:.1} s per cell in {} interleaved rounds, after {:.1} s of warm-up",
-        f.cell_s, f.rounds, f.warmup_s
+        "  {:.1} s per cell in {} interleaved rounds, on each server setting",
+        f.cell_s, f.rounds
     );
     println!("  {}", f.clients_note);
     match &f.kazoo_skipped {
@@ -499,7 +633,38 @@ pub fn print_table(f: &RealFigures) {
         None if !f.kazoo.is_empty() => println!("  {}", f.kazoo),
         None => {}
     }
-    let w = &f.raw_writes;
+    for run in &f.runs {
+        print_run(f, run);
+    }
+    for t in &TARGETS {
+        println!(
+            "  target: {} / {} >= {:.2}: {}",
+            t.ours.key(),
+            t.theirs.key(),
+            t.at_least,
+            t.why
+        );
+    }
+    println!(
+        "  ok: met in every round; pooled only: the pooled ratio meets it, some round does \
+         not, so the rounds do not support the lead; MISS: the pooled ratio misses it"
+    );
+    println!(
+        "  handoff: from a release's invocation to the next hold's acquisition (any client; \
+         with 1 client its own next one), on one monotonic clock"
+    );
+    println!(
+        "  floor: the chain of requests a lock cannot avoid, timed alone on the same server \
+         in the same rounds; a lock's fraction of it is its rate over the floor's (1 client: \
+         create -> getChildren; more: delete -> watch event -> getChildren)"
+    );
+    println!("  real part took {:.1} s", f.total_s);
+}
+
+fn print_run(f: &RealFigures, run: &ServerRun) {
+    println!("\n  server: {}", run.server);
+    println!("  after {:.1} s of warm-up", run.warmup_s);
+    let w = &run.raw_writes;
     println!(
         "  raw writes/s, setData pipelined ({} in flight, 1 session) {:>10.0}",
         w.pipelined_in_flight, w.pipelined_writes_per_s
@@ -512,69 +677,94 @@ pub fn print_table(f: &RealFigures) {
         "  limit: acquisitions/s at 2 writes each (pipelined / 2)   {:>10.0}",
         w.acquisition_limit_per_s
     );
+    for fl in &run.floors {
+        println!(
+            "  {}: {}: p50 {} us, p99 {} us, {} /s back to back at the mean (per round {})",
+            fl.floor,
+            fl.chain,
+            micros(fl.p50_us),
+            micros(fl.p99_us),
+            micros(fl.chain_per_s),
+            range(&fl.rounds_chain_per_s, 0)
+        );
+    }
     let find = |lock: Contender, clients: u32| {
-        f.cells
+        run.cells
             .iter()
             .find(|c| c.lock == lock.key() && c.clients == clients)
     };
     let locks_row = |first: &str, cell: &dyn Fn(Contender) -> String| {
         let cols: Vec<String> = Contender::ALL
             .into_iter()
-            .map(|c| format!("{:>17}", cell(c)))
+            .map(|c| format!("{:>24}", cell(c)))
             .collect();
         println!("  {first:>7}{}", cols.concat());
     };
     println!("\n  acquisitions/s");
     locks_row("clients", &|c| c.key().to_owned());
-    for cmp in &f.comparisons {
+    for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
             find(c, cmp.clients).map_or("-".into(), |r| format!("{:.0}", r.acquisitions_per_s))
         });
     }
     if f.rounds > 1 {
         println!("  per round, lowest-highest:");
-        for cmp in &f.comparisons {
+        for cmp in &run.comparisons {
             locks_row(&cmp.clients.to_string(), &|c| {
                 find(c, cmp.clients).map_or("-".into(), |r| range(&r.rounds_per_s, 0))
             });
         }
     }
 
+    println!("\n  fraction of the floor (per round, lowest-highest)");
+    locks_row("clients", &|c| c.key().to_owned());
+    for cmp in &run.comparisons {
+        locks_row(&cmp.clients.to_string(), &|c| {
+            find(c, cmp.clients).map_or("-".into(), |r| match r.floor_fraction {
+                Some(x) => format!("{x:.2} ({})", range(&r.floor_fraction_rounds, 2)),
+                None => "-".into(),
+            })
+        });
+    }
+
     println!("\n  like for like, ours / theirs (per round, lowest-highest)");
     let pair = |t: &Target| format!("{} / {}", t.ours.key(), t.theirs.key());
-    let header: Vec<String> = TARGETS.iter().map(|t| format!("{:>32}", pair(t))).collect();
+    let header: Vec<String> = TARGETS.iter().map(|t| format!("{:>38}", pair(t))).collect();
     println!("  {:>7}{}", "clients", header.concat());
-    for cmp in &f.comparisons {
+    for cmp in &run.comparisons {
         let cols: Vec<String> = cmp
             .ratios
             .iter()
             .map(|r| {
-                let text = match (r.ratio, r.met) {
-                    (Some(ratio), Some(met)) => format!(
+                let text = match (r.ratio, r.met, r.met_pooled) {
+                    (Some(ratio), Some(met), Some(pooled)) => format!(
                         "{ratio:.2} {} ({})",
-                        if met { "ok" } else { "MISS" },
+                        match (met, pooled) {
+                            (true, _) => "ok",
+                            (false, true) => "pooled only",
+                            (false, false) => "MISS",
+                        },
                         range(&r.rounds, 2)
                     ),
                     _ => "-".into(),
                 };
-                format!("{text:>32}")
+                format!("{text:>38}")
             })
             .collect();
         println!("  {:>7}{}", cmp.clients, cols.concat());
     }
-    for t in &TARGETS {
-        println!("  target: {} >= {:.2}: {}", pair(t), t.at_least, t.why);
-    }
 
-    println!("\n  handoff p50 / p99, us");
+    println!("\n  handoff p50 / p99, us (the floor's p50 over the handoff's)");
     locks_row("clients", &|c| c.key().to_owned());
-    for cmp in &f.comparisons {
+    for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
             find(c, cmp.clients).map_or("-".into(), |r| {
                 format!(
-                    "{} / {}",
+                    "{} / {} ({})",
                     micros(r.handoff_p50_us),
-                    micros(r.handoff_p99_us)
+                    micros(r.handoff_p99_us),
+                    r.handoff_floor_fraction
+                        .map_or_else(|| "-".into(), |x| format!("{x:.2}"))
                 )
             })
         });
@@ -582,18 +772,13 @@ pub fn print_table(f: &RealFigures) {
 
     println!("\n  client CPU per acquisition, us (this process, all threads)");
     locks_row("clients", &|c| c.key().to_owned());
-    for cmp in &f.comparisons {
+    for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
             micros(find(c, cmp.clients).and_then(|r| r.client_cpu_us_per_acquisition))
         });
     }
-    let overlaps: u64 = f.cells.iter().map(|c| c.overlaps).sum();
+    let overlaps: u64 = run.cells.iter().map(|c| c.overlaps).sum();
     if overlaps > 0 {
         println!("  WARNING: {overlaps} hold(s) acquired before the previous release (see JSON)");
     }
-    println!(
-        "  handoff: from a release's invocation to the next hold's acquisition (any client; \
-         with 1 client its own next one), on one monotonic clock"
-    );
-    println!("  real part took {:.1} s", f.total_s);
 }

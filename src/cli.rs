@@ -413,6 +413,10 @@ pub struct BenchArgs {
     /// optimizing JIT, as in production)
     #[arg(long)]
     pub real_quick_jit: bool,
+    /// The server's forceSync setting(s) to measure on: on (every write fsynced before its
+    /// reply, ZooKeeper's default), off (as test servers run), or both, one after the other
+    #[arg(long, value_name = "on|off|both", default_value = "both")]
+    pub real_force_sync: String,
 }
 
 #[cfg(test)]

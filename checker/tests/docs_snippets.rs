@@ -33,7 +33,10 @@ fn the_your_lock_snippet_is_the_checker_crate_docs_doc_test() {
 
 #[test]
 fn the_recipes_snippet_is_the_recipe_crate_docs_doc_test() {
-    let s = snippet("docs/recipes.md", "use zklock_recipe::{Lock, LockError, LockOptions};");
+    let s = snippet(
+        "docs/recipes.md",
+        "use zklock_recipe::{Lock, LockError, LockOptions};",
+    );
     assert!(
         doc_text(include_str!("../../recipe/src/lib.rs")).contains(&format!("```\n{s}```\n")),
         "docs/recipes.md's snippet is not zklock-recipe's doc test:\n{s}"

@@ -48,6 +48,9 @@ use zklock_recipe::Coordination;
 use zklock_recipe::lock::{Lock, LockOptions, RetryPolicy, ensure_path};
 use zookeeper_client as zk;
 
+mod floor;
+pub use floor::{Floor, FloorResult, floor_cell};
+
 /// The Kazoo contender, run as `python3 -c KAZOO_SCRIPT ...` (kept in
 /// `real/bench/kazoo_bench.py`, which documents its protocol).
 pub const KAZOO_SCRIPT: &str = include_str!("../bench/kazoo_bench.py");

@@ -12,8 +12,8 @@ use common::{kazoo_python, zookeeper_available};
 use std::time::Duration;
 use tokio::task::block_in_place;
 use zklock_real::bench::{
-    CellConfig, CellResult, Contender, RecipeRelease, kazoo_cell, raw_write_rate, recipe_cell,
-    zookeeper_client_cell,
+    CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, floor_cell, kazoo_cell,
+    raw_write_rate, recipe_cell, zookeeper_client_cell,
 };
 use zklock_real::harness::TestServer;
 use zklock_real::reactor;
@@ -188,5 +188,49 @@ async fn a_tiny_kazoo_cell_measures_something() {
             block_in_place(|| kazoo_cell(&python, &addr, &cfg)).unwrap()
         });
         assert_measured(&r, Contender::Kazoo, clients);
+    }
+}
+
+/// Each floor's chain runs until at least two were timed (windows doubling as for the
+/// cells), and its figures are ordered and consistent: no timing thresholds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_floors_time_their_chains() {
+    if !zookeeper_available() {
+        return;
+    }
+    let server = TestServer::start().expect("start server");
+    let addr = server.connect_string();
+    for floor in Floor::ALL {
+        let mut window = TINY;
+        let mut r = None;
+        for attempt in 0..=GROWTHS_MAX {
+            let dir = format!("/bench/{}-{attempt}", floor.key());
+            let got = floor_cell(&addr, &dir, floor, window)
+                .await
+                .unwrap_or_else(|e| panic!("{floor}: {e}"));
+            let enough = got.samples_ns.len() >= 2;
+            r = Some(got);
+            if enough {
+                break;
+            }
+            window *= 2;
+        }
+        let r = r.expect("measured");
+        eprintln!(
+            "{floor}: {} chains, p50 {:?} us, {:?}/s",
+            r.samples_ns.len(),
+            r.p50_us(),
+            r.chain_per_s()
+        );
+        assert_eq!(r.floor, floor);
+        assert!(
+            r.samples_ns.len() >= 2,
+            "{floor}: fewer than 2 chains timed"
+        );
+        assert!(r.samples_ns.windows(2).all(|w| w[0] <= w[1]), "sorted");
+        assert!(r.p50_us().unwrap() > 0.0 && r.chain_per_s().unwrap() > 0.0);
+        let pooled = FloorResult::pool(&[r.clone(), r.clone()]).unwrap();
+        assert_eq!(pooled.samples_ns.len(), 2 * r.samples_ns.len());
+        assert_eq!(pooled.window_s, 2.0 * r.window_s);
     }
 }

@@ -203,6 +203,10 @@ pub struct ServerOptions {
     /// and test servers do little work. The benchmark turns it on, since a server
     /// answering thousands of requests a second spends its CPU in compiled code.
     pub optimizing_jit: bool,
+    /// fsync the transaction log before answering a write (ZooKeeper's `forceSync`, on in
+    /// its own default). Default off: tests need no durability, and a write then costs a
+    /// page-cache copy instead of a disk flush. The benchmark measures both.
+    pub force_sync: bool,
 }
 
 impl Default for ServerOptions {
@@ -215,6 +219,7 @@ impl Default for ServerOptions {
             max_session_timeout_ms: 60_000,
             start_timeout: Duration::from_secs(60),
             optimizing_jit: false,
+            force_sync: false,
         }
     }
 }
@@ -235,6 +240,10 @@ impl ServerOptions {
     }
     pub fn with_optimizing_jit(mut self, on: bool) -> Self {
         self.optimizing_jit = on;
+        self
+    }
+    pub fn with_force_sync(mut self, on: bool) -> Self {
+        self.force_sync = on;
         self
     }
 }

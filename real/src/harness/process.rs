@@ -122,9 +122,10 @@ impl Node {
             "tickTime={tick}\ninitLimit=10\nsyncLimit=5\ndataDir={data}\nclientPort={client_port}\n\
              clientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\nadmin.enableServer=false\n\
              minSessionTimeout={min}\nmaxSessionTimeout={max}\n\
-             # Tests need no durability: no fsync, small preallocated logs.\n\
-             forceSync=no\npreAllocSize=1024\nmaxClientCnxns=0\n",
+             # Tests need no durability (ServerOptions::force_sync): small preallocated logs.\n\
+             forceSync={sync}\npreAllocSize=1024\nmaxClientCnxns=0\n",
             tick = options.tick_time_ms,
+            sync = if options.force_sync { "yes" } else { "no" },
             data = data.display(),
             min = options.min_session_timeout_ms,
             max = options.max_session_timeout_ms,

@@ -25,8 +25,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use zklock_real::bench::{
-    CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, floor_cell, kazoo_cell,
-    kazoo_python, raw_write_rate, recipe_cell, zookeeper_client_cell,
+    CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, curator_cell,
+    curator_classpath, floor_cell, kazoo_cell, kazoo_python, raw_write_rate, recipe_cell,
+    zookeeper_client_cell,
 };
 use zklock_real::harness::{self, ServerOptions, TestServer};
 use zklock_real::reactor;
@@ -141,7 +142,7 @@ pub struct RealCell {
     /// Holds acquired before the previous release was invoked; 0 for a correct lock.
     pub overlaps: u64,
     /// CPU time of the bench process (all threads) per acquisition while the cell's
-    /// clients ran, µs: the client side's cost. `None` for Kazoo (other processes).
+    /// clients ran, µs: the client side's cost. `None` for Kazoo and Curator (other processes).
     pub client_cpu_us_per_acquisition: Option<f64>,
     /// The rate as a fraction of the floor's chain rate ([`floor_for`]), pooled, and in each round
     /// (paired with the floor measured in the same round).
@@ -221,7 +222,7 @@ pub struct Target {
 const WARMUP_S_MAX: u64 = 2;
 
 /// The targets, each on a like-for-like pair.
-pub const TARGETS: [Target; 2] = [
+pub const TARGETS: [Target; 3] = [
     Target {
         ours: Contender::RecipeBackground,
         theirs: Contender::ZookeeperClient,
@@ -233,6 +234,13 @@ pub const TARGETS: [Target; 2] = [
         theirs: Contender::Kazoo,
         at_least: 2.0,
         why: "both start the next acquire once the delete is answered",
+    },
+    Target {
+        ours: Contender::RecipeAwaited,
+        theirs: Contender::Curator,
+        at_least: 1.0,
+        why: "both start the next acquire once the delete is answered (Curator's \
+              release() deletes synchronously)",
     },
 ];
 
@@ -308,12 +316,15 @@ pub struct RealFigures {
     pub skipped: Option<String>,
     /// Why Kazoo's cells did not run, if they did not.
     pub kazoo_skipped: Option<String>,
+    /// Why Curator's cells did not run, if they did not.
+    pub curator_skipped: Option<String>,
     /// Each cell's measured time, all rounds together.
     pub cell_s: f64,
     pub rounds: u32,
     /// How the clients run.
     pub clients_note: String,
     pub kazoo: String,
+    pub curator: String,
     pub targets: Vec<RealTarget>,
     /// One per server setting, in the order run.
     pub runs: Vec<ServerRun>,
@@ -349,6 +360,11 @@ pub fn preflight(opts: &RealOptions) -> Result<()> {
         && let Err(why) = kazoo_python()
     {
         bail!("CI=true but Kazoo's benchmark cannot run: {why}");
+    }
+    if opts.locks.contains(&Contender::Curator)
+        && let Err(why) = curator_classpath()
+    {
+        bail!("CI=true but Curator's benchmark cannot run: {why}");
     }
     Ok(())
 }
@@ -414,8 +430,35 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
         None
     };
 
+    let curator = if opts.locks.contains(&Contender::Curator) {
+        match curator_classpath() {
+            Ok((classpath, version)) => {
+                f.curator = format!(
+                    "Curator {version}: InterProcessMutex, one JVM hosting every client of a \
+                     cell (each its own CuratorFramework session), warmed up for 2 s before \
+                     each window; its release() awaits the delete"
+                );
+                let dir = std::env::var_os("CARGO_TARGET_DIR")
+                    .map_or_else(|| std::path::PathBuf::from("target"), Into::into)
+                    .join("zklock-bench")
+                    .join("java");
+                Some((classpath, dir))
+            }
+            Err(why) if under_ci() => {
+                bail!("CI=true but Curator's benchmark cannot run: {why}")
+            }
+            Err(why) => {
+                eprintln!("real: Curator's cells skipped: {why}");
+                f.curator_skipped = Some(why);
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     for &force_sync in &opts.force_sync {
-        let run = run_on_server(opts, force_sync, kazoo.as_deref())?;
+        let run = run_on_server(opts, force_sync, kazoo.as_deref(), curator.as_ref())?;
         f.runs.push(run);
     }
     f.total_s = t0.elapsed().as_secs_f64();
@@ -427,6 +470,7 @@ fn run_on_server(
     opts: &RealOptions,
     force_sync: bool,
     kazoo: Option<&std::path::Path>,
+    curator: Option<&(String, std::path::PathBuf)>,
 ) -> Result<ServerRun> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -518,6 +562,10 @@ fn run_on_server(
                     }
                     Contender::Kazoo => match kazoo {
                         Some(python) => kazoo_cell(python, &addr, &cfg),
+                        None => continue,
+                    },
+                    Contender::Curator => match curator {
+                        Some((classpath, dir)) => curator_cell(classpath, dir, &addr, &cfg),
                         None => continue,
                     },
                 }
@@ -631,6 +679,11 @@ pub fn print_table(f: &RealFigures) {
     match &f.kazoo_skipped {
         Some(why) => println!("  Kazoo: skipped: {why}"),
         None if !f.kazoo.is_empty() => println!("  {}", f.kazoo),
+        None => {}
+    }
+    match &f.curator_skipped {
+        Some(why) => println!("  Curator: skipped: {why}"),
+        None if !f.curator.is_empty() => println!("  {}", f.curator),
         None => {}
     }
     for run in &f.runs {

@@ -84,11 +84,13 @@ pub enum Command {
     /// Benchmark figures, printed and written to target/zklock-bench/bench.json
     ///
     /// Simulation against its madsim ceiling, exhaustive schedules/states per second,
-    /// real lock throughput and handoff latency against zookeeper-client's lock and
-    /// Kazoo's. The real part starts its own ZooKeeper server (Java and Debian's
-    /// zookeeper package) and runs Kazoo with /usr/bin/python3 (python3-kazoo); without
-    /// them it is skipped with a notice saying what to install, except under CI=true,
-    /// where that is an error.
+    /// real lock throughput and handoff latency against zookeeper-client's lock, Kazoo's
+    /// and Curator's, each also as a fraction of the floor (the requests a lock cannot
+    /// avoid, timed alone on the same server). The real part starts its own ZooKeeper
+    /// server (Java and Debian's zookeeper package), runs Kazoo with /usr/bin/python3
+    /// (python3-kazoo) and Curator with Debian's jars (libcurator-recipes-java, compiled
+    /// with javac from openjdk-17-jdk-headless); without them it is skipped with a notice
+    /// saying what to install, except under CI=true, where that is an error.
     #[command(after_help = EXIT_STATUS)]
     Bench(BenchArgs),
     /// List the recipes --recipe takes, and traces may record
@@ -402,7 +404,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]
     pub real_clients: String,
     /// Locks to measure [default: all]: zklock (release_in_background), zklock-awaited
-    /// (release().await), zookeeper-client, kazoo
+    /// (release().await), zookeeper-client, kazoo, curator
     #[arg(long, value_name = "L,L,...")]
     pub real_locks: Option<String>,
     /// Where the Rust clients are polled: reactor, on the thread of async-io's reactor

@@ -39,16 +39,18 @@ use futures_util::stream::FuturesUnordered;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
 use zklock_recipe::Coordination;
 use zklock_recipe::lock::{Lock, LockOptions, RetryPolicy, ensure_path};
 use zookeeper_client as zk;
 
+mod curator;
 mod floor;
+mod process;
+pub use curator::{CURATOR_SOURCE, curator_cell, curator_classpath};
 pub use floor::{Floor, FloorResult, floor_cell};
 
 /// The Kazoo contender, run as `python3 -c KAZOO_SCRIPT ...` (kept in
@@ -69,14 +71,17 @@ pub enum Contender {
     ZookeeperClient,
     /// Kazoo's `kazoo.recipe.lock.Lock`.
     Kazoo,
+    /// Curator's `InterProcessMutex`, in one JVM.
+    Curator,
 }
 
 impl Contender {
-    pub const ALL: [Contender; 4] = [
+    pub const ALL: [Contender; 5] = [
         Contender::RecipeBackground,
         Contender::RecipeAwaited,
         Contender::ZookeeperClient,
         Contender::Kazoo,
+        Contender::Curator,
     ];
 
     /// A short stable name, for JSON keys, table columns, `--real-locks` and lock paths.
@@ -86,6 +91,7 @@ impl Contender {
             Contender::RecipeAwaited => "zklock-awaited",
             Contender::ZookeeperClient => "zookeeper-client",
             Contender::Kazoo => "kazoo",
+            Contender::Curator => "curator",
         }
     }
 
@@ -104,6 +110,7 @@ impl fmt::Display for Contender {
             Contender::RecipeAwaited => "zklock recipe (Lock over ZkClient), release().await",
             Contender::ZookeeperClient => "zookeeper-client Client::lock (Curator prefix)",
             Contender::Kazoo => "Kazoo Lock (python3)",
+            Contender::Curator => "Curator InterProcessMutex (one JVM)",
         })
     }
 }
@@ -228,7 +235,7 @@ pub struct CellResult {
     /// broken, or clocks misaligned. Always 0 for a correct lock on one clock.
     pub overlaps: u64,
     /// The client side's CPU cost, for locks whose clients run in this process; `None`
-    /// for Kazoo (other processes).
+    /// for Kazoo and Curator (other processes).
     pub client_cpu: Option<ClientCpu>,
 }
 
@@ -610,175 +617,25 @@ pub fn kazoo_python() -> Result<(PathBuf, String), String> {
     }
 }
 
-/// CLOCK_MONOTONIC now, in seconds, and the run clock at the same instant.
-fn clocks_now() -> (f64, Duration) {
-    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    let run = monotonic_now();
-    (ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9, run)
-}
-
-/// A Kazoo process: killed and reaped on drop.
-struct KazooProcess {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stderr: Arc<std::sync::Mutex<String>>,
-}
-
-impl Drop for KazooProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-enum KazooLine {
-    Line(u32, String),
-    Closed(u32),
-}
-
 /// Kazoo's Lock: one Python process per client (each its own `KazooClient` session),
 /// running [`KAZOO_SCRIPT`]. Blocks the calling thread (call it through `spawn_blocking`
 /// or `block_in_place` from async code).
 pub fn kazoo_cell(python: &Path, addr: &str, cfg: &CellConfig) -> Result<CellResult, BenchError> {
     cfg.check()?;
-    let (tx, lines) = mpsc::channel();
-    let mut procs = Vec::new();
-    for index in 0..cfg.clients {
-        let mut child = Command::new(python)
-            .arg("-c")
-            .arg(KAZOO_SCRIPT)
-            .args([
+    let commands = (0..cfg.clients)
+        .map(|index| {
+            let mut c = Command::new(python);
+            c.arg("-c").arg(KAZOO_SCRIPT).args([
                 addr,
                 &cfg.lock_path,
                 &format!("kazoo-{index}"),
                 &cfg.max_acquisitions_per_client.to_string(),
                 &format!("{:.3}", cfg.session_timeout_ms as f64 / 1000.0),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| BenchError::new(format!("starting {}: {e}", python.display())))?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
-        let stderr = Arc::new(std::sync::Mutex::new(String::new()));
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(KazooLine::Line(index, line)).is_err() {
-                    return;
-                }
-            }
-            let _ = tx.send(KazooLine::Closed(index));
-        });
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr_pipe.read_to_string(&mut text);
-            *sink.lock().unwrap_or_else(|p| p.into_inner()) = text;
-        });
-        procs.push(KazooProcess {
-            stdin: child.stdin.take(),
-            child,
-            stderr,
-        });
-    }
-    drop(tx);
-    let failed = |procs: &mut Vec<KazooProcess>, index: u32, why: &str| -> BenchError {
-        // Let the failing process finish writing its traceback.
-        let p = &mut procs[index as usize];
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && matches!(p.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-        let err = p.stderr.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let tail: Vec<&str> = err.lines().rev().take(12).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        BenchError::new(format!(
-            "Kazoo client {index} {why}; its stderr ends with:\n{}",
-            tail.join("\n")
-        ))
-    };
-    let recv = |until: Instant| -> Result<KazooLine, BenchError> {
-        lines
-            .recv_timeout(until.saturating_duration_since(Instant::now()))
-            .map_err(|_| BenchError::new("Kazoo clients did not answer in time"))
-    };
-
-    // Every process connected and ready.
-    let ready_by = Instant::now() + cfg.stop_timeout;
-    let mut ready = 0;
-    while ready < cfg.clients {
-        match recv(ready_by)? {
-            KazooLine::Line(_, l) if l.starts_with("READY") => ready += 1,
-            KazooLine::Line(..) => {}
-            KazooLine::Closed(i) => return Err(failed(&mut procs, i, "exited before READY")),
-        }
-    }
-
-    // One window for all, on CLOCK_MONOTONIC and on the run clock.
-    let (mono, run) = clocks_now();
-    let offset_s = mono - run.as_secs_f64();
-    let (start, end) = window(cfg.duration);
-    let go = format!(
-        "GO {:.9} {:.9}\n",
-        start.as_secs_f64() + offset_s,
-        end.as_secs_f64() + offset_s
-    );
-    for p in &mut procs {
-        if let Some(stdin) = p.stdin.as_mut() {
-            stdin
-                .write_all(go.as_bytes())
-                .and_then(|()| stdin.flush())
-                .map_err(|e| BenchError::new(format!("writing to a Kazoo process: {e}")))?;
-        }
-    }
-    let to_run = |secs: f64| Duration::from_secs_f64((secs - offset_s).max(0.0));
-
-    let done_by = Instant::now() + cfg.duration + cfg.stop_timeout;
-    let mut holds = Vec::new();
-    let mut finished = vec![false; procs.len()];
-    let mut done = 0;
-    while done < cfg.clients {
-        match recv(done_by)? {
-            KazooLine::Line(index, l) => {
-                let fields: Vec<&str> = l.split_whitespace().collect();
-                match fields.as_slice() {
-                    ["H", acquired, released] => {
-                        let parse = |s: &str| {
-                            s.parse::<f64>().map_err(|_| {
-                                BenchError::new(format!("Kazoo client {index} printed {l:?}"))
-                            })
-                        };
-                        holds.push(Hold {
-                            client: index,
-                            acquired: to_run(parse(acquired)?),
-                            release_invoked: to_run(parse(released)?),
-                        });
-                    }
-                    ["DONE", ..] => {
-                        finished[index as usize] = true;
-                        done += 1;
-                    }
-                    _ => {}
-                }
-            }
-            KazooLine::Closed(i) if finished[i as usize] => {}
-            KazooLine::Closed(i) => return Err(failed(&mut procs, i, "exited before DONE")),
-        }
-    }
-    // The processes close their sessions and exit; give them a moment, then kill (drop).
-    let exit_by = Instant::now() + Duration::from_secs(10);
-    for p in &mut procs {
-        p.stdin = None;
-        while Instant::now() < exit_by && matches!(p.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-    drop(procs);
-    Ok(summarize(Contender::Kazoo, cfg.clients, &holds, start, end))
+            ]);
+            c
+        })
+        .collect();
+    process::run_cell(Contender::Kazoo, commands, false, cfg)
 }
 
 /// The server's write rate from one session.

@@ -12,8 +12,8 @@ use common::{kazoo_python, zookeeper_available};
 use std::time::Duration;
 use tokio::task::block_in_place;
 use zklock_real::bench::{
-    CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, floor_cell, kazoo_cell,
-    raw_write_rate, recipe_cell, zookeeper_client_cell,
+    CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, curator_cell,
+    curator_classpath, floor_cell, kazoo_cell, raw_write_rate, recipe_cell, zookeeper_client_cell,
 };
 use zklock_real::harness::TestServer;
 use zklock_real::reactor;
@@ -82,7 +82,7 @@ fn assert_measured(r: &CellResult, contender: Contender, clients: u32) {
     );
     // The Rust locks run in this process, so their client CPU is measured.
     let cpu = r.client_cpu.map(|c| c.per_acquisition_us());
-    if contender == Contender::Kazoo {
+    if matches!(contender, Contender::Kazoo | Contender::Curator) {
         assert_eq!(cpu, None);
     } else {
         assert!(
@@ -188,6 +188,35 @@ async fn a_tiny_kazoo_cell_measures_something() {
             block_in_place(|| kazoo_cell(&python, &addr, &cfg)).unwrap()
         });
         assert_measured(&r, Contender::Kazoo, clients);
+    }
+}
+
+/// Curator's cell: one JVM for its clients, compiled on first use into a scratch dir.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_curator_cell_measures_something() {
+    if !zookeeper_available() {
+        return;
+    }
+    let classpath = match curator_classpath() {
+        Ok((cp, _version)) => cp,
+        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but Curator's cell cannot run: {why}")
+        }
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+    let build = tempfile::tempdir().unwrap();
+    let server = block_in_place(TestServer::start).unwrap();
+    let addr = server.connect_string();
+    for clients in [1, 2] {
+        let r = until_measured_blocking(2, |window, n| {
+            let path = format!("/bench-test/curator-{clients}-{n}");
+            let cfg = CellConfig::new(clients, window, &path);
+            block_in_place(|| curator_cell(&classpath, build.path(), &addr, &cfg)).unwrap()
+        });
+        assert_measured(&r, Contender::Curator, clients);
     }
 }
 

@@ -99,19 +99,20 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         if r.interrupted {
             println!("interrupted");
         }
-        if let (Some(c), Some(path)) = (&r.checkpoint, &a.checkpoint) {
-            // Only the checkpoint this check resumed from is replaced.
-            write_private(path, &c.to_bytes(), resuming)?;
-            println!(
-                "checkpoint: {} (the same command resumes from it)",
-                path.display()
-            );
-        }
+        let resume = match (&r.checkpoint, &a.checkpoint) {
+            (Some(c), Some(path)) => {
+                // Only the checkpoint this check resumed from is replaced.
+                write_private(path, &c.to_bytes(), resuming)?;
+                println!("checkpoint: {}", path.display());
+                "; the same command resumes from the checkpoint"
+            }
+            _ => "",
+        };
         // Not a pass: the schedules left unexplored may hold a violation.
         println!(
             "incomplete: every property held on the {} schedules explored, but a bound \
              stopped the search before the rest; raise --schedules-max or --time-limit-s \
-             for a complete check",
+             for a complete check{resume}",
             r.schedules
         );
         return Ok(Status::Inconclusive);

@@ -108,8 +108,8 @@ impl fmt::Display for CheckpointError {
                 this,
             } => write!(
                 f,
-                "the checkpoint is of another check: its {what} is {checkpoint:?}, this \
-                 check's is {this:?}"
+                "the checkpoint is of another check: its {what} is {checkpoint}, this \
+                 check's is {this}"
             ),
         }
     }
@@ -151,10 +151,15 @@ impl Checkpoint {
         ];
         for (what, a, b) in pairs {
             if a != b {
+                let (checkpoint, this) = if what == "scenario" {
+                    scenario_difference(a, b)
+                } else {
+                    (a.clone(), b.clone())
+                };
                 return Err(CheckpointError::Mismatch {
                     what,
-                    checkpoint: a.clone(),
-                    this: b.clone(),
+                    checkpoint,
+                    this,
                 });
             }
         }
@@ -296,6 +301,33 @@ impl Checkpoint {
     }
 }
 
+/// The fields in which two scenarios (as JSON) differ, as `name=value` lists, so that a
+/// refusal names what differs rather than two whole scenarios.
+fn scenario_difference(a: &str, b: &str) -> (String, String) {
+    use serde_json::{Map, Value};
+    let fields = |s: &str| match serde_json::from_str::<Value>(s) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let (fa, fb) = (fields(a), fields(b));
+    let mut keys: Vec<&String> = fa.keys().chain(fb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let (mut da, mut db) = (Vec::new(), Vec::new());
+    for k in keys {
+        let (va, vb) = (fa.get(k), fb.get(k));
+        if va != vb {
+            let show = |v: Option<&Value>| v.map_or("(none)".to_string(), Value::to_string);
+            da.push(format!("{k}={}", show(va)));
+            db.push(format!("{k}={}", show(vb)));
+        }
+    }
+    if da.is_empty() {
+        return (a.to_string(), b.to_string());
+    }
+    (da.join(" "), db.join(" "))
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
@@ -395,13 +427,15 @@ mod tests {
             clients: 3,
             ..sc.clone()
         };
-        assert!(matches!(
+        // A refusal names the fields that differ, not two whole scenarios.
+        assert_eq!(
             c.belongs_to("zklock", &other, true),
             Err(CheckpointError::Mismatch {
                 what: "scenario",
-                ..
+                checkpoint: "clients=5".into(),
+                this: "clients=3".into()
             })
-        ));
+        );
         assert!(matches!(
             c.belongs_to("herd", &sc, true),
             Err(CheckpointError::Mismatch { what: "recipe", .. })

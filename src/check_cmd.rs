@@ -2,12 +2,13 @@
 
 use crate::cli::CheckArgs;
 use crate::explore::{failure_text, non_default_knobs};
-use crate::files::{create_private_dir, trace_path};
+use crate::files::{create_private_dir, trace_path, write_private};
 use crate::{Status, recipe};
 use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use zklock_checker::Bounds;
+use std::path::Path;
 use zklock_checker::registry::Recipes;
+use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 use zklock_sim::Scenario;
 
 pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
@@ -49,15 +50,39 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             b.clients
         );
     }
+    let control = Control {
+        resume: match &a.checkpoint {
+            Some(path) => read_checkpoint(path)?,
+            None => None,
+        },
+        interrupt: crate::interrupt::for_sweep(),
+        checkpoint: a.checkpoint.is_some(),
+    };
+    let resuming = control.resume.is_some();
     // A count, not a bar: the search usually ends long before its schedule limit.
     let spinner = ProgressBar::new_spinner().with_style(
         ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"),
     );
-    let r = lock.check_exhaustive(&base, &b, &|schedules, states| {
+    let progress = |schedules, states| {
         spinner.set_message(format!("{schedules} schedules, {states} distinct states"));
         spinner.tick();
-    })?;
+    };
+    let r = match lock.check_exhaustive(&base, &b, &progress, control) {
+        Ok(r) => r,
+        Err(SearchError::Checkpoint(e)) => bail!(
+            "{}: {e}",
+            a.checkpoint.as_deref().unwrap_or(Path::new("")).display()
+        ),
+        Err(e) => return Err(e.into()),
+    };
     spinner.finish_and_clear();
+    if r.resumed_at_schedules > 0 || resuming {
+        println!(
+            "resumed after {} schedules, from {}",
+            r.resumed_at_schedules,
+            a.checkpoint.as_deref().unwrap_or(Path::new("")).display()
+        );
+    }
     println!(
         "recipe {}, {} clients x {} acquisitions, at most {} faults{}: {r}",
         a.recipe,
@@ -71,11 +96,23 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             println!("ok: every property held on every schedule");
             return Ok(Status::Held);
         }
+        if r.interrupted {
+            println!("interrupted");
+        }
+        let resume = match (&r.checkpoint, &a.checkpoint) {
+            (Some(c), Some(path)) => {
+                // Only the checkpoint this check resumed from is replaced.
+                write_private(path, &c.to_bytes(), resuming)?;
+                println!("checkpoint: {}", path.display());
+                "; the same command resumes from the checkpoint"
+            }
+            _ => "",
+        };
         // Not a pass: the schedules left unexplored may hold a violation.
         println!(
             "incomplete: every property held on the {} schedules explored, but a bound \
              stopped the search before the rest; raise --schedules-max or --time-limit-s \
-             for a complete check",
+             for a complete check{resume}",
             r.schedules
         );
         return Ok(Status::Inconclusive);
@@ -92,4 +129,21 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         path.display()
     );
     Ok(Status::Violated)
+}
+
+/// The checkpoint at `path`, if the file exists; a file that is not a readable checkpoint
+/// is refused, so that it is never overwritten.
+fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("reading the checkpoint {}: {e}", path.display()),
+    };
+    match Checkpoint::from_bytes(&bytes) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => bail!(
+            "{}: {e}; it is left as it is (name another file to start afresh)",
+            path.display()
+        ),
+    }
 }

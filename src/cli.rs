@@ -244,6 +244,11 @@ pub struct CheckArgs {
     /// Replace an existing trace of the same name
     #[arg(long)]
     pub force: bool,
+    /// Resume the check from FILE if it exists (a checkpoint of this very check, else
+    /// refused), and write FILE when a limit or Ctrl-C stops the check before the end
+    /// (replacing only the checkpoint it resumed from)
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -282,6 +282,70 @@ fn an_incomplete_check_exits_3_and_a_complete_one_0() {
     assert_eq!(code, 0, "{out}");
 }
 
+/// A check stopped by its schedule limit writes its checkpoint, and the same command
+/// resumes it until it completes with the counts of the check run in one go; a damaged
+/// or foreign checkpoint is refused with status 2 and left as it is.
+#[test]
+fn a_check_in_parts_through_its_checkpoint_ends_as_one_run_in_one_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = ["check", "--clients", "2", "--faults-max", "0"];
+    let (code, whole, _) = zklock(&check, dir.path());
+    assert_eq!(code, 0, "{whole}");
+    let counts = |out: &str| {
+        let line = out.lines().find(|l| l.starts_with("recipe ")).unwrap();
+        line.split(": ")
+            .nth(1)
+            .unwrap()
+            .split(", ")
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let parts: Vec<&str> = check
+        .iter()
+        .copied()
+        .chain(["--schedules-max", "100", "--checkpoint", "c.ckpt"])
+        .collect();
+    let mut stops = 0;
+    let last = loop {
+        let (code, out, err) = zklock(&parts, dir.path());
+        if code == 0 {
+            break out;
+        }
+        assert_eq!(code, 3, "{out}{err}");
+        assert!(out.contains("checkpoint: c.ckpt"), "{out}");
+        stops += 1;
+        assert!(stops < 1000, "{out}");
+    };
+    assert!(stops >= 2, "{last}");
+    assert!(last.contains("resumed after "), "{last}");
+    assert_eq!(counts(&last), counts(&whole));
+    let checkpoint = dir.path().join("c.ckpt");
+    let mut bytes = std::fs::read(&checkpoint).unwrap();
+    let foreign = [
+        "check",
+        "--clients",
+        "3",
+        "--faults-max",
+        "0",
+        "--checkpoint",
+        "c.ckpt",
+    ];
+    let (code, _, err) = zklock(&foreign, dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("another check") && err.contains("clients=2"),
+        "{err}"
+    );
+    let n = bytes.len() / 2;
+    bytes[n] ^= 1;
+    std::fs::write(&checkpoint, &bytes).unwrap();
+    let (code, _, err) = zklock(&parts, dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("checksum"), "{err}");
+    assert_eq!(std::fs::read(&checkpoint).unwrap(), bytes, "left as it was");
+}
+
 /// The replay used to say only that the history differs, and blamed "the recipe or
 /// zklock" whatever the cause: it now names the first event where the two part, exits 1,
 /// and says what the trace's own choices tell.

@@ -20,7 +20,14 @@
 //! whether a refused writer's hold was still valid) are judged on every schedule that
 //! runs to the end; a path that is pruned shares its future with one that ran, but its
 //! own past is judged only up to the pruning point.
+//!
+//! **Resuming.** The search is fully described by the next prefix to run, the digests
+//! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
+//! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with
+//! exactly the schedules and pruning the search would have had in one go.
 
+use crate::checkpoint::{Checkpoint, CheckpointError};
+use crate::explore::Interrupt;
 use crate::limits::{LimitError, check_wall_time_ms};
 use crate::run::{CheckedRun, judge};
 use std::collections::HashSet;
@@ -40,9 +47,10 @@ pub struct Bounds {
     /// Faults per schedule at most. Default 1.
     pub faults_max: u32,
     /// Schedules at most before giving up (the report then says it is incomplete); any
-    /// count, since the time limit bounds the search too. Default 2,000,000.
+    /// count, since the time limit bounds the search too. A resumed search counts only
+    /// the schedules it runs itself. Default 2,000,000.
     pub schedules_max: u64,
-    /// Wall time at most, in milliseconds, at most
+    /// Wall time at most, in milliseconds (of this search, when resumed), at most
     /// [`WALL_TIME_LIMIT_MS_MAX`](crate::limits::WALL_TIME_LIMIT_MS_MAX). Default 600000.
     pub time_limit_ms: u64,
     /// Prune revisited states. Default true.
@@ -105,6 +113,55 @@ pub struct ExhaustiveReport {
     pub complete: bool,
     /// The first violating schedule in search order, if any.
     pub violation: Option<CheckedRun>,
+    /// Whether an [`Interrupt`] stopped the search.
+    pub interrupted: bool,
+    /// Schedules run before this search resumed (0 when it started afresh); `schedules`
+    /// and `pruned` count them too.
+    pub resumed_at_schedules: u64,
+    /// Where the search stopped, when a bound or an interrupt stopped it before the end
+    /// and [`Control::checkpoint`] asked for it: resume from it with [`Control::resume`].
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// Where an exhaustive search starts, what may stop it early, and whether it keeps a
+/// checkpoint when it does.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// A checkpoint to resume from (of the same recipe, scenario, pruning and zklock).
+    /// Default: none, start afresh.
+    pub resume: Option<Checkpoint>,
+    /// Stops the search between two schedules, leaving it incomplete. Default: none.
+    pub interrupt: Interrupt,
+    /// Keep a checkpoint in the report when the search stops early. Default false (it
+    /// holds every digest seen: 16 bytes a state).
+    pub checkpoint: bool,
+}
+
+/// Why an exhaustive search did not run.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SearchError {
+    /// Bounds or a scenario outside their limits.
+    Limit(LimitError),
+    /// The checkpoint to resume from belongs to another check.
+    Checkpoint(CheckpointError),
+}
+
+impl std::fmt::Display for SearchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SearchError::Limit(e) => e.fmt(f),
+            SearchError::Checkpoint(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SearchError {}
+
+impl From<LimitError> for SearchError {
+    fn from(e: LimitError) -> Self {
+        SearchError::Limit(e)
+    }
 }
 
 impl std::fmt::Display for ExhaustiveReport {
@@ -183,16 +240,49 @@ pub fn check_exhaustive_with<R: Recipe>(
     failing: &dyn Fn(&CheckedRun) -> bool,
     progress: &dyn Fn(u64, u64),
 ) -> Result<ExhaustiveReport, LimitError> {
+    match check_exhaustive_controlled(base, recipe, bounds, failing, progress, Control::default()) {
+        Ok(r) => Ok(r),
+        Err(SearchError::Limit(e)) => Err(e),
+        Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
+    }
+}
+
+/// As [`check_exhaustive_with`], resuming from a checkpoint, stopping at an interrupt and
+/// keeping a checkpoint as `control` says. A checkpoint of another check is a
+/// [`SearchError::Checkpoint`], and nothing runs.
+pub fn check_exhaustive_controlled<R: Recipe>(
+    base: &Scenario,
+    recipe: &R,
+    bounds: &Bounds,
+    failing: &dyn Fn(&CheckedRun) -> bool,
+    progress: &dyn Fn(u64, u64),
+    control: Control,
+) -> Result<ExhaustiveReport, SearchError> {
     bounds.validate(base)?;
     let scenario = bounds.scenario(base);
-    let visited = Arc::new(Mutex::new(HashSet::new()));
-    let t0 = Instant::now();
-    let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
     let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
     let mut prefix = Some(Vec::new());
+    let mut seen = HashSet::new();
+    if let Some(c) = control.resume {
+        c.belongs_to(&recipe.name(), &scenario, bounds.prune)
+            .map_err(SearchError::Checkpoint)?;
+        (schedules, pruned) = (c.schedules, c.pruned);
+        max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
+        prefix = Some(c.next_prefix);
+        seen = c.visited.into_iter().collect();
+    }
+    let resumed_at_schedules = schedules;
+    let visited = Arc::new(Mutex::new(seen));
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
     let mut violation = None;
+    let mut interrupted = false;
     while let Some(p) = prefix.take() {
-        if schedules >= bounds.schedules_max || Instant::now() >= deadline {
+        interrupted = control.interrupt.is_set();
+        if interrupted
+            || schedules - resumed_at_schedules >= bounds.schedules_max
+            || Instant::now() >= deadline
+        {
             prefix = Some(p);
             break;
         }
@@ -223,7 +313,23 @@ pub fn check_exhaustive_with<R: Recipe>(
         }
         prefix = GuidedChooser::next_prefix(&made);
     }
-    let distinct_states = visited.lock().expect("visited lock").len() as u64;
+    let visited = std::mem::take(&mut *visited.lock().expect("visited lock"));
+    let distinct_states = visited.len() as u64;
+    let checkpoint = match &prefix {
+        Some(next) if control.checkpoint && violation.is_none() => {
+            let mut visited: Vec<u128> = visited.into_iter().collect();
+            visited.sort_unstable();
+            Some(Checkpoint {
+                schedules,
+                pruned,
+                max_depth: max_depth as u64,
+                next_prefix: next.clone(),
+                visited,
+                ..Checkpoint::start(&recipe.name(), &scenario, bounds.prune)
+            })
+        }
+        _ => None,
+    };
     Ok(ExhaustiveReport {
         scenario,
         schedules,
@@ -233,5 +339,8 @@ pub fn check_exhaustive_with<R: Recipe>(
         wall_ms: t0.elapsed().as_millis() as u64,
         complete: prefix.is_none() && violation.is_none(),
         violation,
+        interrupted,
+        resumed_at_schedules,
+        checkpoint,
     })
 }

@@ -119,6 +119,7 @@
 //!    that wrote the trace ([`Trace::zklock_commit`]) when it was not this build's: the
 //!    seed and that commit reproduce the run exactly.
 
+pub mod checkpoint;
 pub mod concurrent;
 pub mod exhaustive;
 pub mod explore;
@@ -136,9 +137,10 @@ pub mod trace;
 #[cfg(test)]
 mod testkit;
 
+pub use checkpoint::{Checkpoint, CheckpointError};
 pub use exhaustive::{
-    Bounds, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, check_exhaustive, check_exhaustive_until,
-    check_exhaustive_with,
+    Bounds, Control, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, SearchError, check_exhaustive,
+    check_exhaustive_controlled, check_exhaustive_until, check_exhaustive_with,
 };
 pub use explore::{Budget, Explored, Interrupt, Summary, SweepRange, explore, explore_until};
 pub use limits::LimitError;

@@ -27,7 +27,9 @@
 //! assert!(recipes.get("no-such-lock").is_none());
 //! ```
 
-use crate::exhaustive::{Bounds, ExhaustiveReport, check_exhaustive_with};
+use crate::exhaustive::{
+    Bounds, Control, ExhaustiveReport, SearchError, check_exhaustive_controlled,
+};
 use crate::explore::{Budget, Explored, explore};
 use crate::limits::LimitError;
 use crate::run::{CheckedRun, replay};
@@ -56,14 +58,17 @@ pub trait AnyRecipe: Send + Sync {
         budget: &Budget,
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<Explored, LimitError>;
-    /// A bounded exhaustive check, stopping at the first schedule that fails (see
-    /// [`check_exhaustive_with`]); `progress(schedules, distinct_states)` now and then.
+    /// A bounded exhaustive check, stopping at the first schedule that fails, resumed,
+    /// interrupted and checkpointed as `control` says (see
+    /// [`check_exhaustive_controlled`]); `progress(schedules, distinct_states)` now and
+    /// then.
     fn check_exhaustive(
         &self,
         base: &Scenario,
         bounds: &Bounds,
         progress: &dyn Fn(u64, u64),
-    ) -> Result<ExhaustiveReport, LimitError>;
+        control: Control,
+    ) -> Result<ExhaustiveReport, SearchError>;
     /// The trace's choices run again, and judged (see [`replay()`]).
     fn replay(&self, trace: &Trace) -> Result<CheckedRun, ScenarioError>;
     /// A failing trace minimized (see [`shrink()`]).
@@ -87,8 +92,10 @@ impl<R: Recipe + 'static> AnyRecipe for R {
         base: &Scenario,
         bounds: &Bounds,
         progress: &dyn Fn(u64, u64),
-    ) -> Result<ExhaustiveReport, LimitError> {
-        check_exhaustive_with(base, self, bounds, &|run| run.failure().is_some(), progress)
+        control: Control,
+    ) -> Result<ExhaustiveReport, SearchError> {
+        let failing = &|run: &CheckedRun| run.failure().is_some();
+        check_exhaustive_controlled(base, self, bounds, failing, progress, control)
     }
     fn replay(&self, trace: &Trace) -> Result<CheckedRun, ScenarioError> {
         replay(trace, self)

@@ -1,7 +1,10 @@
 //! Bounded exhaustive checks of the shipped recipe.
 
 use std::sync::Mutex;
-use zklock_checker::{Bounds, PROGRESS_EVERY_SCHEDULES, check_exhaustive_with};
+use zklock_checker::{
+    Bounds, CheckedRun, Checkpoint, CheckpointError, Control, Interrupt, PROGRESS_EVERY_SCHEDULES,
+    SearchError, check_exhaustive_controlled, check_exhaustive_with,
+};
 use zklock_sim::{Scenario, ShippedRecipe};
 
 #[test]
@@ -32,4 +35,129 @@ fn two_clients_one_fault_shipped_recipe_is_correct() {
             .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1)
     );
     assert!(calls.last().unwrap().1 <= r.distinct_states);
+}
+
+/// A check stopped by its schedule limit (several times over) and resumed from its
+/// checkpoint, read back from bytes each time, runs exactly the schedules of a check run
+/// in one go: the same counts, the same states, complete.
+#[test]
+fn a_check_resumed_from_checkpoints_equals_one_run_in_one_go() {
+    let base = Scenario::default();
+    let bounds = Bounds {
+        faults_max: 0,
+        ..Bounds::default()
+    };
+    let recipe = ShippedRecipe::default();
+    let failing = |run: &CheckedRun| run.failure().is_some();
+    let whole = check_exhaustive_with(&base, &recipe, &bounds, &failing, &|_, _| {}).unwrap();
+    assert!(whole.complete && whole.violation.is_none(), "{whole}");
+    assert!(whole.schedules > 100, "{whole}");
+    let step = Bounds {
+        schedules_max: whole.schedules / 3,
+        ..bounds.clone()
+    };
+    let mut resume = None;
+    let mut stops = 0;
+    let last = loop {
+        let control = Control {
+            resume: resume.take(),
+            checkpoint: true,
+            ..Control::default()
+        };
+        let r = check_exhaustive_controlled(&base, &recipe, &step, &failing, &|_, _| {}, control)
+            .unwrap();
+        if r.complete {
+            break r;
+        }
+        stops += 1;
+        assert!(!r.interrupted && r.violation.is_none(), "{r}");
+        let bytes = r
+            .checkpoint
+            .expect("a checkpoint of the stopped check")
+            .to_bytes();
+        resume = Some(Checkpoint::from_bytes(&bytes).unwrap());
+    };
+    assert_eq!(stops, 3);
+    assert!(last.checkpoint.is_none());
+    assert_eq!(
+        (
+            last.schedules,
+            last.pruned,
+            last.distinct_states,
+            last.max_depth
+        ),
+        (
+            whole.schedules,
+            whole.pruned,
+            whole.distinct_states,
+            whole.max_depth
+        )
+    );
+}
+
+/// An interrupted check stops before its next schedule, says so, and its checkpoint
+/// resumes it; a checkpoint of another check is refused and nothing runs.
+#[test]
+fn an_interrupted_check_resumes_and_a_foreign_checkpoint_is_refused() {
+    let base = Scenario::default();
+    let bounds = Bounds {
+        faults_max: 0,
+        ..Bounds::default()
+    };
+    let recipe = ShippedRecipe::default();
+    let failing = |run: &CheckedRun| run.failure().is_some();
+    let interrupt = Interrupt::new();
+    interrupt.set();
+    let control = Control {
+        interrupt,
+        checkpoint: true,
+        ..Control::default()
+    };
+    let r = check_exhaustive_controlled(&base, &recipe, &bounds, &failing, &|_, _| {}, control)
+        .unwrap();
+    assert!(r.interrupted && !r.complete && r.schedules == 0, "{r}");
+    let checkpoint = r.checkpoint.expect("a checkpoint of the interrupted check");
+    let other = Bounds {
+        clients: 3,
+        ..bounds.clone()
+    };
+    let refused = check_exhaustive_controlled(
+        &base,
+        &recipe,
+        &other,
+        &failing,
+        &|_, _| panic!("nothing runs"),
+        Control {
+            resume: Some(checkpoint.clone()),
+            ..Control::default()
+        },
+    );
+    assert!(
+        matches!(
+            refused,
+            Err(SearchError::Checkpoint(CheckpointError::Mismatch {
+                what: "scenario",
+                ..
+            }))
+        ),
+        "{refused:?}"
+    );
+    let resumed = check_exhaustive_controlled(
+        &base,
+        &recipe,
+        &bounds,
+        &failing,
+        &|_, _| {},
+        Control {
+            resume: Some(checkpoint),
+            ..Control::default()
+        },
+    )
+    .unwrap();
+    let whole = check_exhaustive_with(&base, &recipe, &bounds, &failing, &|_, _| {}).unwrap();
+    assert!(resumed.complete, "{resumed}");
+    assert_eq!(
+        (resumed.schedules, resumed.distinct_states),
+        (whole.schedules, whole.distinct_states)
+    );
 }

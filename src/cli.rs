@@ -362,7 +362,7 @@ pub struct RealArgs {
     /// Timeout of the timed acquires, in ms
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
     pub acquire_timeout_ms: u64,
-    /// Where a failing run's timeline goes
+    /// Where a failing run's timelines go (text and HTML)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
 }

@@ -9,7 +9,7 @@ pub mod html;
 #[cfg(test)]
 mod tests;
 
-pub use html::render_timeline_html;
+pub use html::{render_history_html, render_timeline_html};
 
 /// What the columns and tags mean; printed before the events.
 pub const LEGEND: &str = "\

@@ -218,10 +218,10 @@ fn a_timeline_of_ten_thousand_events_renders_collapsed() {
     let Some(chromium) = chromium() else { return };
     let scenario = Scenario {
         clients: 5,
-        acquisitions_per_client: 160,
+        acquisitions_per_client: 220,
         ..Scenario::default()
     };
-    let run = check_seed(&scenario, 7, &ShippedRecipe);
+    let run = check_seed(&scenario, 7, &ShippedRecipe::default());
     let trace = run.trace(&scenario, 7, "mutex");
     let events = trace.history.events.len();
     assert!(events > 10_000, "only {events} events");

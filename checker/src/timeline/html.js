@@ -46,7 +46,7 @@ function render() {
   // Axis.
   var step = niceStep(x1 - x0, Math.max(2, plotW / 110));
   out.push('<g class="axis">');
-  for (var v = Math.ceil(x0 / step) * step; v <= x1; v += step) {
+  for (var v = Math.max(0, Math.ceil(x0 / step) * step); v <= x1; v += step) {
     var label = mode === "time" ? (v / 1000).toFixed(step < 1000 ? 3 : 0) + " ms" : "#" + Math.round(v);
     out.push('<line x1="' + f(X(v)) + '" x2="' + f(X(v)) + '" y1="' + (TOP - 4) + '" y2="' + H + '"/><text x="' + f(X(v) + 2) + '" y="' + (TOP - 8) + '">' + label + '</text>');
   }

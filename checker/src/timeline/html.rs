@@ -13,7 +13,7 @@
 
 use super::{Describer, format_ms};
 use crate::holds::{all_holds, is_crash};
-use crate::trace::Trace;
+use crate::trace::{SavedReport, Trace};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -46,34 +46,53 @@ struct Model {
 
 /// The page of `trace`. Deterministic: the same trace gives the same bytes.
 pub fn render_timeline_html(trace: &Trace) -> String {
-    let model = model(trace);
-    let json = serde_json::to_string(&model).unwrap_or_else(|_| "{}".into());
-    let mut out = String::with_capacity(json.len() + 16 * 1024);
-    out.push_str(HEAD);
     let title = format!(
         "zklock timeline: recipe {}, seed {}",
         trace.recipe, trace.seed
     );
-    let _ = write!(
-        out,
-        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        esc(&title),
-        esc(&title)
-    );
-    let _ = writeln!(
-        out,
-        "<p class=\"facts\">{} clients, {} events, {} choices; zklock {}{}, trace format {}</p>",
+    let facts = format!(
+        "{} clients, {} events, {} choices; zklock {}{}, trace format {}",
         trace.scenario.clients,
         trace.history.events.len(),
         trace.choices.len(),
-        esc(&trace.zklock_version),
+        trace.zklock_version,
         match trace.zklock_commit.as_str() {
             "" => String::new(),
-            c => format!(" (commit {})", esc(c)),
+            c => format!(" (commit {c})"),
         },
         trace.format_version
     );
-    header_report(&mut out, trace);
+    let fallback = trace.violation.as_deref().unwrap_or("none");
+    page(&title, &facts, &trace.history, trace.report.as_ref(), fallback)
+}
+
+/// The page of a history that is no trace (a real server's run): `title` heads it,
+/// `report` is the checker's on it.
+pub fn render_history_html(title: &str, history: &History, report: &SavedReport) -> String {
+    let facts = format!("{} events", history.events.len());
+    page(title, &facts, history, Some(report), "none")
+}
+
+fn page(
+    title: &str,
+    facts: &str,
+    history: &History,
+    report: Option<&SavedReport>,
+    fallback: &str,
+) -> String {
+    let model = model(history, report);
+    let json = serde_json::to_string(&model).unwrap_or_else(|_| "{}".into());
+    let mut out = String::with_capacity(json.len() + 16 * 1024);
+    out.push_str(HEAD);
+    let _ = write!(
+        out,
+        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n\
+         <p class=\"facts\">{}</p>\n",
+        esc(title),
+        esc(title),
+        esc(facts)
+    );
+    header_report(&mut out, report, fallback);
     out.push_str(BODY);
     // `<` never appears raw inside the script element, so no string can end it.
     let safe = json
@@ -89,14 +108,14 @@ pub fn render_timeline_html(trace: &Trace) -> String {
 
 /// The violation in words, above the picture: what the trace records, and each proving
 /// event as a link that zooms the picture to it.
-fn header_report(out: &mut String, trace: &Trace) {
-    let Some(report) = &trace.report else {
+fn header_report(out: &mut String, report: Option<&SavedReport>, fallback: &str) {
+    let Some(report) = report else {
         let _ = writeln!(
             out,
             "<p class=\"violation\">violation: {}</p>\n<p>This trace carries no checker's \
              report (it was written by an older zklock): <code>zklock replay TRACE --save \
              NEW.json</code> writes one that does.</p>",
-            esc(trace.violation.as_deref().unwrap_or("none"))
+            esc(fallback)
         );
         return;
     };
@@ -157,8 +176,7 @@ fn header_report(out: &mut String, trace: &Trace) {
     );
 }
 
-fn model(trace: &Trace) -> Model {
-    let history = &trace.history;
+fn model(history: &History, report: Option<&SavedReport>) -> Model {
     let lanes = lanes(history);
     let lane_of = |client: u32, session: SessionId| lanes.get(&(client, session)).copied();
     let describer = Describer::new(history);
@@ -228,9 +246,7 @@ fn model(trace: &Trace) -> Model {
             (lane, h.start, h.end.map_or(-1, |e| e as i64), end_kind, label)
         })
         .collect();
-    let marked = trace
-        .report
-        .as_ref()
+    let marked = report
         .map(|r| {
             r.marks()
                 .into_iter()
@@ -340,3 +356,79 @@ const STYLE: &str = include_str!("html.css");
 
 /// The page's script: draws the SVG from the embedded data, zooms and pans.
 const SCRIPT: &str = include_str!("html.js");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::Hb;
+    use zklock_recipe::SessionState;
+    use zklock_sim::Scenario;
+
+    fn trace_of(history: History) -> Trace {
+        Trace::new(Scenario::default(), 3, vec![], "mutex", history, None)
+    }
+
+    #[test]
+    fn a_node_name_cannot_end_the_script_or_inject_markup() {
+        let mut h = Hb::new();
+        h.ev(
+            1,
+            EventKind::Acquired {
+                token: 1,
+                node: "</script><script>alert(1)</script><b>".into(),
+            },
+        );
+        let mut trace = trace_of(h.build());
+        trace.recipe = "<img src=x onerror=alert(1)>".into();
+        let page = render_timeline_html(&trace);
+        assert_eq!(page.matches("<script").count(), 2, "only the page's two scripts");
+        assert!(!page.contains("<img"), "the recipe's name is escaped");
+        assert!(!page.contains("<b>"));
+        assert!(!SCRIPT.contains("</script") && !STYLE.contains("</style"));
+    }
+
+    #[test]
+    fn the_page_fetches_nothing() {
+        let mut h = Hb::new();
+        h.acquire(1, 1);
+        h.release(1, 1);
+        let page = render_timeline_html(&trace_of(h.build()));
+        for outside in ["src=", "href=\"http", "@import", "url(http", "<link", "fetch("] {
+            assert!(!page.contains(outside), "{outside}");
+        }
+        assert!(page.contains("default-src 'none'"));
+    }
+
+    #[test]
+    fn one_lane_per_client_and_session_with_holds_requests_and_faults() {
+        let mut h = Hb::new();
+        h.acquire(1, 1);
+        h.fault(1, FaultKind::Pause { duration_ms: 40 });
+        h.session(1, SessionState::Expired);
+        h.acquire(2, 2);
+        let mut history = h.build();
+        // Client 1 comes back on a new session: a lane of its own.
+        let mut again = history.events[0].clone();
+        again.session = SessionId(0x9);
+        again.time_us += 100_000;
+        history.events.push(again);
+        let m = model(&history, None);
+        assert_eq!(m.lanes, ["c1 s0x1001", "c1 s0x9", "c2 s0x1002"]);
+        assert_eq!(m.holds.len(), 2);
+        assert!(m.holds.iter().all(|h| h.3 == "open"), "{:?}", m.holds);
+        assert_eq!((m.holds[0].0, m.holds[1].0), (0, 2));
+        assert!(m.ops.iter().all(|o| o.1 >= 0 && o.2 == "ok"), "{:?}", m.ops);
+        assert_eq!(m.faults.len(), 1);
+        assert_eq!(m.faults[0].1, 40_000);
+        assert!(m.ev.iter().all(|e| e.3.starts_with('#')));
+    }
+
+    #[test]
+    fn the_page_is_the_same_for_the_same_trace() {
+        let mut h = Hb::new();
+        h.acquire(1, 1);
+        h.acquire(2, 2);
+        let t = trace_of(h.build());
+        assert_eq!(render_timeline_html(&t), render_timeline_html(&t));
+    }
+}

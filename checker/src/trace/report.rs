@@ -2,11 +2,13 @@
 //! so a reader of the file (or of its timelines) sees what was violated and why without
 //! running anything.
 
-use crate::properties::{EventRef, Violation};
+use crate::properties::{EventRef, Report, Violation};
 use crate::run::CheckedRun;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use zklock_recipe::SessionId;
+use zklock_recipe::history::{EventKind, History};
+use zklock_sim::SimError;
 
 /// The report of the run a trace records.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,19 +59,50 @@ pub struct SavedEvent {
 }
 
 impl SavedReport {
-    /// The report of a judged run.
+    /// The report of a judged run. A stuck world counts as a liveness violation: unless
+    /// the checker reported one, its proving events are the acquires still waiting when
+    /// the world got stuck.
     pub fn of(run: &CheckedRun) -> SavedReport {
-        SavedReport {
+        let mut saved = SavedReport {
             violated: run.violated().iter().map(|s| s.to_string()).collect(),
-            violations: run
-                .report
+            stopped: run.outcome.error.as_ref().map(|e| e.to_string()),
+            ..SavedReport::of_report(&run.report)
+        };
+        if let Some(error @ SimError::Stuck { .. }) = &run.outcome.error
+            && !saved.violations.iter().any(|v| v.property == LIVENESS)
+        {
+            let history = &run.outcome.history;
+            let waiting = waiting_acquires(history);
+            if !waiting.is_empty() {
+                let proof: Vec<(usize, &str)> = waiting
+                    .iter()
+                    .map(|&i| (i, "still waiting when the run got stuck"))
+                    .collect();
+                let v = Violation::new_at(
+                    LIVENESS,
+                    history,
+                    error.to_string(),
+                    &proof,
+                    Some(history.events.len()),
+                );
+                saved.violations.push(SavedViolation::from(&v));
+            }
+        }
+        saved
+    }
+
+    /// The checker's report on a history.
+    pub fn of_report(report: &Report) -> SavedReport {
+        SavedReport {
+            violated: report.violated().iter().map(|s| s.to_string()).collect(),
+            violations: report
                 .verdicts
                 .iter()
                 .filter_map(|v| v.report.as_ref())
                 .map(SavedViolation::from)
                 .collect(),
-            stopped: run.outcome.error.as_ref().map(|e| e.to_string()),
-            text: run.report.to_string(),
+            stopped: None,
+            text: report.to_string(),
         }
     }
 
@@ -108,6 +141,25 @@ impl SavedReport {
             .map(|e| e.index)
             .find(|&i| i >= events_len)
     }
+}
+
+const LIVENESS: &str = crate::properties::liveness_after_heal::NAME;
+
+/// Each client's last `AcquireInvoked` that no `Acquired` or `AcquireFailed` answered.
+fn waiting_acquires(history: &History) -> Vec<usize> {
+    let mut waiting: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, e) in history.events.iter().enumerate() {
+        match e.kind {
+            EventKind::AcquireInvoked { .. } => {
+                waiting.insert(e.client, i);
+            }
+            EventKind::Acquired { .. } | EventKind::AcquireFailed { .. } => {
+                waiting.remove(&e.client);
+            }
+            _ => {}
+        }
+    }
+    waiting.into_values().collect()
 }
 
 impl From<&Violation> for SavedViolation {

@@ -366,7 +366,7 @@ fn the_report_travels_with_the_trace_and_marks_its_events_in_the_timeline() {
     for e in &v.events {
         let line = timeline
             .lines()
-            .filter(|l| l.contains("holders"))
+            .filter(|l| l.contains(" ms  c") && l.contains("  holders {"))
             .nth(e.index)
             .unwrap();
         assert!(

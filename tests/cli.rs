@@ -447,26 +447,42 @@ fn timeline_draws_a_trace_and_refuses_an_existing_page_or_a_bad_trace() {
     let page = dir.path().join("run.html");
     let (code, out, err) = zklock(&["timeline", "run.json", "-o", "run.html"], dir.path());
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(std::fs::read_to_string(&page).unwrap(), trace.timeline_html());
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        trace.timeline_html()
+    );
     // An existing page is kept, unless --force.
     std::fs::write(&page, "mine").unwrap();
     let (code, _, err) = zklock(&["timeline", "run.json", "-o", "run.html"], dir.path());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("run.html exists already") && err.contains("--force"), "{err}");
+    assert!(
+        err.contains("run.html exists already") && err.contains("--force"),
+        "{err}"
+    );
     assert_eq!(std::fs::read_to_string(&page).unwrap(), "mine");
     let args = ["timeline", "run.json", "-o", "run.html", "--force"];
     assert_eq!(zklock(&args, dir.path()).0, 0);
-    assert_eq!(std::fs::read_to_string(&page).unwrap(), trace.timeline_html());
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        trace.timeline_html()
+    );
     // Without -o the page goes beside the trace, where writing the trace put one already.
     let (code, _, err) = zklock(&["timeline", "run.json"], dir.path());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("run.json.timeline.html exists already"), "{err}");
+    assert!(
+        err.contains("run.json.timeline.html exists already"),
+        "{err}"
+    );
     // Never the trace itself; a corrupt or missing trace is named.
     let (code, _, err) = zklock(&["timeline", "run.json", "-o", "run.json"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is the trace itself"), "{err}");
     assert!(Trace::read(&path).is_ok());
-    std::fs::write(dir.path().join("bad.json"), "{\"format_version\": 2, \"seed\"").unwrap();
+    std::fs::write(
+        dir.path().join("bad.json"),
+        "{\"format_version\": 2, \"seed\"",
+    )
+    .unwrap();
     let (code, _, err) = zklock(&["timeline", "bad.json", "-o", "bad.html"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad.json is truncated"), "{err}");

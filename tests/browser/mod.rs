@@ -102,7 +102,10 @@ fn assert_drawn(name: &str, trace: &Trace, dom: &str) {
         lanes_of(trace),
         "{name}: lanes"
     );
-    let report = trace.report.as_ref().expect("a committed trace has a report");
+    let report = trace
+        .report
+        .as_ref()
+        .expect("a committed trace has a report");
     let named: BTreeSet<usize> = report.marks().into_keys().collect();
     assert!(!named.is_empty(), "{name}: its report names no event");
     assert_eq!(
@@ -111,7 +114,10 @@ fn assert_drawn(name: &str, trace: &Trace, dom: &str) {
         "{name}: every named event is ringed"
     );
     for property in &report.violated {
-        assert!(dom.contains(property.as_str()), "{name}: {property} not shown");
+        assert!(
+            dom.contains(property.as_str()),
+            "{name}: {property} not shown"
+        );
     }
 }
 
@@ -208,7 +214,11 @@ fn a_canary_timeline_renders_to_a_screenshot() {
     let bytes = std::fs::read(&png).expect("chromium wrote the screenshot");
     assert_eq!(png_size(&bytes), Some((1600, 900)), "not a 1600x900 PNG");
     // A blank page compresses to a few kilobytes; lanes, bars and text take far more.
-    assert!(bytes.len() > 20_000, "a near-empty screenshot: {} bytes", bytes.len());
+    assert!(
+        bytes.len() > 20_000,
+        "a near-empty screenshot: {} bytes",
+        bytes.len()
+    );
 }
 
 /// A run of more than 10,000 events: the page draws its lanes and holds, and collapses

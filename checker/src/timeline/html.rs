@@ -63,7 +63,13 @@ pub fn render_timeline_html(trace: &Trace) -> String {
         trace.format_version
     );
     let fallback = trace.violation.as_deref().unwrap_or("none");
-    page(&title, &facts, &trace.history, trace.report.as_ref(), fallback)
+    page(
+        &title,
+        &facts,
+        &trace.history,
+        trace.report.as_ref(),
+        fallback,
+    )
 }
 
 /// The page of a history that is no trace (a real server's run): `title` heads it,
@@ -192,7 +198,9 @@ fn model(history: &History, report: Option<&SavedReport>) -> Model {
                 ops.push((i, -1, "pending"));
                 "op"
             }
-            EventKind::OpOk { op_id } => close_op(&mut ops, &mut open_ops, e.client, *op_id, i, "ok"),
+            EventKind::OpOk { op_id } => {
+                close_op(&mut ops, &mut open_ops, e.client, *op_id, i, "ok")
+            }
             EventKind::OpFail { op_id, .. } => {
                 close_op(&mut ops, &mut open_ops, e.client, *op_id, i, "fail")
             }
@@ -243,7 +251,13 @@ fn model(history: &History, report: Option<&SavedReport>) -> Model {
                 },
             };
             let label = format!("{} token {} ({})", h.label(), h.token, h.node);
-            (lane, h.start, h.end.map_or(-1, |e| e as i64), end_kind, label)
+            (
+                lane,
+                h.start,
+                h.end.map_or(-1, |e| e as i64),
+                end_kind,
+                label,
+            )
         })
         .collect();
     let marked = report
@@ -381,7 +395,11 @@ mod tests {
         let mut trace = trace_of(h.build());
         trace.recipe = "<img src=x onerror=alert(1)>".into();
         let page = render_timeline_html(&trace);
-        assert_eq!(page.matches("<script").count(), 2, "only the page's two scripts");
+        assert_eq!(
+            page.matches("<script").count(),
+            2,
+            "only the page's two scripts"
+        );
         assert!(!page.contains("<img"), "the recipe's name is escaped");
         assert!(!page.contains("<b>"));
         assert!(!SCRIPT.contains("</script") && !STYLE.contains("</style"));
@@ -393,7 +411,14 @@ mod tests {
         h.acquire(1, 1);
         h.release(1, 1);
         let page = render_timeline_html(&trace_of(h.build()));
-        for outside in ["src=", "href=\"http", "@import", "url(http", "<link", "fetch("] {
+        for outside in [
+            "src=",
+            "href=\"http",
+            "@import",
+            "url(http",
+            "<link",
+            "fetch(",
+        ] {
             assert!(!page.contains(outside), "{outside}");
         }
         assert!(page.contains("default-src 'none'"));

@@ -4,10 +4,10 @@ use super::{
 use crate::properties::{CheckConfig, check_all};
 use crate::testkit::Hb;
 use crate::trace::SavedReport;
-use zklock_recipe::history::{EventKind, History};
-use zklock_recipe::{EventType, SessionState};
 use std::fs;
 use std::path::{Path, PathBuf};
+use zklock_recipe::history::{EventKind, History};
+use zklock_recipe::{EventType, SessionState};
 use zklock_sim::{Scenario, ScenarioError};
 
 fn sample() -> Trace {
@@ -58,7 +58,11 @@ fn write_then_read_round_trips_with_a_timeline() {
     names.sort();
     assert_eq!(
         names,
-        vec!["run.json", "run.json.timeline.html", "run.json.timeline.txt"]
+        vec![
+            "run.json",
+            "run.json.timeline.html",
+            "run.json.timeline.txt"
+        ]
     );
     let html = fs::read_to_string(Trace::html_path(&path)).unwrap();
     assert_eq!(html, trace.timeline_html());
@@ -362,7 +366,10 @@ fn the_report_travels_with_the_trace_and_marks_its_events_in_the_timeline() {
     assert_eq!(v.property, "mutual_exclusion");
     assert!(!v.events.is_empty() && !v.faults_before.is_empty(), "{v:?}");
     let timeline = back.timeline();
-    assert!(timeline.contains("VIOLATED: mutual_exclusion"), "{timeline}");
+    assert!(
+        timeline.contains("VIOLATED: mutual_exclusion"),
+        "{timeline}"
+    );
     for e in &v.events {
         let line = timeline
             .lines()

@@ -74,6 +74,10 @@ pub enum Command {
     /// same violated property
     #[command(after_help = EXIT_STATUS)]
     Shrink(ShrinkArgs),
+    /// Draw a trace as one self-contained HTML page: a lane per client and session,
+    /// holds, requests, watch events and faults, the violation's events ringed
+    #[command(after_help = EXIT_STATUS)]
+    Timeline(TimelineArgs),
     /// Merge the JSON summaries of an explore sweep's shards (--shard K/N --summary FILE)
     #[command(after_help = EXIT_STATUS)]
     Merge(MergeArgs),
@@ -255,6 +259,28 @@ pub struct CheckArgs {
 pub struct ReplayArgs {
     /// The trace file (replayed with the recipe it recorded)
     pub trace: PathBuf,
+    /// Also write the replayed run as a trace in this zklock's format, with the checker's
+    /// report and its timelines (text and HTML) beside it; an existing file is refused
+    /// unless --force. The trace's own file may be given, with --force, to bring it up
+    /// to date.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Replace an existing --save file
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    /// The trace file
+    pub trace: PathBuf,
+    /// Where the page goes [default: TRACE with .timeline.html appended]; an existing
+    /// file is refused unless --force
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace an existing output file
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -343,7 +369,7 @@ pub struct RealArgs {
     /// Timeout of the timed acquires, in ms
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
     pub acquire_timeout_ms: u64,
-    /// Where a failing run's timeline goes
+    /// Where a failing run's timelines go (text and HTML)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
 }

@@ -30,12 +30,12 @@ fn create_new_private(path: &Path) -> io::Result<fs::File> {
     o.open(path)
 }
 
-/// Whether `path`, its shrunk trace (`.min.json`), or the timeline of either exists.
+/// Whether `path`, its shrunk trace (`.min.json`), or a timeline of either exists.
 fn trace_taken(path: &Path) -> bool {
     let min = path.with_extension("min.json");
     [path, min.as_path()]
         .iter()
-        .any(|p| p.exists() || Trace::timeline_path(p).exists())
+        .any(|p| p.exists() || Trace::timeline_path(p).exists() || Trace::html_path(p).exists())
 }
 
 /// `dir/stem.json`, or, where that trace, its timeline or its shrunk trace exists, the
@@ -68,16 +68,19 @@ pub fn trace_path(dir: &Path, stem: &str, force: bool) -> Result<PathBuf> {
     )
 }
 
-/// Refuses `path` if it (or, for a trace, its timeline) exists, unless `force`.
+/// Refuses `path` if it (or, for a trace, one of its timelines) exists, unless `force`.
 pub fn refuse_existing(path: &Path, is_trace: bool, force: bool) -> Result<()> {
     if force {
         return Ok(());
     }
     let timeline = Trace::timeline_path(path);
+    let html = Trace::html_path(path);
     let taken = if path.exists() {
         Some(path)
     } else if is_trace && timeline.exists() {
         Some(timeline.as_path())
+    } else if is_trace && html.exists() {
+        Some(html.as_path())
     } else {
         None
     };

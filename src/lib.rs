@@ -35,6 +35,7 @@ mod interrupt;
 mod real_cmd;
 mod replay;
 mod shrink_cmd;
+mod timeline_cmd;
 
 pub use zklock_checker::registry::{AnyRecipe, Recipes};
 
@@ -123,6 +124,7 @@ where
         Some(Command::Check(a)) => check_cmd::run(a, recipes),
         Some(Command::Replay(a)) => replay::run(a, recipes),
         Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes),
+        Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a),
         Some(Command::Real(a)) => real_cmd::run(a),
         Some(Command::Bench(a)) => bench::run(a),

@@ -7,8 +7,10 @@ use crate::files::create_private_dir;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged, judge_parallel};
-use zklock_checker::{CheckConfig, render_timeline};
+use zklock_checker::timeline::{render_history_html, render_marked_timeline};
+use zklock_checker::trace::SavedReport;
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::servers::Servers;
@@ -232,23 +234,34 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
     let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
-    crate::files::write_private(&path, render_timeline(&history).as_bytes(), false)?;
+    let saved = SavedReport::of_report(&report);
+    let text = render_marked_timeline(&history, &saved.marks());
+    crate::files::write_private(&path, text.as_bytes(), false)?;
+    let page = render_history_html(
+        &format!("zklock real run, fault seed {}", opts.faults.seed),
+        &history,
+        &saved,
+    );
+    let html = opts.out_dir.join(format!("real-{stamp}.timeline.html"));
+    crate::files::write_private(&html, page.as_bytes(), false)?;
     if report.ok() {
         println!(
             "inconclusive: every property held on what ran ({:.1} s, {} checked \
              acquisitions), but the run was interrupted (faults healed then); the run's \
-             timeline: {}",
+             timelines: {} and {}",
             elapsed.as_secs_f64(),
             report.counters.acquisitions,
-            path.display()
+            path.display(),
+            html.display()
         );
         return Ok(true);
     }
     println!(
-        "FAILED: {} (seed {}); the run's timeline: {}",
+        "FAILED: {} (seed {}); the run's timelines: {} and {}",
         report.violated().join(", "),
         opts.faults.seed,
-        path.display()
+        path.display(),
+        html.display()
     );
     Ok(false)
 }

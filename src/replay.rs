@@ -4,7 +4,9 @@
 use crate::Status;
 use crate::cli::ReplayArgs;
 use crate::explore::failure_text;
+use crate::files::refuse_existing;
 use anyhow::Result;
+use std::path::Path;
 use zklock_checker::registry::Recipes;
 use zklock_checker::timeline::Describer;
 use zklock_checker::{CheckedRun, Trace, ZKLOCK_COMMIT, render_timeline};
@@ -23,7 +25,7 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
     if let Some(why) = &unfinished {
         println!("replay: {why}");
     }
-    let same = run.outcome.history == trace.history;
+    let same = trace.same_history(&run.outcome.history);
     if same {
         println!(
             "replay: identical history ({} events)",
@@ -42,6 +44,9 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
         println!("{}", divergence(&trace, &run));
     }
     let failure = run.failure();
+    if let Some(out) = &a.save {
+        save(&trace, &run, same, out, a.force)?;
+    }
     match (&trace.violation, &failure) {
         (Some(recorded), None) => println!(
             "replay: the trace recorded a failure ({recorded}), this replay violates nothing"
@@ -59,6 +64,29 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
         None if !same => Status::Violated,
         None => Status::Held,
     })
+}
+
+/// Writes the replayed run as a trace at `out`: the recorded property where the replay
+/// still violates it, and the recorded choices where they led to the recorded history.
+fn save(trace: &Trace, run: &CheckedRun, same: bool, out: &Path, force: bool) -> Result<()> {
+    refuse_existing(out, true, force)?;
+    let mut saved = run.trace(&trace.scenario, trace.seed, &trace.recipe);
+    if let Some(v) = &trace.violation
+        && run.violates(v)
+    {
+        saved.violation = Some(v.clone());
+    }
+    if same {
+        saved.choices = trace.choices.clone();
+    }
+    saved.write(out)?;
+    println!(
+        "replay: saved as {} (timelines: {}, {})",
+        out.display(),
+        Trace::timeline_path(out).display(),
+        Trace::html_path(out).display()
+    );
+    Ok(())
 }
 
 /// Why the run stopped before its clients were done, in terms of what the user can do.

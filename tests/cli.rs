@@ -115,6 +115,7 @@ fn every_subcommand_has_help_and_the_exit_statuses_are_documented() {
         "check",
         "replay",
         "shrink",
+        "timeline",
         "merge",
         "real",
         "bench",
@@ -131,7 +132,7 @@ fn every_subcommand_has_help_and_the_exit_statuses_are_documented() {
         assert_eq!((code, &again), (0, &out), "`zklock help {sub}`");
     }
     for sub in [
-        "explore", "check", "replay", "shrink", "merge", "real", "bench",
+        "explore", "check", "replay", "shrink", "timeline", "merge", "real", "bench",
     ] {
         let (_, out, _) = zklock(&[sub, "--help"], dir.path());
         assert!(out.contains("Exit status:"), "{sub}: {out}");
@@ -527,6 +528,75 @@ fn an_existing_summary_is_refused_without_force() {
     assert_eq!(code, 0, "{out}{err}");
     let text = std::fs::read_to_string(dir.path().join("s.json")).unwrap();
     assert!(text.contains("\"seeds_run\": 1"), "{text}");
+}
+
+#[test]
+fn timeline_draws_a_trace_and_refuses_an_existing_page_or_a_bad_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, trace) = passing_trace(dir.path(), "run.json");
+    let page = dir.path().join("run.html");
+    let (code, out, err) = zklock(&["timeline", "run.json", "-o", "run.html"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        trace.timeline_html()
+    );
+    // An existing page is kept, unless --force.
+    std::fs::write(&page, "mine").unwrap();
+    let (code, _, err) = zklock(&["timeline", "run.json", "-o", "run.html"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("run.html exists already") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "mine");
+    let args = ["timeline", "run.json", "-o", "run.html", "--force"];
+    assert_eq!(zklock(&args, dir.path()).0, 0);
+    assert_eq!(
+        std::fs::read_to_string(&page).unwrap(),
+        trace.timeline_html()
+    );
+    // Without -o the page goes beside the trace, where writing the trace put one already.
+    let (code, _, err) = zklock(&["timeline", "run.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("run.json.timeline.html exists already"),
+        "{err}"
+    );
+    // Never the trace itself; a corrupt or missing trace is named.
+    let (code, _, err) = zklock(&["timeline", "run.json", "-o", "run.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is the trace itself"), "{err}");
+    assert!(Trace::read(&path).is_ok());
+    std::fs::write(
+        dir.path().join("bad.json"),
+        "{\"format_version\": 2, \"seed\"",
+    )
+    .unwrap();
+    let (code, _, err) = zklock(&["timeline", "bad.json", "-o", "bad.html"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.json is truncated"), "{err}");
+    assert!(!dir.path().join("bad.html").exists());
+    let (code, _, err) = zklock(&["timeline", "none.json", "-o", "none.html"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("none.json"), "{err}");
+}
+
+#[test]
+fn replay_save_writes_the_replayed_run_with_its_report_refusing_an_existing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, trace) = passing_trace(dir.path(), "run.json");
+    let args = ["replay", "run.json", "--save", "new.json"];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    let saved = Trace::read(&dir.path().join("new.json")).unwrap();
+    assert_eq!(saved.history, trace.history);
+    assert_eq!(saved.choices, trace.choices);
+    assert!(saved.report.as_ref().is_some_and(|r| r.violated.is_empty()));
+    assert!(Trace::html_path(&dir.path().join("new.json")).exists());
+    let (code, _, err) = zklock(&args, dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("new.json exists already"), "{err}");
 }
 
 /// A recipe of the user's own, through the library entry point: a violation exits 1,

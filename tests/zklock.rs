@@ -1,6 +1,7 @@
 //! Integration tests of the `zklock` command line and the trace round trip, and the
 //! canaries the suite must catch.
 
+mod browser;
 mod canaries;
 
 use std::path::Path;

@@ -77,9 +77,10 @@
 //!
 //! # Trace files
 //!
-//! A [`Trace`] is a run as JSON (scenario, seed, choices, recipe, history, violation),
-//! written atomically with a [`render_timeline`] next to it; [`Trace::read`] reports
-//! any bad file as a [`TraceError`] naming it.
+//! A [`Trace`] is a run as JSON (scenario, seed, choices, recipe, history, violation, and
+//! the checker's report on it), written atomically with its timelines next to it: text
+//! ([`Trace::timeline`]) and a self-contained HTML page ([`timeline::html`]);
+//! [`Trace::read`] reports any bad file as a [`TraceError`] naming it.
 //!
 //! # Engines
 //!
@@ -111,9 +112,12 @@
 //!    that finds nothing and the recorded schedule does not carry over to fewer clients or
 //!    acquisitions, it searches fresh seeds at that size. So the shrunk trace may carry
 //!    another seed, or the exhaustive check's scenario (faults placed by the chooser).
-//! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): one line per event,
-//!    with a legend, and the set of holders after each event. The violation report names
-//!    the event indices that prove it and the faults just before.
+//! 3. Read the timeline beside the trace (`<trace>.timeline.txt`): the violation report
+//!    (the events that prove it, the faults just before), then one line per event, with a
+//!    legend, the set of holders after each event, and what the report says of the events
+//!    it names. Or open `<trace>.timeline.html` in a browser: a lane per client and
+//!    session, holds as bars, the violation's events ringed (`zklock timeline` draws any
+//!    trace).
 //! 4. Fix the recipe and replay the trace again: a trace survives changes that keep the
 //!    order of choices; `replay` says when the history now differs, and names the commit
 //!    that wrote the trace ([`Trace::zklock_commit`]) when it was not this build's: the

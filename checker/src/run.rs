@@ -1,7 +1,7 @@
 //! Running a scenario and judging it in one call: what `explore` and `replay` share.
 
 use crate::properties::{CheckConfig, Report, check_all};
-use crate::trace::Trace;
+use crate::trace::{SavedReport, Trace};
 use zklock_sim::{
     RandomChooser, Recipe, ReplayChooser, RunOutcome, Scenario, ScenarioError, SimError,
     run_scenario_with,
@@ -59,7 +59,7 @@ impl CheckedRun {
         self.violated().contains(&name)
     }
 
-    /// The run as a trace file.
+    /// The run as a trace file, with the checker's report on it.
     pub fn trace(&self, scenario: &Scenario, seed: u64, recipe: &str) -> Trace {
         Trace::new(
             scenario.clone(),
@@ -69,6 +69,7 @@ impl CheckedRun {
             self.outcome.history.clone(),
             self.failure(),
         )
+        .with_report(SavedReport::of(self))
     }
 }
 

@@ -25,7 +25,7 @@
 use crate::exhaustive::{Bounds, check_exhaustive_until};
 use crate::limits::{LimitError, check_wall_time_ms};
 use crate::run::{CheckedRun, check_seed, judge};
-use crate::trace::Trace;
+use crate::trace::{SavedReport, Trace};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use zklock_sim::{Recipe, ReplayChooser, Scenario, run_scenario_with};
@@ -422,7 +422,8 @@ pub fn shrink<R: Recipe>(
         trace.recipe.clone(),
         s.best_run.outcome.history.clone(),
         Some(s.target.clone()),
-    );
+    )
+    .with_report(SavedReport::of(&s.best_run));
     Ok(Shrunk {
         trace,
         before,

@@ -129,7 +129,11 @@ impl fmt::Display for SeedFailure {
         writeln!(f, "seed {} failed: {}", self.seed, self.failure)?;
         writeln!(f, "{}", self.report)?;
         if let Some(p) = &self.trace {
-            writeln!(f, "trace: {} (and its .timeline.txt)", p.display())?;
+            writeln!(
+                f,
+                "trace: {} (and its .timeline.txt and .timeline.html)",
+                p.display()
+            )?;
         }
         match &self.regression {
             Regression::Replayed(p) => writeln!(

@@ -5,8 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole, ZkOp};
 
+pub mod html;
 #[cfg(test)]
 mod tests;
+
+pub use html::{render_history_html, render_timeline_html};
 
 /// What the columns and tags mean; printed before the events.
 pub const LEGEND: &str = "\
@@ -20,24 +23,37 @@ legend:
   sess              session state change
   rd wr             shared resource read / write (fenced: accepted or REJECTED by token)
   FAULT             a fault the runner injected; the client column is its target
+  watch             a watch notification reached the client: its type and path
   done              the client finished its workload
   holders {..}      clients believing they hold after the event: cN exclusive, wN writer, rN reader
+  <- property: ...  an event the violation report names, and its role in the proof
 ";
 
 /// Renders the whole history: [`LEGEND`], then one line per event. Deterministic.
 pub fn render_timeline(history: &History) -> String {
+    render_marked_timeline(history, &BTreeMap::new())
+}
+
+/// As [`render_timeline`], with what `marks` says of an event (by index: a violation
+/// report's roles, see [`SavedReport::marks`](crate::trace::SavedReport::marks)) at the
+/// end of its line, after `<-`.
+pub fn render_marked_timeline(history: &History, marks: &BTreeMap<usize, Vec<String>>) -> String {
     let describer = Describer::new(history);
     let mut tracker = BeliefTracker::default();
     let mut out = String::from(LEGEND);
     out.push('\n');
     for (i, event) in history.events.iter().enumerate() {
         tracker.observe(i, event);
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{}  holders {}",
             describer.line(i),
             tracker.holder_set()
         );
+        if let Some(m) = marks.get(&i) {
+            let _ = write!(out, "   <- {}", m.join("; "));
+        }
+        out.push('\n');
     }
     out
 }
@@ -172,6 +188,9 @@ impl<'a> Describer<'a> {
             }
             EventKind::Fault { fault } => format!("fault: {}", fault_description(*fault)),
             EventKind::Done => "workload done".into(),
+            EventKind::WatchEvent { event_type, path } => {
+                format!("watch event {event_type:?} {path}")
+            }
             // The vocabulary may grow; an unknown kind still gets a line.
             other => format!("{other:?}"),
         }

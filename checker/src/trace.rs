@@ -2,24 +2,31 @@
 //! did (the history), as JSON, with a human-readable timeline beside it.
 
 mod error;
+mod report;
 #[cfg(test)]
 mod tests;
 
 pub use error::TraceError;
+pub use report::{SavedEvent, SavedReport, SavedViolation};
 
-use crate::timeline::render_timeline;
+use crate::timeline::{render_marked_timeline, render_timeline_html};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use zklock_recipe::history::History;
+use zklock_recipe::history::{EventKind, History};
 use zklock_sim::Scenario;
 
 /// The trace format this zklock writes and the newest it reads. Bump it when older
-/// readers would misread a newer file.
-pub const TRACE_FORMAT_VERSION: u32 = 1;
+/// readers would misread a newer file. Version 2 records watch events in the history and
+/// the checker's report; version 1 files still load and replay.
+pub const TRACE_FORMAT_VERSION: u32 = 2;
+
+/// The first trace format whose histories record watch events: replay ignores them when
+/// it compares with an older file's history.
+pub const WATCH_EVENTS_SINCE_FORMAT: u32 = 2;
 
 /// The version of zklock, recorded in each trace.
 pub const ZKLOCK_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -46,6 +53,10 @@ pub struct Trace {
     pub history: History,
     /// The property the run violated, if any.
     pub violation: Option<String>,
+    /// The checker's report on the run: what was violated, the events that prove it, the
+    /// faults just before. Absent in traces written before it was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<SavedReport>,
 }
 
 impl Trace {
@@ -68,7 +79,48 @@ impl Trace {
             recipe: recipe.into(),
             history,
             violation,
+            report: None,
         }
+    }
+
+    /// The trace with the checker's report on its run.
+    pub fn with_report(mut self, report: SavedReport) -> Trace {
+        self.report = Some(report);
+        self
+    }
+
+    /// Whether `replayed` is the history this trace recorded. A trace written before
+    /// watch events were recorded ([`WATCH_EVENTS_SINCE_FORMAT`]) is compared with the
+    /// replayed history's watch events left out: recording them changed no decision.
+    pub fn same_history(&self, replayed: &History) -> bool {
+        if self.format_version >= WATCH_EVENTS_SINCE_FORMAT {
+            return *replayed == self.history;
+        }
+        let mut theirs = replayed
+            .events
+            .iter()
+            .filter(|e| !matches!(e.kind, EventKind::WatchEvent { .. }));
+        let mut ours = self.history.events.iter();
+        loop {
+            match (theirs.next(), ours.next()) {
+                (None, None) => return true,
+                (Some(a), Some(b)) if a == b => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// Where the visual timeline of the trace at `path` goes: `<path>.timeline.html`.
+    pub fn html_path(path: &Path) -> PathBuf {
+        let mut p: OsString = path.as_os_str().to_owned();
+        p.push(".timeline.html");
+        PathBuf::from(p)
+    }
+
+    /// The visual timeline: one self-contained HTML page (see
+    /// [`timeline::html`](crate::timeline::html)).
+    pub fn timeline_html(&self) -> String {
+        render_timeline_html(self)
     }
 
     /// Where the timeline of the trace at `path` goes: `<path>.timeline.txt`.
@@ -95,12 +147,25 @@ impl Trace {
             self.choices.len(),
             self.violation.as_deref().unwrap_or("none")
         );
-        out.push_str(&render_timeline(&self.history));
+        let marks = match &self.report {
+            Some(report) => {
+                out.push_str("the checker's report:\n");
+                out.push_str(&report.text);
+                if let Some(why) = &report.stopped {
+                    out.push_str(&format!("the run stopped early: {why}\n"));
+                }
+                out.push('\n');
+                report.marks()
+            }
+            None => Default::default(),
+        };
+        out.push_str(&render_marked_timeline(&self.history, &marks));
         out
     }
 
-    /// Writes the trace as pretty JSON to `path`, and its timeline beside it, both
-    /// private to the user (0600 on Unix). Each file is written to a temporary file in
+    /// Writes the trace as pretty JSON to `path`, and its timelines beside it (text,
+    /// [`Trace::timeline_path`], and HTML, [`Trace::html_path`]), all private to the user
+    /// (0600 on Unix). Each file is written to a temporary file in
     /// the same directory and renamed into place, so a crash leaves either the old file
     /// or the new one, never half of one. An existing file is replaced: callers that
     /// must not replace one check first (the `zklock` command line does).
@@ -116,7 +181,10 @@ impl Trace {
         write_atomic(&timeline, self.timeline().as_bytes()).map_err(|source| TraceError::Io {
             path: timeline,
             source,
-        })
+        })?;
+        let html = Trace::html_path(path);
+        write_atomic(&html, self.timeline_html().as_bytes())
+            .map_err(|source| TraceError::Io { path: html, source })
     }
 
     /// Reads a trace file. Never panics: every problem is a [`TraceError`] naming the
@@ -149,6 +217,21 @@ impl Trace {
             });
         }
         let trace: Trace = serde_json::from_slice(bytes).map_err(|e| json_error(path, &e))?;
+        if let Some(index) = trace
+            .report
+            .as_ref()
+            .and_then(|r| r.index_out_of(trace.history.events.len()))
+        {
+            return Err(TraceError::Corrupt {
+                path: path.to_owned(),
+                line: 0,
+                column: 0,
+                what: format!(
+                    "its report names event #{index}, but its history has {} events",
+                    trace.history.events.len()
+                ),
+            });
+        }
         trace
             .scenario
             .validate()

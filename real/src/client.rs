@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use zklock_recipe::path::validate_path;
 use zklock_recipe::{
     Children, Coordination, CreateMode, DetachedCleanup, Op, OpResult, SessionBroadcast,
-    SessionEvents, SessionId, SessionState, Stat, Watch, ZkError,
+    SessionEvents, SessionId, SessionState, Stat, Watch, WatchedEvent, ZkError,
 };
 use zookeeper_client as zk;
 
@@ -170,6 +170,13 @@ impl ZkClient {
             state_task,
             cleanup_home: CleanupHome::here(),
         }
+    }
+
+    /// Calls `hook` with each watch event zookeeper-client delivers to a watch set from
+    /// now on, as it arrives (before the reply to any later request is handed over).
+    /// Events of watches the recipe dropped first are not delivered, so not told.
+    pub fn on_watch_event(&self, hook: impl Fn(&WatchedEvent) + Send + Sync + 'static) {
+        self.watches.set_hook(Arc::new(hook));
     }
 
     /// The connect string this client was created with.

@@ -1,7 +1,8 @@
 //! [`RecordingClient`]: a [`ZkClient`] that writes every request and session change into a
 //! run's [`Recorder`], so a real run's history has the same op events as a simulated one.
 //!
-//! Each request is recorded as `OpInvoke` when it is issued (its future's first poll, which
+//! Watch events are recorded as zookeeper-client delivers them (see
+//! [`ZkClient::on_watch_event`]). Each request is recorded as `OpInvoke` when it is issued (its future's first poll, which
 //! is also when [`ZkClient`] sends it), then `OpOk`, `OpFail` with the error, or `OpUnknown`
 //! for connection loss: the client cannot know whether the server applied it. Session
 //! states are recorded by a task that follows the client's session events. Background
@@ -52,6 +53,17 @@ impl RecordingClient {
                 state: client.session_state(),
             },
         );
+        let watch_recorder = Arc::clone(&recorder);
+        client.on_watch_event(move |event| {
+            watch_recorder.record(
+                index,
+                session,
+                EventKind::WatchEvent {
+                    event_type: event.event_type,
+                    path: event.path.clone(),
+                },
+            );
+        });
         let task_recorder = Arc::clone(&recorder);
         // Ends by itself: the client's broadcast closes after a terminal state or when the
         // client is dropped.

@@ -19,6 +19,10 @@ use zookeeper_client as zk;
 
 type EventFuture = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
 
+/// Told of each watch event as it arrives from zookeeper-client (a real run records it in
+/// its history).
+pub(crate) type WatchHook = Arc<dyn Fn(&WatchedEvent) + Send + Sync>;
+
 /// One watch between zookeeper-client and the recipe.
 struct Pending {
     /// `None` once the event arrived or the recipe dropped its `Watch` (dropping
@@ -28,6 +32,8 @@ struct Pending {
     outcome: Option<Result<WatchedEvent, ZkError>>,
     /// The waker of the recipe's last poll, which a flush polls with and wakes.
     waker: Option<Waker>,
+    /// Told of the event when it arrives.
+    hook: Option<WatchHook>,
 }
 
 impl Pending {
@@ -41,7 +47,11 @@ impl Pending {
             Poll::Pending => false,
             Poll::Ready(event) => {
                 self.event = None;
-                self.outcome = Some(convert::watch_outcome(event));
+                let outcome = convert::watch_outcome(event);
+                if let (Ok(event), Some(hook)) = (&outcome, &self.hook) {
+                    hook(event);
+                }
+                self.outcome = Some(outcome);
                 true
             }
         }
@@ -90,6 +100,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Default)]
 pub(crate) struct WatchForwarder {
     pending: Mutex<Vec<Arc<Mutex<Pending>>>>,
+    hook: Mutex<Option<WatchHook>>,
 }
 
 impl std::fmt::Debug for WatchForwarder {
@@ -106,11 +117,17 @@ impl WatchForwarder {
         self.forward_event(Box::pin(watcher.changed()))
     }
 
+    /// Tells `hook` of every event of the watches forwarded from now on, as it arrives.
+    pub(crate) fn set_hook(&self, hook: WatchHook) {
+        *lock(&self.hook) = Some(hook);
+    }
+
     fn forward_event(&self, event: EventFuture) -> Watch {
         let slot = Arc::new(Mutex::new(Pending {
             event: Some(event),
             outcome: None,
             waker: None,
+            hook: lock(&self.hook).clone(),
         }));
         lock(&self.pending).push(Arc::clone(&slot));
         Watch::polled(Box::new(Source(slot)))
@@ -186,6 +203,27 @@ mod tests {
 
     fn pending_count(forwarder: &WatchForwarder) -> usize {
         lock(&forwarder.pending).len()
+    }
+
+    #[test]
+    fn the_hook_hears_each_event_once_as_it_arrives() {
+        let forwarder = WatchForwarder::default();
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&heard);
+        forwarder.set_hook(Arc::new(move |e: &WatchedEvent| {
+            lock(&sink).push(e.clone());
+        }));
+        let (tx, future, _) = event();
+        let _watch = forwarder.forward_event(future);
+        forwarder.flush();
+        assert!(lock(&heard).is_empty(), "nothing arrived yet");
+        tx.send(deleted()).unwrap();
+        forwarder.flush();
+        forwarder.flush();
+        let heard = lock(&heard).clone();
+        assert_eq!(heard.len(), 1, "{heard:?}");
+        assert_eq!(heard[0].event_type, EventType::NodeDeleted);
+        assert_eq!(heard[0].path, "/a");
     }
 
     #[test]

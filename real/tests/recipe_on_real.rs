@@ -23,7 +23,7 @@ use zklock_real::workload::{RealRun, RunGoal, WorkloadConfig, run_workload, sett
 use zklock_real::{ZkClient, monotonic_now};
 use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole};
 use zklock_recipe::lock::{Lock, LockOptions};
-use zklock_recipe::{Children, Coordination, SessionState};
+use zklock_recipe::{Children, Coordination, EventType, SessionState};
 
 macro_rules! require_zookeeper {
     () => {
@@ -247,6 +247,7 @@ async fn a_lost_create_response_while_acquiring_is_adopted_not_orphaned() {
     );
 
     holder.record(EventKind::ReleaseInvoked);
+    let held_path = held.path().to_owned();
     held.release().await.unwrap();
     holder.record(EventKind::Released);
     let token = tokio::time::timeout(SOON, waiter).await.unwrap().unwrap();
@@ -260,6 +261,23 @@ async fn a_lost_create_response_while_acquiring_is_adopted_not_orphaned() {
     let left = settled_children(&holder, path, SOON).await;
     assert_eq!(left, Vec::<String>::new(), "no orphan");
     let history = recorder.history();
+    // The victim waited on the holder's node: the history shows the wake-up, the node's
+    // deletion delivered to the victim, before the victim's acquisition.
+    let woken = history.events.iter().position(|e| match &e.kind {
+        EventKind::WatchEvent { event_type, path } => {
+            e.client == 0 && *event_type == EventType::NodeDeleted && *path == held_path
+        }
+        _ => false,
+    });
+    let acquired = history
+        .events
+        .iter()
+        .position(|e| e.client == 0 && matches!(e.kind, EventKind::Acquired { .. }));
+    assert!(
+        woken.is_some() && woken < acquired,
+        "no watch event woke the victim before it acquired: {:?}",
+        history.events
+    );
     let judged = check(&history, path, left, 0, SOON.as_millis() as u64);
     assert_ok(&judged);
     let report = &judged.report;

@@ -1,13 +1,13 @@
 //! The history: what every runner (simulation, exhaustive explorer, real server) records,
 //! and what the checker reads. Plain serde data, versioned.
 
-use crate::types::{SessionId, SessionState, ZkError};
+use crate::types::{EventType, SessionId, SessionState, ZkError};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Version of the history format. Bump it when a change would make older readers
 /// misread a history.
-pub const HISTORY_FORMAT_VERSION: u32 = 1;
+pub const HISTORY_FORMAT_VERSION: u32 = 2;
 
 /// Every event of one run, in the order they happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,6 +192,13 @@ pub enum EventKind {
     },
     /// The client finished its workload.
     Done,
+    /// A watch notification reached the client (its client library handed it over):
+    /// the event's type and the watched path. Histories recorded before watch events were
+    /// recorded have none.
+    WatchEvent {
+        event_type: EventType,
+        path: String,
+    },
 }
 
 fn is_false(b: &bool) -> bool {
@@ -218,6 +225,7 @@ impl EventKind {
             EventKind::ResourceWrite { .. } => "wr",
             EventKind::Fault { .. } => "FAULT",
             EventKind::Done => "done",
+            EventKind::WatchEvent { .. } => "watch",
         }
     }
 }

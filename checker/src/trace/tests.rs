@@ -1,9 +1,13 @@
 use super::{
     TRACE_BYTES_MAX, TRACE_FORMAT_VERSION, Trace, TraceError, ZKLOCK_COMMIT, ZKLOCK_VERSION,
 };
+use crate::properties::{CheckConfig, check_all};
 use crate::testkit::Hb;
+use crate::trace::SavedReport;
 use std::fs;
 use std::path::{Path, PathBuf};
+use zklock_recipe::history::{EventKind, History};
+use zklock_recipe::{EventType, SessionState};
 use zklock_sim::{Scenario, ScenarioError};
 
 fn sample() -> Trace {
@@ -52,7 +56,16 @@ fn write_then_read_round_trips_with_a_timeline() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, vec!["run.json", "run.json.timeline.txt"]);
+    assert_eq!(
+        names,
+        vec![
+            "run.json",
+            "run.json.timeline.html",
+            "run.json.timeline.txt"
+        ]
+    );
+    let html = fs::read_to_string(Trace::html_path(&path)).unwrap();
+    assert_eq!(html, trace.timeline_html());
 }
 
 #[test]
@@ -300,4 +313,115 @@ fn a_file_past_trace_bytes_max_is_refused_before_it_is_read() {
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert!(err.to_string().contains("huge.json"), "{err}");
+}
+
+/// Two clients believe they hold at once after a forced expiry of the first; the second
+/// is woken by a watch event.
+fn overlapping() -> (History, SavedReport) {
+    use zklock_recipe::history::FaultKind;
+    let mut h = Hb::new();
+    h.acquire(1, 1);
+    h.at_ms(5);
+    h.fault(1, FaultKind::ForcedExpiry);
+    h.ev(
+        2,
+        EventKind::WatchEvent {
+            event_type: EventType::NodeDeleted,
+            path: "/zklock/lock/_c_1-1-lock-0000000001".into(),
+        },
+    );
+    h.acquire(2, 2);
+    h.at_ms(9);
+    h.session(1, SessionState::Expired);
+    h.release(1, 1);
+    let history = h.build();
+    let report = check_all(&history, &CheckConfig::default());
+    assert_eq!(report.violated(), ["mutual_exclusion"], "{report}");
+    (history, SavedReport::of_report(&report))
+}
+
+fn with_report() -> Trace {
+    let (history, report) = overlapping();
+    Trace::new(
+        Scenario::default(),
+        7,
+        vec![1, 2],
+        "mutex",
+        history,
+        Some("mutual_exclusion".into()),
+    )
+    .with_report(report)
+}
+
+#[test]
+fn the_report_travels_with_the_trace_and_marks_its_events_in_the_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let trace = with_report();
+    trace.write(&path).unwrap();
+    let back = Trace::read(&path).unwrap();
+    assert_eq!(back, trace);
+    let report = back.report.as_ref().unwrap();
+    let v = &report.violations[0];
+    assert_eq!(v.property, "mutual_exclusion");
+    assert!(!v.events.is_empty() && !v.faults_before.is_empty(), "{v:?}");
+    let timeline = back.timeline();
+    assert!(
+        timeline.contains("VIOLATED: mutual_exclusion"),
+        "{timeline}"
+    );
+    for e in &v.events {
+        let line = timeline
+            .lines()
+            .filter(|l| l.contains(" ms  c") && l.contains("  holders {"))
+            .nth(e.index)
+            .unwrap();
+        assert!(
+            line.contains(&format!("<- mutual_exclusion: {}", e.role)),
+            "event #{} unmarked: {line}",
+            e.index
+        );
+    }
+    assert!(timeline.contains("mutual_exclusion: fault just before"));
+    assert!(timeline.contains("watch event NodeDeleted /zklock/lock/"));
+}
+
+#[test]
+fn a_report_naming_an_event_past_the_history_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut json = serde_json::to_value(with_report()).unwrap();
+    json["report"]["violations"][0]["events"][0]["index"] = 9999.into();
+    let path = file_with(&dir, &json.to_string());
+    let e = Trace::read(&path).unwrap_err();
+    assert!(matches!(e, TraceError::Corrupt { .. }), "{e:?}");
+    assert!(e.to_string().contains("names event #9999"), "{e}");
+}
+
+#[test]
+fn a_format_1_trace_without_watch_events_replays_as_the_same_history() {
+    let mut old = sample();
+    old.format_version = 1;
+    let mut replayed = old.history.clone();
+    let watch = replayed.events[0].clone();
+    replayed.events.insert(
+        1,
+        zklock_recipe::history::Event {
+            kind: EventKind::WatchEvent {
+                event_type: EventType::NodeDeleted,
+                path: "/a".into(),
+            },
+            ..watch
+        },
+    );
+    assert!(old.same_history(&old.history));
+    assert!(old.same_history(&replayed));
+    // A current trace records its watch events: leaving one out is a difference.
+    let current = Trace {
+        format_version: TRACE_FORMAT_VERSION,
+        ..old.clone()
+    };
+    assert!(!current.same_history(&replayed));
+    // And a format-1 history that differs otherwise still differs.
+    replayed.events.pop();
+    assert!(!old.same_history(&replayed));
 }

@@ -894,6 +894,15 @@ impl World {
 
     fn deliver_event(&mut self, c: ClientId, ev: WatchedEvent) {
         self.observe(c, Seen::Event(&ev));
+        // Recorded as the client library hands it over; the history is written only,
+        // never read by the world, so recording it changes no decision.
+        self.record(
+            c,
+            EventKind::WatchEvent {
+                event_type: ev.event_type,
+                path: ev.path.clone(),
+            },
+        );
         self.clients[c].watches.fire(ev);
     }
 

@@ -31,6 +31,15 @@ impl CheckedRun {
     pub fn unfinished(&self) -> Option<String> {
         match self.outcome.error.as_ref()? {
             SimError::Pruned => None,
+            // In the scenario's words, not the simulator's: a user sets the scenario.
+            SimError::TimeLimit { limit_ms } => Some(format!(
+                "it reached the scenario's virtual time limit of {limit_ms} ms \
+                 (time_limit_ms) before every client was done"
+            )),
+            SimError::StepLimit { steps_max } => Some(format!(
+                "it reached the simulation's limit of {steps_max} steps before every client \
+                 was done"
+            )),
             e => Some(e.to_string()),
         }
     }

@@ -65,7 +65,8 @@ impl SavedReport {
     pub fn of(run: &CheckedRun) -> SavedReport {
         let mut saved = SavedReport {
             violated: run.violated().iter().map(|s| s.to_string()).collect(),
-            stopped: run.outcome.error.as_ref().map(|e| e.to_string()),
+            stopped: run.unfinished(),
+            text: run.report_text(),
             ..SavedReport::of_report(&run.report)
         };
         if let Some(error @ SimError::Stuck { .. }) = &run.outcome.error

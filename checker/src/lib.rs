@@ -124,6 +124,7 @@ pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod limits;
+pub mod per_lock;
 pub mod properties;
 pub mod registry;
 pub mod regressions;

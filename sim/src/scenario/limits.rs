@@ -45,6 +45,10 @@ pub const BOUNDED_FAULTS_MAX: u32 = 16;
 /// request of the history, carries it, and a lock directory is a short name.
 pub const LOCK_PATH_BYTES_MAX: usize = 1024;
 
+/// Lock directories of a scenario at most ([`Scenario::locks`]): as many as clients, so
+/// that every lock can see contention.
+pub const LOCKS_MAX: u32 = 64;
+
 /// World steps a scenario run takes at most before it stops with
 /// [`SimError::StepLimit`](crate::SimError), against a recipe that loops without end: 4.5
 /// times the steps of the largest workload ([`ACQUISITIONS_MAX`] attempts, with faults).
@@ -128,6 +132,7 @@ impl Scenario {
                 acquisitions_per_client: self.acquisitions_per_client,
             });
         }
+        at_most("locks", self.locks.into(), LOCKS_MAX.into())?;
         if self.readers > self.clients {
             return Err(ScenarioError::Readers {
                 readers: self.readers,

@@ -95,7 +95,8 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
                 if better { new } else { kept }
             })
             .expect("a scenario has a lock");
-        report.verdicts.push(verdict);
+        // A semaphore's own property comes first: its first failure is the one reported.
+        report.verdicts.insert(0, verdict);
     }
     CheckedRun { outcome, report }
 }

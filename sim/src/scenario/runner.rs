@@ -95,9 +95,8 @@ pub fn run_scenario_with<R: Recipe>(
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let role = if recipe.leases().is_some() {
-                LockRole::Read
-            } else if (i as u32) < scenario.readers {
+            // A semaphore's holders share the resource, as readers do.
+            let role = if recipe.leases().is_some() || (i as u32) < scenario.readers {
                 LockRole::Read
             } else if scenario.readers > 0 {
                 LockRole::Write

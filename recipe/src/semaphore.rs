@@ -127,10 +127,19 @@ impl<C: Coordination + Clone> Semaphore<C> {
             Some(d) => {
                 let now = self.client.now().as_micros() as u64;
                 let left = Duration::from_micros(d.saturating_sub(now));
-                match self.inner.acquire_timeout(left).await {
-                    Ok(g) => g,
-                    Err(LockError::Timeout { .. }) => return Ok(None),
-                    Err(e) => return Err(e),
+                // With no time left, a try: a timed wait of no time ends before it asks.
+                let got = if left.is_zero() {
+                    self.inner.try_acquire().await
+                } else {
+                    match self.inner.acquire_timeout(left).await {
+                        Ok(g) => Ok(Some(g)),
+                        Err(LockError::Timeout { .. }) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                };
+                match got? {
+                    Some(g) => g,
+                    None => return Ok(None),
                 }
             }
         };

@@ -127,7 +127,8 @@ pub struct Scenario {
     /// How many lock directories the clients contend for: each acquisition takes one,
     /// drawn by the chooser. At 1 the one lock is `lock_path`; above it, lock `i` is
     /// `lock_path-i` ([`Scenario::lock_paths`]), and every property is judged per lock.
-    /// Default 1; at most 64 ([`limits::LOCKS_MAX`](super::limits::LOCKS_MAX)).
+    /// Default 1 (0 reads as 1); at most 64
+    /// ([`limits::LOCKS_MAX`](super::limits::LOCKS_MAX)).
     pub locks: u32,
     /// Session timeout of every client, in milliseconds. Default 6000.
     pub session_timeout_ms: u64,

@@ -228,8 +228,9 @@ mod tests {
 
     #[test]
     fn each_bound_is_checked() {
-        let too_large: [fn(&mut Scenario); 8] = [
+        let too_large: [fn(&mut Scenario); 9] = [
             |s| s.clients = CLIENTS_MAX + 1,
+            |s| s.locks = LOCKS_MAX + 1,
             |s| s.acquisitions_per_client = ACQUISITIONS_PER_CLIENT_MAX + 1,
             |s| s.time_limit_ms = TIME_LIMIT_MS_MAX + 1,
             |s| s.heal_ms = u64::MAX,

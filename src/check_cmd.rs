@@ -28,6 +28,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         readers: a.readers,
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
+        locks: a.locks,
         ..Scenario::default()
     };
     if !(1..=3).contains(&b.clients) {
@@ -42,6 +43,9 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
     }
     if b.faults_max > 3 {
         bail!("--faults-max must be at most 3, got {}", b.faults_max);
+    }
+    if base.locks == 0 || base.locks > 64 {
+        bail!("--locks must be between 1 and 64, got {}", base.locks);
     }
     if base.readers > b.clients {
         bail!(

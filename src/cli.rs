@@ -168,6 +168,10 @@ pub struct ExploreArgs {
     /// run crosses ZooKeeper's wrap of the counter to -2147483648
     #[arg(long, value_name = "N", default_value_t = Scenario::default().sequence_start, allow_negative_numbers = true)]
     pub sequence_start: i32,
+    /// Lock directories, 1 to 64: each acquisition takes one the chooser draws, and every
+    /// property is judged per lock (1: the one lock, as always)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().locks)]
+    pub locks: u32,
     /// Where failing traces go (a trace already there is never replaced: the new one is
     /// written beside it, seed-N-2.json, unless --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -241,6 +245,14 @@ pub struct CheckArgs {
         allow_negative_numbers = true
     )]
     pub sequence_start: i32,
+    /// Lock directories, as for explore (each acquisition's lock is a branch)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub locks: u32,
     /// Where a violating schedule's trace goes (written beside an existing one unless
     /// --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]

@@ -38,6 +38,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         drop_every: a.drop_every,
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
+        locks: a.locks,
         ..Scenario::default()
     };
     // A sweep of nothing would print "every property held" having checked nothing.
@@ -49,6 +50,9 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     }
     if sc.clients == 0 || sc.clients > 64 {
         bail!("--clients must be between 1 and 64, got {}", sc.clients);
+    }
+    if sc.locks == 0 || sc.locks > 64 {
+        bail!("--locks must be between 1 and 64, got {}", sc.locks);
     }
     if sc.readers > sc.clients {
         bail!(
@@ -268,6 +272,9 @@ pub fn non_default_knobs(sc: &Scenario) -> String {
             ", the lock directory's sequence counter from {}",
             sc.sequence_start
         ));
+    }
+    if sc.locks > 1 {
+        knobs.push_str(&format!(", {} locks", sc.locks));
     }
     knobs
 }

@@ -14,6 +14,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// further recipes here.
 fn recipes() -> Recipes {
     let mut recipes = Recipes::shipped();
+    recipes
+        .register(
+            "semaphore",
+            "zklock's counting semaphore of 2 leases, taken under its inner lock",
+            zklock_sim::SemaphoreRecipe::default(),
+        )
+        .expect("the semaphore's name is valid and unique");
     zklock_canaries::register_all(&mut recipes).expect("the canaries' names are valid and unique");
     recipes
 }

@@ -52,6 +52,13 @@ pub fn register_all(recipes: &mut Recipes) -> Result<(), RegistryError> {
         let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
         recipes.register(bug.name(), &description, Canary(bug))?;
     }
+    recipes.register(
+        LEASE_OUTSIDE_LOCK,
+        format!(
+            "a semaphore lease taken outside the inner lock (must violate {LEASE_OUTSIDE_LOCK_CAUGHT_BY})"
+        ),
+        LeaseOutsideLock::default(),
+    )?;
     Ok(())
 }
 
@@ -601,4 +608,146 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
+}
+
+/// The semaphore canary's name, as registered and as its trace file is named.
+pub const LEASE_OUTSIDE_LOCK: &str = "canary-lease-outside-lock";
+
+/// The property the semaphore canary must violate.
+pub const LEASE_OUTSIDE_LOCK_CAUGHT_BY: &str = "semaphore_leases";
+
+/// zklock's semaphore of `leases` leases (2 by default), but each client takes its lease
+/// outside the semaphore's inner lock: it counts the leases, and creates its own if fewer
+/// than the stored count stand, as Kazoo's non-blocking `Semaphore.acquire` did
+/// (python-zk/kazoo#380). Two clients that count N - 1 at once both take one: N + 1
+/// holders. Must violate `semaphore_leases`.
+#[derive(Clone, Debug)]
+pub struct LeaseOutsideLock {
+    pub leases: u32,
+}
+
+impl Default for LeaseOutsideLock {
+    fn default() -> Self {
+        LeaseOutsideLock { leases: 2 }
+    }
+}
+
+impl Recipe for LeaseOutsideLock {
+    type Lock = LeaseCanaryLock<SimClient>;
+    fn name(&self) -> String {
+        LEASE_OUTSIDE_LOCK.into()
+    }
+    fn lock(&self, client: SimClient, _role: LockRole, path: &str) -> LeaseCanaryLock<SimClient> {
+        LeaseCanaryLock::new(client, path, self.leases)
+    }
+    fn leases(&self) -> Option<u32> {
+        Some(self.leases)
+    }
+}
+
+/// One client's semaphore of [`LeaseOutsideLock`].
+#[derive(Debug)]
+pub struct LeaseCanaryLock<C> {
+    sem: zklock_recipe::semaphore::Semaphore<C>,
+    policy: RetryPolicy,
+    attempts: AtomicU64,
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> LeaseCanaryLock<C> {
+    /// The canary's semaphore of `leases` on `path`.
+    pub fn new(client: C, path: &str, leases: u32) -> LeaseCanaryLock<C> {
+        LeaseCanaryLock {
+            sem: zklock_recipe::semaphore::Semaphore::new(client, path, leases)
+                .expect("a valid path and count"),
+            policy: RetryPolicy::default(),
+            attempts: AtomicU64::new(0),
+        }
+    }
+
+    async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<LockGuard<C>>, LockError> {
+        let max = self.sem.stored_leases().await?;
+        let c = self.sem.client();
+        let dir = self.sem.path();
+        let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+        let guid = format!("{:x}-k{n:x}", c.session_id().0);
+        let kind = NodeKind::Exclusive;
+        let mut dropped = OnDrop {
+            c,
+            dir,
+            fragment: node_prefix(&guid, kind),
+            create_sent: true,
+            own: None,
+            armed: true,
+        };
+        let mut events = c.session_events();
+        let r = loop {
+            let (children, watch) = retry(c, &self.policy, || c.get_children_watch(dir)).await?;
+            // BUG: counted outside the inner lock; another client may count the same.
+            if children.iter().count() < max as usize {
+                let spec = ContenderSpec {
+                    dir,
+                    guid: &guid,
+                    kind,
+                    data: b"",
+                    create_parents: false,
+                    retry: &self.policy,
+                };
+                let own = create_contender(c, &spec).await?;
+                dropped.own = Some(own.path.clone());
+                let lost = LostPolicy::default();
+                break LockGuard::adopt(c.clone(), own, kind, lost, self.policy.clone())
+                    .await
+                    .map(Some);
+            }
+            let now = c.now().as_micros() as u64;
+            if deadline_us.is_some_and(|d| now >= d) {
+                break Ok(None);
+            }
+            let waited = await_watch(watch, &mut events);
+            match deadline_us {
+                None => drop(waited.await?),
+                Some(d) => {
+                    let left = Duration::from_micros(d.saturating_sub(now));
+                    if let Either::Left((r, _)) = select(pin!(waited), pin!(c.sleep(left))).await {
+                        r?;
+                    }
+                }
+            }
+        };
+        dropped.armed = r.is_err();
+        r
+    }
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for LeaseCanaryLock<C> {
+    type Guard = LockGuard<C>;
+
+    async fn acquire(&self) -> Result<LockGuard<C>, String> {
+        match self.contend(None).await {
+            Ok(Some(g)) => Ok(g),
+            Ok(None) => Err("no deadline, yet timed out".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
+        let d = (self.sem.client().now() + timeout).as_micros() as u64;
+        self.contend(Some(d)).await.map_err(|e| e.to_string())
+    }
+
+    fn token(&self, g: &LockGuard<C>) -> i64 {
+        g.fencing_token().0
+    }
+
+    fn node(&self, g: &LockGuard<C>) -> String {
+        g.path().to_owned()
+    }
+
+    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
+        format!("{:?}", g.lost().await)
+    }
+
+    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
+        g.release().await.map_err(|e| e.to_string())
+    }
 }

@@ -37,6 +37,14 @@
 //!   fault its own client met (a pause, a partition, a delayed delivery, a connection
 //!   loss, a session leaving Connected), the fault's duration and a session timeout.
 //!
+//! - **always: `semaphore_leases`** (a semaphore's run only, reported first): a counting
+//!   semaphore of N leases never has more than N holders by belief (see
+//!   [`properties::semaphore_leases`]).
+//!
+//! In a run of several locks (`Scenario::locks`), every property is judged per lock
+//! directory, on the history as that lock saw it ([`per_lock`]): holds of different locks
+//! may overlap.
+//!
 //! Each violation names the events that prove it (indices into `history.events`, times,
 //! clients, sessions, tokens) and the faults just before. [`Counters`] tell how much a
 //! history exercised (contention, handovers after expiry, recoveries after lost creates,
@@ -129,6 +137,7 @@ pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod limits;
+pub mod per_lock;
 pub mod properties;
 pub mod registry;
 pub mod regressions;

@@ -1,5 +1,7 @@
 //! Running a scenario and judging it in one call: what `explore` and `replay` share.
 
+use crate::per_lock::{check_per_lock, project, renumber};
+use crate::properties::semaphore_leases;
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::{SavedReport, Trace};
 use zklock_sim::{
@@ -87,7 +89,40 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
     let cfg = CheckConfig::from_scenario(scenario)
         .with_final_children(outcome.final_lock_children.clone())
         .with_run_end_us(outcome.end_time_us);
-    let report = check_all(&outcome.history, &cfg);
+    let mut report = if scenario.locks > 1 {
+        let locks: Vec<(String, Vec<String>)> = scenario
+            .lock_paths()
+            .into_iter()
+            .zip(outcome.final_children_by_lock.iter().cloned())
+            .collect();
+        check_per_lock(&outcome.history, &cfg, &locks)
+    } else {
+        check_all(&outcome.history, &cfg)
+    };
+    if let Some(leases) = outcome.leases {
+        let paths = scenario.lock_paths();
+        let verdicts = paths.iter().map(|path| {
+            if paths.len() == 1 {
+                return semaphore_leases::check(&outcome.history, leases, cfg.pauses_on);
+            }
+            let (seen, index) = project(&outcome.history, path, &paths);
+            let mut v = semaphore_leases::check(&seen, leases, cfg.pauses_on);
+            if let Some(violation) = &mut v.report {
+                renumber(violation, &index, path);
+            }
+            v
+        });
+        // The first lock's failure, else its known-unavoidable report, else the first.
+        let verdict = verdicts
+            .reduce(|kept, new| {
+                let better =
+                    (kept.ok && !new.ok) || (kept.report.is_none() && new.report.is_some());
+                if better { new } else { kept }
+            })
+            .expect("a scenario has a lock");
+        // A semaphore's own property comes first: its first failure is the one reported.
+        report.verdicts.insert(0, verdict);
+    }
     CheckedRun { outcome, report }
 }
 

@@ -101,6 +101,7 @@ impl Hb {
             EventKind::AcquireInvoked {
                 role,
                 mode: AcquireMode::Blocking,
+                lock: None,
             },
         )
     }

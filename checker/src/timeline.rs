@@ -153,9 +153,20 @@ impl<'a> Describer<'a> {
             EventKind::OpUnknown { op_id } => {
                 format!("outcome unknown (applied or not): {}", op(op_id))
             }
-            EventKind::AcquireInvoked { role, mode } => {
-                format!("acquire {}, {}", role_name(*role), mode_name(*mode))
-            }
+            EventKind::AcquireInvoked {
+                role,
+                mode,
+                lock: None,
+            } => format!("acquire {}, {}", role_name(*role), mode_name(*mode)),
+            EventKind::AcquireInvoked {
+                role,
+                mode,
+                lock: Some(lock),
+            } => format!(
+                "acquire {}, {} of {lock}",
+                role_name(*role),
+                mode_name(*mode)
+            ),
             EventKind::Acquired { token, node } => format!("acquired token {token} ({node})"),
             EventKind::AcquireFailed { reason } => format!("acquire failed: {reason}"),
             EventKind::ReleaseInvoked => "release invoked".into(),

@@ -695,7 +695,11 @@ async fn worker<R: RealRecipe>(
         }
         let mode = mode_of(index, k, config);
         k += 1;
-        client.record(EventKind::AcquireInvoked { role, mode });
+        client.record(EventKind::AcquireInvoked {
+            role,
+            mode,
+            lock: None,
+        });
         let got = match mode {
             AcquireMode::Blocking => {
                 // The lock's own blocking acquire (its timed one may be another path), its

@@ -41,6 +41,7 @@ const HOLD_MS: u64 = 20;
 const BLOCKING: EventKind = EventKind::AcquireInvoked {
     role: LockRole::Exclusive,
     mode: AcquireMode::Blocking,
+    lock: None,
 };
 
 /// Kazoo's process; killed (and reaped) on drop, panics included.

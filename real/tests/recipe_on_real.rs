@@ -97,6 +97,7 @@ fn exclusive(client: &RecordingClient, path: &str) -> Lock<RecordingClient> {
 const BLOCKING: EventKind = EventKind::AcquireInvoked {
     role: LockRole::Exclusive,
     mode: AcquireMode::Blocking,
+    lock: None,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -150,6 +150,11 @@ pub enum EventKind {
     AcquireInvoked {
         role: LockRole,
         mode: AcquireMode,
+        /// The lock directory this acquisition is for, in a run of several locks
+        /// (`Scenario::locks` in zklock-sim); `None` in a run of one lock, whose path the
+        /// run's facts give. A trace written before it existed reads it as `None`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lock: Option<String>,
     },
     /// The client now believes it holds the lock, with this fencing token and node.
     Acquired {

@@ -91,6 +91,7 @@ mod coordination;
 pub mod history;
 pub mod lock;
 pub mod path;
+pub mod semaphore;
 mod types;
 pub mod under_test;
 

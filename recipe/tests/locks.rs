@@ -17,3 +17,5 @@ mod exclusion;
 mod faults;
 #[path = "locks/rwlock.rs"]
 mod rwlock;
+#[path = "locks/semaphore.rs"]
+mod semaphore;

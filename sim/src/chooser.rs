@@ -20,6 +20,8 @@ pub enum ChoiceKind {
     FaultTarget,
     /// A delay, in units of the delay's granularity.
     Delay,
+    /// Which lock directory an acquisition takes, in a run of several locks.
+    Lock,
 }
 
 /// A source of decisions. `choose(kind, n)` returns an index in `0..n`; it is only called

@@ -46,7 +46,7 @@ pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use scenario::{
     FaultMode, Faults, LockUnderTest, Rate, Recipe, RunOutcome, Scenario, ScenarioError,
-    ShippedLock, ShippedRecipe, run_scenario, run_scenario_with,
+    SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe, run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
 pub use world::request::RequestKind;

@@ -5,5 +5,6 @@
 mod cases;
 mod cli;
 mod real;
+mod semaphore;
 
 pub use zklock_canaries::{Bug, Canary};

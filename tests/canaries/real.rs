@@ -44,6 +44,7 @@ const PATH: &str = "/zklock/lock";
 const BLOCKING: EventKind = EventKind::AcquireInvoked {
     role: LockRole::Exclusive,
     mode: AcquireMode::Blocking,
+    lock: None,
 };
 
 async fn session(addr: &str, index: u32, recorder: &Arc<Recorder>) -> RecordingClient {

@@ -11,6 +11,7 @@
 //! | `no_herd`             | always     | a release wakes at most one waiter                          |
 //! | `fifo`                | always     | grants follow sequence order                                |
 //! | `timed_acquire_in_time` | always   | a timed acquire returns by its deadline, plus its client's faults |
+//! | `semaphore_leases`    | always     | a semaphore of N leases never has more than N holders (a semaphore's run only) |
 
 mod beliefs;
 mod config;
@@ -25,6 +26,7 @@ mod overlap;
 pub mod read_write_compat;
 mod report;
 pub mod rightful_write_accepted;
+pub mod semaphore_leases;
 mod slots;
 pub mod timed_acquire;
 mod verdict;

@@ -23,6 +23,7 @@ fn small_history() -> History {
         EventKind::AcquireInvoked {
             role: LockRole::Read,
             mode: AcquireMode::Timeout { timeout_ms: 3000 },
+            lock: None,
         },
     );
     let id = h.invoke(2, ZkOp::Create, &format!("{DIR}/_c_2-0-read-"));
@@ -55,6 +56,7 @@ fn small_history() -> History {
         EventKind::AcquireInvoked {
             role: LockRole::Exclusive,
             mode: AcquireMode::Try,
+            lock: None,
         },
     );
     h.op_fail(4, ZkOp::Delete, &node(4, 4), ZkError::NoNode);

@@ -124,6 +124,12 @@ pub struct Scenario {
     pub readers: u32,
     /// The lock's directory. Default "/zklock/lock".
     pub lock_path: String,
+    /// How many lock directories the clients contend for: each acquisition takes one,
+    /// drawn by the chooser. At 1 the one lock is `lock_path`; above it, lock `i` is
+    /// `lock_path-i` ([`Scenario::lock_paths`]), and every property is judged per lock.
+    /// Default 1 (0 reads as 1); at most 64
+    /// ([`limits::LOCKS_MAX`](super::limits::LOCKS_MAX)).
+    pub locks: u32,
     /// Session timeout of every client, in milliseconds. Default 6000.
     pub session_timeout_ms: u64,
     /// Time in the critical section, between reading and writing the resource, in
@@ -173,6 +179,7 @@ impl Default for Scenario {
             acquisitions_per_client: 20,
             readers: 0,
             lock_path: "/zklock/lock".into(),
+            locks: 1,
             session_timeout_ms: 6000,
             hold_ms: 5,
             acquire_timeout_ms: 3000,
@@ -186,5 +193,19 @@ impl Default for Scenario {
             liveness_bound_ms: 13_000,
             time_limit_ms: 600_000,
         }
+    }
+}
+
+impl Scenario {
+    /// The lock directories of the run, in lock order: `lock_path` alone for one lock,
+    /// else `lock_path-0`, `lock_path-1`, ... (siblings, so that no lock's directory
+    /// holds another's).
+    pub fn lock_paths(&self) -> Vec<String> {
+        if self.locks <= 1 {
+            return vec![self.lock_path.clone()];
+        }
+        (0..self.locks)
+            .map(|i| format!("{}-{i}", self.lock_path.trim_end_matches('/')))
+            .collect()
     }
 }

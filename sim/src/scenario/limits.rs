@@ -45,6 +45,10 @@ pub const BOUNDED_FAULTS_MAX: u32 = 16;
 /// request of the history, carries it, and a lock directory is a short name.
 pub const LOCK_PATH_BYTES_MAX: usize = 1024;
 
+/// Lock directories of a scenario at most ([`Scenario::locks`]): as many as clients, so
+/// that every lock can see contention.
+pub const LOCKS_MAX: u32 = 64;
+
 /// World steps a scenario run takes at most before it stops with
 /// [`SimError::StepLimit`](crate::SimError), against a recipe that loops without end: 4.5
 /// times the steps of the largest workload ([`ACQUISITIONS_MAX`] attempts, with faults).
@@ -128,6 +132,7 @@ impl Scenario {
                 acquisitions_per_client: self.acquisitions_per_client,
             });
         }
+        at_most("locks", self.locks.into(), LOCKS_MAX.into())?;
         if self.readers > self.clients {
             return Err(ScenarioError::Readers {
                 readers: self.readers,
@@ -223,8 +228,9 @@ mod tests {
 
     #[test]
     fn each_bound_is_checked() {
-        let too_large: [fn(&mut Scenario); 8] = [
+        let too_large: [fn(&mut Scenario); 9] = [
             |s| s.clients = CLIENTS_MAX + 1,
+            |s| s.locks = LOCKS_MAX + 1,
             |s| s.acquisitions_per_client = ACQUISITIONS_PER_CLIENT_MAX + 1,
             |s| s.time_limit_ms = TIME_LIMIT_MS_MAX + 1,
             |s| s.heal_ms = u64::MAX,

@@ -14,7 +14,7 @@ mod shipped;
 pub use config::{FaultMode, Faults, Rate, Scenario};
 pub use limits::ScenarioError;
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
-pub use shipped::{ShippedLock, ShippedRecipe};
+pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
 
 use crate::SimClient;
 /// The runners' view of a lock, shared with the real-server workload (`zklock_real`).
@@ -53,4 +53,11 @@ pub trait Recipe: Send + Sync {
     /// The lock object client `client` uses, in role `role`, on directory `path`. Called
     /// again with a new handle when the client opens a new session after an expiry.
     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock;
+    /// `Some(n)` for a counting semaphore of `n` leases: every client then takes its
+    /// lease in role Read and only reads the shared resource in its hold (holders share
+    /// it), and the checker judges `semaphore_leases` (never more than `n` holders).
+    /// Default `None`: a lock.
+    fn leases(&self) -> Option<u32> {
+        None
+    }
 }

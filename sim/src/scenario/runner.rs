@@ -20,10 +20,15 @@ pub struct RunOutcome {
     /// Every choice drawn: with the scenario and seed, a replayable schedule.
     pub choices: Vec<u32>,
     /// Children of the lock directory once every client was done and every dead session
-    /// had expired: a node left here is an orphan.
+    /// had expired: a node left here is an orphan. In a run of several locks, the first
+    /// lock's.
     pub final_lock_children: Vec<String>,
+    /// The same for each lock directory, in [`Scenario::lock_paths`] order.
+    pub final_children_by_lock: Vec<Vec<String>>,
     /// Why the world stopped early, if it did (a stuck waiter, a limit).
     pub error: Option<SimError>,
+    /// The recipe's [`Recipe::leases`]: `Some(n)` for a semaphore of `n` leases.
+    pub leases: Option<u32>,
     pub faults_injected: u64,
     pub steps: u64,
     pub end_time_us: u64,
@@ -50,7 +55,9 @@ pub fn run_scenario_with<R: Recipe>(
             history: History::default(),
             choices: Vec::new(),
             final_lock_children: Vec::new(),
+            final_children_by_lock: Vec::new(),
             error: Some(SimError::InvalidScenario(e)),
+            leases: recipe.leases(),
             faults_injected: 0,
             steps: 0,
             end_time_us: 0,
@@ -64,6 +71,7 @@ pub fn run_scenario_with<R: Recipe>(
         ..SimConfig::default()
     };
     let sim = Sim::with_chooser(cfg, chooser);
+    let lock_paths = scenario.lock_paths();
     {
         let mut w = sim.shared.world();
         w.faults = Some(FaultPlan::new(
@@ -72,8 +80,9 @@ pub fn run_scenario_with<R: Recipe>(
             scenario.heal_ms,
         ));
         if scenario.sequence_start != 0 {
-            w.tree
-                .start_sequence_at(&scenario.lock_path, scenario.sequence_start);
+            for path in &lock_paths {
+                w.tree.start_sequence_at(path, scenario.sequence_start);
+            }
         }
         // Room for a typical run's history (some 15 events an acquisition), so that it
         // is not copied over and over as it grows.
@@ -86,15 +95,16 @@ pub fn run_scenario_with<R: Recipe>(
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let role = if (i as u32) < scenario.readers {
+            // A semaphore's holders share the resource, as readers do.
+            let role = if recipe.leases().is_some() || (i as u32) < scenario.readers {
                 LockRole::Read
             } else if scenario.readers > 0 {
                 LockRole::Write
             } else {
                 LockRole::Exclusive
             };
-            let lock = recipe.lock(c.clone(), role, &scenario.lock_path);
-            (c.clone(), role, lock)
+            let locks = locks_of(recipe, c, role, &lock_paths);
+            (c.clone(), role, locks)
         })
         .collect();
     // Workers ask the main actor for the lock of a new session: only it may borrow
@@ -103,11 +113,12 @@ pub fn run_scenario_with<R: Recipe>(
     let main = {
         let sim = sim.clone();
         let scenario = scenario.clone();
+        let lock_paths = lock_paths.clone();
         async move {
             let mut tasks = Vec::new();
-            for (c, role, lock) in workers {
+            for (c, role, locks) in workers {
                 let renew = renew_tx.clone();
-                let w = worker(sim.clone(), c.clone(), role, lock, scenario.clone(), renew);
+                let w = worker(sim.clone(), c.clone(), role, locks, scenario.clone(), renew);
                 let t = sim.spawn(w);
                 tasks.push((t, c));
             }
@@ -129,7 +140,7 @@ pub fn run_scenario_with<R: Recipe>(
                     reply,
                 }) = renew_rx.next().await
                 {
-                    let _ = reply.send(recipe.lock(client, role, &scenario.lock_path));
+                    let _ = reply.send(locks_of(recipe, &client, role, &lock_paths));
                 }
             };
             select(pin!(all_done), pin!(serve)).await;
@@ -148,27 +159,46 @@ pub fn run_scenario_with<R: Recipe>(
     let error = crate::sim::complete(sim.run(main)).err();
     // The world is done with: its history and choices are moved out, not copied.
     let mut w = sim.shared.world();
+    let final_children_by_lock: Vec<Vec<String>> = lock_paths
+        .iter()
+        .map(|p| w.tree.children(p).unwrap_or_default())
+        .collect();
     RunOutcome {
         history: History {
             events: std::mem::take(&mut w.history),
         },
         choices: std::mem::take(&mut w.choices),
-        final_lock_children: w.tree.children(&scenario.lock_path).unwrap_or_default(),
+        final_lock_children: final_children_by_lock[0].clone(),
+        final_children_by_lock,
         error,
+        leases: recipe.leases(),
         faults_injected: w.faults.as_ref().map_or(0, |f| f.injected),
         steps: w.steps,
         end_time_us: w.now_us,
     }
 }
 
-/// A new session for `c` and its lock, once the client can reach the server again;
+/// Client `c`'s lock object of each lock directory, in lock order.
+fn locks_of<R: Recipe>(
+    recipe: &R,
+    c: &SimClient,
+    role: LockRole,
+    paths: &[String],
+) -> Vec<R::Lock> {
+    paths
+        .iter()
+        .map(|p| recipe.lock(c.clone(), role, p))
+        .collect()
+}
+
+/// A new session for `c` and its locks, once the client can reach the server again;
 /// `None` if the main actor is gone (the run is ending).
 async fn new_session<L>(
     sim: &Sim,
     c: &SimClient,
     role: LockRole,
     renew: &mpsc::UnboundedSender<NewLock<L>>,
-) -> Option<(SimClient, L)> {
+) -> Option<(SimClient, Vec<L>)> {
     let client = loop {
         // As a real client library waits before it connects again.
         c.sleep(sim.reconnect_delay()).await;
@@ -190,11 +220,11 @@ async fn new_session<L>(
 /// first, at most.
 const SETTLE_WAITS_MAX: u32 = 10;
 
-/// A worker's request to the main actor: the lock for `client`'s new session.
+/// A worker's request to the main actor: the locks for `client`'s new session.
 struct NewLock<L> {
     client: SimClient,
     role: LockRole,
-    reply: oneshot::Sender<L>,
+    reply: oneshot::Sender<Vec<L>>,
 }
 
 /// One client's loop; `renew` asks the main actor for a new session's lock.
@@ -202,20 +232,30 @@ async fn worker<L: LockUnderTest>(
     sim: Sim,
     mut c: SimClient,
     role: LockRole,
-    mut lock: L,
+    mut locks: Vec<L>,
     sc: Scenario,
     renew: mpsc::UnboundedSender<NewLock<L>>,
 ) {
     let hold = Duration::from_millis(sc.hold_ms);
+    let lock_paths = sc.lock_paths();
     for k in 0..sc.acquisitions_per_client {
         if c.session_state().is_terminal() {
             // The session is gone for good: open a new one, with a new lock, as a real
             // process would (and as `zklock real` does).
-            let Some((fresh, fresh_lock)) = new_session(&sim, &c, role, &renew).await else {
+            let Some((fresh, fresh_locks)) = new_session(&sim, &c, role, &renew).await else {
                 break;
             };
-            (c, lock) = (fresh, fresh_lock);
+            (c, locks) = (fresh, fresh_locks);
         }
+        // Which lock this acquisition takes: a choice only when there are several, so a
+        // run of one lock draws what it always drew.
+        let which = if locks.len() > 1 {
+            sim.choose(&c, ChoiceKind::Lock, locks.len()).await
+        } else {
+            0
+        };
+        let lock = &locks[which];
+        let lock_path = (sc.locks > 1).then(|| lock_paths[which].clone());
         let attempt = u64::from(k) + u64::from(sc.mix_offset);
         let mut mode = AcquireMode::of_attempt(attempt, sc.drop_every, sc.acquire_timeout_ms, 0);
         if let AcquireMode::Dropped { after_ms } = &mut mode {
@@ -223,7 +263,14 @@ async fn worker<L: LockUnderTest>(
             let n = sc.drop_after_ms_max.saturating_add(1).min(1 << 16) as usize;
             *after_ms = sim.choose(&c, ChoiceKind::Delay, n).await as u64;
         }
-        sim.record(&c, EventKind::AcquireInvoked { role, mode });
+        sim.record(
+            &c,
+            EventKind::AcquireInvoked {
+                role,
+                mode,
+                lock: lock_path,
+            },
+        );
         let got = match mode {
             AcquireMode::Blocking => lock.acquire().await.map(Some),
             AcquireMode::Try => lock.try_acquire().await,
@@ -273,7 +320,16 @@ async fn worker<L: LockUnderTest>(
         );
         // The critical section: read, work, write value + 1 with the fencing token,
         // unless the lost signal fires first.
-        let read = sim.resource(&c, ResourceOp::Read { token }).await;
+        let resource = which as u32;
+        let read = sim
+            .resource(
+                &c,
+                ResourceOp::Read {
+                    token,
+                    lock: resource,
+                },
+            )
+            .await;
         let lost = {
             let work = pin!(c.sleep(hold));
             let lost = pin!(lock.lost(&guard));
@@ -290,6 +346,7 @@ async fn worker<L: LockUnderTest>(
                     token,
                     read_fenced: read.fenced,
                     read_unfenced: read.unfenced,
+                    lock: resource,
                 };
                 sim.resource(&c, op).await;
             }

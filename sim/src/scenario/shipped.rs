@@ -24,3 +24,35 @@ impl Recipe for ShippedRecipe {
             .expect("the scenario's lock path is valid")
     }
 }
+
+/// zklock's counting semaphore ([`Semaphore`](zklock_recipe::semaphore::Semaphore)) of
+/// `leases` holders, on the scenario's lock directory; every client's lease is the same
+/// whatever its role.
+#[derive(Clone, Debug)]
+pub struct SemaphoreRecipe {
+    /// The lease count each client stores if it creates the semaphore. Default 2.
+    pub leases: u32,
+}
+
+impl Default for SemaphoreRecipe {
+    fn default() -> Self {
+        SemaphoreRecipe { leases: 2 }
+    }
+}
+
+/// One client's semaphore object.
+pub type SemaphoreLock = zklock_recipe::semaphore::Semaphore<SimClient>;
+
+impl Recipe for SemaphoreRecipe {
+    type Lock = SemaphoreLock;
+    fn name(&self) -> String {
+        "semaphore".into()
+    }
+    fn lock(&self, client: SimClient, _role: LockRole, path: &str) -> SemaphoreLock {
+        SemaphoreLock::new(client, path, self.leases)
+            .expect("the scenario's lock path and the lease count are valid")
+    }
+    fn leases(&self) -> Option<u32> {
+        Some(self.leases)
+    }
+}

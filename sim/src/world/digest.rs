@@ -136,6 +136,10 @@ impl World {
             (at, timer_shape(t)).hash(h);
         }
         self.resource.hash(h);
+        // Hashed only when there are some, so that a run of one lock digests as before.
+        if !self.more_resources.is_empty() {
+            self.more_resources.hash(h);
+        }
         self.faults.as_ref().map(|f| f.injected).hash(h);
     }
 }

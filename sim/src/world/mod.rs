@@ -288,6 +288,9 @@ pub(crate) struct World {
     pub(crate) history: Vec<Event>,
     next_op: u64,
     pub(crate) resource: ResourceState,
+    /// The resources of locks 1, 2, ... in a run of several locks (the first lock's is
+    /// `resource`), made as each is first used.
+    pub(crate) more_resources: Vec<ResourceState>,
     /// Random faults, when a scenario switched them on.
     pub(crate) faults: Option<FaultPlan>,
     /// Clients with background cleanup pending, so a step need not scan every client.
@@ -326,6 +329,7 @@ impl World {
             history: Vec::new(),
             next_op: 0,
             resource: ResourceState::default(),
+            more_resources: Vec::new(),
             faults: None,
             detached_clients: 0,
             outside_seq: 0,

@@ -17,12 +17,23 @@ use zklock_recipe::history::EventKind;
 pub(crate) enum ResourceOp {
     Read {
         token: i64,
+        /// Which lock's resource (`Scenario::locks`): each lock guards its own.
+        lock: u32,
     },
     Write {
         token: i64,
         read_fenced: u64,
         read_unfenced: u64,
+        lock: u32,
     },
+}
+
+impl ResourceOp {
+    fn lock(&self) -> u32 {
+        match *self {
+            ResourceOp::Read { lock, .. } | ResourceOp::Write { lock, .. } => lock,
+        }
+    }
 }
 
 /// What a resource operation saw.
@@ -52,9 +63,19 @@ impl Default for ResourceState {
 
 impl World {
     pub(crate) fn resource_op(&mut self, c: ClientId, op: ResourceOp, reply: SlotId) {
-        let r = &mut self.resource;
+        let r = match op.lock() {
+            0 => &mut self.resource,
+            i => {
+                let i = i as usize - 1;
+                if self.more_resources.len() <= i {
+                    self.more_resources
+                        .resize_with(i + 1, ResourceState::default);
+                }
+                &mut self.more_resources[i]
+            }
+        };
         let out = match op {
-            ResourceOp::Read { token } => {
+            ResourceOp::Read { token, .. } => {
                 r.max_token = r.max_token.max(token);
                 let v = ResourceReply {
                     fenced: r.fenced,
@@ -68,6 +89,7 @@ impl World {
                 token,
                 read_fenced,
                 read_unfenced,
+                ..
             } => {
                 let unfenced_overwrote = r.unfenced != read_unfenced;
                 r.unfenced = read_unfenced + 1;

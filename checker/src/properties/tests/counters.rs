@@ -74,6 +74,7 @@ fn counts_timed_acquires_that_ran_to_their_deadline() {
             EventKind::AcquireInvoked {
                 role: LockRole::Exclusive,
                 mode: AcquireMode::Timeout { timeout_ms: 3000 },
+                lock: None,
             },
         )
     };

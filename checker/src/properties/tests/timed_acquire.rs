@@ -12,6 +12,7 @@ fn timed(h: &mut Hb, client: u32, timeout_ms: u64, at_ms: u64) -> usize {
         EventKind::AcquireInvoked {
             role: LockRole::Exclusive,
             mode: AcquireMode::Timeout { timeout_ms },
+            lock: None,
         },
     )
 }

@@ -339,6 +339,11 @@ pub struct RealArgs {
     /// Where a failing run's timeline goes
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
+    /// The lock under test: zklock (the shipped lock), or a released library's lock
+    /// through its driver (docs/drivers.md): curator-mutex, curator-rw,
+    /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock
+    #[arg(long, value_name = "NAME", default_value = "zklock")]
+    pub lock: String,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,8 @@ use zklock_checker::{CheckConfig, render_timeline};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::servers::Servers;
-use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_workload};
+use zklock_real::driver::{DriverKind, DriverRecipe};
+use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe, run_workload};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -31,6 +32,8 @@ struct RealOptions {
     connect: Option<String>,
     /// Where a failing run's timeline goes.
     out_dir: PathBuf,
+    /// A released library's lock, through its driver; None: the shipped lock.
+    driver: Option<DriverKind>,
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
@@ -79,6 +82,16 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         ..FaultConfig::default()
     };
     let faults_given = a.faults != "all";
+    let driver = match a.lock.as_str() {
+        "zklock" => None,
+        name => Some(DriverKind::parse(name).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?),
+    };
+    if let Some(kind) = driver
+        && workload.readers > 0
+        && !kind.has_readers()
+    {
+        bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
+    }
     let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
     if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
         bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
@@ -124,11 +137,17 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         ensemble_size,
         connect,
         out_dir,
+        driver,
     })
 }
 
 pub fn run(a: RealArgs) -> Result<Status> {
     let opts = parse(a)?;
+    // Located (and built, the first time) before any server starts.
+    let driver = match opts.driver {
+        Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
+        None => None,
+    };
     let servers = match &opts.connect {
         Some(c) => Servers::External {
             connect_string: c.clone(),
@@ -147,8 +166,9 @@ pub fn run(a: RealArgs) -> Result<Status> {
     };
     let w = &opts.workload;
     println!(
-        "zklock real: {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
+        "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
          until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
+        driver.as_ref().map_or("zklock", |d| d.kind().name()),
         w.clients,
         w.readers,
         w.duration_ms,
@@ -169,10 +189,24 @@ pub fn run(a: RealArgs) -> Result<Status> {
         .build()
         .context("starting the tokio runtime")?;
     let started = Instant::now();
-    let run = runtime
-        .block_on(run_workload(servers, &workload, &opts.faults))
-        .map_err(anyhow::Error::new)?;
+    let status = driver.as_ref().map(DriverRecipe::status);
+    let run = match driver {
+        Some(recipe) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe)),
+        None => runtime.block_on(run_workload(servers, &workload, &opts.faults)),
+    }
+    .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
+    if let Some(status) = &status {
+        if let Some(hello) = status.hello() {
+            println!("driver: {hello}");
+        }
+        // A driver that broke the protocol or hung leaves no verdict to trust.
+        if let Some(why) = status.failure() {
+            drop(run);
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            bail!("the run's driver failed: {why}");
+        }
+    }
     let ok = report(&run, &opts, elapsed)?;
     let interrupted = run.interrupted;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.

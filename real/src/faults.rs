@@ -855,7 +855,24 @@ impl Strike<'_> {
         let link = Arc::clone(&self.targets.links[self.target]);
         let connect = self.targets.server_connect_string.clone();
         let timeout = Duration::from_millis(self.config.server_action_timeout_ms);
+        // A lock in a process of its own (a driver) has a session of its own: it expires
+        // with the client's, while both are cut off.
+        let os = self.targets.processes[self.target].os_process();
         background.spawn(async move {
+            if let Some(os) = os.filter(|os| os.session != 0) {
+                // Cut off first, as `expire_isolated` does; a closed socket is news a
+                // driver's client hears at once. The black hole lasts until the client's
+                // own session is expired below.
+                link.black_hole();
+                link.cut();
+                tokio::time::sleep(Duration::from_millis(ISOLATION_GRACE_MS * 2)).await;
+                let killed =
+                    crate::harness::kill_session(&connect, SessionId(os.session), timeout).await;
+                if let Err(e) = killed {
+                    link.end_black_hole();
+                    return Err(format!("forcing a driver's expiry: {e}"));
+                }
+            }
             expire_isolated(&link, &client, &connect, timeout)
                 .await
                 .map(|()| false)

@@ -76,6 +76,7 @@ pub mod bench;
 mod client;
 mod convert;
 mod detached;
+pub mod driver;
 mod error;
 pub mod faults;
 pub mod harness;

@@ -284,6 +284,28 @@ pub trait RealRecipe: Send + Sync + 'static {
     /// path: the run checks it first). Called again with the new session's client when a
     /// client opens a new session after an expiry.
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock;
+
+    /// Called once before the clients start, with where each connects and its process's
+    /// switches: a recipe whose locks run in processes of their own
+    /// ([`crate::driver`]) starts them here. Default: nothing.
+    fn start(&self, run: &RunStart) -> impl std::future::Future<Output = Result<(), RealError>> + Send {
+        let _ = run;
+        async { Ok(()) }
+    }
+}
+
+/// What [`RealRecipe::start`] is given, per client (by index).
+#[derive(Debug)]
+pub struct RunStart {
+    /// Where each client connects (its proxies, or the servers).
+    pub connect: Vec<String>,
+    /// Each client's process switches (pause, crash).
+    pub processes: Vec<Arc<ProcessControl>>,
+    /// Each client's role.
+    pub roles: Vec<LockRole>,
+    pub lock_path: String,
+    pub session_timeout_ms: u64,
+    pub recorder: Arc<Recorder>,
 }
 
 /// zklock's shipped lock on a real run: the exclusive lock, or the read/write lock's
@@ -445,6 +467,16 @@ pub async fn run_recipe<R: RealRecipe>(
             NOT_HEALED
         })),
     });
+    recipe
+        .start(&RunStart {
+            connect: shared.connect.clone(),
+            processes: shared.processes.clone(),
+            roles: (0..clients).map(|i| role_of(i, config)).collect(),
+            lock_path: config.lock_path.clone(),
+            session_timeout_ms: config.session_timeout_ms,
+            recorder: Arc::clone(&recorder),
+        })
+        .await?;
     let mut firsts = Vec::with_capacity(clients);
     for i in 0..clients {
         firsts.push(shared.connect(i, config.connect_timeout_ms).await?);

@@ -16,7 +16,8 @@ import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -38,7 +39,16 @@ public final class ZklockCuratorDriver {
     final String path;
     final CuratorFramework client;
     final InterProcessLock lock;
-    final Map<Long, Thread> acquiring = new ConcurrentHashMap<>();
+    // Curator's locks belong to the thread that took them (a release from another thread
+    // is refused), so every acquire and release runs on this one thread, in order.
+    final ExecutorService owner = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "zklock-lock-owner");
+        t.setDaemon(true);
+        return t;
+    });
+    volatile Thread ownerThread;
+    // The acquire running on the owner thread, if any (guarded by `this`).
+    Long acquiring = null;
     // The acquire whose hold is current, and whether its loss was reported.
     Long holding = null;
     boolean lostSent = false;
@@ -104,6 +114,11 @@ public final class ZklockCuratorDriver {
     }
 
     void acquire(long id, String mode, long timeoutMs) {
+        synchronized (this) {
+            Thread.interrupted(); // a cancel that came too late for an earlier acquire
+            ownerThread = Thread.currentThread();
+            acquiring = id;
+        }
         try {
             boolean got;
             switch (mode) {
@@ -115,8 +130,19 @@ public final class ZklockCuratorDriver {
                 emit(obj("event", "not_acquired", "id", id, "reason", mode.equals("try") ? "held" : "timeout"));
                 return;
             }
+            // Held: a cancel from now on comes too late, and must not interrupt the reading
+            // of the token (that would report a held lock as not acquired).
+            synchronized (this) {
+                acquiring = null;
+                Thread.interrupted();
+            }
             String node = heldNode();
-            Stat stat = node == null ? null : client.checkExists().forPath(node);
+            Stat stat = null;
+            try {
+                stat = node == null ? null : client.checkExists().forPath(node);
+            } catch (Exception e) {
+                // The token stays unknown (-1); the hold is reported all the same.
+            }
             synchronized (this) {
                 holding = id;
                 lostSent = false;
@@ -132,8 +158,15 @@ public final class ZklockCuratorDriver {
                 emit(obj("event", "error", "id", id, "message", e.toString()));
             }
         } finally {
-            acquiring.remove(id);
+            synchronized (this) {
+                acquiring = null;
+                Thread.interrupted();
+            }
         }
+    }
+
+    synchronized void cancel(long id) {
+        if (acquiring != null && acquiring == id && ownerThread != null) ownerThread.interrupt();
     }
 
     void release(long id) {
@@ -156,7 +189,7 @@ public final class ZklockCuratorDriver {
         ZklockCuratorDriver d = new ZklockCuratorDriver(args[0], args[1], args[2], Integer.parseInt(args[3]));
         d.client.start();
         d.client.blockUntilConnected(Math.max(10_000, Integer.parseInt(args[3])), TimeUnit.MILLISECONDS);
-        String version = CuratorFramework.class.getPackage().getImplementationVersion();
+        String version = curatorVersion();
         emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", "curator",
                 "version", version == null ? "unknown" : version,
                 "lock", d.lock.getClass().getSimpleName(), "session_id", d.sessionId()));
@@ -184,17 +217,11 @@ public final class ZklockCuratorDriver {
             if ("acquire".equals(op)) {
                 String mode = String.valueOf(req.getOrDefault("mode", "blocking"));
                 long timeoutMs = req.get("timeout_ms") instanceof Long ? (Long) req.get("timeout_ms") : 0L;
-                Thread t = new Thread(() -> d.acquire(id, mode, timeoutMs));
-                t.setDaemon(true);
-                d.acquiring.put(id, t);
-                t.start();
+                d.owner.execute(() -> d.acquire(id, mode, timeoutMs));
             } else if ("release".equals(op)) {
-                Thread t = new Thread(() -> d.release(id));
-                t.setDaemon(true);
-                t.start();
+                d.owner.execute(() -> d.release(id));
             } else if ("cancel".equals(op)) {
-                Thread t = d.acquiring.get(id);
-                if (t != null) t.interrupt();
+                d.cancel(id);
             } else {
                 emit(obj("event", "error", "id", id, "message", "unknown op " + op));
             }
@@ -202,6 +229,21 @@ public final class ZklockCuratorDriver {
         d.client.close();
         OUT.flush();
         System.exit(0);
+    }
+
+    /** Curator's version: its manifest's, else its jar's name (Debian's links name it). */
+    static String curatorVersion() {
+        String v = CuratorFramework.class.getPackage().getImplementationVersion();
+        if (v != null) return v;
+        try {
+            java.nio.file.Path jar = java.nio.file.Paths.get(
+                    CuratorFramework.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            String name = jar.toRealPath().getFileName().toString();
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$").matcher(name);
+            return m.find() ? m.group(1) : name;
+        } catch (Exception e) {
+            return "unknown";
+        }
     }
 
     static Map<String, Object> obj(Object... kv) {

@@ -83,6 +83,9 @@ class Driver:
 
     def acquire(self, rid, mode, timeout_ms):
         try:
+            # Kazoo keeps a cancel that came after its acquire ended for the next one;
+            # zklock's cancel is for one acquire only.
+            self.lock.cancelled = False
             if mode == "blocking":
                 got = self.lock.acquire()
             elif mode == "try":

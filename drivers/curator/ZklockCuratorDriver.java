@@ -240,7 +240,18 @@ public final class ZklockCuratorDriver {
                     CuratorFramework.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             String name = jar.toRealPath().getFileName().toString();
             java.util.regex.Matcher m = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$").matcher(name);
-            return m.find() ? m.group(1) : name;
+            if (m.find()) return m.group(1);
+            // Debian's unversioned link is a file of its own on some systems: the versioned
+            // jar beside it names the version.
+            try (java.nio.file.DirectoryStream<java.nio.file.Path> dir =
+                    java.nio.file.Files.newDirectoryStream(jar.getParent(), "curator-framework-*.jar")) {
+                for (java.nio.file.Path p : dir) {
+                    java.util.regex.Matcher v = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$")
+                            .matcher(p.getFileName().toString());
+                    if (v.find()) return v.group(1);
+                }
+            }
+            return name;
         } catch (Exception e) {
             return "unknown";
         }

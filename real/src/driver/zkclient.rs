@@ -197,7 +197,11 @@ impl Driver {
         let dir = self.dir.clone();
         let lock = async {
             let prefix = zk::LockPrefix::new_curator(&dir, "lock-").map_err(|e| e.to_string())?;
-            let options = zk::LockOptions::new(zk::Acls::anyone_all());
+            // The lock's directory and its parents are created as needed, as Curator and
+            // Kazoo do.
+            let options = zk::LockOptions::new(zk::Acls::anyone_all())
+                .with_ancestor_options(zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()))
+                .map_err(|e| e.to_string())?;
             client
                 .lock(prefix, b"", options)
                 .await

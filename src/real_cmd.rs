@@ -13,6 +13,7 @@ use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::servers::Servers;
 use zklock_real::driver::{DriverKind, DriverRecipe};
+use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe, run_workload};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
@@ -92,6 +93,12 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     {
         bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
     }
+    if a.aim.len() > MAX_AIMED {
+        bail!("--aim: at most {MAX_AIMED} aimed faults, got {}", a.aim.len());
+    }
+    for spec in &a.aim {
+        faults.aimed.push(parse_aim(spec, workload.clients)?);
+    }
     let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
     if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
         bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
@@ -139,6 +146,47 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         out_dir,
         driver,
     })
+}
+
+/// The most `--aim` faults a run takes.
+const MAX_AIMED: usize = 64;
+
+/// `CLIENT:ACTION:OP:PATH`, see `--aim`.
+fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
+    let usage = "--aim takes CLIENT:ACTION:OP:PATH, e.g. 0:withhold-reply:delete:/zklock/lock/";
+    let mut parts = spec.splitn(4, ':');
+    let (Some(client), Some(action), Some(op), Some(under)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        bail!("{usage}; got {spec:?}");
+    };
+    let client: u32 = client
+        .parse()
+        .ok()
+        .filter(|&c| c < clients)
+        .with_context(|| format!("--aim {spec:?}: the client must be 0 to {}", clients - 1))?;
+    let action = match action {
+        "withhold-reply" => AimedAction::WithholdReply,
+        "drop-request" => AimedAction::DropRequest,
+        other => bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request)"),
+    };
+    let ops = op_by_name(op).with_context(|| {
+        format!(
+            "--aim {spec:?}: unknown operation {op:?} (create, delete, exists, get-data, \
+             set-data, get-children)"
+        )
+    })?;
+    if !under.starts_with('/') || under.len() > 1_024 {
+        bail!("--aim {spec:?}: the path must start with / and be at most 1,024 bytes");
+    }
+    Ok((
+        client,
+        AimedFault {
+            ops: ops.to_vec(),
+            under: under.to_owned(),
+            action,
+        },
+    ))
 }
 
 pub fn run(a: RealArgs) -> Result<Status> {

@@ -224,6 +224,12 @@ pub struct FaultConfig {
     /// then, in run time:
     /// a bound only a hang reaches. Default 600,000 (10 minutes).
     pub strikes_deadline_ms: u64,
+    /// Scripted faults aimed at requests (see [`crate::proxy::Proxy::aim`]): each armed
+    /// on its client's proxies (by index) as the run starts, to strike that client's
+    /// first matching request, and recorded as a connection loss of that client when it
+    /// strikes. They need no fault kind in `faults`, and do not wait for the heal.
+    /// Default none.
+    pub aimed: Vec<(u32, crate::proxy::AimedFault)>,
 }
 
 impl Default for FaultConfig {
@@ -254,6 +260,7 @@ impl Default for FaultConfig {
             strikes_min_per_kind: 0,
             heal_after: None,
             strikes_deadline_ms: 600_000,
+            aimed: Vec::new(),
         }
     }
 }
@@ -429,6 +436,19 @@ impl ClientLink {
     /// Withheld replies so far, over every proxy.
     pub fn lost_reply_count(&self) -> usize {
         self.proxies.iter().map(|p| p.lost_replies().len()).sum()
+    }
+
+    /// Aims `fault` at the client's next matching request, on every proxy (the client uses
+    /// one at a time).
+    pub fn aim(&self, fault: &crate::proxy::AimedFault) {
+        for p in &self.proxies {
+            p.aim(fault.clone());
+        }
+    }
+
+    /// The requests aimed faults caught so far, over every proxy.
+    pub fn caught_request_count(&self) -> usize {
+        self.proxies.iter().map(|p| p.caught_requests().len()).sum()
     }
 
     /// Arms the lost-create fault on every proxy (the client uses one at a time); false if

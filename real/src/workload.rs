@@ -434,7 +434,7 @@ pub async fn run_recipe<R: RealRecipe>(
     .await?;
     let clients = config.clients as usize;
     let mut links = Vec::new();
-    if faults.faults.needs_proxies() {
+    if faults.faults.needs_proxies() || !faults.aimed.is_empty() {
         let addrs = servers.addrs().await?;
         for _ in 0..clients {
             links.push(Arc::new(ClientLink::start(&addrs).await?));
@@ -499,6 +499,22 @@ pub async fn run_recipe<R: RealRecipe>(
             }))
         },
     };
+    for (index, fault) in &faults.aimed {
+        match targets.links.get(*index as usize) {
+            Some(link) => link.aim(fault),
+            None => {
+                return Err(RealError::Config {
+                    reason: format!("an aimed fault names client {index}, past the run's clients"),
+                });
+            }
+        }
+    }
+    if !faults.aimed.is_empty() {
+        tokio::spawn(record_aimed_strikes(
+            targets.links.clone(),
+            Arc::clone(&shared),
+        ));
+    }
     let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts
         .into_iter()
@@ -592,6 +608,35 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
     }
     shared.over.store(true, Ordering::Release);
 }
+
+/// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of
+/// its client, when the proxy reports it caught; ends with the run.
+async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>) {
+    let mut seen = vec![0; links.len()];
+    while !shared.acquisitions_over() {
+        for (index, link) in links.iter().enumerate() {
+            let caught = link.caught_request_count();
+            while seen[index] < caught {
+                seen[index] += 1;
+                let session = shared
+                    .sessions
+                    .session_id(index)
+                    .unwrap_or(zklock_recipe::SessionId(0));
+                shared.recorder.record(
+                    index as u32,
+                    session,
+                    EventKind::Fault {
+                        fault: zklock_recipe::history::FaultKind::ConnectionLoss,
+                    },
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(AIMED_POLL_MS)).await;
+    }
+}
+
+/// How often aimed faults' strikes are looked for.
+const AIMED_POLL_MS: u64 = 2;
 
 /// How often [`watch_for_the_end`] looks again.
 const GOAL_POLL_MS: u64 = 100;

@@ -246,9 +246,9 @@ public final class ZklockCuratorDriver {
             try (java.nio.file.DirectoryStream<java.nio.file.Path> dir =
                     java.nio.file.Files.newDirectoryStream(jar.getParent(), "curator-framework-*.jar")) {
                 for (java.nio.file.Path p : dir) {
-                    java.util.regex.Matcher v = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$")
+                    java.util.regex.Matcher mv = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$")
                             .matcher(p.getFileName().toString());
-                    if (v.find()) return v.group(1);
+                    if (mv.find()) return mv.group(1);
                 }
             }
             return name;

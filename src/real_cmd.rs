@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged, judge_parallel};
 use zklock_checker::{CheckConfig, render_timeline};
+use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
-use zklock_real::servers::Servers;
-use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
+use zklock_real::servers::Servers;
 use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe, run_workload};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
@@ -85,7 +85,9 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     let faults_given = a.faults != "all";
     let driver = match a.lock.as_str() {
         "zklock" => None,
-        name => Some(DriverKind::parse(name).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?),
+        name => {
+            Some(DriverKind::parse(name).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?)
+        }
     };
     if let Some(kind) = driver
         && workload.readers > 0
@@ -94,7 +96,10 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
     }
     if a.aim.len() > MAX_AIMED {
-        bail!("--aim: at most {MAX_AIMED} aimed faults, got {}", a.aim.len());
+        bail!(
+            "--aim: at most {MAX_AIMED} aimed faults, got {}",
+            a.aim.len()
+        );
     }
     for spec in &a.aim {
         faults.aimed.push(parse_aim(spec, workload.clients)?);

@@ -14,6 +14,10 @@
 //! new session, as a supervisor would restart it. The old session's nodes stand until the
 //! server expires it.
 //!
+//! A lock that runs in an OS process of its own (a driver, see [`crate::driver`]) gets
+//! both to that process as well ([`ProcessControl::set_os_process`]): a pause stops it
+//! with SIGSTOP until SIGCONT at the pause's end, a crash kills it with SIGKILL.
+//!
 //! Each strikes at once (the task stops wherever it is) or is armed for the client's next
 //! hold ([`ProcessControl::arm_for_hold`], taken by the workload's worker as it enters the
 //! critical section). A pause there is Kleppmann's case ("How to do distributed

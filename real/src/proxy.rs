@@ -150,7 +150,10 @@ enum Aimed {
     Off,
     Armed(AimedFault),
     /// Connection `conn`'s request `xid` went to the server; its reply is withheld.
-    Withholding { conn: u64, xid: i32 },
+    Withholding {
+        conn: u64,
+        xid: i32,
+    },
 }
 
 /// Where the lost-create-response fault stands.
@@ -534,8 +537,7 @@ async fn pump(
                     }
                 }
                 Way::ToClient => {
-                    if withhold_reply(shared, id, body) || withhold_aimed_reply(shared, id, body)
-                    {
+                    if withhold_reply(shared, id, body) || withhold_aimed_reply(shared, id, body) {
                         return;
                     }
                 }
@@ -905,11 +907,17 @@ mod tests {
             action: AimedAction::WithholdReply,
         });
         // Another op under the path, and a delete elsewhere, pass.
-        c.write_all(&path_request(1, op::GET_CHILDREN2, "/locks/x")).await.unwrap();
+        c.write_all(&path_request(1, op::GET_CHILDREN2, "/locks/x"))
+            .await
+            .unwrap();
         assert_eq!(read_one(&mut c).await.unwrap(), reply(1, 101, 0));
-        c.write_all(&path_request(2, op::DELETE, "/other/x")).await.unwrap();
+        c.write_all(&path_request(2, op::DELETE, "/other/x"))
+            .await
+            .unwrap();
         assert_eq!(read_one(&mut c).await.unwrap(), reply(2, 102, 0));
-        c.write_all(&path_request(3, op::DELETE, "/locks/n-0001")).await.unwrap();
+        c.write_all(&path_request(3, op::DELETE, "/locks/n-0001"))
+            .await
+            .unwrap();
         let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
         assert!(end.is_err(), "expected the connection cut, got {end:?}");
         assert_eq!(
@@ -923,7 +931,9 @@ mod tests {
         );
         // One-shot.
         let mut c = connected(&proxy).await;
-        c.write_all(&path_request(4, op::DELETE, "/locks/n-0002")).await.unwrap();
+        c.write_all(&path_request(4, op::DELETE, "/locks/n-0002"))
+            .await
+            .unwrap();
         assert_eq!(read_one(&mut c).await.unwrap(), reply(4, 104, 0));
     }
 
@@ -955,7 +965,10 @@ mod tests {
         c.write_all(&create_request(1, "/locks/n-")).await.unwrap();
         let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
         assert!(end.is_err(), "expected the connection cut, got {end:?}");
-        assert!(server_heard.try_recv().is_err(), "the dropped create reached the server");
+        assert!(
+            server_heard.try_recv().is_err(),
+            "the dropped create reached the server"
+        );
         assert_eq!(proxy.caught_requests().len(), 1);
         assert_eq!(proxy.caught_requests()[0].err, None);
     }

@@ -285,10 +285,20 @@ pub trait RealRecipe: Send + Sync + 'static {
     /// client opens a new session after an expiry.
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock;
 
+    /// The directory whose children are the lock's nodes, read when the run ends for
+    /// orphans. Default: the lock path itself. (Curator's semaphores keep their nodes in
+    /// `<path>/leases` and `<path>/locks`.)
+    fn nodes_dir(&self, lock_path: &str) -> String {
+        lock_path.to_owned()
+    }
+
     /// Called once before the clients start, with where each connects and its process's
     /// switches: a recipe whose locks run in processes of their own
     /// ([`crate::driver`]) starts them here. Default: nothing.
-    fn start(&self, run: &RunStart) -> impl std::future::Future<Output = Result<(), RealError>> + Send {
+    fn start(
+        &self,
+        run: &RunStart,
+    ) -> impl std::future::Future<Output = Result<(), RealError>> + Send {
         let _ = run;
         async { Ok(()) }
     }
@@ -539,7 +549,8 @@ pub async fn run_recipe<R: RealRecipe>(
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
-    let final_lock_children = settled_children(&observer, &config.lock_path, settle).await;
+    let nodes_dir = recipe.nodes_dir(&config.lock_path);
+    let final_lock_children = settled_children(&observer, &nodes_dir, settle).await;
     for client in finals.into_iter().flatten() {
         let _ = tokio::time::timeout(settle, client.close()).await;
     }

@@ -11,13 +11,13 @@
 mod common;
 
 use common::{assert_ok, check_run, until_counters};
+use zklock_real::RealError;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::FaultConfig;
 use zklock_real::harness::ServerOptions;
 use zklock_real::proxy::{AimedAction, AimedFault, op};
 use zklock_real::servers::Servers;
 use zklock_real::workload::{RealRun, RunGoal, ShippedRealRecipe, WorkloadConfig, run_recipe};
-use zklock_real::RealError;
 use zklock_recipe::history::{EventKind, FaultKind, History};
 
 const LOCK_PATH: &str = "/zklock/lock";
@@ -133,7 +133,10 @@ async fn kazoos_lock_and_the_shipped_lock_survive_a_lost_delete_reply() {
     };
     let config = workload(Some(RunGoal::new(|h, _| struck_then_contended(h))));
     let kazoo = run(recipe, &config, &lost_delete_reply()).await.unwrap();
-    assert!(struck_then_contended(&kazoo.history), "the fault never struck");
+    assert!(
+        struck_then_contended(&kazoo.history),
+        "the fault never struck"
+    );
     assert_ok(&check_run(&kazoo));
     let shipped = run(ShippedRealRecipe::default(), &config, &lost_delete_reply())
         .await
@@ -162,15 +165,11 @@ fn a_waiter_is_stuck(history: &History, bound_ms: u64, now_us: u64) -> bool {
         .any(|&since| now_us.saturating_sub(since) > bound_ms * 1_000)
 }
 
-/// zookeeper-client 0.11's `Client::lock` has neither a try nor a timed acquire: its
-/// users time its future out and drop it (`tokio::time::timeout`). A future dropped while
-/// its create is under way leaves the node behind, and every later contender waits behind
-/// it (the class of CURATOR-79). The checker must flag the stuck waiters
-/// (`liveness_after_heal`); the shipped lock passes the same fault-free workload (its
-/// dropped acquires clean up their node).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_everyone() {
-    let Some(recipe) = driver(DriverKind::ZkclientLock) else {
+/// Runs `kind` fault-free, with the workload's dropped acquires, until a waiter is stuck
+/// past the liveness bound; the checker must flag it, and the shipped lock must pass the
+/// same workload.
+async fn stuck_after_dropped_acquires_is_flagged(kind: DriverKind) {
+    let Some(recipe) = driver(kind) else {
         return;
     };
     let mut config = workload(Some(RunGoal::new(|h, facts| {
@@ -186,8 +185,30 @@ async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_eve
     );
     let mut shipped_config = workload(contended(20));
     shipped_config.session_timeout_ms = 1_000;
-    let shipped = run(ShippedRealRecipe::default(), &shipped_config, &FaultConfig::default())
-        .await
-        .unwrap();
+    let shipped = run(
+        ShippedRealRecipe::default(),
+        &shipped_config,
+        &FaultConfig::default(),
+    )
+    .await
+    .unwrap();
     assert_ok(&check_run(&shipped));
+}
+
+/// zookeeper-client 0.11's `Client::lock` has neither a try nor a timed acquire: its
+/// users time its future out and drop it (`tokio::time::timeout`), as the workload drops
+/// every fourth acquire. After such drops the lock is stuck: every later contender waits
+/// behind a node nobody holds (the class of CURATOR-79). The checker must flag it
+/// (`liveness_after_heal`); the shipped lock passes the same fault-free workload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_everyone() {
+    stuck_after_dropped_acquires_is_flagged(DriverKind::ZkclientLock).await;
+}
+
+/// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquires cancelled by an interrupt
+/// (how a Java caller gives up a blocking acquire), ends stuck: nobody holds, every
+/// acquire waits or times out. Without dropped acquires it passes (docs/libraries.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curators_semaphore_mutex_is_stuck_after_interrupted_acquires() {
+    stuck_after_dropped_acquires_is_flagged(DriverKind::CuratorSemaphoreMutex).await;
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, mpsc};
 use zklock_recipe::SessionId;
-use zklock_recipe::history::EventKind;
 use zklock_recipe::SessionState;
+use zklock_recipe::history::EventKind;
 
 /// How a request ended, as the driver reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,7 +244,10 @@ impl Drop for Conn {
         // killed (and one left when no runtime runs is killed by `kill_on_drop`).
         if let (Some(mut child), Ok(rt)) = (child, tokio::runtime::Handle::try_current()) {
             rt.spawn(async move {
-                if tokio::time::timeout(CLOSE_GRACE, child.wait()).await.is_err() {
+                if tokio::time::timeout(CLOSE_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
                     let _ = child.start_kill();
                     let _ = child.wait().await;
                 }
@@ -355,8 +358,14 @@ fn handle(name: &str, shared: &Shared, report: Report) -> Result<(), String> {
                 };
                 sink.recorder
                     .record(sink.index, sink.session, EventKind::Session { state });
-                if let (Some(control), Some(os)) = (&sink.control, sink.control.as_ref().and_then(|c| c.os_process())) {
-                    control.set_os_process(Some(OsProcess { session: s.session, ..os }));
+                if let (Some(control), Some(os)) = (
+                    &sink.control,
+                    sink.control.as_ref().and_then(|c| c.os_process()),
+                ) {
+                    control.set_os_process(Some(OsProcess {
+                        session: s.session,
+                        ..os
+                    }));
                 }
             }
         }
@@ -372,7 +381,10 @@ fn handle(name: &str, shared: &Shared, report: Report) -> Result<(), String> {
         Report::Lost { id, reason } => {
             s.lost.insert(id, reason);
         }
-        Report::Error { id: Some(id), message } => {
+        Report::Error {
+            id: Some(id),
+            message,
+        } => {
             s.outcomes.insert(id, Outcome::Error { message });
         }
         Report::Error { id: None, message } => {

@@ -79,14 +79,18 @@ impl Launcher {
                         python.display()
                     )));
                 }
-                let dir = cache_dir().map_err(err)?.join(format!("kazoo-{}", hash(KAZOO_SOURCE)));
+                let dir = cache_dir()
+                    .map_err(err)?
+                    .join(format!("kazoo-{}", hash(KAZOO_SOURCE)));
                 let script = dir.join("zklock_driver.py");
                 if !script.is_file() {
                     write_atomically(&dir, &script, KAZOO_SOURCE).map_err(err)?;
                 }
                 Ok(Launcher::Python { python, script })
             }
-            DriverKind::CuratorMutex | DriverKind::CuratorRw | DriverKind::CuratorSemaphoreMutex => {
+            DriverKind::CuratorMutex
+            | DriverKind::CuratorRw
+            | DriverKind::CuratorSemaphoreMutex => {
                 let jars = env_path(JARS_ENV, "/usr/share/java");
                 let mut classpath = Vec::new();
                 for jar in CURATOR_JARS {
@@ -144,7 +148,10 @@ impl Launcher {
             }
             Launcher::Java { java, classpath } => {
                 let mut c = tokio::process::Command::new(java);
-                c.args(JVM_OPTIONS).arg("-cp").arg(classpath).arg(CURATOR_CLASS);
+                c.args(JVM_OPTIONS)
+                    .arg("-cp")
+                    .arg(classpath)
+                    .arg(CURATOR_CLASS);
                 c
             }
             Launcher::InProcess => {
@@ -246,8 +253,12 @@ fn compile_curator(dir: &Path, classpath: &str) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&build);
     create_private_dir(&build)?;
     let source = build.join(format!("{CURATOR_CLASS}.java"));
-    std::fs::write(&source, CURATOR_SOURCE).map_err(|e| format!("writing {}: {e}", source.display()))?;
-    eprintln!("building Curator's driver with {} (once)...", javac.display());
+    std::fs::write(&source, CURATOR_SOURCE)
+        .map_err(|e| format!("writing {}: {e}", source.display()))?;
+    eprintln!(
+        "building Curator's driver with {} (once)...",
+        javac.display()
+    );
     let out = std::process::Command::new(&javac)
         .args(["-nowarn", "-encoding", "UTF-8", "-d"])
         .arg(&build)

@@ -34,8 +34,8 @@ use protocol::{Mode, Request};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
-use zklock_recipe::{Coordination, LockUnderTest};
 use zklock_recipe::history::LockRole;
+use zklock_recipe::{Coordination, LockUnderTest};
 
 /// A lock zklock drives through the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,10 +84,16 @@ impl DriverKind {
 
     /// The kind named `name`, or the list of names.
     pub fn parse(name: &str) -> Result<DriverKind, String> {
-        Self::ALL.into_iter().find(|k| k.name() == name).ok_or_else(|| {
-            let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
-            format!("unknown lock {name:?}; the drivers are {}", names.join(", "))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                format!(
+                    "unknown lock {name:?}; the drivers are {}",
+                    names.join(", ")
+                )
+            })
     }
 
     /// Whether it has a read side.
@@ -194,9 +200,16 @@ impl DriverRecipe {
     }
 
     fn spawn(&self, index: usize) -> Result<Arc<Conn>, String> {
-        let info = self.run.get().ok_or("the run did not start the driver recipe")?;
+        let info = self
+            .run
+            .get()
+            .ok_or("the run did not start the driver recipe")?;
         let start = &info.start;
-        let role = start.roles.get(index).copied().unwrap_or(LockRole::Exclusive);
+        let role = start
+            .roles
+            .get(index)
+            .copied()
+            .unwrap_or(LockRole::Exclusive);
         self.launcher
             .spawn(
                 self.kind,
@@ -247,6 +260,15 @@ impl RealRecipe for DriverRecipe {
             next_id: AtomicU64::new(1),
             cancelled: Mutex::new(Vec::new()),
             hello: Arc::clone(&self.hello),
+        }
+    }
+
+    fn nodes_dir(&self, lock_path: &str) -> String {
+        match self.kind {
+            // InterProcessSemaphoreV2 keeps its leases (the holds) in `leases` and its
+            // internal mutex in `locks`: the orphan check reads the leases.
+            DriverKind::CuratorSemaphoreMutex => format!("{lock_path}/leases"),
+            _ => lock_path.to_owned(),
         }
     }
 
@@ -354,7 +376,11 @@ impl DriverLock {
         Ok(())
     }
 
-    async fn acquire_as(&self, mode: Mode, timeout: Duration) -> Result<Option<DriverHold>, String> {
+    async fn acquire_as(
+        &self,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<Option<DriverHold>, String> {
         let conn = self.conn()?;
         let hello = conn.hello(HELLO_TIMEOUT).await?;
         *self.hello.lock().unwrap_or_else(PoisonError::into_inner) = Some(hello);

@@ -92,16 +92,25 @@ pub enum LineError {
     /// Not a report of this protocol.
     Malformed { reason: String },
     /// A field past its bound.
-    OutOfBounds { field: &'static str, bytes: usize, max: usize },
+    OutOfBounds {
+        field: &'static str,
+        bytes: usize,
+        max: usize,
+    },
 }
 
 impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LineError::TooLong { bytes } => {
-                write!(f, "a line of {bytes} bytes, past the protocol's {LINE_BYTES_MAX}")
+                write!(
+                    f,
+                    "a line of {bytes} bytes, past the protocol's {LINE_BYTES_MAX}"
+                )
             }
-            LineError::Malformed { reason } => write!(f, "not a protocol {PROTOCOL_VERSION} report: {reason}"),
+            LineError::Malformed { reason } => {
+                write!(f, "not a protocol {PROTOCOL_VERSION} report: {reason}")
+            }
             LineError::OutOfBounds { field, bytes, max } => {
                 write!(f, "field {field} of {bytes} bytes, past its {max}")
             }
@@ -117,17 +126,29 @@ pub fn parse_report(line: &[u8]) -> Result<Report, LineError> {
         return Err(LineError::TooLong { bytes: line.len() });
     }
     let report: Report = serde_json::from_slice(line).map_err(|e| LineError::Malformed {
-        reason: format!("{e} in {:?}", String::from_utf8_lossy(&line[..line.len().min(200)])),
+        reason: format!(
+            "{e} in {:?}",
+            String::from_utf8_lossy(&line[..line.len().min(200)])
+        ),
     })?;
     let check = |field: &'static str, text: &str, max: usize| {
         if text.len() > max {
-            Err(LineError::OutOfBounds { field, bytes: text.len(), max })
+            Err(LineError::OutOfBounds {
+                field,
+                bytes: text.len(),
+                max,
+            })
         } else {
             Ok(())
         }
     };
     match &report {
-        Report::Hello { library, version, lock, .. } => {
+        Report::Hello {
+            library,
+            version,
+            lock,
+            ..
+        } => {
             check("library", library, TEXT_BYTES_MAX)?;
             check("version", version, TEXT_BYTES_MAX)?;
             check("lock", lock, TEXT_BYTES_MAX)?;
@@ -155,25 +176,46 @@ mod tests {
 
     #[test]
     fn requests_are_the_documented_lines() {
-        let acquire = Request::Acquire { id: 3, mode: Mode::Timed, timeout_ms: 250 };
+        let acquire = Request::Acquire {
+            id: 3,
+            mode: Mode::Timed,
+            timeout_ms: 250,
+        };
         assert_eq!(
             request_line(&acquire),
             "{\"op\":\"acquire\",\"id\":3,\"mode\":\"timed\",\"timeout_ms\":250}\n"
         );
-        assert_eq!(request_line(&Request::Release { id: 3 }), "{\"op\":\"release\",\"id\":3}\n");
-        assert_eq!(request_line(&Request::Cancel { id: 4 }), "{\"op\":\"cancel\",\"id\":4}\n");
+        assert_eq!(
+            request_line(&Request::Release { id: 3 }),
+            "{\"op\":\"release\",\"id\":3}\n"
+        );
+        assert_eq!(
+            request_line(&Request::Cancel { id: 4 }),
+            "{\"op\":\"cancel\",\"id\":4}\n"
+        );
         assert_eq!(request_line(&Request::Close), "{\"op\":\"close\"}\n");
     }
 
     #[test]
     fn reports_parse_and_a_bad_line_is_an_error_not_a_panic() {
-        let r = parse_report(br#"{"event":"acquired","id":7,"token":42,"node":"x-lock-0000000001"}"#);
+        let r =
+            parse_report(br#"{"event":"acquired","id":7,"token":42,"node":"x-lock-0000000001"}"#);
         assert_eq!(
             r,
-            Ok(Report::Acquired { id: 7, token: 42, node: "x-lock-0000000001".into() })
+            Ok(Report::Acquired {
+                id: 7,
+                token: 42,
+                node: "x-lock-0000000001".into()
+            })
         );
         let r = parse_report(br#"{"event":"session","state":"expired","session_id":5}"#);
-        assert_eq!(r, Ok(Report::Session { state: DriverSession::Expired, session_id: 5 }));
+        assert_eq!(
+            r,
+            Ok(Report::Session {
+                state: DriverSession::Expired,
+                session_id: 5
+            })
+        );
         for bad in [
             &b""[..],
             b"not json",
@@ -183,10 +225,18 @@ mod tests {
             b"{\"event\":\"released\",\"id\":1,\"extra\":2}",
             b"\xff\xfe",
         ] {
-            assert!(matches!(parse_report(bad), Err(LineError::Malformed { .. })), "{bad:?}");
+            assert!(
+                matches!(parse_report(bad), Err(LineError::Malformed { .. })),
+                "{bad:?}"
+            );
         }
         let long = vec![b' '; LINE_BYTES_MAX + 1];
-        assert_eq!(parse_report(&long), Err(LineError::TooLong { bytes: LINE_BYTES_MAX + 1 }));
+        assert_eq!(
+            parse_report(&long),
+            Err(LineError::TooLong {
+                bytes: LINE_BYTES_MAX + 1
+            })
+        );
         let node = "n".repeat(NODE_BYTES_MAX + 1);
         let line = format!(r#"{{"event":"acquired","id":1,"token":1,"node":"{node}"}}"#);
         assert!(matches!(

@@ -88,7 +88,9 @@ impl Driver {
         let _ = crate::nodelay::set_on_connections_to(&self.connect);
         let client = Arc::new(client);
         self.state().client = Some(Arc::clone(&client));
-        self.emit(json!({"event": "session", "state": "connected", "session_id": client.session_id().0}));
+        self.emit(
+            json!({"event": "session", "state": "connected", "session_id": client.session_id().0}),
+        );
         Ok(client)
     }
 
@@ -108,7 +110,9 @@ impl Driver {
                     zk::SessionState::Expired => ("expired", true),
                     _ => ("expired", true),
                 };
-                me.emit(json!({"event": "session", "state": name, "session_id": client.session_id().0}));
+                me.emit(
+                    json!({"event": "session", "state": name, "session_id": client.session_id().0}),
+                );
                 if name != "connected" {
                     let held: Vec<u64> = me.state().holds.keys().copied().collect();
                     for id in held {
@@ -119,7 +123,12 @@ impl Driver {
                     break;
                 }
             }
-            if me.state().client.as_ref().is_some_and(|c| Arc::ptr_eq(c, &client)) {
+            if me
+                .state()
+                .client
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, &client))
+            {
                 match me.connect().await {
                     Ok(next) => me.follow(next),
                     Err(e) => me.emit(json!({"event": "error", "id": null, "message": e})),
@@ -154,7 +163,9 @@ impl Driver {
                 Some("acquire") => {
                     let timeout = match req["mode"].as_str() {
                         Some("blocking") => None,
-                        _ => Some(Duration::from_millis(req["timeout_ms"].as_u64().unwrap_or(0))),
+                        _ => Some(Duration::from_millis(
+                            req["timeout_ms"].as_u64().unwrap_or(0),
+                        )),
                     };
                     let task = tokio::spawn(Arc::clone(&me).acquire(id, timeout));
                     me.state().acquiring.insert(id, task.abort_handle());
@@ -167,7 +178,9 @@ impl Driver {
                             drop(hold);
                             me.emit(json!({"event": "released", "id": id}));
                         }
-                        None => me.emit(json!({"event": "error", "id": id, "message": "no such hold"})),
+                        None => {
+                            me.emit(json!({"event": "error", "id": id, "message": "no such hold"}))
+                        }
                     }
                 }
                 Some("cancel") => {

@@ -18,7 +18,8 @@
 //! of its recording session) goes on with a new driver process; processes are started one
 //! ahead, so a JVM's start does not count against a timed acquire.
 //!
-//! `zookeeper-client`'s `Client::lock` speaks the same protocol in process ([`zkclient`]).
+//! `zookeeper-client`'s `Client::lock` speaks the same protocol in process (a task behind
+//! an in-memory pipe).
 
 mod conn;
 pub mod locate;
@@ -253,10 +254,7 @@ impl RealRecipe for DriverRecipe {
             });
         }
         DriverLock {
-            conn: conn.map_err(|e| {
-                conn::set_fatal(&self.fatal, &e);
-                e
-            }),
+            conn: conn.inspect_err(|e| conn::set_fatal(&self.fatal, e)),
             next_id: AtomicU64::new(1),
             cancelled: Mutex::new(Vec::new()),
             hello: Arc::clone(&self.hello),

@@ -384,6 +384,32 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_and_aimed_faults_are_checked_before_anything_runs() {
+        let o = parse(args(&["--lock", "kazoo-lock"])).unwrap();
+        assert_eq!(o.driver, Some(DriverKind::KazooLock));
+        assert_eq!(parse(args(&[])).unwrap().driver, None);
+        let e = parse(args(&["--lock", "redlock"])).unwrap_err();
+        assert!(e.to_string().contains("curator-mutex"), "{e}");
+        let e = parse(args(&["--lock", "kazoo-lock", "--readers", "1"])).unwrap_err();
+        assert!(e.to_string().contains("no read side"), "{e}");
+        assert!(parse(args(&["--lock", "curator-rw", "--readers", "2"])).is_ok());
+        let o = parse(args(&["--aim", "1:drop-request:get-children:/zklock/lock"])).unwrap();
+        assert_eq!(o.faults.aimed.len(), 1);
+        assert_eq!(o.faults.aimed[0].0, 1);
+        assert_eq!(o.faults.aimed[0].1.action, AimedAction::DropRequest);
+        for (bad, says) in [
+            ("9:drop-request:delete:/x", "client must be 0 to 4"),
+            ("0:explode:delete:/x", "unknown action"),
+            ("0:drop-request:sync:/x", "unknown operation"),
+            ("0:drop-request:delete:relative", "must start with /"),
+            ("0:drop-request", "CLIENT:ACTION:OP:PATH"),
+        ] {
+            let e = parse(args(&["--aim", bad])).unwrap_err();
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn durations_take_units() {
         let ms = |s: &str| parse_duration_ms("--duration", s).unwrap();
         assert_eq!(

@@ -402,3 +402,59 @@ fn handle(name: &str, shared: &Shared, report: Report) -> Result<(), String> {
 /// Outcomes are taken as they come; more waiting than this is a driver answering requests
 /// never made.
 const OUTCOMES_MAX: usize = 1_024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A driver that writes `lines`, then waits; the connection zklock has to it.
+    fn fake_driver(lines: &'static str) -> (Conn, Arc<Mutex<Option<String>>>) {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(ours);
+        tokio::spawn(async move {
+            theirs.write_all(lines.as_bytes()).await.unwrap();
+            // Keep the pipe open: the driver is alive, only its words are wrong.
+            std::future::pending::<()>().await;
+        });
+        let fatal = Arc::default();
+        (
+            Conn::new("fake".into(), read, write, None, Arc::clone(&fatal)),
+            fatal,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_malformed_report_fails_the_driver_with_the_line_never_a_panic() {
+        let (conn, fatal) = fake_driver(
+            "{\"event\":\"hello\",\"protocol\":1,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n{\"event\":\"acquired\",\"id\":\"one\"}\n",
+        );
+        assert_eq!(conn.hello(Duration::from_secs(5)).await.unwrap(), "x 1 L");
+        let err = conn.outcome(1).await.unwrap_err();
+        assert!(err.contains("broke the protocol"), "{err}");
+        assert!(err.contains("acquired"), "{err}");
+        let fatal = fatal
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("the run's driver failure is set");
+        assert!(fatal.contains("broke the protocol"), "{fatal}");
+    }
+
+    #[tokio::test]
+    async fn another_protocol_version_is_refused() {
+        let (conn, fatal) = fake_driver(
+            "{\"event\":\"hello\",\"protocol\":2,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n",
+        );
+        let err = conn.hello(Duration::from_secs(5)).await.unwrap_err();
+        assert!(err.contains("speaks protocol 2"), "{err}");
+        assert!(fatal.lock().unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_endless_line_is_refused_at_the_bound() {
+        let long: &'static str = Box::leak("x".repeat(LINE_BYTES_MAX + 10).into_boxed_str());
+        let (conn, _) = fake_driver(long);
+        let err = conn.outcome(1).await.unwrap_err();
+        assert!(err.contains("past the protocol's"), "{err}");
+    }
+}

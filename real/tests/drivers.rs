@@ -169,6 +169,12 @@ fn a_waiter_is_stuck(history: &History, bound_ms: u64, now_us: u64) -> bool {
 /// past the liveness bound; the checker must flag it, and the shipped lock must pass the
 /// same workload.
 async fn stuck_after_dropped_acquires_is_flagged(kind: DriverKind) {
+    stuck_is_flagged(kind, 0).await;
+}
+
+/// Runs `kind` fault-free with `readers` readers until a waiter is stuck past the liveness
+/// bound; the checker must flag it, and the shipped lock must pass the same workload.
+async fn stuck_is_flagged(kind: DriverKind, readers: u32) {
     let Some(recipe) = driver(kind) else {
         return;
     };
@@ -176,6 +182,7 @@ async fn stuck_after_dropped_acquires_is_flagged(kind: DriverKind) {
         a_waiter_is_stuck(h, facts.liveness_bound_ms, facts.run_end_us)
     })));
     config.session_timeout_ms = 1_000;
+    config.readers = readers;
     let stuck = run(recipe, &config, &FaultConfig::default()).await.unwrap();
     let judged = check_run(&stuck);
     assert!(
@@ -185,6 +192,7 @@ async fn stuck_after_dropped_acquires_is_flagged(kind: DriverKind) {
     );
     let mut shipped_config = workload(contended(20));
     shipped_config.session_timeout_ms = 1_000;
+    shipped_config.readers = readers;
     let shipped = run(
         ShippedRealRecipe::default(),
         &shipped_config,
@@ -211,4 +219,15 @@ async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_eve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curators_semaphore_mutex_is_stuck_after_interrupted_acquires() {
     stuck_after_dropped_acquires_is_flagged(DriverKind::CuratorSemaphoreMutex).await;
+}
+
+/// Kazoo 2.8.0.dev0's (Debian's) ReadLock looks for its predecessor among the writers'
+/// nodes only, and, not finding its own node there, takes the last writer in the
+/// directory: one queued after it. That writer waits for the reader, the reader for the
+/// writer (the canary `reader-counts-later-writers`). Two readers and a writer starting
+/// together deadlock without any fault; the checker must flag it, and the shipped
+/// read/write lock passes the same workload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoos_read_lock_waits_for_a_later_writer_that_waits_for_it() {
+    stuck_is_flagged(DriverKind::KazooRw, 2).await;
 }

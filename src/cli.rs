@@ -384,6 +384,18 @@ pub struct RealArgs {
     /// Where a failing run's timelines go (text and HTML)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
+    /// The lock under test: zklock (the shipped lock), or a released library's lock
+    /// through its driver (docs/drivers.md): curator-mutex, curator-rw,
+    /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock
+    #[arg(long, value_name = "NAME", default_value = "zklock")]
+    pub lock: String,
+    /// A scripted fault aimed at one request (repeatable, at most 64): CLIENT:ACTION:OP:PATH,
+    /// e.g. 0:withhold-reply:delete:/zklock/lock/ withholds the reply to client 0's first
+    /// delete under that path and cuts its connection; ACTION withhold-reply or
+    /// drop-request (never reaches the server); OP create, delete, exists, get-data,
+    /// set-data or get-children
+    #[arg(long, value_name = "C:ACTION:OP:PATH")]
+    pub aim: Vec<String>,
 }
 
 #[derive(Debug, Args)]

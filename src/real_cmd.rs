@@ -11,10 +11,12 @@ use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged, judge_parallel};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
+use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
+use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
-use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_workload};
+use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe, run_workload};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -33,6 +35,8 @@ struct RealOptions {
     connect: Option<String>,
     /// Where a failing run's timeline goes.
     out_dir: PathBuf,
+    /// A released library's lock, through its driver; None: the shipped lock.
+    driver: Option<DriverKind>,
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
@@ -81,6 +85,27 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         ..FaultConfig::default()
     };
     let faults_given = a.faults != "all";
+    let driver = match a.lock.as_str() {
+        "zklock" => None,
+        name => {
+            Some(DriverKind::parse(name).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?)
+        }
+    };
+    if let Some(kind) = driver
+        && workload.readers > 0
+        && !kind.has_readers()
+    {
+        bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
+    }
+    if a.aim.len() > MAX_AIMED {
+        bail!(
+            "--aim: at most {MAX_AIMED} aimed faults, got {}",
+            a.aim.len()
+        );
+    }
+    for spec in &a.aim {
+        faults.aimed.push(parse_aim(spec, workload.clients)?);
+    }
     let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
     if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
         bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
@@ -126,11 +151,58 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         ensemble_size,
         connect,
         out_dir,
+        driver,
     })
+}
+
+/// The most `--aim` faults a run takes.
+const MAX_AIMED: usize = 64;
+
+/// `CLIENT:ACTION:OP:PATH`, see `--aim`.
+fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
+    let usage = "--aim takes CLIENT:ACTION:OP:PATH, e.g. 0:withhold-reply:delete:/zklock/lock/";
+    let mut parts = spec.splitn(4, ':');
+    let (Some(client), Some(action), Some(op), Some(under)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        bail!("{usage}; got {spec:?}");
+    };
+    let client: u32 = client
+        .parse()
+        .ok()
+        .filter(|&c| c < clients)
+        .with_context(|| format!("--aim {spec:?}: the client must be 0 to {}", clients - 1))?;
+    let action = match action {
+        "withhold-reply" => AimedAction::WithholdReply,
+        "drop-request" => AimedAction::DropRequest,
+        other => bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request)"),
+    };
+    let ops = op_by_name(op).with_context(|| {
+        format!(
+            "--aim {spec:?}: unknown operation {op:?} (create, delete, exists, get-data, \
+             set-data, get-children)"
+        )
+    })?;
+    if !under.starts_with('/') || under.len() > 1_024 {
+        bail!("--aim {spec:?}: the path must start with / and be at most 1,024 bytes");
+    }
+    Ok((
+        client,
+        AimedFault {
+            ops: ops.to_vec(),
+            under: under.to_owned(),
+            action,
+        },
+    ))
 }
 
 pub fn run(a: RealArgs) -> Result<Status> {
     let opts = parse(a)?;
+    // Located (and built, the first time) before any server starts.
+    let driver = match opts.driver {
+        Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
+        None => None,
+    };
     let servers = match &opts.connect {
         Some(c) => Servers::External {
             connect_string: c.clone(),
@@ -149,8 +221,9 @@ pub fn run(a: RealArgs) -> Result<Status> {
     };
     let w = &opts.workload;
     println!(
-        "zklock real: {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
+        "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
          until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
+        driver.as_ref().map_or("zklock", |d| d.kind().name()),
         w.clients,
         w.readers,
         w.duration_ms,
@@ -171,10 +244,24 @@ pub fn run(a: RealArgs) -> Result<Status> {
         .build()
         .context("starting the tokio runtime")?;
     let started = Instant::now();
-    let run = runtime
-        .block_on(run_workload(servers, &workload, &opts.faults))
-        .map_err(anyhow::Error::new)?;
+    let status = driver.as_ref().map(DriverRecipe::status);
+    let run = match driver {
+        Some(recipe) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe)),
+        None => runtime.block_on(run_workload(servers, &workload, &opts.faults)),
+    }
+    .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
+    if let Some(status) = &status {
+        if let Some(hello) = status.hello() {
+            println!("driver: {hello}");
+        }
+        // A driver that broke the protocol or hung leaves no verdict to trust.
+        if let Some(why) = status.failure() {
+            drop(run);
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            bail!("the run's driver failed: {why}");
+        }
+    }
     let ok = report(&run, &opts, elapsed)?;
     let interrupted = run.interrupted;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
@@ -307,6 +394,32 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
+    }
+
+    #[test]
+    fn a_lock_and_aimed_faults_are_checked_before_anything_runs() {
+        let o = parse(args(&["--lock", "kazoo-lock"])).unwrap();
+        assert_eq!(o.driver, Some(DriverKind::KazooLock));
+        assert_eq!(parse(args(&[])).unwrap().driver, None);
+        let e = parse(args(&["--lock", "redlock"])).unwrap_err();
+        assert!(e.to_string().contains("curator-mutex"), "{e}");
+        let e = parse(args(&["--lock", "kazoo-lock", "--readers", "1"])).unwrap_err();
+        assert!(e.to_string().contains("no read side"), "{e}");
+        assert!(parse(args(&["--lock", "curator-rw", "--readers", "2"])).is_ok());
+        let o = parse(args(&["--aim", "1:drop-request:get-children:/zklock/lock"])).unwrap();
+        assert_eq!(o.faults.aimed.len(), 1);
+        assert_eq!(o.faults.aimed[0].0, 1);
+        assert_eq!(o.faults.aimed[0].1.action, AimedAction::DropRequest);
+        for (bad, says) in [
+            ("9:drop-request:delete:/x", "client must be 0 to 4"),
+            ("0:explode:delete:/x", "unknown action"),
+            ("0:drop-request:sync:/x", "unknown operation"),
+            ("0:drop-request:delete:relative", "must start with /"),
+            ("0:drop-request", "CLIENT:ACTION:OP:PATH"),
+        ] {
+            let e = parse(args(&["--aim", bad])).unwrap_err();
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub enum RealError {
     Proxy { reason: String },
     /// A run's configuration is out of bounds or inconsistent.
     Config { reason: String },
+    /// A lock driver (a lock in another process, see `crate::driver`) could not be built
+    /// or started, or broke the protocol.
+    Driver { driver: String, reason: String },
     /// An I/O error, with what was being done.
     Io {
         context: String,
@@ -109,6 +112,7 @@ impl fmt::Display for RealError {
             }
             RealError::Proxy { reason } => write!(f, "fault-injecting proxy: {reason}"),
             RealError::Config { reason } => write!(f, "invalid run configuration: {reason}"),
+            RealError::Driver { driver, reason } => write!(f, "lock driver {driver}: {reason}"),
             RealError::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }

@@ -224,6 +224,12 @@ pub struct FaultConfig {
     /// then, in run time:
     /// a bound only a hang reaches. Default 600,000 (10 minutes).
     pub strikes_deadline_ms: u64,
+    /// Scripted faults aimed at requests (see [`crate::proxy::Proxy::aim`]): each armed
+    /// on its client's proxies (by index) as the run starts, to strike that client's
+    /// first matching request, and recorded as a connection loss of that client when it
+    /// strikes. They need no fault kind in `faults`, and do not wait for the heal.
+    /// Default none.
+    pub aimed: Vec<(u32, crate::proxy::AimedFault)>,
 }
 
 impl Default for FaultConfig {
@@ -254,6 +260,7 @@ impl Default for FaultConfig {
             strikes_min_per_kind: 0,
             heal_after: None,
             strikes_deadline_ms: 600_000,
+            aimed: Vec::new(),
         }
     }
 }
@@ -429,6 +436,19 @@ impl ClientLink {
     /// Withheld replies so far, over every proxy.
     pub fn lost_reply_count(&self) -> usize {
         self.proxies.iter().map(|p| p.lost_replies().len()).sum()
+    }
+
+    /// Aims `fault` at the client's next matching request, on every proxy (the client uses
+    /// one at a time).
+    pub fn aim(&self, fault: &crate::proxy::AimedFault) {
+        for p in &self.proxies {
+            p.aim(fault.clone());
+        }
+    }
+
+    /// The requests aimed faults caught so far, over every proxy.
+    pub fn caught_request_count(&self) -> usize {
+        self.proxies.iter().map(|p| p.caught_requests().len()).sum()
     }
 
     /// Arms the lost-create fault on every proxy (the client uses one at a time); false if
@@ -855,7 +875,24 @@ impl Strike<'_> {
         let link = Arc::clone(&self.targets.links[self.target]);
         let connect = self.targets.server_connect_string.clone();
         let timeout = Duration::from_millis(self.config.server_action_timeout_ms);
+        // A lock in a process of its own (a driver) has a session of its own: it expires
+        // with the client's, while both are cut off.
+        let os = self.targets.processes[self.target].os_process();
         background.spawn(async move {
+            if let Some(os) = os.filter(|os| os.session != 0) {
+                // Cut off first, as `expire_isolated` does; a closed socket is news a
+                // driver's client hears at once. The black hole lasts until the client's
+                // own session is expired below.
+                link.black_hole();
+                link.cut();
+                tokio::time::sleep(Duration::from_millis(ISOLATION_GRACE_MS * 2)).await;
+                let killed =
+                    crate::harness::kill_session(&connect, SessionId(os.session), timeout).await;
+                if let Err(e) = killed {
+                    link.end_black_hole();
+                    return Err(format!("forcing a driver's expiry: {e}"));
+                }
+            }
             expire_isolated(&link, &client, &connect, timeout)
                 .await
                 .map(|()| false)

@@ -8,6 +8,9 @@
 //! * [`proxy`] is a fault-injecting TCP proxy that understands ZooKeeper's framing: it cuts
 //!   connections, loses create responses, black-holes clients, and keeps a session that
 //!   its client declared expired on its own from reaching the server.
+//! * [`driver`] drives a lock of another library (Curator, Kazoo, zookeeper-client) in a
+//!   process of its own through a documented JSON-lines protocol, as a
+//!   [`workload::RealRecipe`];
 //! * [`process`] pauses a client process, as a GC pause does, while its proxies hold its
 //!   traffic, and crashes it, keeping its session from the server.
 //! * [`workload`] runs the simulation's workload with the shipped recipe, or any
@@ -76,6 +79,7 @@ pub mod bench;
 mod client;
 mod convert;
 mod detached;
+pub mod driver;
 mod error;
 pub mod faults;
 pub mod harness;

@@ -14,6 +14,10 @@
 //! new session, as a supervisor would restart it. The old session's nodes stand until the
 //! server expires it.
 //!
+//! A lock that runs in an OS process of its own (a driver, see [`crate::driver`]) gets
+//! both to that process as well ([`ProcessControl::set_os_process`]): a pause stops it
+//! with SIGSTOP until SIGCONT at the pause's end, a crash kills it with SIGKILL.
+//!
 //! Each strikes at once (the task stops wherever it is) or is armed for the client's next
 //! hold ([`ProcessControl::arm_for_hold`], taken by the workload's worker as it enters the
 //! critical section). A pause there is Kleppmann's case ("How to do distributed
@@ -31,6 +35,7 @@ use crate::faults::ClientLink;
 use crate::recorder::Recorder;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -65,6 +70,17 @@ struct State {
     restart_after: Duration,
     pauses_in_hold: u64,
     crashes_in_hold: u64,
+    /// The OS process of the client's lock, when it runs in a process of its own (a
+    /// driver, see `crate::driver`): a pause stops it, a crash kills it.
+    os_process: Option<OsProcess>,
+}
+
+/// A lock's own OS process, and the session it reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OsProcess {
+    pub pid: u32,
+    /// The session its client reported last (0: none yet).
+    pub session: i64,
 }
 
 /// One client process's fault switches. Times are run time, on the recorder's clock.
@@ -78,6 +94,8 @@ pub struct ProcessControl {
     recorder: Arc<Recorder>,
     state: Mutex<State>,
     crashed: Notify,
+    /// Pauses of the lock's OS process so far (see [`OsProcess`]).
+    os_pauses: Arc<AtomicU64>,
 }
 
 impl ProcessControl {
@@ -88,6 +106,7 @@ impl ProcessControl {
             recorder,
             state: Mutex::new(State::default()),
             crashed: Notify::new(),
+            os_pauses: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -97,16 +116,43 @@ impl ProcessControl {
     }
 
     /// Pauses the process now, for `duration` (extending a pause under way, never
-    /// shortening it).
+    /// shortening it). A lock in an OS process of its own is stopped (SIGSTOP) until the
+    /// pause ends (SIGCONT).
     pub fn pause_for(&self, duration: Duration) {
-        let end = self.recorder.elapsed() + duration;
-        {
+        let now = self.recorder.elapsed();
+        let end = now + duration;
+        let (os, until) = {
             let mut s = self.state();
-            s.paused_until = Some(s.paused_until.map_or(end, |e| e.max(end)));
-        }
+            let until = s.paused_until.map_or(end, |e| e.max(end));
+            s.paused_until = Some(until);
+            (s.os_process, until)
+        };
         if let Some(link) = &self.link {
             link.black_hole_for(duration);
         }
+        if let Some(os) = os {
+            signal(os.pid, rustix::process::Signal::STOP);
+            // Only the latest pause's task resumes the process: an extension outlasts the
+            // earlier ends.
+            let generation = self.os_pauses.fetch_add(1, Ordering::SeqCst) + 1;
+            let pauses = Arc::clone(&self.os_pauses);
+            tokio::spawn(async move {
+                tokio::time::sleep(until.saturating_sub(now)).await;
+                if pauses.load(Ordering::SeqCst) == generation {
+                    signal(os.pid, rustix::process::Signal::CONT);
+                }
+            });
+        }
+    }
+
+    /// The client's lock now runs in OS process `pid` (None: no longer).
+    pub fn set_os_process(&self, process: Option<OsProcess>) {
+        self.state().os_process = process;
+    }
+
+    /// The client lock's OS process, if it has one.
+    pub fn os_process(&self) -> Option<OsProcess> {
+        self.state().os_process
     }
 
     /// Crashes the process whose current session is `session`: records the crash, after
@@ -133,6 +179,9 @@ impl ProcessControl {
         };
         if was_paused {
             link.end_black_hole();
+        }
+        if let Some(os) = self.state().os_process.take() {
+            signal(os.pid, rustix::process::Signal::KILL);
         }
         // A permit is kept if the workload is not waiting yet: the crash is not lost.
         self.crashed.notify_one();
@@ -222,6 +271,13 @@ impl ProcessControl {
     }
 }
 
+/// Sends `sig` to `pid`; a process already gone is no error (its exit is what was wanted).
+fn signal(pid: u32, sig: rustix::process::Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
 /// A client's task that its [`ProcessControl`] can pause: while paused, it is not polled,
 /// and it wakes when the pause ends. A pause that strikes while the task waits takes hold
 /// when the task is next woken.
@@ -273,7 +329,6 @@ impl<F: Future> Future for Pausable<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
     fn control() -> Arc<ProcessControl> {
         Arc::new(ProcessControl::new(0, None, Arc::new(Recorder::default())))

@@ -7,6 +7,12 @@
 //! * lose a create response ([`Proxy::lose_next_create_response`]): the next create request
 //!   reaches the server, which applies it, and its reply is withheld while the connection is
 //!   cut, so the client gets `ConnectionLoss` for a create that happened;
+//! * aim a fault at one request ([`Proxy::aim`]): the next request of some operations
+//!   under a path either reaches the server and has its reply withheld while the
+//!   connection is cut ([`AimedAction::WithholdReply`]: a delete or create applied whose
+//!   client sees ConnectionLoss), or is dropped before the server sees it and the
+//!   connection cut ([`AimedAction::DropRequest`]: a request never applied, which its
+//!   client cannot tell from the other case);
 //! * black-hole the client ([`Proxy::black_hole`], [`Proxy::black_hole_for`]): nothing is
 //!   forwarded either way and nothing is closed, as in a partition, so the server expires
 //!   the session once its timeout passes without a ping;
@@ -83,6 +89,73 @@ pub struct LostReply {
     pub err: i32,
 }
 
+/// ZooKeeper's op codes, for [`AimedFault::ops`].
+pub mod op {
+    pub const CREATE: i32 = 1;
+    pub const DELETE: i32 = 2;
+    pub const EXISTS: i32 = 3;
+    pub const GET_DATA: i32 = 4;
+    pub const SET_DATA: i32 = 5;
+    pub const GET_CHILDREN: i32 = 8;
+    pub const GET_CHILDREN2: i32 = 12;
+    pub const CREATE2: i32 = 15;
+    pub const CREATE_CONTAINER: i32 = 19;
+    pub const CREATE_TTL: i32 = 21;
+
+    /// The op codes of a name: create (every kind), delete, exists, get-data, set-data,
+    /// get-children (both kinds).
+    pub fn by_name(name: &str) -> Option<&'static [i32]> {
+        Some(match name {
+            "create" => &super::CREATE_OPS,
+            "delete" => &[DELETE],
+            "exists" => &[EXISTS],
+            "get-data" => &[GET_DATA],
+            "set-data" => &[SET_DATA],
+            "get-children" => &[GET_CHILDREN, GET_CHILDREN2],
+            _ => return None,
+        })
+    }
+}
+
+/// What an aimed fault does to the request it catches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AimedAction {
+    /// The request reaches the server; its reply is withheld and the connection cut.
+    WithholdReply,
+    /// The request is dropped before the server sees it, and the connection cut.
+    DropRequest,
+}
+
+/// A fault aimed at the next request of `ops` (op codes, see [`op`]) whose path starts
+/// with `under`, on any connection of the proxy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AimedFault {
+    pub ops: Vec<i32>,
+    pub under: String,
+    pub action: AimedAction,
+}
+
+/// A request an aimed fault caught.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaughtRequest {
+    pub op: i32,
+    pub path: String,
+    pub action: AimedAction,
+    /// For a withheld reply: the server's error code (0: applied), once the reply came.
+    pub err: Option<i32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Aimed {
+    Off,
+    Armed(AimedFault),
+    /// Connection `conn`'s request `xid` went to the server; its reply is withheld.
+    Withholding {
+        conn: u64,
+        xid: i32,
+    },
+}
+
 /// Where the lost-create-response fault stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LoseCreate {
@@ -110,6 +183,9 @@ struct State {
     black_hole_generation: u64,
     /// Sessions whose reconnects are refused, each until its deadline; oldest first.
     refused: VecDeque<(i64, tokio::time::Instant)>,
+    aimed: Aimed,
+    /// Requests aimed faults caught, oldest first (at most [`MAX_RECORDED_LOST_REPLIES`]).
+    caught: VecDeque<CaughtRequest>,
 }
 
 #[derive(Debug)]
@@ -174,6 +250,8 @@ impl Proxy {
                 open: 0,
                 black_hole_generation: 0,
                 refused: VecDeque::new(),
+                aimed: Aimed::Off,
+                caught: VecDeque::new(),
             }),
         });
         let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -245,6 +323,30 @@ impl Proxy {
             state.lose_create = LoseCreate::Off;
         }
         armed
+    }
+
+    /// Aims `fault` at the next matching request (replacing one aimed before that has not
+    /// struck yet).
+    pub fn aim(&self, fault: AimedFault) {
+        let mut state = self.shared.state();
+        if !matches!(state.aimed, Aimed::Withholding { .. }) {
+            state.aimed = Aimed::Armed(fault);
+        }
+    }
+
+    /// Disarms an aimed fault that has not struck; true if one was armed.
+    pub fn disarm_aimed(&self) -> bool {
+        let mut state = self.shared.state();
+        let armed = matches!(state.aimed, Aimed::Armed(_));
+        if armed {
+            state.aimed = Aimed::Off;
+        }
+        armed
+    }
+
+    /// The requests aimed faults caught so far, oldest first.
+    pub fn caught_requests(&self) -> Vec<CaughtRequest> {
+        self.shared.state().caught.iter().cloned().collect()
     }
 
     /// The replies withheld so far, oldest first (at most [`MAX_RECORDED_LOST_REPLIES`]).
@@ -350,6 +452,11 @@ impl Drop for ConnectionGuard {
         if matches!(state.lose_create, LoseCreate::Withholding { conn, .. } if conn == self.id) {
             state.lose_create = LoseCreate::Armed;
         }
+        // An aimed request whose reply never came: it was caught (and recorded without an
+        // error code); the connection's end is what its client sees either way.
+        if matches!(state.aimed, Aimed::Withholding { conn, .. } if conn == self.id) {
+            state.aimed = Aimed::Off;
+        }
     }
 }
 
@@ -423,9 +530,14 @@ async fn pump(
         }
         if !first {
             match way {
-                Way::ToServer => note_request(shared, id, body),
+                Way::ToServer => {
+                    note_request(shared, id, body);
+                    if aim_at_request(shared, id, body) == Some(AimedAction::DropRequest) {
+                        return;
+                    }
+                }
                 Way::ToClient => {
-                    if withhold_reply(shared, id, body) {
+                    if withhold_reply(shared, id, body) || withhold_aimed_reply(shared, id, body) {
                         return;
                     }
                 }
@@ -474,7 +586,56 @@ fn note_request(shared: &Shared, id: u64, body: &[u8]) {
     }
 }
 
-/// The path of a create request's body: after the header, a length (i32) and the bytes.
+/// Catches the request an aimed fault waits for; what it does to it.
+fn aim_at_request(shared: &Shared, id: u64, body: &[u8]) -> Option<AimedAction> {
+    if body.len() < REQUEST_HEADER_BYTES {
+        return None;
+    }
+    let (xid, op) = (be_i32(&body[0..4]), be_i32(&body[4..8]));
+    let mut state = shared.state();
+    let Aimed::Armed(fault) = &state.aimed else {
+        return None;
+    };
+    if !fault.ops.contains(&op) {
+        return None;
+    }
+    let path = created_path(body).filter(|p| p.starts_with(fault.under.as_str()))?;
+    let action = fault.action;
+    let caught = CaughtRequest {
+        op,
+        path: path.to_owned(),
+        action,
+        err: None,
+    };
+    state.aimed = match action {
+        AimedAction::DropRequest => Aimed::Off,
+        AimedAction::WithholdReply => Aimed::Withholding { conn: id, xid },
+    };
+    if state.caught.len() == MAX_RECORDED_LOST_REPLIES {
+        state.caught.pop_front();
+    }
+    state.caught.push_back(caught);
+    Some(action)
+}
+
+/// True if this reply is the one an aimed fault withholds; records its error code.
+fn withhold_aimed_reply(shared: &Shared, id: u64, body: &[u8]) -> bool {
+    if body.len() < REPLY_HEADER_BYTES {
+        return false;
+    }
+    let xid = be_i32(&body[0..4]);
+    let mut state = shared.state();
+    if state.aimed != (Aimed::Withholding { conn: id, xid }) {
+        return false;
+    }
+    state.aimed = Aimed::Off;
+    if let Some(last) = state.caught.back_mut() {
+        last.err = Some(be_i32(&body[12..16]));
+    }
+    true
+}
+
+/// The path of a request's body (create, delete, exists, getData, setData, getChildren): after the header, a length (i32) and the bytes.
 fn created_path(body: &[u8]) -> Option<&str> {
     let len_at = REQUEST_HEADER_BYTES;
     let len = usize::try_from(be_i32(body.get(len_at..len_at + 4)?)).ok()?;
@@ -724,6 +885,92 @@ mod tests {
         assert!(end.is_err(), "expected the connection cut, got {end:?}");
         assert_eq!(proxy.lost_replies().len(), 1);
         assert_eq!(proxy.lost_replies()[0].xid, 2);
+    }
+
+    /// A request of op `op` for `path`.
+    fn path_request(xid: i32, op: i32, path: &str) -> Vec<u8> {
+        let mut body = xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&op.to_be_bytes());
+        body.extend_from_slice(&(path.len() as i32).to_be_bytes());
+        body.extend_from_slice(path.as_bytes());
+        body.extend_from_slice(&(-1i32).to_be_bytes());
+        frame(&body)
+    }
+
+    #[tokio::test]
+    async fn an_aimed_fault_withholds_the_next_delete_reply_under_its_path_and_cuts() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut c = connected(&proxy).await;
+        proxy.aim(AimedFault {
+            ops: op::by_name("delete").unwrap().to_vec(),
+            under: "/locks/".into(),
+            action: AimedAction::WithholdReply,
+        });
+        // Another op under the path, and a delete elsewhere, pass.
+        c.write_all(&path_request(1, op::GET_CHILDREN2, "/locks/x"))
+            .await
+            .unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(1, 101, 0));
+        c.write_all(&path_request(2, op::DELETE, "/other/x"))
+            .await
+            .unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(2, 102, 0));
+        c.write_all(&path_request(3, op::DELETE, "/locks/n-0001"))
+            .await
+            .unwrap();
+        let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        assert!(end.is_err(), "expected the connection cut, got {end:?}");
+        assert_eq!(
+            proxy.caught_requests(),
+            vec![CaughtRequest {
+                op: op::DELETE,
+                path: "/locks/n-0001".into(),
+                action: AimedAction::WithholdReply,
+                err: Some(0),
+            }]
+        );
+        // One-shot.
+        let mut c = connected(&proxy).await;
+        c.write_all(&path_request(4, op::DELETE, "/locks/n-0002"))
+            .await
+            .unwrap();
+        assert_eq!(read_one(&mut c).await.unwrap(), reply(4, 104, 0));
+    }
+
+    #[tokio::test]
+    async fn an_aimed_drop_never_reaches_the_server() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (heard, mut server_heard) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let heard = heard.clone();
+                tokio::spawn(async move {
+                    while let Ok(message) = read_one(&mut s).await {
+                        let _ = heard.send(message);
+                    }
+                });
+            }
+        });
+        let proxy = Proxy::start(addr).await.unwrap();
+        proxy.aim(AimedFault {
+            ops: op::by_name("create").unwrap().to_vec(),
+            under: "/locks/".into(),
+            action: AimedAction::DropRequest,
+        });
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&frame(b"connect")).await.unwrap();
+        let first = tokio::time::timeout(STEP, server_heard.recv()).await;
+        assert_eq!(first.unwrap(), Some(frame(b"connect")));
+        c.write_all(&create_request(1, "/locks/n-")).await.unwrap();
+        let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        assert!(end.is_err(), "expected the connection cut, got {end:?}");
+        assert!(
+            server_heard.try_recv().is_err(),
+            "the dropped create reached the server"
+        );
+        assert_eq!(proxy.caught_requests().len(), 1);
+        assert_eq!(proxy.caught_requests()[0].err, None);
     }
 
     #[tokio::test]

@@ -284,6 +284,38 @@ pub trait RealRecipe: Send + Sync + 'static {
     /// path: the run checks it first). Called again with the new session's client when a
     /// client opens a new session after an expiry.
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock;
+
+    /// The directory whose children are the lock's nodes, read when the run ends for
+    /// orphans. Default: the lock path itself. (Curator's semaphores keep their nodes in
+    /// `<path>/leases` and `<path>/locks`.)
+    fn nodes_dir(&self, lock_path: &str) -> String {
+        lock_path.to_owned()
+    }
+
+    /// Called once before the clients start, with where each connects and its process's
+    /// switches: a recipe whose locks run in processes of their own
+    /// ([`crate::driver`]) starts them here. Default: nothing.
+    fn start(
+        &self,
+        run: &RunStart,
+    ) -> impl std::future::Future<Output = Result<(), RealError>> + Send {
+        let _ = run;
+        async { Ok(()) }
+    }
+}
+
+/// What [`RealRecipe::start`] is given, per client (by index).
+#[derive(Debug)]
+pub struct RunStart {
+    /// Where each client connects (its proxies, or the servers).
+    pub connect: Vec<String>,
+    /// Each client's process switches (pause, crash).
+    pub processes: Vec<Arc<ProcessControl>>,
+    /// Each client's role.
+    pub roles: Vec<LockRole>,
+    pub lock_path: String,
+    pub session_timeout_ms: u64,
+    pub recorder: Arc<Recorder>,
 }
 
 /// zklock's shipped lock on a real run: the exclusive lock, or the read/write lock's
@@ -412,7 +444,7 @@ pub async fn run_recipe<R: RealRecipe>(
     .await?;
     let clients = config.clients as usize;
     let mut links = Vec::new();
-    if faults.faults.needs_proxies() {
+    if faults.faults.needs_proxies() || !faults.aimed.is_empty() {
         let addrs = servers.addrs().await?;
         for _ in 0..clients {
             links.push(Arc::new(ClientLink::start(&addrs).await?));
@@ -445,6 +477,16 @@ pub async fn run_recipe<R: RealRecipe>(
             NOT_HEALED
         })),
     });
+    recipe
+        .start(&RunStart {
+            connect: shared.connect.clone(),
+            processes: shared.processes.clone(),
+            roles: (0..clients).map(|i| role_of(i, config)).collect(),
+            lock_path: config.lock_path.clone(),
+            session_timeout_ms: config.session_timeout_ms,
+            recorder: Arc::clone(&recorder),
+        })
+        .await?;
     let mut firsts = Vec::with_capacity(clients);
     for i in 0..clients {
         firsts.push(shared.connect(i, config.connect_timeout_ms).await?);
@@ -467,6 +509,22 @@ pub async fn run_recipe<R: RealRecipe>(
             }))
         },
     };
+    for (index, fault) in &faults.aimed {
+        match targets.links.get(*index as usize) {
+            Some(link) => link.aim(fault),
+            None => {
+                return Err(RealError::Config {
+                    reason: format!("an aimed fault names client {index}, past the run's clients"),
+                });
+            }
+        }
+    }
+    if !faults.aimed.is_empty() {
+        tokio::spawn(record_aimed_strikes(
+            targets.links.clone(),
+            Arc::clone(&shared),
+        ));
+    }
     let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts
         .into_iter()
@@ -491,7 +549,8 @@ pub async fn run_recipe<R: RealRecipe>(
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
-    let final_lock_children = settled_children(&observer, &config.lock_path, settle).await;
+    let nodes_dir = recipe.nodes_dir(&config.lock_path);
+    let final_lock_children = settled_children(&observer, &nodes_dir, settle).await;
     for client in finals.into_iter().flatten() {
         let _ = tokio::time::timeout(settle, client.close()).await;
     }
@@ -560,6 +619,35 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
     }
     shared.over.store(true, Ordering::Release);
 }
+
+/// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of
+/// its client, when the proxy reports it caught; ends with the run.
+async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>) {
+    let mut seen = vec![0; links.len()];
+    while !shared.acquisitions_over() {
+        for (index, link) in links.iter().enumerate() {
+            let caught = link.caught_request_count();
+            while seen[index] < caught {
+                seen[index] += 1;
+                let session = shared
+                    .sessions
+                    .session_id(index)
+                    .unwrap_or(zklock_recipe::SessionId(0));
+                shared.recorder.record(
+                    index as u32,
+                    session,
+                    EventKind::Fault {
+                        fault: zklock_recipe::history::FaultKind::ConnectionLoss,
+                    },
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(AIMED_POLL_MS)).await;
+    }
+}
+
+/// How often aimed faults' strikes are looked for.
+const AIMED_POLL_MS: u64 = 2;
 
 /// How often [`watch_for_the_end`] looks again.
 const GOAL_POLL_MS: u64 = 100;

@@ -1,0 +1,381 @@
+// zklock's driver for Apache Curator's locks: speaks zklock's lock-under-test protocol
+// (version 1, docs/drivers.md) on stdin/stdout, one JSON object a line.
+//
+// usage: java -cp <curator jars>:<dir> ZklockCuratorDriver KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
+// KIND: mutex | read | write | semaphore-mutex (InterProcessMutex, the read or write side
+// of InterProcessReadWriteLock, InterProcessSemaphoreMutex)
+//
+// zklock compiles it with javac against Debian's Curator jars on first use. Each request
+// runs on a thread of its own, so that a cancel (an interrupt) reaches a blocking acquire.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.data.Stat;
+
+public final class ZklockCuratorDriver {
+    static final int PROTOCOL = 1;
+    static final int LINE_BYTES_MAX = 65536;
+    static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+
+    final String kind;
+    final String path;
+    final CuratorFramework client;
+    final InterProcessLock lock;
+    // Curator's locks belong to the thread that took them (a release from another thread
+    // is refused), so every acquire and release runs on this one thread, in order.
+    final ExecutorService owner = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "zklock-lock-owner");
+        t.setDaemon(true);
+        return t;
+    });
+    volatile Thread ownerThread;
+    // The acquire running on the owner thread, if any (guarded by `this`).
+    Long acquiring = null;
+    // The acquire whose hold is current, and whether its loss was reported.
+    Long holding = null;
+    boolean lostSent = false;
+
+    ZklockCuratorDriver(String kind, String connect, String path, int sessionTimeoutMs) {
+        this.kind = kind;
+        this.path = path;
+        this.client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(sessionTimeoutMs)
+                .connectionTimeoutMs(Math.max(1000, sessionTimeoutMs))
+                .retryPolicy(new ExponentialBackoffRetry(50, 10, 1000))
+                .build();
+        switch (kind) {
+            case "mutex": lock = new InterProcessMutex(client, path); break;
+            case "read": lock = new InterProcessReadWriteLock(client, path).readLock(); break;
+            case "write": lock = new InterProcessReadWriteLock(client, path).writeLock(); break;
+            case "semaphore-mutex": lock = new InterProcessSemaphoreMutex(client, path); break;
+            default: throw new IllegalArgumentException("unknown kind " + kind);
+        }
+        client.getConnectionStateListenable().addListener((c, state) -> onState(state));
+    }
+
+    long sessionId() {
+        try {
+            return client.getZookeeperClient().getZooKeeper().getSessionId();
+        } catch (Exception e) {
+            return 0;
+        }
+    }
+
+    void onState(ConnectionState state) {
+        String name;
+        switch (state) {
+            case CONNECTED: case RECONNECTED: name = "connected"; break;
+            case SUSPENDED: name = "disconnected"; break;
+            case LOST: name = "expired"; break;
+            default: return; // READ_ONLY: not used here
+        }
+        emit(obj("event", "session", "state", name, "session_id", sessionId()));
+        if (name.equals("connected")) return;
+        // Curator's advice: a holder must stop trusting its lock on SUSPENDED and LOST.
+        Long hold;
+        synchronized (this) {
+            hold = lostSent ? null : holding;
+            if (hold != null) lostSent = true;
+        }
+        if (hold != null) emit(obj("event", "lost", "id", hold, "reason", "curator state " + state));
+    }
+
+    /** The node of the hold just taken: Curator keeps it private, so it is read by reflection. */
+    String heldNode() throws Exception {
+        if (lock instanceof InterProcessMutex) {
+            Method m = InterProcessMutex.class.getDeclaredMethod("getLockPath");
+            m.setAccessible(true);
+            return (String) m.invoke(lock);
+        }
+        Field f = InterProcessSemaphoreMutex.class.getDeclaredField("lease");
+        f.setAccessible(true);
+        Lease lease = (Lease) f.get(lock);
+        // InterProcessSemaphoreV2 keeps its leases under <path>/leases.
+        return lease == null ? null : path + "/leases/" + lease.getNodeName();
+    }
+
+    void acquire(long id, String mode, long timeoutMs) {
+        synchronized (this) {
+            Thread.interrupted(); // a cancel that came too late for an earlier acquire
+            ownerThread = Thread.currentThread();
+            acquiring = id;
+        }
+        try {
+            boolean got;
+            switch (mode) {
+                case "blocking": lock.acquire(); got = true; break;
+                case "try": got = lock.acquire(0, TimeUnit.MILLISECONDS); break;
+                default: got = lock.acquire(timeoutMs, TimeUnit.MILLISECONDS); break;
+            }
+            if (!got) {
+                emit(obj("event", "not_acquired", "id", id, "reason", mode.equals("try") ? "held" : "timeout"));
+                return;
+            }
+            // Held: a cancel from now on comes too late, and must not interrupt the reading
+            // of the token (that would report a held lock as not acquired).
+            synchronized (this) {
+                acquiring = null;
+                Thread.interrupted();
+            }
+            String node = heldNode();
+            Stat stat = null;
+            try {
+                stat = node == null ? null : client.checkExists().forPath(node);
+            } catch (Exception e) {
+                // The token stays unknown (-1); the hold is reported all the same.
+            }
+            synchronized (this) {
+                holding = id;
+                lostSent = false;
+            }
+            emit(obj("event", "acquired", "id", id, "token", stat == null ? -1L : stat.getCzxid(),
+                    "node", node == null ? "" : node.substring(node.lastIndexOf('/') + 1)));
+        } catch (InterruptedException e) {
+            emit(obj("event", "not_acquired", "id", id, "reason", "cancelled"));
+        } catch (Exception e) {
+            if (Thread.currentThread().isInterrupted() || e.getCause() instanceof InterruptedException) {
+                emit(obj("event", "not_acquired", "id", id, "reason", "cancelled: " + e));
+            } else {
+                emit(obj("event", "error", "id", id, "message", e.toString()));
+            }
+        } finally {
+            synchronized (this) {
+                acquiring = null;
+                Thread.interrupted();
+            }
+        }
+    }
+
+    synchronized void cancel(long id) {
+        if (acquiring != null && acquiring == id && ownerThread != null) ownerThread.interrupt();
+    }
+
+    void release(long id) {
+        try {
+            synchronized (this) {
+                holding = null;
+            }
+            lock.release();
+            emit(obj("event", "released", "id", id));
+        } catch (Exception e) {
+            emit(obj("event", "error", "id", id, "message", e.toString()));
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 4) {
+            System.err.println("usage: ZklockCuratorDriver KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS");
+            System.exit(2);
+        }
+        ZklockCuratorDriver d = new ZklockCuratorDriver(args[0], args[1], args[2], Integer.parseInt(args[3]));
+        d.client.start();
+        d.client.blockUntilConnected(Math.max(10_000, Integer.parseInt(args[3])), TimeUnit.MILLISECONDS);
+        String version = curatorVersion();
+        emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", "curator",
+                "version", version == null ? "unknown" : version,
+                "lock", d.lock.getClass().getSimpleName(), "session_id", d.sessionId()));
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.length() > LINE_BYTES_MAX) {
+                emit(obj("event", "error", "id", null, "message", "request line longer than " + LINE_BYTES_MAX + " bytes"));
+                continue;
+            }
+            Map<String, Object> req;
+            try {
+                req = Json.parse(line);
+            } catch (RuntimeException e) {
+                emit(obj("event", "error", "id", null, "message", "bad request: " + e.getMessage()));
+                continue;
+            }
+            Object op = req.get("op");
+            Long id = req.get("id") instanceof Long ? (Long) req.get("id") : null;
+            if ("close".equals(op)) break;
+            if (id == null) {
+                emit(obj("event", "error", "id", null, "message", "request without an id: " + line));
+                continue;
+            }
+            if ("acquire".equals(op)) {
+                String mode = String.valueOf(req.getOrDefault("mode", "blocking"));
+                long timeoutMs = req.get("timeout_ms") instanceof Long ? (Long) req.get("timeout_ms") : 0L;
+                d.owner.execute(() -> d.acquire(id, mode, timeoutMs));
+            } else if ("release".equals(op)) {
+                d.owner.execute(() -> d.release(id));
+            } else if ("cancel".equals(op)) {
+                d.cancel(id);
+            } else {
+                emit(obj("event", "error", "id", id, "message", "unknown op " + op));
+            }
+        }
+        d.client.close();
+        OUT.flush();
+        System.exit(0);
+    }
+
+    /** Curator's version: its manifest's, else its jar's name (Debian's links name it). */
+    static String curatorVersion() {
+        String v = CuratorFramework.class.getPackage().getImplementationVersion();
+        if (v != null) return v;
+        try {
+            java.nio.file.Path jar = java.nio.file.Paths.get(
+                    CuratorFramework.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            String name = jar.toRealPath().getFileName().toString();
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$").matcher(name);
+            if (m.find()) return m.group(1);
+            // Debian's unversioned link is a file of its own on some systems: the versioned
+            // jar beside it names the version.
+            try (java.nio.file.DirectoryStream<java.nio.file.Path> dir =
+                    java.nio.file.Files.newDirectoryStream(jar.getParent(), "curator-framework-*.jar")) {
+                for (java.nio.file.Path p : dir) {
+                    java.util.regex.Matcher mv = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$")
+                            .matcher(p.getFileName().toString());
+                    if (mv.find()) return mv.group(1);
+                }
+            }
+            return name;
+        } catch (Exception e) {
+            return "unknown";
+        }
+    }
+
+    static Map<String, Object> obj(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i < kv.length; i += 2) m.put((String) kv[i], kv[i + 1]);
+        return m;
+    }
+
+    static void emit(Map<String, Object> m) {
+        StringBuilder b = new StringBuilder("{");
+        for (Map.Entry<String, Object> e : m.entrySet()) {
+            if (b.length() > 1) b.append(',');
+            Json.string(b, e.getKey());
+            b.append(':');
+            Object v = e.getValue();
+            if (v == null) b.append("null");
+            else if (v instanceof Long || v instanceof Integer) b.append(v);
+            else Json.string(b, String.valueOf(v));
+        }
+        b.append('}');
+        synchronized (OUT) {
+            OUT.println(b);
+            OUT.flush();
+        }
+    }
+
+    /** Just enough JSON for the protocol's requests: one flat object of strings, integers and null. */
+    static final class Json {
+        static void string(StringBuilder b, String s) {
+            b.append('"');
+            for (char c : s.toCharArray()) {
+                if (c == '"' || c == '\\') b.append('\\').append(c);
+                else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+                else b.append(c);
+            }
+            b.append('"');
+        }
+
+        static Map<String, Object> parse(String s) {
+            int[] at = {skip(s, 0)};
+            expect(s, at, '{');
+            Map<String, Object> m = new LinkedHashMap<>();
+            at[0] = skip(s, at[0]);
+            if (peek(s, at) == '}') { at[0]++; return end(s, at, m); }
+            while (true) {
+                at[0] = skip(s, at[0]);
+                String key = str(s, at);
+                at[0] = skip(s, at[0]);
+                expect(s, at, ':');
+                at[0] = skip(s, at[0]);
+                m.put(key, value(s, at));
+                at[0] = skip(s, at[0]);
+                char c = peek(s, at);
+                at[0]++;
+                if (c == '}') return end(s, at, m);
+                if (c != ',') throw new RuntimeException("expected , or } at " + (at[0] - 1));
+            }
+        }
+
+        static Map<String, Object> end(String s, int[] at, Map<String, Object> m) {
+            if (skip(s, at[0]) != s.length()) throw new RuntimeException("trailing characters");
+            return m;
+        }
+
+        static Object value(String s, int[] at) {
+            char c = peek(s, at);
+            if (c == '"') return str(s, at);
+            if (s.startsWith("null", at[0])) { at[0] += 4; return null; }
+            int start = at[0];
+            if (c == '-') at[0]++;
+            while (at[0] < s.length() && Character.isDigit(s.charAt(at[0]))) at[0]++;
+            if (start == at[0]) throw new RuntimeException("unexpected " + c + " at " + start);
+            try {
+                return Long.parseLong(s.substring(start, at[0]));
+            } catch (NumberFormatException e) {
+                throw new RuntimeException("bad number at " + start);
+            }
+        }
+
+        static String str(String s, int[] at) {
+            expect(s, at, '"');
+            StringBuilder b = new StringBuilder();
+            while (true) {
+                char c = peek(s, at);
+                at[0]++;
+                if (c == '"') return b.toString();
+                if (c == '\\') {
+                    char e = peek(s, at);
+                    at[0]++;
+                    switch (e) {
+                        case 'n': b.append('\n'); break;
+                        case 't': b.append('\t'); break;
+                        case 'r': b.append('\r'); break;
+                        case 'b': b.append('\b'); break;
+                        case 'f': b.append('\f'); break;
+                        case 'u':
+                            if (at[0] + 4 > s.length()) throw new RuntimeException("bad escape");
+                            b.append((char) Integer.parseInt(s.substring(at[0], at[0] + 4), 16));
+                            at[0] += 4;
+                            break;
+                        default: b.append(e);
+                    }
+                } else {
+                    b.append(c);
+                }
+            }
+        }
+
+        static char peek(String s, int[] at) {
+            if (at[0] >= s.length()) throw new RuntimeException("unexpected end of line");
+            return s.charAt(at[0]);
+        }
+
+        static void expect(String s, int[] at, char c) {
+            if (peek(s, at) != c) throw new RuntimeException("expected " + c + " at " + at[0]);
+            at[0]++;
+        }
+
+        static int skip(String s, int i) {
+            while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++;
+            return i;
+        }
+    }
+}

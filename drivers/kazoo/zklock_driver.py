@@ -1,0 +1,188 @@
+"""zklock's driver for Kazoo's locks: speaks zklock's lock-under-test protocol (version 1,
+docs/drivers.md) on stdin/stdout, one JSON object a line.
+
+usage: zklock_driver.py KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
+KIND: lock | read | write | semaphore (Lock, ReadLock, WriteLock, Semaphore of one lease)
+
+zklock starts it, sends acquire / release / cancel / close, and reads what it reports.
+Each request runs on a thread of its own, so that a cancel reaches a blocking acquire.
+Anything the driver cannot make sense of it reports as an error and goes on.
+"""
+
+import json
+import sys
+import threading
+
+import kazoo
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import CancelledError, LockTimeout
+from kazoo.recipe.lock import Lock, ReadLock, Semaphore, WriteLock
+
+PROTOCOL = 1
+LINE_BYTES_MAX = 65536
+
+_out = threading.Lock()
+
+
+def emit(**fields):
+    line = json.dumps(fields, separators=(",", ":"))
+    with _out:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+class Driver:
+    def __init__(self, kind, connect, path, session_timeout_ms):
+        self.kind = kind
+        self.path = path
+        self.client = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
+        self.state = threading.Lock()
+        # The acquire whose hold is current (its id), and whether its loss was reported.
+        self.holding = None
+        self.lost_sent = False
+        self.acquiring = None
+        self.client.add_listener(self.on_state)
+        if kind == "lock":
+            self.lock = Lock(self.client, path, identifier="zklock-driver")
+        elif kind == "read":
+            self.lock = ReadLock(self.client, path, identifier="zklock-driver")
+        elif kind == "write":
+            self.lock = WriteLock(self.client, path, identifier="zklock-driver")
+        elif kind == "semaphore":
+            self.lock = Semaphore(self.client, path, identifier="zklock-driver", max_leases=1)
+        else:
+            raise ValueError("unknown kind %r" % kind)
+
+    def session_id(self):
+        cid = self.client.client_id
+        return cid[0] if cid else 0
+
+    def on_state(self, state):
+        # Kazoo calls listeners on its own thread: report, never block.
+        if state == KazooState.CONNECTED:
+            emit(event="session", state="connected", session_id=self.session_id())
+            return
+        name = "disconnected" if state == KazooState.SUSPENDED else "expired"
+        emit(event="session", state=name, session_id=self.session_id())
+        with self.state:
+            hold, sent = self.holding, self.lost_sent
+            if hold is not None and not sent:
+                self.lost_sent = True
+        if hold is not None and not sent:
+            emit(event="lost", id=hold, reason="kazoo state " + str(state))
+
+    def hold_of(self):
+        """The token and node of the hold just taken."""
+        if self.kind == "semaphore":
+            node = self.lock.create_path
+        else:
+            node = self.path + "/" + self.lock.node
+        stat = self.client.exists(node)
+        token = stat.czxid if stat else -1
+        return token, node.rsplit("/", 1)[1]
+
+    def acquire(self, rid, mode, timeout_ms):
+        try:
+            # Kazoo keeps a cancel that came after its acquire ended for the next one;
+            # zklock's cancel is for one acquire only.
+            self.lock.cancelled = False
+            if mode == "blocking":
+                got = self.lock.acquire()
+            elif mode == "try":
+                got = self.lock.acquire(blocking=False)
+            else:
+                try:
+                    got = self.lock.acquire(timeout=timeout_ms / 1000.0)
+                except LockTimeout:
+                    got = False
+            if not got:
+                emit(event="not_acquired", id=rid, reason="timeout" if mode == "timed" else "held")
+                return
+            token, node = self.hold_of()
+            with self.state:
+                self.holding, self.lost_sent = rid, False
+            emit(event="acquired", id=rid, token=token, node=node)
+        except CancelledError:
+            emit(event="not_acquired", id=rid, reason="cancelled")
+        except Exception as e:  # the library's failure, reported as such
+            emit(event="error", id=rid, message="%s: %s" % (type(e).__name__, e))
+        finally:
+            with self.state:
+                if self.acquiring == rid:
+                    self.acquiring = None
+
+    def release(self, rid):
+        try:
+            with self.state:
+                self.holding = None
+            self.lock.release()
+            emit(event="released", id=rid)
+        except Exception as e:
+            emit(event="error", id=rid, message="%s: %s" % (type(e).__name__, e))
+
+    def cancel(self, rid):
+        with self.state:
+            pending = self.acquiring == rid
+        if pending:
+            self.lock.cancel()
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.stderr.write(__doc__)
+        return 2
+    kind, connect, path, timeout_ms = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    driver = Driver(kind, connect, path, timeout_ms)
+    driver.client.start(timeout=max(10.0, timeout_ms / 1000.0))
+    emit(event="hello", protocol=PROTOCOL, library="kazoo", version=kazoo_version(),
+         lock=type(driver.lock).__name__, session_id=driver.session_id())
+    while True:
+        line = sys.stdin.readline(LINE_BYTES_MAX + 1)
+        if not line:
+            break
+        if len(line) > LINE_BYTES_MAX:
+            emit(event="error", id=None, message="request line longer than %d bytes" % LINE_BYTES_MAX)
+            # Skip the rest of the overlong line.
+            while line and not line.endswith("\n"):
+                line = sys.stdin.readline(LINE_BYTES_MAX + 1)
+            continue
+        try:
+            req = json.loads(line)
+            op, rid = req["op"], req.get("id")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            emit(event="error", id=None, message="bad request %r: %s" % (line[:200], e))
+            continue
+        if op == "acquire":
+            with driver.state:
+                driver.acquiring = rid
+            threading.Thread(
+                target=driver.acquire,
+                args=(rid, req.get("mode", "blocking"), int(req.get("timeout_ms", 0))),
+                daemon=True,
+            ).start()
+        elif op == "release":
+            threading.Thread(target=driver.release, args=(rid,), daemon=True).start()
+        elif op == "cancel":
+            driver.cancel(rid)
+        elif op == "close":
+            break
+        else:
+            emit(event="error", id=rid, message="unknown op %r" % op)
+    try:
+        driver.client.stop()
+        driver.client.close()
+    except Exception:
+        pass
+    return 0
+
+
+def kazoo_version():
+    try:
+        from importlib.metadata import version
+        return version("kazoo")
+    except Exception:
+        return getattr(kazoo, "__version__", "unknown")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,460 @@
+//! One driver process on zklock's side: its requests, its reports, its exit.
+//!
+//! A reader task parses every line the driver writes ([`super::protocol::parse_report`]);
+//! a line that breaks the protocol ends the connection with the reason (the process is
+//! killed, the run's driver failure is set, every waiting call gets the error): never a
+//! panic. A writer task owns the driver's stdin, so that a dropped acquire can send its
+//! cancel from `Drop`.
+
+use super::protocol::{self, DriverSession, LINE_BYTES_MAX, Report, Request};
+use crate::process::{OsProcess, ProcessControl};
+use crate::recorder::Recorder;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Notify, mpsc};
+use zklock_recipe::SessionId;
+use zklock_recipe::SessionState;
+use zklock_recipe::history::EventKind;
+
+/// How a request ended, as the driver reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Acquired { token: i64, node: String },
+    NotAcquired { reason: String },
+    Released,
+    Error { message: String },
+}
+
+/// Where a driver's session changes are recorded: the client whose lock it is.
+#[derive(Clone, Debug)]
+pub(crate) struct Sink {
+    pub recorder: Arc<Recorder>,
+    pub index: u32,
+    /// The recording session the client's events are under.
+    pub session: SessionId,
+    pub control: Option<Arc<ProcessControl>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    hello: Option<String>,
+    outcomes: HashMap<u64, Outcome>,
+    lost: HashMap<u64, String>,
+    /// Why no more reports will come (exit, protocol error).
+    ended: Option<String>,
+    session: i64,
+    sink: Option<Sink>,
+    /// The last lines the driver wrote to stderr, for error messages.
+    stderr_tail: Vec<String>,
+}
+
+/// The stderr lines an error message quotes.
+const STDERR_TAIL_LINES: usize = 12;
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn end(&self, why: String) {
+        let mut s = self.state();
+        if s.ended.is_none() {
+            let tail = s.stderr_tail.join("\n");
+            s.ended = Some(if tail.is_empty() {
+                why
+            } else {
+                format!("{why}; its stderr ended with:\n{tail}")
+            });
+        }
+        drop(s);
+        self.changed.notify_waiters();
+    }
+}
+
+/// A running driver.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    name: String,
+    tx: mpsc::UnboundedSender<String>,
+    shared: Arc<Shared>,
+    pid: Option<u32>,
+    child: Mutex<Option<tokio::process::Child>>,
+    /// The run's first driver failure, for the command line to report.
+    fatal: Arc<Mutex<Option<String>>>,
+}
+
+impl Conn {
+    /// Speaks the protocol over `reports` and `requests`; `child` is the process, if any.
+    pub fn new(
+        name: String,
+        reports: impl AsyncRead + Unpin + Send + 'static,
+        requests: impl AsyncWrite + Unpin + Send + 'static,
+        child: Option<tokio::process::Child>,
+        fatal: Arc<Mutex<Option<String>>>,
+    ) -> Conn {
+        let shared = Arc::new(Shared::default());
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            let mut requests = requests;
+            while let Some(line) = rx.recv().await {
+                if requests.write_all(line.as_bytes()).await.is_err()
+                    || requests.flush().await.is_err()
+                {
+                    break;
+                }
+            }
+            // Dropping stdin tells the driver to close.
+        });
+        let pid = child.as_ref().and_then(tokio::process::Child::id);
+        tokio::spawn(read_reports(
+            name.clone(),
+            reports,
+            Arc::clone(&shared),
+            Arc::clone(&fatal),
+            pid,
+        ));
+        Conn {
+            name,
+            tx,
+            shared,
+            pid,
+            child: Mutex::new(child),
+            fatal,
+        }
+    }
+
+    /// Keeps the last lines of the driver's stderr, for error messages.
+    pub fn follow_stderr(&self, stderr: impl AsyncRead + Unpin + Send + 'static) {
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut s = shared.state();
+                if s.stderr_tail.len() == STDERR_TAIL_LINES {
+                    s.stderr_tail.remove(0);
+                }
+                s.stderr_tail.push(line.chars().take(300).collect());
+            }
+        });
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// From now on, the driver's session changes are recorded for `sink`'s client, and its
+    /// process is that client's (a pause stops it, a crash kills it).
+    pub fn attach(&self, sink: Sink) {
+        let session = {
+            let mut s = self.shared.state();
+            s.sink = Some(sink.clone());
+            s.session
+        };
+        if let (Some(control), Some(pid)) = (&sink.control, self.pid) {
+            control.set_os_process(Some(OsProcess { pid, session }));
+        }
+    }
+
+    pub fn send(&self, request: &Request) {
+        // A driver gone already answers nothing: the waiter learns why from `ended`.
+        let _ = self.tx.send(protocol::request_line(request));
+    }
+
+    /// Waits for the driver's hello, at most `timeout`.
+    pub async fn hello(&self, timeout: Duration) -> Result<String, String> {
+        let waited = tokio::time::timeout(timeout, self.wait(|s| s.hello.clone())).await;
+        match waited {
+            Ok(got) => got,
+            Err(_) => {
+                let why = format!(
+                    "driver {} sent no hello within {} s",
+                    self.name,
+                    timeout.as_secs()
+                );
+                self.fail(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Waits for request `id`'s outcome.
+    pub async fn outcome(&self, id: u64) -> Result<Outcome, String> {
+        self.wait(|s| s.outcomes.remove(&id)).await
+    }
+
+    /// Waits until hold `id` is reported lost; the reason.
+    pub async fn lost(&self, id: u64) -> String {
+        self.wait(|s| s.lost.get(&id).cloned())
+            .await
+            .unwrap_or_else(|ended| format!("driver ended: {ended}"))
+    }
+
+    /// Waits until `take` finds what it looks for; Err once the driver has ended.
+    async fn wait<T>(&self, mut take: impl FnMut(&mut State) -> Option<T>) -> Result<T, String> {
+        loop {
+            let notified = self.shared.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut s = self.shared.state();
+                if let Some(got) = take(&mut s) {
+                    return Ok(got);
+                }
+                if let Some(why) = &s.ended {
+                    return Err(why.clone());
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Ends the connection with `why`: the run's driver failure, the process killed.
+    pub fn fail(&self, why: String) {
+        set_fatal(&self.fatal, &why);
+        self.shared.end(why);
+        if let Some(pid) = self.pid {
+            kill(pid);
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.send(&Request::Close);
+        let sink = self.shared.state().sink.take();
+        if let (Some(control), Some(pid)) = (sink.and_then(|s| s.control), self.pid)
+            && control.os_process().is_some_and(|os| os.pid == pid)
+        {
+            control.set_os_process(None);
+        }
+        let child = self
+            .child
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // The driver closes its session and exits; one that does not within the grace is
+        // killed (and one left when no runtime runs is killed by `kill_on_drop`).
+        if let (Some(mut child), Ok(rt)) = (child, tokio::runtime::Handle::try_current()) {
+            rt.spawn(async move {
+                if tokio::time::timeout(CLOSE_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
+                    let _ = child.start_kill();
+                    let _ = child.wait().await;
+                }
+            });
+        }
+    }
+}
+
+/// How long a driver may take to close its session and exit.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+pub(crate) fn set_fatal(fatal: &Mutex<Option<String>>, why: &str) {
+    let mut f = fatal.lock().unwrap_or_else(PoisonError::into_inner);
+    if f.is_none() {
+        *f = Some(why.to_owned());
+    }
+}
+
+fn kill(pid: u32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Reads the driver's reports until it ends or breaks the protocol.
+async fn read_reports(
+    name: String,
+    reports: impl AsyncRead + Unpin,
+    shared: Arc<Shared>,
+    fatal: Arc<Mutex<Option<String>>>,
+    pid: Option<u32>,
+) {
+    let mut reader = BufReader::new(reports);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // At most one byte past the bound is read, so an endless line cannot fill memory.
+        let limit = (LINE_BYTES_MAX + 2) as u64;
+        let read = (&mut reader).take(limit).read_until(b'\n', &mut line).await;
+        let why = match read {
+            Ok(0) => Some(format!("driver {name} exited")),
+            Err(e) => Some(format!("reading driver {name}'s reports: {e}")),
+            Ok(_) => {
+                let complete = line.last() == Some(&b'\n');
+                if complete {
+                    line.pop();
+                }
+                if !complete && line.len() <= LINE_BYTES_MAX {
+                    Some(format!("driver {name} exited mid-line"))
+                } else {
+                    match protocol::parse_report(&line) {
+                        Ok(report) => handle(&name, &shared, report).err(),
+                        Err(e) => Some(format!("driver {name} broke the protocol: {e}")),
+                    }
+                }
+            }
+        };
+        if let Some(why) = why {
+            let exited = why.ends_with("exited");
+            if !exited {
+                set_fatal(&fatal, &why);
+                if let Some(pid) = pid {
+                    kill(pid);
+                }
+            }
+            shared.end(why);
+            return;
+        }
+        shared.changed.notify_waiters();
+    }
+}
+
+use tokio::io::AsyncReadExt as _;
+
+/// Applies one report; Err ends the connection.
+fn handle(name: &str, shared: &Shared, report: Report) -> Result<(), String> {
+    let mut s = shared.state();
+    match report {
+        Report::Hello {
+            protocol,
+            library,
+            version,
+            lock,
+            session_id,
+        } => {
+            if protocol != protocol::PROTOCOL_VERSION {
+                return Err(format!(
+                    "driver {name} speaks protocol {protocol}; this zklock speaks {}",
+                    protocol::PROTOCOL_VERSION
+                ));
+            }
+            s.session = session_id;
+            s.hello = Some(format!("{library} {version} {lock}"));
+        }
+        Report::Session { state, session_id } => {
+            if session_id != 0 {
+                s.session = session_id;
+            }
+            if let Some(sink) = &s.sink {
+                // The driver's session is not the recording session: its expiry shows as a
+                // disconnect of the client (which goes on, as the library does, with a new
+                // session), never as the end of the recording session.
+                let state = match state {
+                    DriverSession::Connected => SessionState::Connected,
+                    DriverSession::Disconnected | DriverSession::Expired => {
+                        SessionState::Disconnected
+                    }
+                };
+                sink.recorder
+                    .record(sink.index, sink.session, EventKind::Session { state });
+                if let (Some(control), Some(os)) = (
+                    &sink.control,
+                    sink.control.as_ref().and_then(|c| c.os_process()),
+                ) {
+                    control.set_os_process(Some(OsProcess {
+                        session: s.session,
+                        ..os
+                    }));
+                }
+            }
+        }
+        Report::Acquired { id, token, node } => {
+            s.outcomes.insert(id, Outcome::Acquired { token, node });
+        }
+        Report::NotAcquired { id, reason } => {
+            s.outcomes.insert(id, Outcome::NotAcquired { reason });
+        }
+        Report::Released { id } => {
+            s.outcomes.insert(id, Outcome::Released);
+        }
+        Report::Lost { id, reason } => {
+            s.lost.insert(id, reason);
+        }
+        Report::Error {
+            id: Some(id),
+            message,
+        } => {
+            s.outcomes.insert(id, Outcome::Error { message });
+        }
+        Report::Error { id: None, message } => {
+            return Err(format!("driver {name} could not read a request: {message}"));
+        }
+    }
+    if s.outcomes.len() > OUTCOMES_MAX {
+        return Err(format!(
+            "driver {name} reported {OUTCOMES_MAX} outcomes nobody asked for"
+        ));
+    }
+    Ok(())
+}
+
+/// Outcomes are taken as they come; more waiting than this is a driver answering requests
+/// never made.
+const OUTCOMES_MAX: usize = 1_024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A driver that writes `lines`, then waits; the connection zklock has to it.
+    fn fake_driver(lines: &'static str) -> (Conn, Arc<Mutex<Option<String>>>) {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(ours);
+        tokio::spawn(async move {
+            theirs.write_all(lines.as_bytes()).await.unwrap();
+            // Keep the pipe open: the driver is alive, only its words are wrong.
+            std::future::pending::<()>().await;
+        });
+        let fatal = Arc::default();
+        (
+            Conn::new("fake".into(), read, write, None, Arc::clone(&fatal)),
+            fatal,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_malformed_report_fails_the_driver_with_the_line_never_a_panic() {
+        let (conn, fatal) = fake_driver(
+            "{\"event\":\"hello\",\"protocol\":1,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n{\"event\":\"acquired\",\"id\":\"one\"}\n",
+        );
+        assert_eq!(conn.hello(Duration::from_secs(5)).await.unwrap(), "x 1 L");
+        let err = conn.outcome(1).await.unwrap_err();
+        assert!(err.contains("broke the protocol"), "{err}");
+        assert!(err.contains("acquired"), "{err}");
+        let fatal = fatal
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("the run's driver failure is set");
+        assert!(fatal.contains("broke the protocol"), "{fatal}");
+    }
+
+    #[tokio::test]
+    async fn another_protocol_version_is_refused() {
+        let (conn, fatal) = fake_driver(
+            "{\"event\":\"hello\",\"protocol\":2,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n",
+        );
+        let err = conn.hello(Duration::from_secs(5)).await.unwrap_err();
+        assert!(err.contains("speaks protocol 2"), "{err}");
+        assert!(fatal.lock().unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_endless_line_is_refused_at_the_bound() {
+        let long: &'static str = Box::leak("x".repeat(LINE_BYTES_MAX + 10).into_boxed_str());
+        let (conn, _) = fake_driver(long);
+        let err = conn.outcome(1).await.unwrap_err();
+        assert!(err.contains("past the protocol's"), "{err}");
+    }
+}

@@ -1,0 +1,288 @@
+//! Finding and building the drivers: Kazoo's is a Python script, Curator's a Java class
+//! compiled with `javac` against Debian's jars on first use; both are embedded in zklock
+//! and written to a cache directory ([`cache_dir`]), keyed by a hash of their source, so
+//! a changed driver is rebuilt and an unchanged one is not.
+
+use super::DriverKind;
+use super::conn::Conn;
+use crate::error::RealError;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+/// Overrides the Python that has Kazoo (default `/usr/bin/python3`).
+pub const PYTHON_ENV: &str = "ZKLOCK_PYTHON";
+/// Overrides the `javac` that builds Curator's driver (default `/usr/bin/javac`).
+pub const JAVAC_ENV: &str = "ZKLOCK_JAVAC";
+/// Overrides the directory of Curator's, ZooKeeper's and their dependencies' jars
+/// (default `/usr/share/java`, where Debian's `libcurator-recipes-java` puts them).
+pub const JARS_ENV: &str = "ZKLOCK_JAVA_LIBS";
+/// Overrides where built drivers are kept (default `$XDG_CACHE_HOME/zklock/drivers`, or
+/// `~/.cache/zklock/drivers`).
+pub const CACHE_ENV: &str = "ZKLOCK_DRIVER_CACHE";
+
+/// What each library's driver needs installed, for the "not installed" errors.
+pub const KAZOO_HINT: &str = "apt-get install -y python3-kazoo";
+pub const CURATOR_HINT: &str = "apt-get install -y libcurator-recipes-java openjdk-17-jdk-headless";
+
+const KAZOO_SOURCE: &str = include_str!("../../../drivers/kazoo/zklock_driver.py");
+const CURATOR_SOURCE: &str = include_str!("../../../drivers/curator/ZklockCuratorDriver.java");
+const CURATOR_CLASS: &str = "ZklockCuratorDriver";
+/// The jars Curator's driver compiles and runs against: Curator, ZooKeeper's client, and
+/// what they load (slf4j-nop silences slf4j's missing-binding notice).
+const CURATOR_JARS: [&str; 8] = [
+    "curator-recipes",
+    "curator-framework",
+    "curator-client",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-nop",
+];
+/// The JVM's options: a driver is small, and several run at once on a small machine.
+const JVM_OPTIONS: [&str; 4] = [
+    "-Xmx128m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Xss512k",
+];
+
+/// How to start a driver of one library.
+#[derive(Debug)]
+pub enum Launcher {
+    Python { python: PathBuf, script: PathBuf },
+    Java { java: PathBuf, classpath: String },
+    InProcess,
+}
+
+impl Launcher {
+    /// Locates the library of `kind` and its driver, building it if need be.
+    pub fn prepare(kind: DriverKind) -> Result<Launcher, RealError> {
+        let err = |reason: String| RealError::Driver {
+            driver: kind.name().into(),
+            reason,
+        };
+        match kind {
+            DriverKind::KazooLock | DriverKind::KazooRw | DriverKind::KazooSemaphore => {
+                let python = env_path(PYTHON_ENV, "/usr/bin/python3");
+                let probe = std::process::Command::new(&python)
+                    .args(["-c", "import kazoo.recipe.lock"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                if !probe.is_ok_and(|s| s.success()) {
+                    return Err(err(format!(
+                        "{} cannot import Kazoo: {KAZOO_HINT}, or point {PYTHON_ENV} at a \
+                         Python that has it",
+                        python.display()
+                    )));
+                }
+                let dir = cache_dir()
+                    .map_err(err)?
+                    .join(format!("kazoo-{}", hash(KAZOO_SOURCE)));
+                let script = dir.join("zklock_driver.py");
+                if !script.is_file() {
+                    write_atomically(&dir, &script, KAZOO_SOURCE).map_err(err)?;
+                }
+                Ok(Launcher::Python { python, script })
+            }
+            DriverKind::CuratorMutex
+            | DriverKind::CuratorRw
+            | DriverKind::CuratorSemaphoreMutex => {
+                let jars = env_path(JARS_ENV, "/usr/share/java");
+                let mut classpath = Vec::new();
+                for jar in CURATOR_JARS {
+                    let path = jars.join(format!("{jar}.jar"));
+                    if !path.is_file() {
+                        return Err(err(format!(
+                            "{} is missing: {CURATOR_HINT}, or point {JARS_ENV} at a directory \
+                             holding {}",
+                            path.display(),
+                            CURATOR_JARS.map(|j| format!("{j}.jar")).join(", ")
+                        )));
+                    }
+                    classpath.push(path.display().to_string());
+                }
+                let java = crate::harness::Installation::detect()?.java;
+                let dir = cache_dir()
+                    .map_err(err)?
+                    .join(format!("curator-{}", hash(CURATOR_SOURCE)));
+                if !dir.join(format!("{CURATOR_CLASS}.class")).is_file() {
+                    compile_curator(&dir, &classpath.join(":")).map_err(err)?;
+                }
+                classpath.push(dir.display().to_string());
+                Ok(Launcher::Java {
+                    java,
+                    classpath: classpath.join(":"),
+                })
+            }
+            DriverKind::ZkclientLock => Ok(Launcher::InProcess),
+        }
+    }
+
+    /// Starts a driver of `kind` as `program_kind` on `connect`: the connection speaks the
+    /// protocol from here on (its hello comes in its own time).
+    pub(crate) fn spawn(
+        &self,
+        kind: DriverKind,
+        program_kind: &str,
+        connect: &str,
+        lock_path: &str,
+        session_timeout_ms: u64,
+        fatal: Arc<Mutex<Option<String>>>,
+    ) -> Result<Conn, String> {
+        let args = [
+            program_kind.to_owned(),
+            connect.to_owned(),
+            lock_path.to_owned(),
+            session_timeout_ms.to_string(),
+        ];
+        let mut command = match self {
+            Launcher::Python { python, script } => {
+                let mut c = tokio::process::Command::new(python);
+                // Unbuffered: every report leaves at once.
+                c.arg("-u").arg(script);
+                c
+            }
+            Launcher::Java { java, classpath } => {
+                let mut c = tokio::process::Command::new(java);
+                c.args(JVM_OPTIONS)
+                    .arg("-cp")
+                    .arg(classpath)
+                    .arg(CURATOR_CLASS);
+                c
+            }
+            Launcher::InProcess => {
+                return Ok(super::zkclient::spawn(
+                    kind.name(),
+                    connect,
+                    lock_path,
+                    session_timeout_ms,
+                    fatal,
+                ));
+            }
+        };
+        command
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("starting driver {kind}: {e}"))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(format!("driver {kind}: its pipes were not set up"));
+        };
+        let conn = Conn::new(kind.name().into(), stdout, stdin, Some(child), fatal);
+        conn.follow_stderr(stderr);
+        Ok(conn)
+    }
+}
+
+fn env_path(var: &str, default: &str) -> PathBuf {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(default), PathBuf::from)
+}
+
+/// Where built drivers are kept: [`CACHE_ENV`], `$XDG_CACHE_HOME/zklock/drivers`, or
+/// `~/.cache/zklock/drivers`.
+pub fn cache_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os(CACHE_ENV).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .ok_or_else(|| format!("no cache directory: set {CACHE_ENV}, XDG_CACHE_HOME or HOME"))?;
+    Ok(base.join("zklock").join("drivers"))
+}
+
+/// FNV-1a of `text`, in hex: names a driver's build by its source.
+fn hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Creates `dir` (private) and writes `file` through a temporary name, so a concurrent
+/// run never reads half a file.
+fn write_atomically(dir: &Path, file: &Path, text: &str) -> Result<(), String> {
+    create_private_dir(dir)?;
+    let tmp = dir.join(format!(".tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, file).map_err(|e| format!("writing {}: {e}", file.display()))
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("creating {}: {e}", dir.display()))
+}
+
+/// Compiles Curator's driver into `dir`, through a private build directory renamed into
+/// place, so a concurrent run sees the class whole or not at all.
+fn compile_curator(dir: &Path, classpath: &str) -> Result<(), String> {
+    let javac = env_path(JAVAC_ENV, "/usr/bin/javac");
+    if !javac.is_file() {
+        return Err(format!(
+            "{} is missing (Curator's driver is compiled on first use): {CURATOR_HINT}, or \
+             point {JAVAC_ENV} at a javac",
+            javac.display()
+        ));
+    }
+    let parent = dir.parent().ok_or("the cache directory has no parent")?;
+    create_private_dir(parent)?;
+    let build = parent.join(format!(".build-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&build);
+    create_private_dir(&build)?;
+    let source = build.join(format!("{CURATOR_CLASS}.java"));
+    std::fs::write(&source, CURATOR_SOURCE)
+        .map_err(|e| format!("writing {}: {e}", source.display()))?;
+    eprintln!(
+        "building Curator's driver with {} (once)...",
+        javac.display()
+    );
+    let out = std::process::Command::new(&javac)
+        .args(["-nowarn", "-encoding", "UTF-8", "-d"])
+        .arg(&build)
+        .arg("-cp")
+        .arg(classpath)
+        .arg(&source)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running {}: {e}", javac.display()))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&build);
+        return Err(format!(
+            "{} failed on Curator's driver: {}",
+            javac.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    match std::fs::rename(&build, dir) {
+        Ok(()) => Ok(()),
+        // Another run built it meanwhile: theirs is as good.
+        Err(_) if dir.join(format!("{CURATOR_CLASS}.class")).is_file() => {
+            let _ = std::fs::remove_dir_all(&build);
+            Ok(())
+        }
+        Err(e) => Err(format!("moving the build to {}: {e}", dir.display())),
+    }
+}

@@ -1,0 +1,467 @@
+//! Locks in other processes and libraries (Apache Curator in a JVM, Kazoo in Python, ...),
+//! driven through zklock's lock-under-test protocol and judged by the same checker as the
+//! shipped lock. This module is the only code that knows drivers exist.
+//!
+//! A driver is a small program in its library's own language (`drivers/<library>/` in the
+//! repository, embedded in zklock and written to a cache directory, or compiled there with
+//! `javac` on first use; see [`locate`]). zklock starts one per client session, connected
+//! through the client's fault proxies, and speaks the protocol of [`protocol`]
+//! (docs/drivers.md): it sends acquire (blocking, try, timed), release and cancel, and the
+//! driver reports hello, acquired (with the lock node's czxid as its token), released,
+//! lost, its session's changes and errors. zklock records each on its own clock, as it
+//! records its own lock; the workload and the checker cannot tell the difference.
+//!
+//! Faults act on the driver's connections (the proxies: cuts, black holes, lost create
+//! replies), on its session (a forced expiry expires it with the client's recording
+//! session) and on its process: a pause stops it (SIGSTOP, then SIGCONT), a crash kills it
+//! (SIGKILL). A client that opens a new session (after an expiry, a crash, a local expiry
+//! of its recording session) goes on with a new driver process; processes are started one
+//! ahead, so a JVM's start does not count against a timed acquire.
+//!
+//! `zookeeper-client`'s `Client::lock` speaks the same protocol in process (a task behind
+//! an in-memory pipe).
+
+mod conn;
+pub mod locate;
+pub mod protocol;
+mod zkclient;
+
+use crate::error::RealError;
+use crate::recording::RecordingClient;
+use crate::workload::{RealRecipe, RunStart};
+use conn::{Conn, Outcome, Sink};
+use locate::Launcher;
+use protocol::{Mode, Request};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+use zklock_recipe::history::LockRole;
+use zklock_recipe::{Coordination, LockUnderTest};
+
+/// A lock zklock drives through the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DriverKind {
+    /// Kazoo's `Lock`.
+    KazooLock,
+    /// Kazoo's `ReadLock` (readers) and `WriteLock` (writers; everyone without readers).
+    KazooRw,
+    /// Kazoo's `Semaphore` with one lease.
+    KazooSemaphore,
+    /// Curator's `InterProcessMutex`.
+    CuratorMutex,
+    /// Curator's `InterProcessReadWriteLock`: its read lock for readers, its write lock
+    /// for writers (and for everyone without readers).
+    CuratorRw,
+    /// Curator's `InterProcessSemaphoreMutex`.
+    CuratorSemaphoreMutex,
+    /// zookeeper-client's `Client::lock` (in process).
+    ZkclientLock,
+}
+
+impl DriverKind {
+    pub const ALL: [DriverKind; 7] = [
+        DriverKind::CuratorMutex,
+        DriverKind::CuratorRw,
+        DriverKind::CuratorSemaphoreMutex,
+        DriverKind::KazooLock,
+        DriverKind::KazooRw,
+        DriverKind::KazooSemaphore,
+        DriverKind::ZkclientLock,
+    ];
+
+    /// The name `zklock real --lock` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriverKind::KazooLock => "kazoo-lock",
+            DriverKind::KazooRw => "kazoo-rw",
+            DriverKind::KazooSemaphore => "kazoo-semaphore",
+            DriverKind::CuratorMutex => "curator-mutex",
+            DriverKind::CuratorRw => "curator-rw",
+            DriverKind::CuratorSemaphoreMutex => "curator-semaphore-mutex",
+            DriverKind::ZkclientLock => "zkclient-lock",
+        }
+    }
+
+    /// The kind named `name`, or the list of names.
+    pub fn parse(name: &str) -> Result<DriverKind, String> {
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+                format!(
+                    "unknown lock {name:?}; the drivers are {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// Whether it has a read side.
+    pub fn has_readers(self) -> bool {
+        matches!(self, DriverKind::KazooRw | DriverKind::CuratorRw)
+    }
+
+    /// The KIND argument of the driver program for a client in `role`.
+    fn program_kind(self, role: LockRole) -> &'static str {
+        match (self, role) {
+            (DriverKind::KazooLock, _) => "lock",
+            (DriverKind::KazooSemaphore, _) => "semaphore",
+            (DriverKind::CuratorMutex, _) => "mutex",
+            (DriverKind::CuratorSemaphoreMutex, _) => "semaphore-mutex",
+            (DriverKind::KazooRw | DriverKind::CuratorRw, LockRole::Read) => "read",
+            (DriverKind::KazooRw | DriverKind::CuratorRw, _) => "write",
+            (DriverKind::ZkclientLock, _) => "lock",
+        }
+    }
+}
+
+impl std::fmt::Display for DriverKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How long a driver may take to start and say hello: a JVM on a loaded machine is slow,
+/// so only a hang reaches it.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a release, or the outcome of a cancelled acquire, may take: only a hang
+/// reaches it.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What every lock of a run shares.
+#[derive(Debug)]
+struct RunInfo {
+    start: RunStart,
+}
+
+/// A [`RealRecipe`] whose locks are drivers of `kind`: `zklock real --lock NAME`.
+#[derive(Debug)]
+pub struct DriverRecipe {
+    kind: DriverKind,
+    launcher: Launcher,
+    run: OnceLock<RunInfo>,
+    /// Per client: the next driver process, started ahead.
+    spares: Mutex<Vec<Option<Arc<Conn>>>>,
+    fatal: Arc<Mutex<Option<String>>>,
+    /// What the drivers said in their hello (library, version, lock).
+    hello: Arc<Mutex<Option<String>>>,
+}
+
+/// A handle on a run's driver failure, kept before the recipe is handed to the run.
+#[derive(Clone, Debug)]
+pub struct DriverStatus {
+    fatal: Arc<Mutex<Option<String>>>,
+    hello: Arc<Mutex<Option<String>>>,
+}
+
+impl DriverStatus {
+    /// The first protocol break, crash at start or hang of a driver, if any: the run's
+    /// verdict does not stand then.
+    pub fn failure(&self) -> Option<String> {
+        self.fatal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The library, version and lock the drivers named in their hello.
+    pub fn hello(&self) -> Option<String> {
+        self.hello
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl DriverRecipe {
+    /// Locates (or builds) the driver of `kind`: fails, naming what to install, when its
+    /// library is missing. Blocks while `javac` compiles Curator's driver on first use.
+    pub fn prepare(kind: DriverKind) -> Result<DriverRecipe, RealError> {
+        Ok(DriverRecipe {
+            kind,
+            launcher: Launcher::prepare(kind)?,
+            run: OnceLock::new(),
+            spares: Mutex::new(Vec::new()),
+            fatal: Arc::default(),
+            hello: Arc::default(),
+        })
+    }
+
+    pub fn kind(&self) -> DriverKind {
+        self.kind
+    }
+
+    /// The run's driver failures and hello, readable after the run.
+    pub fn status(&self) -> DriverStatus {
+        DriverStatus {
+            fatal: Arc::clone(&self.fatal),
+            hello: Arc::clone(&self.hello),
+        }
+    }
+
+    fn spawn(&self, index: usize) -> Result<Arc<Conn>, String> {
+        let info = self
+            .run
+            .get()
+            .ok_or("the run did not start the driver recipe")?;
+        let start = &info.start;
+        let role = start
+            .roles
+            .get(index)
+            .copied()
+            .unwrap_or(LockRole::Exclusive);
+        self.launcher
+            .spawn(
+                self.kind,
+                self.kind.program_kind(role),
+                &start.connect[index],
+                &start.lock_path,
+                start.session_timeout_ms,
+                Arc::clone(&self.fatal),
+            )
+            .map(Arc::new)
+    }
+
+    fn spares(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<Conn>>>> {
+        self.spares.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl RealRecipe for DriverRecipe {
+    type Lock = DriverLock;
+
+    fn lock(&self, client: RecordingClient, _role: LockRole, _path: &str) -> DriverLock {
+        let index = client.index() as usize;
+        let taken = self.spares().get_mut(index).and_then(Option::take);
+        let conn = taken.map_or_else(|| self.spawn(index), Ok);
+        // The next process starts now, ready for this client's next session.
+        if let Ok(spare) = self.spawn(index)
+            && let Some(slot) = self.spares().get_mut(index)
+        {
+            *slot = Some(spare);
+        }
+        let control = self
+            .run
+            .get()
+            .and_then(|info| info.start.processes.get(index).cloned());
+        if let Ok(conn) = &conn {
+            conn.attach(Sink {
+                recorder: Arc::clone(client.recorder()),
+                index: client.index(),
+                session: client.zk().session_id(),
+                control,
+            });
+        }
+        DriverLock {
+            conn: conn.inspect_err(|e| conn::set_fatal(&self.fatal, e)),
+            next_id: AtomicU64::new(1),
+            cancelled: Mutex::new(Vec::new()),
+            hello: Arc::clone(&self.hello),
+        }
+    }
+
+    fn nodes_dir(&self, lock_path: &str) -> String {
+        match self.kind {
+            // InterProcessSemaphoreV2 keeps its leases (the holds) in `leases` and its
+            // internal mutex in `locks`: the orphan check reads the leases.
+            DriverKind::CuratorSemaphoreMutex => format!("{lock_path}/leases"),
+            _ => lock_path.to_owned(),
+        }
+    }
+
+    async fn start(&self, run: &RunStart) -> Result<(), RealError> {
+        let info = RunInfo {
+            start: RunStart {
+                connect: run.connect.clone(),
+                processes: run.processes.clone(),
+                roles: run.roles.clone(),
+                lock_path: run.lock_path.clone(),
+                session_timeout_ms: run.session_timeout_ms,
+                recorder: Arc::clone(&run.recorder),
+            },
+        };
+        if self.run.set(info).is_err() {
+            return Err(self.error("a driver recipe runs once".into()));
+        }
+        let mut spares = Vec::with_capacity(run.connect.len());
+        for index in 0..run.connect.len() {
+            spares.push(self.spawn(index).map_err(|e| self.error(e))?);
+        }
+        // Every client's first driver is ready before the clock of any acquire starts.
+        for conn in &spares {
+            let hello = conn.hello(HELLO_TIMEOUT).await.map_err(|e| self.error(e))?;
+            *self.hello.lock().unwrap_or_else(PoisonError::into_inner) = Some(hello);
+        }
+        *self.spares() = spares.into_iter().map(Some).collect();
+        Ok(())
+    }
+}
+
+impl DriverRecipe {
+    fn error(&self, reason: String) -> RealError {
+        RealError::Driver {
+            driver: self.kind.name().into(),
+            reason,
+        }
+    }
+}
+
+/// A hold of a driver's lock: the acquire's id, its token and node.
+#[derive(Debug)]
+pub struct DriverHold {
+    id: u64,
+    token: i64,
+    node: String,
+}
+
+/// One client session's lock, in a driver process.
+#[derive(Debug)]
+pub struct DriverLock {
+    conn: Result<Arc<Conn>, String>,
+    next_id: AtomicU64,
+    /// Acquires dropped while under way, whose outcome is still to come.
+    cancelled: Mutex<Vec<u64>>,
+    hello: Arc<Mutex<Option<String>>>,
+}
+
+/// Sends a cancel for an acquire whose future is dropped before its outcome came.
+struct CancelOnDrop<'a> {
+    lock: &'a DriverLock,
+    conn: &'a Conn,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.send(&Request::Cancel { id: self.id });
+            self.lock
+                .cancelled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(self.id);
+        }
+    }
+}
+
+impl DriverLock {
+    fn conn(&self) -> Result<&Conn, String> {
+        self.conn.as_deref().map_err(Clone::clone)
+    }
+
+    /// Settles the acquires cancelled before: one that took the lock after all is
+    /// released (the library held it without the workload ever believing so).
+    async fn settle_cancelled(&self, conn: &Conn) -> Result<(), String> {
+        let ids: Vec<u64> = std::mem::take(
+            &mut *self
+                .cancelled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for id in ids {
+            let outcome = answer(conn, id).await?;
+            if let Outcome::Acquired { .. } = outcome {
+                conn.send(&Request::Release { id });
+                match answer(conn, id).await? {
+                    Outcome::Released => {}
+                    Outcome::Error { message } => return Err(message),
+                    other => return Err(format!("{other:?} in answer to a release")),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn acquire_as(
+        &self,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<Option<DriverHold>, String> {
+        let conn = self.conn()?;
+        let hello = conn.hello(HELLO_TIMEOUT).await?;
+        *self.hello.lock().unwrap_or_else(PoisonError::into_inner) = Some(hello);
+        self.settle_cancelled(conn).await?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut guard = CancelOnDrop {
+            lock: self,
+            conn,
+            id,
+            armed: true,
+        };
+        conn.send(&Request::Acquire {
+            id,
+            mode,
+            timeout_ms: timeout.as_millis().min(u128::from(u64::MAX)) as u64,
+        });
+        let outcome = conn.outcome(id).await;
+        guard.armed = false;
+        match outcome? {
+            Outcome::Acquired { token, node } => Ok(Some(DriverHold { id, token, node })),
+            Outcome::NotAcquired { .. } => Ok(None),
+            Outcome::Error { message } => Err(message),
+            Outcome::Released => Err("released in answer to an acquire".into()),
+        }
+    }
+}
+
+/// Request `id`'s outcome, within [`ANSWER_TIMEOUT`].
+async fn answer(conn: &Conn, id: u64) -> Result<Outcome, String> {
+    match tokio::time::timeout(ANSWER_TIMEOUT, conn.outcome(id)).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            let why = format!(
+                "driver {} did not answer request {id} within {} s",
+                conn.name(),
+                ANSWER_TIMEOUT.as_secs()
+            );
+            conn.fail(why.clone());
+            Err(why)
+        }
+    }
+}
+
+impl LockUnderTest for DriverLock {
+    type Guard = DriverHold;
+
+    async fn acquire(&self) -> Result<DriverHold, String> {
+        match self.acquire_as(Mode::Blocking, Duration::ZERO).await? {
+            Some(hold) => Ok(hold),
+            None => Err("a blocking acquire ended without the lock".into()),
+        }
+    }
+
+    async fn try_acquire(&self) -> Result<Option<DriverHold>, String> {
+        self.acquire_as(Mode::Try, Duration::ZERO).await
+    }
+
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<DriverHold>, String> {
+        self.acquire_as(Mode::Timed, timeout).await
+    }
+
+    fn token(&self, hold: &DriverHold) -> i64 {
+        hold.token
+    }
+
+    fn node(&self, hold: &DriverHold) -> String {
+        hold.node.clone()
+    }
+
+    async fn lost<'a>(&'a self, hold: &'a DriverHold) -> String {
+        match self.conn() {
+            Ok(conn) => conn.lost(hold.id).await,
+            Err(e) => e,
+        }
+    }
+
+    async fn release(&self, hold: DriverHold) -> Result<(), String> {
+        let conn = self.conn()?;
+        conn.send(&Request::Release { id: hold.id });
+        match answer(conn, hold.id).await? {
+            Outcome::Released => Ok(()),
+            Outcome::Error { message } => Err(message),
+            other => Err(format!("{other:?} in answer to a release")),
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! zookeeper-client's `Client::lock` as a driver, in process: a task that speaks the same
+//! protocol over an in-memory pipe, so that the rest of zklock drives it as any other
+//! driver. Its node is named as Curator's (`<dir>/_c_<uuid>-lock-<seq>`), its token is the
+//! node's czxid. The crate has neither a try nor a timed acquire, so the driver times the
+//! lock's future out (try: after no time) and drops it, which is how the crate cancels.
+//! Releasing drops the lock guard, which deletes the node in the background, as the crate
+//! does. After an expiry (terminal in zookeeper-client) it connects a new session.
+//!
+//! Process faults (pause, crash) do not reach into the task: its connections get them
+//! (the proxies hold or cut its traffic), and a crash ends the task with the client's.
+
+use super::conn::Conn;
+use super::protocol::LINE_BYTES_MAX;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use zookeeper_client as zk;
+
+/// Starts the driver task; the connection zklock speaks to it through.
+pub(super) fn spawn(
+    name: &str,
+    connect: &str,
+    lock_path: &str,
+    session_timeout_ms: u64,
+    fatal: Arc<Mutex<Option<String>>>,
+) -> Conn {
+    let (ours, theirs) = tokio::io::duplex(2 * LINE_BYTES_MAX);
+    let (our_read, our_write) = tokio::io::split(ours);
+    let (their_read, their_write) = tokio::io::split(theirs);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
+    tokio::spawn(async move {
+        let mut w = their_write;
+        while let Some(v) = rx.recv().await {
+            let line = format!("{v}\n");
+            if w.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let driver = Driver {
+        tx,
+        connect: connect.to_owned(),
+        dir: lock_path.to_owned(),
+        session_timeout: Duration::from_millis(session_timeout_ms),
+        state: Arc::default(),
+    };
+    let task = tokio::spawn(driver.serve(their_read));
+    let conn = Conn::new(name.to_owned(), our_read, our_write, None, fatal);
+    // The task ends with the connection: dropping the conn closes the pipe, and `serve`
+    // returns at its end; abort-on-drop is not needed.
+    drop(task);
+    conn
+}
+
+#[derive(Default)]
+struct State {
+    client: Option<Arc<zk::Client>>,
+    holds: HashMap<u64, zk::OwnedLockClient>,
+    acquiring: HashMap<u64, tokio::task::AbortHandle>,
+}
+
+struct Driver {
+    tx: mpsc::UnboundedSender<Value>,
+    connect: String,
+    dir: String,
+    session_timeout: Duration,
+    state: Arc<Mutex<State>>,
+}
+
+impl Driver {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn emit(&self, v: Value) {
+        let _ = self.tx.send(v);
+    }
+
+    async fn connect(&self) -> Result<Arc<zk::Client>, String> {
+        let client = zk::Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .connect(&self.connect)
+            .await
+            .map_err(|e| format!("connecting: {e}"))?;
+        let _ = crate::nodelay::set_on_connections_to(&self.connect);
+        let client = Arc::new(client);
+        self.state().client = Some(Arc::clone(&client));
+        self.emit(
+            json!({"event": "session", "state": "connected", "session_id": client.session_id().0}),
+        );
+        Ok(client)
+    }
+
+    /// Follows `client`'s session: reports its changes and the loss of every hold, and
+    /// connects a new session after an expiry.
+    fn follow(self: &Arc<Self>, client: Arc<zk::Client>) {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut states = client.state_watcher();
+            loop {
+                let state = states.changed().await;
+                let (name, terminal) = match state {
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                        ("connected", false)
+                    }
+                    zk::SessionState::Disconnected => ("disconnected", false),
+                    zk::SessionState::Expired => ("expired", true),
+                    _ => ("expired", true),
+                };
+                me.emit(
+                    json!({"event": "session", "state": name, "session_id": client.session_id().0}),
+                );
+                if name != "connected" {
+                    let held: Vec<u64> = me.state().holds.keys().copied().collect();
+                    for id in held {
+                        me.emit(json!({"event": "lost", "id": id, "reason": format!("zookeeper-client {state:?}")}));
+                    }
+                }
+                if terminal {
+                    break;
+                }
+            }
+            if me
+                .state()
+                .client
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, &client))
+            {
+                match me.connect().await {
+                    Ok(next) => me.follow(next),
+                    Err(e) => me.emit(json!({"event": "error", "id": null, "message": e})),
+                }
+            }
+        });
+    }
+
+    async fn serve(self, requests: tokio::io::ReadHalf<tokio::io::DuplexStream>) {
+        let me = Arc::new(self);
+        let client = match me.connect().await {
+            Ok(c) => c,
+            Err(e) => {
+                me.emit(json!({"event": "error", "id": null, "message": e}));
+                return;
+            }
+        };
+        me.follow(Arc::clone(&client));
+        me.emit(json!({
+            "event": "hello", "protocol": super::protocol::PROTOCOL_VERSION,
+            "library": "zookeeper-client", "version": "0.11", "lock": "Client::lock",
+            "session_id": client.session_id().0,
+        }));
+        let mut lines = BufReader::new(requests).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(req) = serde_json::from_str::<Value>(&line) else {
+                me.emit(json!({"event": "error", "id": null, "message": "unreadable request"}));
+                continue;
+            };
+            let id = req["id"].as_u64().unwrap_or(0);
+            match req["op"].as_str() {
+                Some("acquire") => {
+                    let timeout = match req["mode"].as_str() {
+                        Some("blocking") => None,
+                        _ => Some(Duration::from_millis(
+                            req["timeout_ms"].as_u64().unwrap_or(0),
+                        )),
+                    };
+                    let task = tokio::spawn(Arc::clone(&me).acquire(id, timeout));
+                    me.state().acquiring.insert(id, task.abort_handle());
+                }
+                Some("release") => {
+                    // Dropping the guard deletes the node in the background.
+                    let hold = me.state().holds.remove(&id);
+                    match hold {
+                        Some(hold) => {
+                            drop(hold);
+                            me.emit(json!({"event": "released", "id": id}));
+                        }
+                        None => {
+                            me.emit(json!({"event": "error", "id": id, "message": "no such hold"}))
+                        }
+                    }
+                }
+                Some("cancel") => {
+                    let pending = me.state().acquiring.remove(&id);
+                    if let Some(task) = pending {
+                        task.abort();
+                        me.emit(json!({"event": "not_acquired", "id": id, "reason": "cancelled"}));
+                    }
+                }
+                Some("close") => break,
+                _ => me.emit(json!({"event": "error", "id": id, "message": "unknown op"})),
+            }
+        }
+        let client = {
+            let mut s = me.state();
+            s.holds.clear();
+            s.client.take()
+        };
+        drop(client);
+    }
+
+    async fn acquire(self: Arc<Self>, id: u64, timeout: Option<Duration>) {
+        let Some(client) = self.state().client.clone() else {
+            self.emit(json!({"event": "error", "id": id, "message": "no session"}));
+            return;
+        };
+        let dir = self.dir.clone();
+        let lock = async {
+            let prefix = zk::LockPrefix::new_curator(&dir, "lock-").map_err(|e| e.to_string())?;
+            // The lock's directory and its parents are created as needed, as Curator and
+            // Kazoo do.
+            let options = zk::LockOptions::new(zk::Acls::anyone_all())
+                .with_ancestor_options(zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()))
+                .map_err(|e| e.to_string())?;
+            client
+                .lock(prefix, b"", options)
+                .await
+                .map(zk::LockClient::into_owned)
+                .map_err(|e| e.to_string())
+        };
+        let got = match timeout {
+            None => Some(lock.await),
+            Some(t) => tokio::time::timeout(t, lock).await.ok(),
+        };
+        // Taken out first: a cancel that comes now finds nothing to abort.
+        if self.state().acquiring.remove(&id).is_none() {
+            return;
+        }
+        match got {
+            None => self.emit(json!({"event": "not_acquired", "id": id, "reason": if timeout == Some(Duration::ZERO) { "held" } else { "timeout" }})),
+            Some(Err(e)) => self.emit(json!({"event": "error", "id": id, "message": e})),
+            Some(Ok(hold)) => {
+                let path = hold.lock_path().to_owned();
+                let token = match client.check_stat(&path).await {
+                    Ok(Some(stat)) => stat.czxid,
+                    _ => -1,
+                };
+                let node = path.rsplit('/').next().unwrap_or_default().to_owned();
+                self.state().holds.insert(id, hold);
+                self.emit(json!({"event": "acquired", "id": id, "token": token, "node": node}));
+            }
+        }
+    }
+}

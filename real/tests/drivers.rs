@@ -1,0 +1,233 @@
+//! Released libraries' locks driven through zklock's driver protocol (`zklock_real::driver`)
+//! on a real server, judged by the same checker as the shipped lock. Each test needs Java,
+//! ZooKeeper and the library it drives (Kazoo: `python3-kazoo`; Curator:
+//! `libcurator-recipes-java` and `javac`); without them it prints "skipping: ..." and
+//! passes, except under `CI=true`, where a missing one fails it.
+//!
+//! Every run goes on until what it needs has happened (`WorkloadConfig::until`), with a
+//! deadline only a hang reaches: a JVM's start on a loaded machine changes how long a run
+//! takes, never what it proves.
+
+mod common;
+
+use common::{assert_ok, check_run, until_counters};
+use zklock_real::RealError;
+use zklock_real::driver::{DriverKind, DriverRecipe};
+use zklock_real::faults::FaultConfig;
+use zklock_real::harness::ServerOptions;
+use zklock_real::proxy::{AimedAction, AimedFault, op};
+use zklock_real::servers::Servers;
+use zklock_real::workload::{RealRun, RunGoal, ShippedRealRecipe, WorkloadConfig, run_recipe};
+use zklock_recipe::history::{EventKind, FaultKind, History};
+
+const LOCK_PATH: &str = "/zklock/lock";
+
+/// The driver of `kind`, or None (after a notice) when its library is missing; under CI
+/// a missing library fails the test.
+fn driver(kind: DriverKind) -> Option<DriverRecipe> {
+    if !common::zookeeper_available() {
+        return None;
+    }
+    match DriverRecipe::prepare(kind) {
+        Ok(recipe) => Some(recipe),
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but the {kind} driver cannot run: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+fn workload(until: Option<RunGoal>) -> WorkloadConfig {
+    WorkloadConfig {
+        clients: 3,
+        duration_ms: 2_000,
+        lock_path: LOCK_PATH.into(),
+        until,
+        // Only a hang reaches it.
+        goal_deadline_ms: 300_000,
+        ..WorkloadConfig::default()
+    }
+}
+
+async fn run<R: zklock_real::workload::RealRecipe>(
+    recipe: R,
+    config: &WorkloadConfig,
+    faults: &FaultConfig,
+) -> Result<RealRun, RealError> {
+    let servers = Servers::start(1, ServerOptions::default())?;
+    run_recipe(servers, config, faults, recipe).await
+}
+
+/// Contended acquisitions: at least `n`.
+fn contended(n: u64) -> Option<RunGoal> {
+    until_counters(move |c| c.contended_acquisitions >= n)
+}
+
+async fn passes_a_contended_fault_free_run(kind: DriverKind) {
+    let Some(recipe) = driver(kind) else {
+        return;
+    };
+    let status = recipe.status();
+    let run = run(recipe, &workload(contended(20)), &FaultConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(status.failure(), None, "the driver failed");
+    let judged = check_run(&run);
+    assert!(judged.report.counters.contended_acquisitions >= 20);
+    assert_ok(&judged);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoos_lock_passes_a_contended_fault_free_run() {
+    passes_a_contended_fault_free_run(DriverKind::KazooLock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curators_mutex_passes_a_contended_fault_free_run() {
+    passes_a_contended_fault_free_run(DriverKind::CuratorMutex).await;
+}
+
+/// The reply to client 0's first delete under the lock directory (its first release, or
+/// the cleanup of a try) is withheld and its connection cut: the delete was applied, the
+/// library saw ConnectionLoss.
+fn lost_delete_reply() -> FaultConfig {
+    FaultConfig {
+        aimed: vec![(
+            0,
+            AimedFault {
+                ops: op::by_name("delete").unwrap().to_vec(),
+                under: format!("{LOCK_PATH}/"),
+                action: AimedAction::WithholdReply,
+            },
+        )],
+        ..FaultConfig::default()
+    }
+}
+
+/// The aimed fault struck, and contention followed it.
+fn struck_then_contended(history: &History) -> bool {
+    let Some(at) = history.events.iter().position(|e| {
+        matches!(
+            e.kind,
+            EventKind::Fault {
+                fault: FaultKind::ConnectionLoss
+            }
+        )
+    }) else {
+        return false;
+    };
+    history.events[at..]
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Acquired { .. }))
+        .count()
+        >= 20
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoos_lock_and_the_shipped_lock_survive_a_lost_delete_reply() {
+    let Some(recipe) = driver(DriverKind::KazooLock) else {
+        return;
+    };
+    let config = workload(Some(RunGoal::new(|h, _| struck_then_contended(h))));
+    let kazoo = run(recipe, &config, &lost_delete_reply()).await.unwrap();
+    assert!(
+        struck_then_contended(&kazoo.history),
+        "the fault never struck"
+    );
+    assert_ok(&check_run(&kazoo));
+    let shipped = run(ShippedRealRecipe::default(), &config, &lost_delete_reply())
+        .await
+        .unwrap();
+    assert!(struck_then_contended(&shipped.history));
+    assert_ok(&check_run(&shipped));
+}
+
+/// A blocking acquire has waited past the liveness bound, with nothing else of its
+/// client since: the lock is stuck for it.
+fn a_waiter_is_stuck(history: &History, bound_ms: u64, now_us: u64) -> bool {
+    let mut waiting_since = std::collections::HashMap::new();
+    for e in &history.events {
+        match &e.kind {
+            EventKind::AcquireInvoked { .. } => {
+                waiting_since.insert(e.client, e.time_us);
+            }
+            EventKind::Acquired { .. } | EventKind::AcquireFailed { .. } => {
+                waiting_since.remove(&e.client);
+            }
+            _ => {}
+        }
+    }
+    waiting_since
+        .values()
+        .any(|&since| now_us.saturating_sub(since) > bound_ms * 1_000)
+}
+
+/// Runs `kind` fault-free, with the workload's dropped acquires, until a waiter is stuck
+/// past the liveness bound; the checker must flag it, and the shipped lock must pass the
+/// same workload.
+async fn stuck_after_dropped_acquires_is_flagged(kind: DriverKind) {
+    stuck_is_flagged(kind, 0).await;
+}
+
+/// Runs `kind` fault-free with `readers` readers until a waiter is stuck past the liveness
+/// bound; the checker must flag it, and the shipped lock must pass the same workload.
+async fn stuck_is_flagged(kind: DriverKind, readers: u32) {
+    let Some(recipe) = driver(kind) else {
+        return;
+    };
+    let mut config = workload(Some(RunGoal::new(|h, facts| {
+        a_waiter_is_stuck(h, facts.liveness_bound_ms, facts.run_end_us)
+    })));
+    config.session_timeout_ms = 1_000;
+    config.readers = readers;
+    let stuck = run(recipe, &config, &FaultConfig::default()).await.unwrap();
+    let judged = check_run(&stuck);
+    assert!(
+        judged.report.violated().contains(&"liveness_after_heal"),
+        "the checker did not flag the stuck lock:\n{}",
+        judged.report
+    );
+    let mut shipped_config = workload(contended(20));
+    shipped_config.session_timeout_ms = 1_000;
+    shipped_config.readers = readers;
+    let shipped = run(
+        ShippedRealRecipe::default(),
+        &shipped_config,
+        &FaultConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_ok(&check_run(&shipped));
+}
+
+/// zookeeper-client 0.11's `Client::lock` has neither a try nor a timed acquire: its
+/// users time its future out and drop it (`tokio::time::timeout`), as the workload drops
+/// every fourth acquire. After such drops the lock is stuck: every later contender waits
+/// behind a node nobody holds (the class of CURATOR-79). The checker must flag it
+/// (`liveness_after_heal`); the shipped lock passes the same fault-free workload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_everyone() {
+    stuck_after_dropped_acquires_is_flagged(DriverKind::ZkclientLock).await;
+}
+
+/// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquires cancelled by an interrupt
+/// (how a Java caller gives up a blocking acquire), ends stuck: nobody holds, every
+/// acquire waits or times out. Without dropped acquires it passes (docs/libraries.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curators_semaphore_mutex_is_stuck_after_interrupted_acquires() {
+    stuck_after_dropped_acquires_is_flagged(DriverKind::CuratorSemaphoreMutex).await;
+}
+
+/// Kazoo 2.8.0.dev0's (Debian's) ReadLock looks for its predecessor among the writers'
+/// nodes only, and, not finding its own node there, takes the last writer in the
+/// directory: one queued after it. That writer waits for the reader, the reader for the
+/// writer (the canary `reader-counts-later-writers`). Two readers and a writer starting
+/// together deadlock without any fault; the checker must flag it, and the shipped
+/// read/write lock passes the same workload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoos_read_lock_waits_for_a_later_writer_that_waits_for_it() {
+    stuck_is_flagged(DriverKind::KazooRw, 2).await;
+}

@@ -1,4 +1,6 @@
-//! Path validation, as ZooKeeper's `PathUtils.validatePath` does it.
+//! Path validation, as ZooKeeper's `PathUtils.validatePath` does it: on UTF-16 code
+//! units, as Java strings hold them, so a character outside the Basic Multilingual Plane
+//! (a surrogate pair) is refused, as a real server refuses it.
 
 use crate::ZkError;
 
@@ -44,6 +46,9 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
             || (0x7f..=0x9f).contains(&code)
             || (0xd800..=0xf8ff).contains(&code)
             || (0xfff0..=0xffff).contains(&code)
+            // ZooKeeper judges UTF-16 code units: a character outside the Basic
+            // Multilingual Plane is a surrogate pair, each half in 0xd800..=0xdfff.
+            || code > 0xffff
         {
             return bad(&format!("invalid character @{i}"));
         }
@@ -132,6 +137,9 @@ mod tests {
             "/a\u{1}b",
             "/a\u{7f}b",
             "/a\u{fff5}",
+            "/a\u{1F600}",
+            "/\u{10000}",
+            "/\u{10FFFF}/b",
         ] {
             assert!(
                 matches!(validate_path(p, false), Err(ZkError::BadArguments(_))),

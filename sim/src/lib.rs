@@ -49,5 +49,5 @@ pub use scenario::{
     ShippedLock, ShippedRecipe, run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
-pub use world::request::RequestKind;
-pub use world::{ClientId, ResourceReply, SYSTEM_SESSION, ServerCtl};
+pub use world::request::{REQUEST_BYTES_MAX, RequestKind};
+pub use world::{ClientId, MULTI_CREATE_STAT, ResourceReply, SYSTEM_SESSION, ServerCtl};

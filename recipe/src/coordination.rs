@@ -268,6 +268,11 @@ pub enum DetachedCleanup {
 /// Time comes from [`now`](Coordination::now) and [`sleep`](Coordination::sleep), so a
 /// recipe never touches a runtime or clock of its own.
 ///
+/// Paths are those [`validate_path`](crate::path::validate_path) accepts (others fail
+/// with [`ZkError::BadArguments`]). A request larger than the server's jute.maxbuffer
+/// (1,048,575 bytes by default, path and data included) fails with ConnectionLoss,
+/// unapplied, and the client reconnects.
+///
 /// Code written against it runs on the simulation's clients (`zklock_sim::SimClient`)
 /// and on a real session's (`zklock_real`):
 ///

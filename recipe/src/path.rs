@@ -148,6 +148,21 @@ mod tests {
         }
     }
 
+    /// ZooKeeper's server refuses U+1F600 (a surrogate pair in Java's UTF-16); the
+    /// check once accepted it, as it accepted every character past U+FFFF.
+    #[test]
+    fn non_bmp_characters_are_refused_as_zookeeper_refuses_surrogate_pairs() {
+        for p in ["/a\u{1F600}", "/\u{10000}", "/x/\u{10FFFF}"] {
+            for sequential in [false, true] {
+                assert!(
+                    matches!(validate_path(p, sequential), Err(ZkError::BadArguments(_))),
+                    "{p:?}"
+                );
+            }
+        }
+        assert_eq!(validate_path("/a\u{FFEF}", false), Ok(()));
+    }
+
     #[test]
     fn parent_and_basename() {
         assert_eq!(parent("/a/b"), Some("/a"));

@@ -112,8 +112,10 @@ impl Default for DataTree {
 }
 
 impl DataTree {
-    /// The largest data a node may hold. ZooKeeper's limit is jute.maxbuffer (1 MiB by
-    /// default).
+    /// The largest data this tree takes in one write (BadArguments past it). Through a
+    /// simulated server this bound is never met: the whole request frame is bounded
+    /// first, by [`REQUEST_BYTES_MAX`](crate::REQUEST_BYTES_MAX), as a real server's
+    /// jute.maxbuffer bounds it, and a larger request drops the connection.
     pub const DATA_BYTES_MAX: usize = 1024 * 1024;
 
     /// A tree as a fresh ZooKeeper 3.8 server holds it: "/" with ZooKeeper's own

@@ -159,6 +159,14 @@ fn canonical(outcome: &Outcome, steps: &[Step]) -> Vec<Entry> {
     // Per session: the step a watch outcome seen at `step` counts as. A step that
     // follows the session's reading step in a concurrent one counts as that step's (in
     // a chain of them, as the first's).
+    // A step without a reply from the server (see `run::from_server`) shows nothing
+    // new, so it does not end the chain.
+    let answered: BTreeSet<(usize, usize)> = outcome
+        .entries
+        .iter()
+        .filter(|e| matches!(e.what, Kind::Response(_)) && run::from_server(&e.seen))
+        .map(|e| (e.session, e.step))
+        .collect();
     let mut merged: BTreeMap<(usize, usize), usize> = BTreeMap::new();
     for session in 0..ops::SESSIONS {
         let mut reader_at: Option<usize> = None;
@@ -170,7 +178,11 @@ fn canonical(outcome: &Outcome, steps: &[Step]) -> Vec<Entry> {
         for (i, reader) in active.chain([(steps.len(), false)]) {
             let canon = reader_at.unwrap_or(i);
             merged.insert((session, i), canon);
-            reader_at = reader.then_some(canon);
+            if reader {
+                reader_at = Some(canon);
+            } else if answered.contains(&(session, i)) {
+                reader_at = None;
+            }
         }
     }
     let mut out: Vec<Entry> = outcome

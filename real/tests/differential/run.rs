@@ -207,6 +207,24 @@ fn take_fired(dir: &str, pending: &mut Pending, step: usize, session: usize, out
     });
 }
 
+/// Whether the server surely answered this.
+pub fn from_server(seen: &Seen) -> bool {
+    match seen {
+        Seen::Err(kind) => {
+            let root = kind
+                .rsplit(", ")
+                .next()
+                .unwrap_or(kind)
+                .trim_end_matches(')');
+            !matches!(
+                root,
+                "BadArguments" | "ConnectionLoss" | "SessionExpired" | "SessionClosed"
+            )
+        }
+        _ => true,
+    }
+}
+
 /// A session's batch, pipelined: every request is sent before any reply is awaited.
 async fn batch<C: Coordination>(
     c: &C,
@@ -220,8 +238,12 @@ async fn batch<C: Coordination>(
         let (seen, watch) = one(c, dir, req).await;
         let mut out = Vec::new();
         let mut pending = pending.lock().unwrap();
-        // Outcomes that arrived before this reply are seen now, in this step.
-        take_fired(dir, &mut pending, step, session, &mut out);
+        // Outcomes that arrived before this reply are seen now, in this step. Only a
+        // reply from the server orders them: a request the client refused itself (a bad
+        // path, a session gone) or lost with its connection shows nothing.
+        if from_server(&seen) {
+            take_fired(dir, &mut pending, step, session, &mut out);
+        }
         if let Some(w) = watch {
             pending.insert((step, index), w);
         }

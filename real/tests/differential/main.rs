@@ -20,9 +20,11 @@ mod run;
 use ops::{Req, Step};
 use run::{Entry, Kind, Seen};
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 use zklock_real::ZkClient;
 use zklock_real::harness::{self, TestServer};
-use zklock_recipe::{Coordination, CreateMode, Stat};
+use zklock_real::proxy::Proxy;
+use zklock_recipe::{Coordination, CreateMode, SessionState, Stat};
 use zklock_sim::SimConfig;
 
 /// Sequences of the default suite.
@@ -54,16 +56,6 @@ struct Real {
 }
 
 impl Real {
-    async fn connect(&self) -> ZkClient {
-        ZkClient::connect(
-            &self.server.connect_string(),
-            SESSION_TIMEOUT_MS,
-            CONNECT_TIMEOUT_MS,
-        )
-        .await
-        .expect("client connects")
-    }
-
     /// A fresh directory for one run.
     async fn fresh_dir(&mut self) -> String {
         self.dirs += 1;
@@ -80,11 +72,30 @@ impl Real {
             Some(d) => d.to_owned(),
             None => self.fresh_dir().await,
         };
+        // Each session through a proxy of its own, which can cut its connection.
         let mut clients = Vec::new();
+        let mut proxies = Vec::new();
         for _ in 0..ops::SESSIONS {
-            clients.push(self.connect().await);
+            let proxy = Proxy::start(self.server.addr())
+                .await
+                .expect("proxy starts");
+            clients.push(
+                ZkClient::connect(
+                    &proxy.connect_string(),
+                    SESSION_TIMEOUT_MS,
+                    CONNECT_TIMEOUT_MS,
+                )
+                .await
+                .expect("client connects"),
+            );
+            proxies.push(proxy);
         }
-        let entries = run::run(&clients, &dir, steps).await;
+        let faults = RealFaults {
+            server: self.server.connect_string(),
+            clients: &clients,
+            proxies: &proxies,
+        };
+        let entries = run::run(&clients, &faults, &dir, steps).await;
         let sessions = clients.iter().map(|c| c.session_id().0).collect();
         for c in &clients {
             let _ = c.close().await;
@@ -106,7 +117,11 @@ fn sim_run(seed: u64, steps: &[Step], dir: &str) -> Outcome {
                     .expect("directory created");
             }
             let clients: Vec<_> = (0..ops::SESSIONS).map(|_| sim.client()).collect();
-            let entries = run::run(&clients, &dir, &steps).await;
+            let faults = SimFaults {
+                sim: &sim,
+                clients: &clients,
+            };
+            let entries = run::run(&clients, &faults, &dir, &steps).await;
             let sessions = clients.iter().map(|c| c.session_id().0).collect();
             Outcome { entries, sessions }
         })
@@ -114,6 +129,81 @@ fn sim_run(seed: u64, steps: &[Step], dir: &str) -> Outcome {
     })
     .join()
     .expect("simulation thread")
+}
+
+/// Faults on the real server: expiry by a second connection on the session (as
+/// Curator's KillSession), a cut through the session's proxy.
+struct RealFaults<'a> {
+    server: String,
+    clients: &'a [ZkClient],
+    proxies: &'a [Proxy],
+}
+
+impl run::Faults for RealFaults<'_> {
+    async fn expire(&self, session: usize) {
+        if self.clients[session].session_state().is_terminal() {
+            return;
+        }
+        let bound = Duration::from_millis(CONNECT_TIMEOUT_MS);
+        harness::expire_session(&self.server, &self.clients[session], bound)
+            .await
+            .expect("session expires");
+    }
+
+    async fn disconnect(&self, session: usize) {
+        let c = &self.clients[session];
+        if c.session_state() != SessionState::Connected {
+            return;
+        }
+        // Cut, with the session's reconnects refused for a moment, until the client has
+        // seen it: a read it sends fails (these reads are not compared; they change
+        // nothing). Should the client not look within the moment, cut again.
+        let proxy = &self.proxies[session];
+        let deadline = Instant::now() + Duration::from_millis(CONNECT_TIMEOUT_MS);
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the cut never reached the client"
+            );
+            proxy.refuse_session_for(c.session_id().0, Duration::from_millis(100));
+            proxy.cut_all();
+            let until = Instant::now() + Duration::from_millis(50);
+            while Instant::now() < until {
+                if c.exists("/").await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    }
+}
+
+/// The same faults in the simulation.
+struct SimFaults<'a> {
+    sim: &'a zklock_sim::Sim,
+    clients: &'a [zklock_sim::SimClient],
+}
+
+impl run::Faults for SimFaults<'_> {
+    async fn expire(&self, session: usize) {
+        let c = &self.clients[session];
+        if c.session_state().is_terminal() {
+            return;
+        }
+        self.sim.expire(c);
+        while !c.session_state().is_terminal() {
+            c.sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn disconnect(&self, session: usize) {
+        let c = &self.clients[session];
+        if c.session_state() != SessionState::Connected {
+            return;
+        }
+        self.sim.disconnect(c);
+        c.sleep(Duration::from_millis(1)).await;
+    }
 }
 
 struct Outcome {

@@ -39,6 +39,11 @@ pub enum Req {
     },
     Multi(Vec<Op>),
     Close,
+    /// The server expires the session (as Curator's KillSession forces it).
+    Expire,
+    /// The session's connection is cut while nothing is in flight; the client
+    /// reconnects to the same session.
+    Disconnect,
 }
 
 /// Data: a few bytes, or a run of zeros of a length around the request size bound.
@@ -310,6 +315,12 @@ pub fn sequence(seed: u64, dir_len: usize) -> Vec<Step> {
         let step = match rng.random_range(0..100) {
             0..=3 => Step {
                 batches: vec![(session, vec![Req::Close])],
+            },
+            96..=97 => Step {
+                batches: vec![(session, vec![Req::Expire])],
+            },
+            98..=99 => Step {
+                batches: vec![(session, vec![Req::Disconnect])],
             },
             4..=5 => Step {
                 batches: vec![(session, vec![sized(&mut rng, dir_len)])],

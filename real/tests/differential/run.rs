@@ -4,6 +4,7 @@ use crate::ops::{Req, Step};
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 use zklock_recipe::{Coordination, Op, OpResult, SessionState, Stat, Watch, ZkError};
 
@@ -19,6 +20,15 @@ pub enum Seen {
     Stat(Stat),
     Multi(Vec<String>, Vec<Stat>),
     Event(String, String),
+    /// A fault the test injected.
+    Fault,
+}
+
+/// The faults a side injects, each awaited until the client has seen it through: an
+/// expired session reports Expired, a cut connection is up again.
+pub trait Faults: Sync {
+    fn expire(&self, session: usize) -> impl Future<Output = ()> + Send;
+    fn disconnect(&self, session: usize) -> impl Future<Output = ()> + Send;
 }
 
 /// One entry of a run: a response to (step, session, request index), or a watch outcome
@@ -181,6 +191,7 @@ async fn one<C: Coordination>(c: &C, dir: &str, req: &Req) -> (Seen, Option<Watc
             Ok(()) => (Seen::Done, None),
             Err(e) => err(e),
         },
+        Req::Expire | Req::Disconnect => unreachable!("faults are injected by `batch`"),
     }
 }
 
@@ -210,6 +221,7 @@ fn take_fired(dir: &str, pending: &mut Pending, step: usize, session: usize, out
 /// Whether the server surely answered this.
 pub fn from_server(seen: &Seen) -> bool {
     match seen {
+        Seen::Fault => false,
         Seen::Err(kind) => {
             let root = kind
                 .rsplit(", ")
@@ -226,8 +238,9 @@ pub fn from_server(seen: &Seen) -> bool {
 }
 
 /// A session's batch, pipelined: every request is sent before any reply is awaited.
-async fn batch<C: Coordination>(
+async fn batch<C: Coordination, F: Faults>(
     c: &C,
+    faults: &F,
     dir: &str,
     step: usize,
     session: usize,
@@ -235,7 +248,11 @@ async fn batch<C: Coordination>(
     pending: &std::sync::Mutex<Pending>,
 ) -> Vec<Entry> {
     let futures = reqs.iter().enumerate().map(|(index, req)| async move {
-        let (seen, watch) = one(c, dir, req).await;
+        let (seen, watch) = match req {
+            Req::Expire => (faults.expire(session).await, (Seen::Fault, None)).1,
+            Req::Disconnect => (faults.disconnect(session).await, (Seen::Fault, None)).1,
+            _ => one(c, dir, req).await,
+        };
         let mut out = Vec::new();
         let mut pending = pending.lock().unwrap();
         // Outcomes that arrived before this reply are seen now, in this step. Only a
@@ -271,7 +288,12 @@ async fn settle<C: Coordination>(c: &C) {
 
 /// Runs `steps` with `clients` (one per session) in directory `dir`, which exists, then
 /// has each session read `dir` once, so that every watch outcome due has been seen.
-pub async fn run<C: Coordination>(clients: &[C], dir: &str, steps: &[Step]) -> Vec<Entry> {
+pub async fn run<C: Coordination, F: Faults>(
+    clients: &[C],
+    faults: &F,
+    dir: &str,
+    steps: &[Step],
+) -> Vec<Entry> {
     let pending: Vec<std::sync::Mutex<Pending>> =
         clients.iter().map(|_| Default::default()).collect();
     let mut entries = Vec::new();
@@ -293,6 +315,7 @@ pub async fn run<C: Coordination>(clients: &[C], dir: &str, steps: &[Step]) -> V
         let batches = step.batches.iter().map(|(session, reqs)| {
             batch(
                 &clients[*session],
+                faults,
                 dir,
                 i,
                 *session,

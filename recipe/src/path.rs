@@ -19,7 +19,7 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
         return bad("path must start with / character");
     }
     if path.len() == 1 {
-        // "/" alone is fine, and for a sequential create becomes "/0000000001".
+        // "/" alone is a valid path (the server refuses to create it, sequential or not).
         return Ok(());
     }
     if path.ends_with('/') && !sequential {

@@ -271,9 +271,8 @@ fn sequential_suffixes_never_repeat_after_deletes() {
 }
 
 #[test]
-fn sequential_create_with_trailing_slash_or_under_root() {
+fn sequential_create_with_trailing_slash() {
     let mut t = DataTree::new();
-    assert_eq!(mk_as(&mut t, S1, "/", PersistentSequential), "/0000000000");
     mk(&mut t, "/a");
     assert_eq!(
         mk_as(&mut t, S1, "/a/", PersistentSequential),
@@ -325,16 +324,40 @@ fn create_without_parent_is_no_node() {
     );
 }
 
+/// The simulation once created "/0000000000" for a sequential create of "/", and
+/// answered a plain one with NodeExists; a real 3.8 server refuses both with
+/// BadArguments.
+#[test]
+fn create_of_the_root_is_bad_arguments_sequential_or_not() {
+    let mut t = DataTree::new();
+    for mode in [
+        Persistent,
+        PersistentSequential,
+        Ephemeral,
+        EphemeralSequential,
+    ] {
+        assert!(is_bad_arguments(t.create(
+            S1,
+            "/",
+            b"",
+            mode,
+            &mut Vec::new()
+        )));
+    }
+    assert_eq!(t.last_zxid(), 0);
+    // A sequential create under "/" with a name is as anywhere.
+    assert_eq!(
+        mk_as(&mut t, S1, "/s-", PersistentSequential),
+        "/s-0000000000"
+    );
+}
+
 #[test]
 fn create_of_existing_node_is_node_exists() {
     let mut t = DataTree::new();
     mk(&mut t, "/a");
     assert_eq!(
         t.create(S2, "/a", b"x", Ephemeral, &mut Vec::new()),
-        Err(ZkError::NodeExists)
-    );
-    assert_eq!(
-        t.create(S1, "/", b"", Persistent, &mut Vec::new()),
         Err(ZkError::NodeExists)
     );
     assert_eq!(t.stat("/a").unwrap().ephemeral_owner, 0);

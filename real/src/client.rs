@@ -55,6 +55,17 @@ impl StateHub {
 /// A ZooKeeper session through the `zookeeper-client` crate, implementing [`Coordination`].
 ///
 /// * Requests are sent when their future is first polled, in that order.
+/// * Paths are checked before anything is sent, by
+///   [`validate_path`](zklock_recipe::path::validate_path), as ZooKeeper's server
+///   checks them (by UTF-16 code units: a character outside the Basic Multilingual Plane
+///   is refused): an invalid one fails with BadArguments, connected or not. A multi with
+///   one is refused whole, naming the first such op.
+/// * A request whose frame exceeds the server's jute.maxbuffer (1,048,575 bytes by
+///   default, `zklock_sim::REQUEST_BYTES_MAX`) makes the server drop the connection: it
+///   fails with ConnectionLoss, unapplied, and the client reconnects.
+/// * A create inside a multi answers with a placeholder stat (zxids, version and
+///   cversion -1, the rest 0): zookeeper-client sends it as a plain create, whose reply
+///   has no stat.
 /// * While the client is disconnected, requests fail at once with
 ///   [`ZkError::ConnectionLoss`], as in zklock's simulation; zookeeper-client alone would
 ///   queue them until it reconnects.

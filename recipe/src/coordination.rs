@@ -268,6 +268,11 @@ pub enum DetachedCleanup {
 /// Time comes from [`now`](Coordination::now) and [`sleep`](Coordination::sleep), so a
 /// recipe never touches a runtime or clock of its own.
 ///
+/// Paths are those [`validate_path`](crate::path::validate_path) accepts (others fail
+/// with [`ZkError::BadArguments`]). A request larger than the server's jute.maxbuffer
+/// (1,048,575 bytes by default, path and data included) fails with ConnectionLoss,
+/// unapplied, and the client reconnects.
+///
 /// Code written against it runs on the simulation's clients (`zklock_sim::SimClient`)
 /// and on a real session's (`zklock_real`):
 ///
@@ -349,6 +354,16 @@ pub trait Coordination: Send + Sync {
     ) -> impl Future<Output = Result<Stat, ZkError>> + Send;
     /// Applies all operations atomically, or none. On failure the error is
     /// [`ZkError::MultiFailed`] naming the first failing operation (or a connection error).
+    ///
+    /// - An operation with an invalid path refuses the whole multi before it is sent:
+    ///   `MultiFailed` names the first such operation, with
+    ///   [`ZkError::BadArguments`], even when an earlier operation would have failed.
+    /// - A create's [`OpResult::Create`] carries its actual path but a placeholder stat:
+    ///   czxid, mzxid, pzxid, version and cversion -1, the rest 0 (ZooKeeper's clients
+    ///   send it as a plain create, whose reply has no stat; every runner answers alike).
+    ///   Read the node (`exists`, `get_data`) for its stat, its czxid for example.
+    /// - A multi larger than the server reads (jute.maxbuffer) fails as any request
+    ///   does: with ConnectionLoss, nothing applied.
     fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>, ZkError>> + Send;
     /// Closes the session: the server deletes its ephemerals at once.
     fn close(&self) -> impl Future<Output = Result<(), ZkError>> + Send;

@@ -1,4 +1,6 @@
-//! Path validation, as ZooKeeper's `PathUtils.validatePath` does it.
+//! Path validation, as ZooKeeper's `PathUtils.validatePath` does it: on UTF-16 code
+//! units, as Java strings hold them, so a character outside the Basic Multilingual Plane
+//! (a surrogate pair) is refused, as a real server refuses it.
 
 use crate::ZkError;
 
@@ -17,7 +19,7 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
         return bad("path must start with / character");
     }
     if path.len() == 1 {
-        // "/" alone is fine, and for a sequential create becomes "/0000000001".
+        // "/" alone is a valid path (the server refuses to create it, sequential or not).
         return Ok(());
     }
     if path.ends_with('/') && !sequential {
@@ -44,6 +46,9 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
             || (0x7f..=0x9f).contains(&code)
             || (0xd800..=0xf8ff).contains(&code)
             || (0xfff0..=0xffff).contains(&code)
+            // ZooKeeper judges UTF-16 code units: a character outside the Basic
+            // Multilingual Plane is a surrogate pair, each half in 0xd800..=0xdfff.
+            || code > 0xffff
         {
             return bad(&format!("invalid character @{i}"));
         }
@@ -132,12 +137,30 @@ mod tests {
             "/a\u{1}b",
             "/a\u{7f}b",
             "/a\u{fff5}",
+            "/a\u{1F600}",
+            "/\u{10000}",
+            "/\u{10FFFF}/b",
         ] {
             assert!(
                 matches!(validate_path(p, false), Err(ZkError::BadArguments(_))),
                 "{p:?} should be rejected"
             );
         }
+    }
+
+    /// ZooKeeper's server refuses U+1F600 (a surrogate pair in Java's UTF-16); the
+    /// check once accepted it, as it accepted every character past U+FFFF.
+    #[test]
+    fn non_bmp_characters_are_refused_as_zookeeper_refuses_surrogate_pairs() {
+        for p in ["/a\u{1F600}", "/\u{10000}", "/x/\u{10FFFF}"] {
+            for sequential in [false, true] {
+                assert!(
+                    matches!(validate_path(p, sequential), Err(ZkError::BadArguments(_))),
+                    "{p:?}"
+                );
+            }
+        }
+        assert_eq!(validate_path("/a\u{FFEF}", false), Ok(()));
     }
 
     #[test]

@@ -25,6 +25,27 @@ pub struct Notification {
 /// A node's index in the tree's slab.
 type NodeId = u32;
 const ROOT: NodeId = 0;
+/// ZooKeeper's own nodes, in the slots [`DataTree::new`] gives them. No client can
+/// delete them, so their slots never change.
+const PROC_NODE: NodeId = 1;
+const CONFIG_NODE: NodeId = 2;
+const QUOTA_NODE: NodeId = 3;
+
+/// ZooKeeper's own node, present from the start.
+pub const PROC_PATH: &str = "/zookeeper";
+/// The ensemble's configuration: readable by all, and by no client writable (its ACL is
+/// world:anyone read), so a setData or a create under it fails with NoAuth.
+pub const CONFIG_PATH: &str = "/zookeeper/config";
+/// The root of quota records. Clients may create under it; the simulation keeps no
+/// quotas.
+pub const QUOTA_PATH: &str = "/zookeeper/quota";
+
+/// Paths no client may delete: the server refuses them with BadArguments before looking
+/// at the node.
+fn is_special_path(path: &str) -> bool {
+    path == "/"
+        || path.starts_with(PROC_PATH) && matches!(path, PROC_PATH | CONFIG_PATH | QUOTA_PATH)
+}
 
 #[derive(Clone, Debug)]
 struct Node {
@@ -91,29 +112,59 @@ impl Default for DataTree {
 }
 
 impl DataTree {
-    /// The largest data a node may hold. ZooKeeper's limit is jute.maxbuffer (1 MiB by
-    /// default).
+    /// The largest data this tree takes in one write (BadArguments past it). Through a
+    /// simulated server this bound is never met: the whole request frame is bounded
+    /// first, by [`REQUEST_BYTES_MAX`](crate::REQUEST_BYTES_MAX), as a real server's
+    /// jute.maxbuffer bounds it, and a larger request drops the connection.
     pub const DATA_BYTES_MAX: usize = 1024 * 1024;
 
-    /// A tree holding only "/", with an all-zero stat.
+    /// A tree as a fresh ZooKeeper 3.8 server holds it: "/" with ZooKeeper's own
+    /// `/zookeeper`, `/zookeeper/config` and `/zookeeper/quota`, every stat zero but the
+    /// cversions: a parent's cversion counts creates twice less its children (the
+    /// server's `2 * creates - children`), and these three nodes were placed without a
+    /// create, so "/" shows -1 and `/zookeeper` -2. Their sequential counters are 0.
     pub fn new() -> Self {
-        let path: Arc<str> = Arc::from("/");
-        let root = Node {
-            path: path.clone(),
-            name_at: 1,
-            parent: ROOT,
+        let node = |path: &str, name_at: usize, parent: NodeId, children: Vec<NodeId>| Node {
+            path: Arc::from(path),
+            name_at,
+            parent,
             data: Vec::new(),
-            stat: Stat::default(),
+            stat: Stat {
+                cversion: -(children.len() as i32),
+                num_children: children.len() as i32,
+                ..Stat::default()
+            },
             child_creates: 0,
-            children: Vec::new(),
+            children,
             listing: Children::new(),
             data_watches: Watchers::default(),
             child_watches: Watchers::default(),
         };
+        let mut nodes = vec![
+            node("/", 1, ROOT, vec![PROC_NODE]),
+            node(PROC_PATH, 1, ROOT, vec![CONFIG_NODE, QUOTA_NODE]),
+            node(CONFIG_PATH, PROC_PATH.len() + 1, PROC_NODE, Vec::new()),
+            node(QUOTA_PATH, PROC_PATH.len() + 1, PROC_NODE, Vec::new()),
+        ];
+        for id in [ROOT, PROC_NODE] {
+            let names: Vec<Arc<str>> = nodes[id as usize]
+                .children
+                .iter()
+                .map(|&c| Arc::from(nodes[c as usize].name()))
+                .collect();
+            for (at, name) in names.iter().enumerate() {
+                nodes[id as usize].listing.insert(at, name);
+            }
+        }
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(id, n)| (n.path.clone(), id as NodeId))
+            .collect();
         DataTree {
-            nodes: vec![Some(root)],
+            nodes: nodes.into_iter().map(Some).collect(),
             free: Vec::new(),
-            index: HashMap::from_iter([(path, ROOT)]),
+            index,
             last_zxid: 0,
             absent_watches: BTreeMap::new(),
             sequence_start: None,
@@ -228,6 +279,17 @@ impl DataTree {
         // A real server answers an empty multi without a transaction (no zxid is used).
         if ops.is_empty() {
             return Ok(Vec::new());
+        }
+        // A client refuses the whole multi before sending it when any op's path is
+        // invalid, naming that op: no op is judged before every path is.
+        for (index, op) in ops.iter().enumerate() {
+            let sequential = matches!(op, Op::Create { mode, .. } if mode.is_sequential());
+            if let Err(error) = validate_path(op.path(), sequential) {
+                return Err(ZkError::MultiFailed {
+                    index,
+                    error: Box::new(error),
+                });
+            }
         }
         let zxid = self.last_zxid + 1;
         // Apply to a copy, so that a failure part-way leaves `self` as it was.
@@ -452,8 +514,14 @@ impl DataTree {
         mode: CreateMode,
         out: &mut Vec<Notification>,
     ) -> Result<(String, Stat), ZkError> {
+        // A real 3.8 server refuses a create of "/" itself, sequential or not.
+        if path == "/" {
+            return Err(ZkError::BadArguments(
+                "invalid path \"/\": a create needs a name".to_owned(),
+            ));
+        }
         // Like the server, split at the last '/' of the path as given: "/a/" (sequential)
-        // names a child of "/a", and "/" (sequential) a child of "/".
+        // names a child of "/a".
         let slash = path.bytes().rposition(|b| b == b'/');
         let parent_path = match slash {
             Some(i) if i > 0 => &path[..i],
@@ -474,6 +542,10 @@ impl DataTree {
         let Some(parent_id) = parent else {
             return Err(ZkError::NoNode);
         };
+        // The parent's ACL is checked before the name.
+        if parent_id == CONFIG_NODE {
+            return Err(ZkError::NoAuth);
+        }
         // The path is built once, straight into the String the answer takes. A plain
         // name is judged before it is copied; a sequential one is judged with its suffix,
         // and is refused too rarely for its copy to matter.
@@ -596,8 +668,10 @@ impl DataTree {
         version: Option<i32>,
         out: &mut Vec<Notification>,
     ) -> Result<(), ZkError> {
-        if path == "/" {
-            return Err(ZkError::BadArguments("cannot delete \"/\"".to_owned()));
+        if is_special_path(path) {
+            return Err(ZkError::BadArguments(format!(
+                "cannot delete {path:?}: ZooKeeper's own node"
+            )));
         }
         // Out of the index at once, with one hash: a delete that fails puts it back.
         let Some((key, id)) = self.index.remove_entry(path) else {
@@ -669,6 +743,10 @@ impl DataTree {
         let Some(id) = found else {
             return Err(ZkError::NoNode);
         };
+        // The ACL is checked before the version.
+        if id == CONFIG_NODE {
+            return Err(ZkError::NoAuth);
+        }
         let node = self.node_mut(id);
         if !version_matches(version, node.stat.version) {
             return Err(ZkError::BadVersion);

@@ -605,3 +605,100 @@ fn guided_chooser_enumerates_every_interleaving() {
     }
     assert_eq!(outcomes, vec!["a", "b"]);
 }
+
+/// The simulation once refused data past 1 MiB with BadArguments; a real server bounds
+/// the whole request frame (jute.maxbuffer) and drops the connection past it.
+#[test]
+fn oversized_request_drops_the_connection_and_applies_nothing() {
+    run(cfg(1), |sim| async move {
+        let a = sim.client();
+        let (_, before) = a.create("/big", b"", CreateMode::Persistent).await.unwrap();
+        // setData's frame: header 8, the path's length and bytes, the data's length,
+        // the version.
+        let fixed = 8 + 4 + "/big".len() + 4 + 4;
+        let over = vec![0; zklock_sim::REQUEST_BYTES_MAX - fixed + 1];
+        let (cut, after) = join(a.set_data("/big", &over, None), a.exists("/big")).await;
+        assert_eq!(cut, Err(ZkError::ConnectionLoss));
+        // Sent after it on the same connection: never read by the server.
+        assert_eq!(after, Err(ZkError::ConnectionLoss));
+        assert_eq!(a.session_state(), SessionState::Disconnected);
+        while a.session_state() != SessionState::Connected {
+            a.sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(a.exists("/big").await.unwrap(), Some(before));
+        // At the bound exactly, it is applied.
+        let fits = vec![0; zklock_sim::REQUEST_BYTES_MAX - fixed];
+        assert_eq!(a.set_data("/big", &fits, None).await.unwrap().version, 1);
+    })
+    .unwrap();
+}
+
+/// The simulation once judged a multi op by op, failing at an earlier op with NoNode
+/// where a real client refuses the whole multi at the invalid op.
+#[test]
+fn multi_with_an_invalid_path_is_refused_whole_at_that_op() {
+    run(cfg(1), |sim| async move {
+        let a = sim.client();
+        let ops = vec![
+            Op::Delete {
+                path: "/absent".into(),
+                version: None,
+            },
+            Op::Create {
+                path: "/ok".into(),
+                data: vec![],
+                mode: CreateMode::Persistent,
+            },
+            Op::Check {
+                path: "/bad/".into(),
+                version: 0,
+            },
+        ];
+        match a.multi(ops.clone()).await {
+            Err(ZkError::MultiFailed { index: 2, error }) => {
+                assert!(matches!(*error, ZkError::BadArguments(_)), "{error:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(a.exists("/ok").await.unwrap(), None);
+        // Disconnected, the client still judges the paths first.
+        sim.disconnect(&a);
+        a.sleep(Duration::from_millis(1)).await;
+        assert_eq!(a.session_state(), SessionState::Disconnected);
+        assert_eq!(a.exists("/ok").await, Err(ZkError::ConnectionLoss));
+        assert!(matches!(
+            a.multi(ops).await,
+            Err(ZkError::MultiFailed { index: 2, .. })
+        ));
+        assert!(matches!(
+            a.exists("/\u{1F600}").await,
+            Err(ZkError::BadArguments(_))
+        ));
+    })
+    .unwrap();
+}
+
+/// `ZkClient` answers a multi's create with zookeeper-client's placeholder stat; the
+/// simulation once answered with the node's real stat.
+#[test]
+fn multi_create_answers_with_the_placeholder_stat() {
+    run(cfg(1), |sim| async move {
+        let a = sim.client();
+        let results = a
+            .multi(vec![Op::Create {
+                path: "/m".into(),
+                data: vec![],
+                mode: CreateMode::Persistent,
+            }])
+            .await
+            .unwrap();
+        assert_eq!(
+            results,
+            vec![zklock_recipe::OpResult::Create {
+                path: "/m".into(),
+                stat: zklock_sim::MULTI_CREATE_STAT,
+            }]
+        );
+    })
+    .unwrap();
+}

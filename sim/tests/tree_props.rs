@@ -412,7 +412,11 @@ proptest! {
     fn random_ops_keep_zookeeper_invariants(actions in prop::collection::vec(action(), 0..60)) {
         let mut tree = DataTree::new();
         let mut model = Model {
-            nodes: BTreeMap::from([("/".to_owned(), (0, 0))]),
+            // A fresh tree holds ZooKeeper's own nodes besides "/".
+            nodes: ["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]
+                .into_iter()
+                .map(|p| (p.to_owned(), (0, 0)))
+                .collect(),
             last_suffix: BTreeMap::new(),
             closed: BTreeSet::new(),
             watches: BTreeSet::new(),

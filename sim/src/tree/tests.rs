@@ -42,14 +42,86 @@ fn is_bad_arguments<T: std::fmt::Debug>(r: Result<T, ZkError>) -> bool {
 
 // ---- The empty tree ----
 
+/// A fresh ZooKeeper 3.8 server shows these nodes and stats (checked against one).
 #[test]
-fn new_tree_holds_only_root_with_zero_stat() {
+fn new_tree_holds_zookeepers_own_nodes_as_a_fresh_server_does() {
     let t = DataTree::default();
-    assert_eq!(t.paths(), vec!["/"]);
-    assert_eq!(t.stat("/"), Some(Stat::default()));
+    assert_eq!(
+        t.paths(),
+        vec!["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]
+    );
+    let with = |cversion, num_children| Stat {
+        cversion,
+        num_children,
+        ..Stat::default()
+    };
+    assert_eq!(t.stat("/"), Some(with(-1, 1)));
+    assert_eq!(t.stat("/zookeeper"), Some(with(-2, 2)));
+    assert_eq!(t.stat("/zookeeper/config"), Some(Stat::default()));
+    assert_eq!(t.stat("/zookeeper/quota"), Some(Stat::default()));
     assert_eq!(t.data("/"), Some(&b""[..]));
-    assert_eq!(t.children("/"), Some(vec![]));
+    assert_eq!(t.children("/"), Some(vec!["zookeeper".to_string()]));
+    assert_eq!(
+        t.children("/zookeeper"),
+        Some(vec!["config".to_string(), "quota".to_string()])
+    );
     assert_eq!(t.last_zxid(), 0);
+}
+
+/// The simulation once lacked `/zookeeper`: a create of it succeeded, one under its
+/// quota node failed with NoNode, and writes to its config node with NoNode.
+#[test]
+fn zookeeper_subtree_refuses_writes_as_a_real_server_does() {
+    let mut t = DataTree::new();
+    let mut out = Vec::new();
+    let p = CreateMode::Persistent;
+    assert_eq!(
+        t.create(S1, "/zookeeper", b"", p, &mut out),
+        Err(ZkError::NodeExists)
+    );
+    assert_eq!(
+        t.create(S1, "/zookeeper/quota", b"", p, &mut out),
+        Err(ZkError::NodeExists)
+    );
+    assert_eq!(
+        t.create(S1, "/zookeeper/config/x", b"", p, &mut out),
+        Err(ZkError::NoAuth)
+    );
+    assert_eq!(
+        t.set_data("/zookeeper/config", b"x", Some(7), &mut out),
+        Err(ZkError::NoAuth)
+    );
+    for special in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
+        assert!(
+            is_bad_arguments(t.delete(special, Some(5), &mut out)),
+            "{special}"
+        );
+    }
+    assert_eq!(t.last_zxid(), 0);
+    // Elsewhere under it, as anywhere: a create under /zookeeper takes sequence 1 after
+    // one plain create, and the parent's cversion follows 2 * creates - children.
+    t.create(S1, "/zookeeper/x", b"", p, &mut out).unwrap();
+    let (seq, _) = t
+        .create(
+            S1,
+            "/zookeeper/x-",
+            b"",
+            CreateMode::PersistentSequential,
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(seq, "/zookeeper/x-0000000001");
+    assert_eq!(t.stat("/zookeeper").unwrap().cversion, 0);
+    t.create(S1, "/zookeeper/quota/x", b"", p, &mut out)
+        .unwrap();
+    t.delete("/zookeeper/x", None, &mut out).unwrap();
+    t.set_data("/zookeeper", b"a", None, &mut out).unwrap();
+    // Sequential names at the root start from 0.
+    let (s0, _) = t
+        .create(S1, "/s-", b"", CreateMode::PersistentSequential, &mut out)
+        .unwrap();
+    assert_eq!(s0, "/s-0000000000");
+    assert_eq!(t.stat("/").unwrap().cversion, 0);
 }
 
 // ---- Stat ----
@@ -199,9 +271,8 @@ fn sequential_suffixes_never_repeat_after_deletes() {
 }
 
 #[test]
-fn sequential_create_with_trailing_slash_or_under_root() {
+fn sequential_create_with_trailing_slash() {
     let mut t = DataTree::new();
-    assert_eq!(mk_as(&mut t, S1, "/", PersistentSequential), "/0000000000");
     mk(&mut t, "/a");
     assert_eq!(
         mk_as(&mut t, S1, "/a/", PersistentSequential),
@@ -247,7 +318,38 @@ fn create_without_parent_is_no_node() {
         t.create(S1, "/a/b-", b"", EphemeralSequential, &mut Vec::new()),
         Err(ZkError::NoNode)
     );
-    assert_eq!(t.paths(), vec!["/"]);
+    assert_eq!(
+        t.paths(),
+        vec!["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]
+    );
+}
+
+/// The simulation once created "/0000000000" for a sequential create of "/", and
+/// answered a plain one with NodeExists; a real 3.8 server refuses both with
+/// BadArguments.
+#[test]
+fn create_of_the_root_is_bad_arguments_sequential_or_not() {
+    let mut t = DataTree::new();
+    for mode in [
+        Persistent,
+        PersistentSequential,
+        Ephemeral,
+        EphemeralSequential,
+    ] {
+        assert!(is_bad_arguments(t.create(
+            S1,
+            "/",
+            b"",
+            mode,
+            &mut Vec::new()
+        )));
+    }
+    assert_eq!(t.last_zxid(), 0);
+    // A sequential create under "/" with a name is as anywhere.
+    assert_eq!(
+        mk_as(&mut t, S1, "/s-", PersistentSequential),
+        "/s-0000000000"
+    );
 }
 
 #[test]
@@ -256,10 +358,6 @@ fn create_of_existing_node_is_node_exists() {
     mk(&mut t, "/a");
     assert_eq!(
         t.create(S2, "/a", b"x", Ephemeral, &mut Vec::new()),
-        Err(ZkError::NodeExists)
-    );
-    assert_eq!(
-        t.create(S1, "/", b"", Persistent, &mut Vec::new()),
         Err(ZkError::NodeExists)
     );
     assert_eq!(t.stat("/a").unwrap().ephemeral_owner, 0);
@@ -333,7 +431,10 @@ fn delete_of_node_with_children_is_not_empty() {
     );
     del(&mut t, "/a/b");
     del(&mut t, "/a");
-    assert_eq!(t.paths(), vec!["/"]);
+    assert_eq!(
+        t.paths(),
+        vec!["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]
+    );
 }
 
 #[test]
@@ -625,7 +726,17 @@ fn multi_ops_see_earlier_ops_in_the_same_multi() {
     let results = t.multi(S1, &ops, &mut Vec::new()).unwrap();
     assert_eq!(results.len(), 6);
     // The sequential create saw the earlier create of "/a/b": its suffix is 1.
-    assert_eq!(t.paths(), vec!["/", "/a", "/a/s-0000000001"]);
+    assert_eq!(
+        t.paths(),
+        vec![
+            "/",
+            "/a",
+            "/a/s-0000000001",
+            "/zookeeper",
+            "/zookeeper/config",
+            "/zookeeper/quota"
+        ]
+    );
     assert_eq!(t.data("/a"), Some(&b"v"[..]));
     assert_eq!(t.last_zxid(), 1);
 }
@@ -711,7 +822,18 @@ fn close_session_removes_ephemerals_in_one_zxid() {
     let deleted = t.close_session(S1, &mut Vec::new());
     assert_eq!(deleted, vec!["/a/e1", "/a/s-0000000002"]);
     assert_eq!(t.last_zxid(), zxid + 1);
-    assert_eq!(t.paths(), vec!["/", "/a", "/a/other", "/p"]);
+    assert_eq!(
+        t.paths(),
+        vec![
+            "/",
+            "/a",
+            "/a/other",
+            "/p",
+            "/zookeeper",
+            "/zookeeper/config",
+            "/zookeeper/quota"
+        ]
+    );
     assert_eq!(t.ephemerals_of(S1), Vec::<String>::new());
     assert_eq!(t.ephemerals_of(S2), vec!["/a/other"]);
     let a = t.stat("/a").unwrap();
@@ -1099,5 +1221,18 @@ fn paths_lists_every_node_sorted() {
     for path in ["/b", "/a", "/a/z", "/a/b", "/a-"] {
         mk(&mut t, path);
     }
-    assert_eq!(t.paths(), vec!["/", "/a", "/a-", "/a/b", "/a/z", "/b"]);
+    assert_eq!(
+        t.paths(),
+        vec![
+            "/",
+            "/a",
+            "/a-",
+            "/a/b",
+            "/a/z",
+            "/b",
+            "/zookeeper",
+            "/zookeeper/config",
+            "/zookeeper/quota"
+        ]
+    );
 }

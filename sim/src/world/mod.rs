@@ -25,7 +25,7 @@ use delivery::{Delivered, SlotId, Slots};
 use detached::Detached;
 use digest::Seen;
 pub(crate) use faults::FaultPlan;
-use request::{Answer, Reply, Request, RequestKind, WatchKind};
+use request::{Answer, REQUEST_BYTES_MAX, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
@@ -34,8 +34,8 @@ use timers::Timers;
 use watches::ClientWatches;
 use zklock_recipe::history::{Event, EventKind, ZkOp};
 use zklock_recipe::{
-    CreateMode, DetachedCleanup, SessionBroadcast, SessionEvents, SessionId, SessionState, Stat,
-    WatchedEvent, ZkError,
+    CreateMode, DetachedCleanup, OpResult, SessionBroadcast, SessionEvents, SessionId,
+    SessionState, Stat, WatchedEvent, ZkError,
 };
 
 /// Index of a client in its world, in creation order.
@@ -627,12 +627,16 @@ impl World {
             },
         );
         let cl = &mut self.clients[c];
+        // The client library fails requests at once while it has no connection, after
+        // its own check of their paths. Connected, the server judges the paths of
+        // single requests (the same errors; checking here too would cost every request
+        // a pass over its path), and of a multi's ops before any op (see
+        // `DataTree::multi`).
         let refused = match cl.conn {
             Conn::Connected => None,
-            // The client library fails requests at once while it has no connection.
-            Conn::Disconnected => Some(ZkError::ConnectionLoss),
-            Conn::Expired => Some(ZkError::SessionExpired),
-            Conn::Closed => Some(ZkError::SessionClosed),
+            Conn::Disconnected => Some(req.refused_by_client().unwrap_or(ZkError::ConnectionLoss)),
+            Conn::Expired => Some(req.refused_by_client().unwrap_or(ZkError::SessionExpired)),
+            Conn::Closed => Some(req.refused_by_client().unwrap_or(ZkError::SessionClosed)),
         };
         match refused {
             Some(e) => {
@@ -725,6 +729,10 @@ impl World {
         let Some(out) = self.clients[c].outbound.pop_front() else {
             return;
         };
+        if out.req.wire_bytes() > REQUEST_BYTES_MAX {
+            self.refuse_oversized(c, out);
+            return;
+        }
         let lose = matches!(out.req, Request::Create { .. }) && self.clients[c].lose_next_create;
         let op_id = out.op_id;
         let closing = matches!(out.req, Request::Close);
@@ -770,7 +778,7 @@ impl World {
             Request::Multi(ops) => self
                 .tree
                 .multi(session, &ops, &mut notes)
-                .map(Answer::Multi),
+                .map(|results| Answer::Multi(results.into_iter().map(as_sent).collect())),
             Request::Exists { path, watch: w } => {
                 let r = self.tree.exists(&path, w.then_some(session));
                 if w && r.is_ok() {
@@ -803,6 +811,19 @@ impl World {
         self.route(&mut notes);
         self.notes = notes;
         (result, watch)
+    }
+
+    /// A request frame larger than the server reads: it closes the connection, so
+    /// neither this request nor any the client sent after it is applied; all fail with
+    /// ConnectionLoss (the client cannot know their fate), and the client reconnects.
+    fn refuse_oversized(&mut self, c: ClientId, out: Outbound) {
+        let mut lost = vec![out];
+        lost.extend(self.clients[c].outbound.drain(..));
+        for out in lost {
+            self.answer(c, out.reply, Err(ZkError::ConnectionLoss));
+            self.record(c, EventKind::OpUnknown { op_id: out.op_id });
+        }
+        self.drop_connection(c);
     }
 
     /// Queues watch notifications on their clients' connections, leaving `notes` empty.
@@ -1004,6 +1025,31 @@ pub(crate) fn timer_shape(t: &Timer) -> (u8, u64, u64) {
 }
 
 /// A request's kind, path and whether it leaves a watch, as the history records them.
+/// The stat a client reads for a create inside a multi: ZooKeeper's clients send it as a
+/// plain create, whose reply has a path and no stat, and zookeeper-client fills in this
+/// placeholder (zxids, version and cversion -1, the rest 0).
+pub const MULTI_CREATE_STAT: Stat = Stat {
+    czxid: -1,
+    mzxid: -1,
+    pzxid: -1,
+    version: -1,
+    cversion: -1,
+    ephemeral_owner: 0,
+    num_children: 0,
+    data_length: 0,
+};
+
+/// A multi's result as the client reads it (see [`MULTI_CREATE_STAT`]).
+fn as_sent(result: OpResult) -> OpResult {
+    match result {
+        OpResult::Create { path, .. } => OpResult::Create {
+            path,
+            stat: MULTI_CREATE_STAT,
+        },
+        other => other,
+    }
+}
+
 fn describe(req: &Request) -> (ZkOp, Arc<str>, bool) {
     let (path, watch) = match req {
         Request::Create { path, .. }

@@ -61,14 +61,20 @@ fn drawn(dom: &str) -> &str {
     &dom[..dom.find("<script").expect("the page has its scripts")]
 }
 
-/// Every trace in traces/, sorted.
+/// Every trace in traces/ and its subdirectories (the semaphore's, for one), sorted.
 fn committed_traces() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")];
+    let mut traces: Vec<PathBuf> = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                traces.push(path);
+            }
+        }
+    }
     traces.sort();
     assert!(traces.len() >= 10, "traces/ holds {} traces", traces.len());
     traces

@@ -9,11 +9,15 @@
 //! `ZKLOCK_DIFF_SEED=S` starts from seed S. A difference fails the test with the seed and
 //! the sequence shrunk (steps, then requests, removed while the difference stays).
 //!
+//! `in_flight` adds what the comparison cannot: a request in flight at a connection loss
+//! is applied once or not at all, never twice, on both sides.
+//!
 //! What "in flight at once" may hold: in a step with several sessions only the first
 //! writes, and the others read paths it does not touch, so their results cannot depend
 //! on the server's interleaving. A watch outcome such a reader's step caused may show in
 //! that step or at the reader's next one; both count as that step.
 
+mod in_flight;
 mod ops;
 mod run;
 

@@ -25,7 +25,18 @@ fn acquire_and_release_leaves_only_the_directory() {
     assert!(during[0].starts_with("_c_") && during[0].ends_with("-lock-0000000000"));
     assert!(token.0 > 0);
     assert!(after.is_empty());
-    assert_eq!(paths, ["/", "/locks", "/locks/a"]);
+    // ZooKeeper's own nodes stand beside the lock's, as on a real server.
+    assert_eq!(
+        paths,
+        [
+            "/",
+            "/locks",
+            "/locks/a",
+            "/zookeeper",
+            "/zookeeper/config",
+            "/zookeeper/quota"
+        ]
+    );
 }
 
 #[test]
@@ -118,7 +129,10 @@ fn invalid_lock_path_is_refused_before_anything_is_created() {
         (before, sim.server_paths())
     });
     assert_eq!(before, after);
-    assert_eq!(after, ["/"]);
+    assert_eq!(
+        after,
+        ["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]
+    );
 }
 
 #[test]

@@ -438,11 +438,7 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
                      cell (each its own CuratorFramework session), warmed up for 2 s before \
                      each window; its release() awaits the delete"
                 );
-                let dir = std::env::var_os("CARGO_TARGET_DIR")
-                    .map_or_else(|| std::path::PathBuf::from("target"), Into::into)
-                    .join("zklock-bench")
-                    .join("java");
-                Some((classpath, dir))
+                Some(classpath)
             }
             Err(why) if under_ci() => {
                 bail!("CI=true but Curator's benchmark cannot run: {why}")
@@ -458,7 +454,7 @@ pub fn run(opts: &RealOptions) -> Result<RealFigures> {
     };
 
     for &force_sync in &opts.force_sync {
-        let run = run_on_server(opts, force_sync, kazoo.as_deref(), curator.as_ref())?;
+        let run = run_on_server(opts, force_sync, kazoo.as_deref(), curator.as_deref())?;
         f.runs.push(run);
     }
     f.total_s = t0.elapsed().as_secs_f64();
@@ -470,7 +466,7 @@ fn run_on_server(
     opts: &RealOptions,
     force_sync: bool,
     kazoo: Option<&std::path::Path>,
-    curator: Option<&(String, std::path::PathBuf)>,
+    curator: Option<&str>,
 ) -> Result<ServerRun> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -565,7 +561,7 @@ fn run_on_server(
                         None => continue,
                     },
                     Contender::Curator => match curator {
-                        Some((classpath, dir)) => curator_cell(classpath, dir, &addr, &cfg),
+                        Some(classpath) => curator_cell(classpath, &addr, &cfg),
                         None => continue,
                     },
                 }

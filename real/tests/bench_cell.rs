@@ -207,14 +207,13 @@ async fn a_tiny_curator_cell_measures_something() {
             return;
         }
     };
-    let build = tempfile::tempdir().unwrap();
     let server = block_in_place(TestServer::start).unwrap();
     let addr = server.connect_string();
     for clients in [1, 2] {
         let r = until_measured_blocking(2, |window, n| {
             let path = format!("/bench-test/curator-{clients}-{n}");
             let cfg = CellConfig::new(clients, window, &path);
-            block_in_place(|| curator_cell(&classpath, build.path(), &addr, &cfg)).unwrap()
+            block_in_place(|| curator_cell(&classpath, &addr, &cfg)).unwrap()
         });
         assert_measured(&r, Contender::Curator, clients);
     }

@@ -91,32 +91,9 @@ impl Launcher {
             DriverKind::CuratorMutex
             | DriverKind::CuratorRw
             | DriverKind::CuratorSemaphoreMutex => {
-                let jars = env_path(JARS_ENV, "/usr/share/java");
-                let mut classpath = Vec::new();
-                for jar in CURATOR_JARS {
-                    let path = jars.join(format!("{jar}.jar"));
-                    if !path.is_file() {
-                        return Err(err(format!(
-                            "{} is missing: {CURATOR_HINT}, or point {JARS_ENV} at a directory \
-                             holding {}",
-                            path.display(),
-                            CURATOR_JARS.map(|j| format!("{j}.jar")).join(", ")
-                        )));
-                    }
-                    classpath.push(path.display().to_string());
-                }
+                let classpath = curator_program(CURATOR_CLASS, CURATOR_SOURCE).map_err(err)?;
                 let java = crate::harness::Installation::detect()?.java;
-                let dir = cache_dir()
-                    .map_err(err)?
-                    .join(format!("curator-{}", hash(CURATOR_SOURCE)));
-                if !dir.join(format!("{CURATOR_CLASS}.class")).is_file() {
-                    compile_curator(&dir, &classpath.join(":")).map_err(err)?;
-                }
-                classpath.push(dir.display().to_string());
-                Ok(Launcher::Java {
-                    java,
-                    classpath: classpath.join(":"),
-                })
+                Ok(Launcher::Java { java, classpath })
             }
             DriverKind::ZkclientLock => Ok(Launcher::InProcess),
         }
@@ -236,9 +213,35 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("creating {}: {e}", dir.display()))
 }
 
-/// Compiles Curator's driver into `dir`, through a private build directory renamed into
-/// place, so a concurrent run sees the class whole or not at all.
-fn compile_curator(dir: &Path, classpath: &str) -> Result<(), String> {
+/// The classpath that runs `class` (its source `source`) against Debian's Curator jars:
+/// the jars, and `source` compiled with `javac` into the cache on first use (by the
+/// source's hash, so an edited source builds afresh). Curator's driver and the bench's
+/// Curator contender both run this way.
+pub fn curator_program(class: &str, source: &str) -> Result<String, String> {
+    let jars = env_path(JARS_ENV, "/usr/share/java");
+    let mut classpath = Vec::new();
+    for jar in CURATOR_JARS {
+        let path = jars.join(format!("{jar}.jar"));
+        if !path.is_file() {
+            return Err(format!(
+                "{} is missing: {CURATOR_HINT}, or point {JARS_ENV} at a directory holding {}",
+                path.display(),
+                CURATOR_JARS.map(|j| format!("{j}.jar")).join(", ")
+            ));
+        }
+        classpath.push(path.display().to_string());
+    }
+    let dir = cache_dir()?.join(format!("{}-{}", class.to_lowercase(), hash(source)));
+    if !dir.join(format!("{class}.class")).is_file() {
+        compile_curator(&dir, &classpath.join(":"), class, source)?;
+    }
+    classpath.push(dir.display().to_string());
+    Ok(classpath.join(":"))
+}
+
+/// Compiles `class` against Curator into `dir`, through a private build directory renamed
+/// into place, so a concurrent run sees the class whole or not at all.
+fn compile_curator(dir: &Path, classpath: &str, class: &str, source: &str) -> Result<(), String> {
     let javac = env_path(JAVAC_ENV, "/usr/bin/javac");
     if !javac.is_file() {
         return Err(format!(
@@ -252,26 +255,22 @@ fn compile_curator(dir: &Path, classpath: &str) -> Result<(), String> {
     let build = parent.join(format!(".build-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&build);
     create_private_dir(&build)?;
-    let source = build.join(format!("{CURATOR_CLASS}.java"));
-    std::fs::write(&source, CURATOR_SOURCE)
-        .map_err(|e| format!("writing {}: {e}", source.display()))?;
-    eprintln!(
-        "building Curator's driver with {} (once)...",
-        javac.display()
-    );
+    let file = build.join(format!("{class}.java"));
+    std::fs::write(&file, source).map_err(|e| format!("writing {}: {e}", file.display()))?;
+    eprintln!("building {class} with {} (once)...", javac.display());
     let out = std::process::Command::new(&javac)
         .args(["-nowarn", "-encoding", "UTF-8", "-d"])
         .arg(&build)
         .arg("-cp")
         .arg(classpath)
-        .arg(&source)
+        .arg(&file)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("running {}: {e}", javac.display()))?;
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&build);
         return Err(format!(
-            "{} failed on Curator's driver: {}",
+            "{} failed on {class}: {}",
             javac.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         ));
@@ -279,7 +278,7 @@ fn compile_curator(dir: &Path, classpath: &str) -> Result<(), String> {
     match std::fs::rename(&build, dir) {
         Ok(()) => Ok(()),
         // Another run built it meanwhile: theirs is as good.
-        Err(_) if dir.join(format!("{CURATOR_CLASS}.class")).is_file() => {
+        Err(_) if dir.join(format!("{class}.class")).is_file() => {
             let _ = std::fs::remove_dir_all(&build);
             Ok(())
         }

@@ -3,6 +3,7 @@
 use crate::cli::CheckArgs;
 use crate::explore::{failure_text, non_default_knobs};
 use crate::files::{create_private_dir, trace_path, write_private};
+use crate::shape_args::describe;
 use crate::{Status, recipe};
 use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,6 +24,10 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             a.time_limit_s,
         )?,
         prune: !a.no_prune,
+        shape: match a.shape.shape() {
+            Ok(s) => s,
+            Err(e) => bail!("{e}"),
+        },
     };
     let base = Scenario {
         readers: a.readers,
@@ -88,12 +93,13 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     println!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
-        non_default_knobs(&base)
+        non_default_knobs(&base),
+        describe(&b.shape)
     );
     let Some(run) = r.violation else {
         if r.complete {

@@ -265,6 +265,8 @@ pub struct CheckArgs {
     /// (replacing only the checkpoint it resumed from)
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
+    #[command(flatten)]
+    pub shape: crate::shape_args::ShapeArgs,
 }
 
 #[derive(Debug, Args)]

@@ -34,6 +34,7 @@ mod files;
 mod interrupt;
 mod real_cmd;
 mod replay;
+mod shape_args;
 mod shrink_cmd;
 mod timeline_cmd;
 

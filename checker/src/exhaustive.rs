@@ -34,7 +34,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zklock_sim::{
-    ChoiceKind, Chooser, FaultMode, GuidedChooser, Recipe, Scenario, SimError, run_scenario_with,
+    ChoiceKind, Chooser, FaultMode, GuidedChooser, Recipe, Scenario, Shape, SimError,
+    run_scenario_with,
 };
 
 /// Bounds of an exhaustive check.
@@ -55,6 +56,12 @@ pub struct Bounds {
     pub time_limit_ms: u64,
     /// Prune revisited states. Default true.
     pub prune: bool,
+    /// Which of the workload's decisions are choices too, so that every schedule of
+    /// each is explored: each attempt's mode among `shape.modes`, each client's count of
+    /// attempts up to `acquisitions_per_client`, and bounded partitions' and pauses'
+    /// durations around the session timeout ([`Shape`]). Default [`Shape::fixed`]: the
+    /// base scenario's fixed mix, every attempt made, faults that outlive the session.
+    pub shape: Shape,
 }
 
 impl Default for Bounds {
@@ -66,6 +73,7 @@ impl Default for Bounds {
             schedules_max: 2_000_000,
             time_limit_ms: 600_000,
             prune: true,
+            shape: Shape::fixed(),
         }
     }
 }
@@ -91,6 +99,7 @@ impl Bounds {
             },
             // Faults may strike at any step; their number is what is bounded.
             heal_ms: base.time_limit_ms,
+            shape: self.shape.clone(),
             ..base.clone()
         }
     }

@@ -296,6 +296,7 @@ impl<R: Recipe> Shrinker<'_, R> {
                 schedules_max: left / (searches.len() - i) as u64,
                 time_limit_ms: time_left.as_millis() as u64,
                 prune: true,
+                shape: self.best_sc.shape.clone(),
             };
             let target = self.target.clone();
             // The bounds are within their limits: the scenario was validated, the time

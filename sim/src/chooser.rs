@@ -22,6 +22,14 @@ pub enum ChoiceKind {
     Delay,
     /// Which lock directory an acquisition takes, in a run of several locks.
     Lock,
+    /// Which mode an acquire attempt takes, when the scenario's shape chooses modes.
+    AcquireMode,
+    /// Whether a client goes on (0) or stops (1) after an attempt, when the scenario's
+    /// shape chooses counts.
+    AcquireCount,
+    /// How long a bounded partition or pause lasts, when the scenario's shape chooses
+    /// fault durations.
+    FaultDuration,
 }
 
 /// A source of decisions. `choose(kind, n)` returns an index in `0..n`; it is only called

@@ -1,5 +1,6 @@
 //! The scenario: every knob of a workload run, with its default.
 
+use super::Shape;
 use serde::{Deserialize, Serialize};
 
 /// A probability as an integer ratio, `num` in `den`, checked once per world step.
@@ -157,6 +158,10 @@ pub struct Scenario {
     /// `-2147483647`, ...): at 2147483600 every run crosses the wrap, which lock recipes
     /// have got wrong (Kazoo#730, go-zookeeper/zk#65, ZOOKEEPER-4372). Default 0.
     pub sequence_start: i32,
+    /// Which of the workload's decisions (modes, counts, fault durations) the chooser
+    /// makes. Default [`Shape::fixed`], which a serialized scenario leaves out.
+    #[serde(skip_serializing_if = "Shape::is_fixed")]
+    pub shape: Shape,
     /// Faults and their rates.
     pub faults: Faults,
     /// Random rates, or a bounded number of explicitly chosen faults. Default Random.
@@ -187,6 +192,7 @@ impl Default for Scenario {
             mix_offset: 0,
             drop_after_ms_max: 20,
             sequence_start: 0,
+            shape: Shape::fixed(),
             faults: Faults::default(),
             fault_mode: FaultMode::Random,
             heal_ms: 30_000,

@@ -76,6 +76,8 @@ pub enum ScenarioError {
     Readers { readers: u32, clients: u32 },
     /// The lock directory is not a valid ZooKeeper path.
     LockPath { path: String, reason: String },
+    /// A mode listed twice in the shape's modes (which hold each mode at most once).
+    RepeatedMode { mode: &'static str },
 }
 
 impl fmt::Display for ScenarioError {
@@ -102,6 +104,9 @@ impl fmt::Display for ScenarioError {
             ),
             ScenarioError::LockPath { path, reason } => {
                 write!(f, "scenario: lock_path {path:?} is not valid: {reason}")
+            }
+            ScenarioError::RepeatedMode { mode } => {
+                write!(f, "scenario: shape.modes lists {mode} twice")
             }
         }
     }
@@ -170,6 +175,9 @@ impl Scenario {
             self.drop_after_ms_max,
             DROP_AFTER_MS_MAX,
         )?;
+        if let Some(mode) = self.shape.repeated_mode() {
+            return Err(ScenarioError::RepeatedMode { mode: mode.name() });
+        }
         if let FaultMode::Bounded { faults_max } = self.fault_mode {
             at_most(
                 "fault_mode.Bounded.faults_max",

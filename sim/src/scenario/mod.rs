@@ -9,11 +9,13 @@
 mod config;
 pub mod limits;
 mod runner;
+mod shape;
 mod shipped;
 
 pub use config::{FaultMode, Faults, Rate, Scenario};
 pub use limits::ScenarioError;
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
+pub use shape::{ModeKind, Shape, fault_durations_ms};
 pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
 
 use crate::SimClient;

@@ -78,6 +78,7 @@ pub fn run_scenario_with<R: Recipe>(
             &scenario.faults,
             scenario.fault_mode,
             scenario.heal_ms,
+            scenario.shape.fault_durations_chosen,
         ));
         if scenario.sequence_start != 0 {
             for path in &lock_paths {
@@ -239,6 +240,9 @@ async fn worker<L: LockUnderTest>(
     let hold = Duration::from_millis(sc.hold_ms);
     let lock_paths = sc.lock_paths();
     for k in 0..sc.acquisitions_per_client {
+        if stops_before(&sim, &c, &sc, k).await {
+            break;
+        }
         if c.session_state().is_terminal() {
             // The session is gone for good: open a new one, with a new lock, as a real
             // process would (and as `zklock real` does).
@@ -256,8 +260,7 @@ async fn worker<L: LockUnderTest>(
         };
         let lock = &locks[which];
         let lock_path = (sc.locks > 1).then(|| lock_paths[which].clone());
-        let attempt = u64::from(k) + u64::from(sc.mix_offset);
-        let mut mode = AcquireMode::of_attempt(attempt, sc.drop_every, sc.acquire_timeout_ms, 0);
+        let mut mode = attempt_mode(&sim, &c, &sc, k).await;
         if let AcquireMode::Dropped { after_ms } = &mut mode {
             // Drawn only for a dropped attempt, so the others make no choice.
             let n = sc.drop_after_ms_max.saturating_add(1).min(1 << 16) as usize;
@@ -359,4 +362,27 @@ async fn worker<L: LockUnderTest>(
         }
     }
     sim.record(&c, EventKind::Done);
+}
+
+/// The mode of attempt `k`: the fixed mix's, or the chooser's pick among the shape's
+/// modes.
+async fn attempt_mode(sim: &Sim, c: &SimClient, sc: &Scenario, k: u32) -> AcquireMode {
+    let modes = &sc.shape.modes;
+    if modes.is_empty() {
+        let attempt = u64::from(k) + u64::from(sc.mix_offset);
+        return AcquireMode::of_attempt(attempt, sc.drop_every, sc.acquire_timeout_ms, 0);
+    }
+    let i = if modes.len() > 1 {
+        sim.choose(c, ChoiceKind::AcquireMode, modes.len()).await
+    } else {
+        0
+    };
+    modes[i].mode(sc.acquire_timeout_ms)
+}
+
+/// Whether the client stops before attempt `k`, however the one before it ended: the
+/// chooser's pick when the shape chooses counts (never before the first), never
+/// otherwise.
+async fn stops_before(sim: &Sim, c: &SimClient, sc: &Scenario, k: u32) -> bool {
+    k > 0 && sc.shape.count_chosen && sim.choose(c, ChoiceKind::AcquireCount, 2).await == 1
 }

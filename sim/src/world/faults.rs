@@ -6,7 +6,7 @@
 
 use super::{ClientId, Conn, World};
 use crate::chooser::ChoiceKind;
-use crate::scenario::{FaultMode, Faults, Rate};
+use crate::scenario::{FaultMode, Faults, Rate, fault_durations_ms};
 use zklock_recipe::history::FaultKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub(crate) struct FaultPlan {
     pub(crate) injected: u64,
     /// `Some(k)`: bounded mode, at most k faults, each an explicit choice.
     bounded: Option<u32>,
+    /// Bounded mode: whether a partition's or pause's duration is chosen
+    /// ([`Shape::fault_durations_chosen`](crate::Shape::fault_durations_chosen)).
+    durations_chosen: bool,
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -45,7 +48,12 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 impl FaultPlan {
-    pub(crate) fn new(f: &Faults, mode: FaultMode, heal_ms: u64) -> FaultPlan {
+    pub(crate) fn new(
+        f: &Faults,
+        mode: FaultMode,
+        heal_ms: u64,
+        durations_chosen: bool,
+    ) -> FaultPlan {
         let rates = [
             (Kind::ConnectionLoss, f.connection_loss),
             (Kind::LostCreateResponse, f.lost_create_response),
@@ -80,6 +88,7 @@ impl FaultPlan {
                 FaultMode::Random => None,
                 FaultMode::Bounded { faults_max } => Some(faults_max),
             },
+            durations_chosen,
         }
     }
 }
@@ -161,6 +170,7 @@ impl World {
         let (part_max, pause_max, delay_max) =
             (plan.partition_ms_max, plan.pause_ms_max, plan.delay_ms_max);
         let bounded = plan.bounded.is_some();
+        let chosen = bounded && plan.durations_chosen;
         match kind {
             Kind::ConnectionLoss => {
                 self.record_fault(c, FaultKind::ConnectionLoss);
@@ -175,12 +185,12 @@ impl World {
                 self.force_expire(c);
             }
             Kind::Partition => {
-                let ms = self.fault_duration_ms(bounded, part_max);
+                let ms = self.long_fault_ms(c, bounded, chosen, part_max);
                 self.record_fault(c, FaultKind::Partition { duration_ms: ms });
                 self.partition(c, ms * 1000);
             }
             Kind::Pause => {
-                let ms = self.fault_duration_ms(bounded, pause_max);
+                let ms = self.long_fault_ms(c, bounded, chosen, pause_max);
                 self.record_fault(c, FaultKind::Pause { duration_ms: ms });
                 self.pause(c, ms * 1000);
             }
@@ -209,6 +219,17 @@ impl World {
         } else {
             max_ms * (1 + self.choose(ChoiceKind::Delay, 8) as u64) / 8
         }
+    }
+
+    /// A partition's or pause's duration for client `c`: as [`Self::fault_duration_ms`],
+    /// or, when `chosen`, the chooser's pick among [`fault_durations_ms`] around the
+    /// client's session timeout.
+    fn long_fault_ms(&mut self, c: ClientId, bounded: bool, chosen: bool, max_ms: u64) -> u64 {
+        if !chosen {
+            return self.fault_duration_ms(bounded, max_ms);
+        }
+        let options = fault_durations_ms(max_ms, self.clients[c].timeout_us / 1000);
+        options[self.choose(ChoiceKind::FaultDuration, options.len())]
     }
 
     fn eligible(&self, c: ClientId, kind: Kind) -> bool {

@@ -17,7 +17,7 @@ use zklock_sim::{Rate, Scenario, ShippedRecipe};
 /// can also wait behind its own old session's node, and abandoned-wait shrank to one
 /// client. (With local expiry on, every one of them was caught by the same tests when it
 /// came, in de7c23c.)
-fn scenario(bug: Bug) -> Scenario {
+pub(super) fn scenario(bug: Bug) -> Scenario {
     let mut sc = scenario_with_every_fault(bug);
     if !matches!(bug, Bug::GuidOutlivesSession | Bug::UnorderedToken) {
         sc.faults.local_expiry = Rate::NEVER;

@@ -13,6 +13,8 @@ use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
 #[path = "cli/readme.rs"]
 mod readme;
+#[path = "cli/shape.rs"]
+mod shape;
 
 /// Runs the binary in `dir`: (exit code, stdout, stderr).
 fn zklock<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> (i32, String, String) {

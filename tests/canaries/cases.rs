@@ -88,7 +88,7 @@ fn scenario_with_every_fault(bug: Bug) -> Scenario {
 /// node it adopts; tokens in no order need two holds, which one client's two
 /// acquisitions make (whether its second token is the lower is fixed by the node names,
 /// and it is).
-fn bounds(bug: Bug) -> Bounds {
+pub(super) fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
         Bug::WatchParent => (3, 0, 1),
         Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter | Bug::OrderBlindToWrap => (2, 0, 1),

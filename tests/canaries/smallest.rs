@@ -5,7 +5,7 @@
 //! search order or of the world's choices shows here.
 
 use super::Bug;
-use super::cases::scenario;
+use super::cases::{bounds as known_bounds, scenario};
 use std::time::Instant;
 use zklock_canaries::{Canary, LEASE_OUTSIDE_LOCK_CAUGHT_BY, LeaseOutsideLock};
 use zklock_checker::{Bounds, ExhaustiveReport, check_exhaustive_until};
@@ -78,9 +78,19 @@ fn smallest_bound_search() {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        'sizes: for clients in 1..=3 {
-            for faults_max in 0..=2 {
-                for acquisitions_per_client in 1..=2 {
+        // Up to the bounds the fixed shape is known to catch it at.
+        let known = match Bug::ALL.iter().find(|b| b.name() == name) {
+            Some(&bug) => known_bounds(bug),
+            None => Bounds {
+                clients: 2,
+                faults_max: 1,
+                acquisitions_per_client: 1,
+                ..Bounds::default()
+            },
+        };
+        'sizes: for clients in 1..=known.clients {
+            for faults_max in 0..=known.faults_max {
+                for acquisitions_per_client in 1..=known.acquisitions_per_client {
                     let mut caught = false;
                     for shapes in [false, true] {
                         let size = Size {

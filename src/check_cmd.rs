@@ -23,6 +23,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             a.time_limit_s,
         )?,
         prune: !a.no_prune,
+        symmetry: a.symmetry == crate::cli::OnOff::On,
     };
     let base = Scenario {
         readers: a.readers,
@@ -61,6 +62,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         },
         interrupt: crate::interrupt::for_sweep(),
         checkpoint: a.checkpoint.is_some(),
+        final_states: false,
     };
     let resuming = control.resume.is_some();
     // A count, not a bar: the search usually ends long before its schedule limit.
@@ -88,12 +90,13 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     println!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}, symmetry {}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
-        non_default_knobs(&base)
+        non_default_knobs(&base),
+        if r.symmetry { "on" } else { "off" }
     );
     let Some(run) = r.violation else {
         if r.complete {

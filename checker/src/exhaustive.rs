@@ -231,6 +231,9 @@ impl Chooser for DfsChooser {
         let fresh = self.visited.lock().expect("visited lock").insert(digest);
         fresh || !self.prune
     }
+    fn needs_digest(&self) -> bool {
+        self.guided.made.len() >= self.prefix_len
+    }
     fn wants_symmetry(&self) -> bool {
         self.symmetry || self.finals.is_some()
     }

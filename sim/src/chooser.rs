@@ -56,6 +56,12 @@ pub trait Chooser: Send {
     fn at_state(&mut self, _digest: u128) -> bool {
         true
     }
+    /// Whether the next step's [`at_state`](Chooser::at_state) would use its digest: an
+    /// explorer replaying a prefix it has explored already would not, and the world then
+    /// spares the digest (and calls `at_state` with 0). Default true.
+    fn needs_digest(&self) -> bool {
+        true
+    }
     /// Whether digests (here and at the end) should be the same for states that differ
     /// only by a permutation of interchangeable clients (see the world's `symmetry`
     /// module). Default false.
@@ -176,6 +182,9 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
     fn at_state(&mut self, digest: u128) -> bool {
         self.lock().expect("chooser lock").at_state(digest)
     }
+    fn needs_digest(&self) -> bool {
+        self.lock().expect("chooser lock").needs_digest()
+    }
     fn wants_symmetry(&self) -> bool {
         self.lock().expect("chooser lock").wants_symmetry()
     }
@@ -196,6 +205,9 @@ impl Chooser for Box<dyn Chooser> {
     }
     fn at_state(&mut self, digest: u128) -> bool {
         (**self).at_state(digest)
+    }
+    fn needs_digest(&self) -> bool {
+        (**self).needs_digest()
     }
     fn wants_symmetry(&self) -> bool {
         (**self).wants_symmetry()

@@ -309,6 +309,8 @@ pub(crate) struct World {
     /// The clients' permutations that keep roles, once `set_roles` named the roles and
     /// the chooser wants symmetric digests.
     symmetry: Option<symmetry::Symmetry>,
+    /// The sessions' renaming under each of its permutations (see `symmetry`).
+    renamings: Vec<symmetry::Renaming>,
     /// The clock of the madsim runtime hosting the run, if any (see `Sim::run`).
     #[cfg(madsim)]
     pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,
@@ -349,6 +351,7 @@ impl World {
             symmetric_wanted,
             prunes_by_symmetry,
             symmetry: None,
+            renamings: Vec::new(),
             #[cfg(madsim)]
             madsim_clock: None,
             digest_buf: Vec::new(),
@@ -496,9 +499,10 @@ impl World {
         self.kick_all_detached();
         // An explorer may prune a state it has seen (never a due timer: that is forced).
         if self.digesting {
-            let d = match self.prunes_by_symmetry {
-                true => self.digest_sym().unwrap_or_else(|| self.digest()),
-                false => self.digest(),
+            let d = match (self.chooser.needs_digest(), self.prunes_by_symmetry) {
+                (false, _) => 0,
+                (true, true) => self.digest_sym().unwrap_or_else(|| self.digest()),
+                (true, false) => self.digest(),
             };
             if !self.chooser.at_state(d) {
                 return Step::Pruned;

@@ -148,6 +148,11 @@ struct Renamed<'a, H: Hasher> {
 
 impl<H: Hasher> Hasher for Renamed<'_, H> {
     fn write(&mut self, bytes: &[u8]) {
+        // Most strings name no guid: passed on as they are.
+        if !bytes.windows(3).any(|w| w == b"_c_") {
+            self.inner.write(bytes);
+            return;
+        }
         self.scratch.clear();
         self.r.rename_text(bytes, &mut self.scratch);
         self.inner.write(&self.scratch);
@@ -191,8 +196,22 @@ impl World {
                 .all(|cl| cl.ended.len() + 1 < SESSIONS_PER_CLIENT_MAX)
     }
 
+    /// The renamings of sessions under each permutation, made again only when a session
+    /// was opened (sessions are never forgotten, and their owners and ranks never change).
+    fn renamings(&mut self, sym: &Symmetry) -> Vec<Renaming> {
+        let mut cached = std::mem::take(&mut self.renamings);
+        if cached.len() != sym.perms.len()
+            || cached
+                .first()
+                .is_none_or(|r| r.sessions.len() != self.sessions.len())
+        {
+            cached = sym.perms.iter().map(|p| self.renaming(p)).collect();
+        }
+        cached
+    }
+
     /// The renaming of sessions under `perm`.
-    pub(crate) fn renaming(&self, perm: &[usize]) -> Renaming {
+    fn renaming(&self, perm: &[usize]) -> Renaming {
         let mut sessions = Vec::with_capacity(self.sessions.len());
         for (id, s) in &self.sessions {
             let cl = &self.clients[s.client];
@@ -215,13 +234,13 @@ impl World {
         let Some(sym) = self.symmetry.take() else {
             return;
         };
+        let renamings = self.renamings(&sym);
         let mut buf = std::mem::take(&mut self.digest_buf);
-        for (i, perm) in sym.perms.iter().enumerate() {
-            let r = self.renaming(perm);
+        for (i, r) in renamings.iter().enumerate() {
             buf.clear();
             let mut h = Renamed {
                 inner: &mut Bytes(&mut buf),
-                r: &r,
+                r,
                 scratch: Vec::new(),
             };
             self.clients[c].obs_sym[i].hash(&mut h);
@@ -229,6 +248,7 @@ impl World {
             self.clients[c].obs_sym[i] = hash128(&buf) as u64;
         }
         self.digest_buf = buf;
+        self.renamings = renamings;
         self.symmetry = Some(sym);
     }
 
@@ -239,24 +259,43 @@ impl World {
             return None;
         }
         let sym = self.symmetry.take()?;
+        let renamings = self.renamings(&sym);
+        self.tree.renamed.resize(sym.perms.len(), None);
         let mut buf = std::mem::take(&mut self.digest_buf);
         let mut best = u128::MAX;
-        for (i, perm) in sym.perms.iter().enumerate() {
-            let r = self.renaming(perm);
+        for (i, (perm, r)) in sym.perms.iter().zip(&renamings).enumerate() {
+            let tree = match self.tree.renamed[i] {
+                Some(d) => d,
+                None => {
+                    buf.clear();
+                    encode_tree(self, r, &mut Bytes(&mut buf));
+                    let d = hash128(&buf);
+                    self.tree.renamed[i] = Some(d);
+                    d
+                }
+            };
             buf.clear();
-            self.encode_renamed(i, perm, &r, &mut Bytes(&mut buf));
+            self.encode_renamed(i, perm, r, tree, &mut Bytes(&mut buf));
             best = best.min(hash128(&buf));
         }
         self.digest_buf = buf;
+        self.renamings = renamings;
         self.symmetry = Some(sym);
         Some(best)
     }
 
-    fn encode_renamed(&self, i: usize, perm: &[usize], r: &Renaming, out: &mut Bytes<'_>) {
+    fn encode_renamed(
+        &self,
+        i: usize,
+        perm: &[usize],
+        r: &Renaming,
+        tree: u128,
+        out: &mut Bytes<'_>,
+    ) {
         // Apart from the plain encoding, whatever its bytes.
         0xA5u8.hash(out);
         self.now_us.hash(out);
-        encode_tree(self, r, out);
+        tree.hash(out);
         let mut at = vec![0; perm.len()];
         for (c, &p) in perm.iter().enumerate() {
             at[p] = c;

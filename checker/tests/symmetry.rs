@@ -73,13 +73,27 @@ fn symmetry_reduction_keeps_the_shipped_locks_verdicts_and_final_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 clients, 0 faults", 2, 0, 0, 1, (0, 0)),
-            case("2 clients, 1 fault", 2, 1, 0, 1, (0, 0)),
-            case("2 readers, 1 fault", 2, 1, 2, 1, (0, 0)),
-            case("1 reader 1 writer, 1 fault", 2, 1, 1, 1, (0, 0)),
-            case("2 clients, 2 locks, 1 fault", 2, 1, 0, 2, (0, 0)),
-            case("3 clients, 0 faults", 3, 0, 0, 1, (0, 0)),
-            case("1 reader 2 writers, 0 faults", 3, 0, 1, 1, (0, 0)),
+            case("2 clients, 0 faults", 2, 0, 0, 1, (598, 1_193)),
+            case("2 clients, 1 fault", 2, 1, 0, 1, (77_866, 155_729)),
+            case("2 readers, 1 fault", 2, 1, 2, 1, (70_404, 140_805)),
+            case("1 reader 1 writer, 1 fault", 2, 1, 1, 1, (155_729, 155_729)),
+            case(
+                "2 clients, 2 locks, 1 fault",
+                2,
+                1,
+                0,
+                2,
+                (240_307, 480_608),
+            ),
+            case("3 clients, 0 faults", 3, 0, 0, 1, (41_786, 250_404)),
+            case(
+                "1 reader 2 writers, 0 faults",
+                3,
+                0,
+                1,
+                1,
+                (125_253, 250_404),
+            ),
         ],
     );
 }

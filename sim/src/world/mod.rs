@@ -433,7 +433,7 @@ impl World {
             return;
         }
         let d = match self.symmetry.is_some() {
-            true => self.digest_sym().unwrap_or_else(|| self.digest()),
+            true => self.digest_sym(true).unwrap_or_else(|| self.digest()),
             false => self.digest(),
         };
         self.chooser.at_end(d);
@@ -501,7 +501,7 @@ impl World {
         if self.digesting {
             let d = match (self.chooser.needs_digest(), self.prunes_by_symmetry) {
                 (false, _) => 0,
-                (true, true) => self.digest_sym().unwrap_or_else(|| self.digest()),
+                (true, true) => self.digest_sym(false).unwrap_or_else(|| self.digest()),
                 (true, false) => self.digest(),
             };
             if !self.chooser.at_state(d) {

@@ -42,8 +42,9 @@
 //! stat), so while the last zxid could be mistaken for a session (from the first session's
 //! number on) the digest falls back to the plain one, and no state is merged.
 
-use super::digest::Bytes;
+use super::digest::{Bytes, Seen};
 use super::hash128::hash128;
+use super::request::{Answer, Reply};
 use super::{Inbound, Timer, World};
 use crate::tree::NodeView;
 use std::hash::{Hash, Hasher};
@@ -230,7 +231,7 @@ impl World {
     }
 
     /// Folds a value delivered to client `c` into its folds under every permutation.
-    pub(crate) fn observe_sym(&mut self, c: usize, v: &impl Hash) {
+    pub(crate) fn observe_sym(&mut self, c: usize, v: &Seen<'_>) {
         let Some(sym) = self.symmetry.take() else {
             return;
         };
@@ -244,7 +245,11 @@ impl World {
                 scratch: Vec::new(),
             };
             self.clients[c].obs_sym[i].hash(&mut h);
-            v.hash(&mut h);
+            std::mem::discriminant(v).hash(&mut h);
+            match v {
+                Seen::Reply(reply) => hash_reply(reply, &mut h),
+                other => other.hash(&mut h),
+            }
             self.clients[c].obs_sym[i] = hash128(&buf) as u64;
         }
         self.digest_buf = buf;
@@ -252,9 +257,9 @@ impl World {
         self.symmetry = Some(sym);
     }
 
-    /// The symmetric digest (see the module docs), or `None` when states are digested
-    /// plainly.
-    pub(crate) fn digest_sym(&mut self) -> Option<u128> {
+    /// The symmetric digest (see the module docs) of the state, or of the state a run
+    /// `ended` in; `None` when states are digested plainly.
+    pub(crate) fn digest_sym(&mut self, ended: bool) -> Option<u128> {
         if !self.symmetric_now() {
             return None;
         }
@@ -275,7 +280,7 @@ impl World {
                 }
             };
             buf.clear();
-            self.encode_renamed(i, perm, r, tree, &mut Bytes(&mut buf));
+            self.encode_renamed(i, perm, r, tree, ended, &mut Bytes(&mut buf));
             best = best.min(hash128(&buf));
         }
         self.digest_buf = buf;
@@ -290,6 +295,7 @@ impl World {
         perm: &[usize],
         r: &Renaming,
         tree: u128,
+        ended: bool,
         out: &mut Bytes<'_>,
     ) {
         // Apart from the plain encoding, whatever its bytes.
@@ -324,7 +330,11 @@ impl World {
                         watch,
                         reply,
                         ..
-                    } => (0u8, result, watch, reply.is_detached()).hash(&mut h),
+                    } => {
+                        0u8.hash(&mut h);
+                        hash_reply(result, &mut h);
+                        (watch, reply.is_detached()).hash(&mut h);
+                    }
                     Inbound::Event(ev) => (1u8, ev).hash(&mut h),
                 }
             }
@@ -339,17 +349,49 @@ impl World {
             .collect();
         sessions.sort_unstable();
         sessions.hash(&mut h);
-        self.timers.len().hash(&mut h);
-        for (at, t) in self.timers.iter() {
-            at.hash(&mut h);
-            renamed_timer(t, perm, r).hash(&mut h);
+        let mut timers: Vec<_> = self
+            .timers
+            .iter()
+            .map(|(at, t)| (at, renamed_timer(t, perm, r)))
+            .collect();
+        // Which of two timers due at once fires first matters to what follows; once the
+        // run has ended it does not, and a final state is compared without it.
+        if ended {
+            timers.sort_unstable();
         }
+        timers.hash(&mut h);
         self.resource.hash(&mut h);
         if !self.more_resources.is_empty() {
             self.more_resources.hash(&mut h);
         }
         self.faults.as_ref().map(|f| f.injected).hash(&mut h);
     }
+}
+
+/// A reply, a listing's names renamed and sorted: a symmetric recipe does not depend on
+/// a listing's order, which renaming changes (the server lists in name order).
+fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
+    let Ok(Answer::Children(names, watch)) = reply else {
+        reply.hash(h);
+        return;
+    };
+    // Apart from `Result`'s own discriminants (0 and 1).
+    0xC1usize.hash(h);
+    let mut renamed: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| {
+            let mut v = Vec::with_capacity(n.len());
+            h.r.rename_text(n.as_bytes(), &mut v);
+            v
+        })
+        .collect();
+    renamed.sort_unstable();
+    renamed.len().hash(h.inner);
+    for n in &renamed {
+        n.len().hash(h.inner);
+        h.inner.write(n);
+    }
+    watch.is_some().hash(h);
 }
 
 /// A timer without its channels, its client and session renamed.

@@ -28,6 +28,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             Ok(s) => s,
             Err(e) => bail!("{e}"),
         },
+        symmetry: a.symmetry == crate::cli::OnOff::On,
     };
     let base = Scenario {
         readers: a.readers,
@@ -66,6 +67,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         },
         interrupt: crate::interrupt::for_sweep(),
         checkpoint: a.checkpoint.is_some(),
+        final_states: false,
     };
     let resuming = control.resume.is_some();
     // A count, not a bar: the search usually ends long before its schedule limit.
@@ -93,13 +95,14 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     println!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
         non_default_knobs(&base),
-        describe(&b.shape)
+        describe(&b.shape),
+        if r.symmetry { "on" } else { "off" }
     );
     let Some(run) = r.violation else {
         if r.complete {

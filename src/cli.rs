@@ -197,6 +197,13 @@ pub struct ExploreArgs {
     pub force: bool,
 }
 
+/// A switch given as `on` or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The recipe to check (`zklock recipes` lists them)
@@ -228,6 +235,11 @@ pub struct CheckArgs {
     /// Do not prune revisited states
     #[arg(long)]
     pub no_prune: bool,
+    /// Treat states that differ only by a permutation of clients of one role as one
+    /// (symmetry reduction), for a recipe that declares itself symmetric; off searches
+    /// every permutation
+    #[arg(long, value_name = "ON|OFF", default_value = "on")]
+    pub symmetry: OnOff,
     /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
     /// client's first acquire the timed one
     #[arg(

@@ -288,6 +288,15 @@ impl Recipe for Canary {
         let index = client.index() as u32;
         self.lock_on(client, index, role, path)
     }
+    /// Symmetric as the shipped lock is, but for the bugs that make a client's identity
+    /// matter: ordering by full name (guid included) and a guid made of the client's
+    /// index; and the unordered-token canary, whose bug shows in the names' order.
+    fn symmetric(&self) -> bool {
+        !matches!(
+            self.0,
+            Bug::FullNameOrder | Bug::GuidOutlivesSession | Bug::UnorderedToken
+        )
+    }
 }
 
 impl<C: Coordination + Clone + Send + Sync + 'static> CanaryLock<C> {

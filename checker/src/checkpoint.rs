@@ -52,6 +52,9 @@ pub struct Checkpoint {
     pub scenario_json: String,
     /// Whether revisited states are pruned.
     pub prune: bool,
+    /// Whether they are pruned up to a permutation of clients (see
+    /// [`Bounds::symmetry`](crate::Bounds::symmetry)); only with `prune`.
+    pub symmetry: bool,
     /// Schedules run before the checkpoint.
     pub schedules: u64,
     /// Of those, how many stopped at a seen state.
@@ -120,12 +123,24 @@ impl std::error::Error for CheckpointError {}
 impl Checkpoint {
     /// The identity of a check of `recipe` on `scenario` by this zklock, with no progress.
     pub fn start(recipe: &str, scenario: &Scenario, prune: bool) -> Checkpoint {
+        Checkpoint::start_reduced(recipe, scenario, prune, false)
+    }
+
+    /// As [`start`](Checkpoint::start), of a check that prunes states up to a permutation
+    /// of clients when `symmetry` (and `prune`) says so.
+    pub fn start_reduced(
+        recipe: &str,
+        scenario: &Scenario,
+        prune: bool,
+        symmetry: bool,
+    ) -> Checkpoint {
         Checkpoint {
             version: ZKLOCK_VERSION.to_string(),
             commit: ZKLOCK_COMMIT.to_string(),
             recipe: recipe.to_string(),
             scenario_json: serde_json::to_string(scenario).expect("a scenario serializes"),
             prune,
+            symmetry: prune && symmetry,
             schedules: 0,
             pruned: 0,
             max_depth: 0,
@@ -173,6 +188,27 @@ impl Checkpoint {
         Ok(())
     }
 
+    /// As [`belongs_to`](Checkpoint::belongs_to), for a check that prunes up to a
+    /// permutation of clients when `symmetry` says so: a checkpoint's states are digests
+    /// of one kind, and never mix with the other's.
+    pub fn belongs_to_reduced(
+        &self,
+        recipe: &str,
+        scenario: &Scenario,
+        prune: bool,
+        symmetry: bool,
+    ) -> Result<(), CheckpointError> {
+        self.belongs_to(recipe, scenario, prune)?;
+        if self.symmetry != (prune && symmetry) {
+            return Err(CheckpointError::Mismatch {
+                what: "symmetry",
+                checkpoint: self.symmetry.to_string(),
+                this: (prune && symmetry).to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// The file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(256 + self.visited.len() * 16 + self.next_prefix.len() * 4);
@@ -187,7 +223,8 @@ impl Checkpoint {
             b.extend_from_slice(&(s.len() as u32).to_le_bytes());
             b.extend_from_slice(s.as_bytes());
         }
-        b.push(u8::from(self.prune));
+        // 2: pruned up to a permutation of clients.
+        b.push(u8::from(self.prune) + u8::from(self.prune && self.symmetry));
         for n in [self.schedules, self.pruned, self.max_depth] {
             b.extend_from_slice(&n.to_le_bytes());
         }
@@ -240,9 +277,10 @@ impl Checkpoint {
         let mut r = Reader(&covered[CHECKPOINT_MAGIC.len() + 4..]);
         let mut string = || r.string();
         let (version, commit, recipe, scenario_json) = (string()?, string()?, string()?, string()?);
-        let prune = match r.take(1)?[0] {
-            0 => false,
-            1 => true,
+        let (prune, symmetry) = match r.take(1)?[0] {
+            0 => (false, false),
+            1 => (true, false),
+            2 => (true, true),
             _ => {
                 return Err(CheckpointError::Corrupt {
                     what: "pruning flag",
@@ -292,6 +330,7 @@ impl Checkpoint {
             recipe,
             scenario_json,
             prune,
+            symmetry,
             schedules,
             pruned,
             max_depth,

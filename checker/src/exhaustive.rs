@@ -62,6 +62,11 @@ pub struct Bounds {
     /// durations around the session timeout ([`Shape`]). Default [`Shape::fixed`]: the
     /// base scenario's fixed mix, every attempt made, faults that outlive the session.
     pub shape: Shape,
+    /// Prune, too, states that are a seen state with interchangeable clients permuted
+    /// (symmetry reduction: see [`crate::symmetry`]), when the recipe declares itself
+    /// symmetric ([`Recipe::symmetric`]); else, and without `prune`, no effect. Default
+    /// true.
+    pub symmetry: bool,
 }
 
 impl Default for Bounds {
@@ -74,11 +79,17 @@ impl Default for Bounds {
             time_limit_ms: 600_000,
             prune: true,
             shape: Shape::fixed(),
+            symmetry: true,
         }
     }
 }
 
 impl Bounds {
+    /// Whether a search of `recipe` within these bounds prunes up to symmetry.
+    pub fn reduces_by_symmetry<R: Recipe>(&self, recipe: &R) -> bool {
+        self.prune && self.symmetry && recipe.symmetric()
+    }
+
     /// Checks the time limit, and the scenario these bounds explore from `base` (clients,
     /// acquisitions and faults within the scenario's bounds).
     pub fn validate(&self, base: &Scenario) -> Result<(), LimitError> {
@@ -124,6 +135,12 @@ pub struct ExhaustiveReport {
     pub violation: Option<CheckedRun>,
     /// Whether an [`Interrupt`] stopped the search.
     pub interrupted: bool,
+    /// Whether states were pruned up to a permutation of clients
+    /// ([`Bounds::reduces_by_symmetry`]).
+    pub symmetry: bool,
+    /// The digests of the final states of the schedules that ran to the end, up to a
+    /// permutation of clients, when [`Control::final_states`] asked for them.
+    pub final_states: Option<std::collections::BTreeSet<u128>>,
     /// Schedules run before this search resumed (0 when it started afresh); `schedules`
     /// and `pruned` count them too.
     pub resumed_at_schedules: u64,
@@ -144,6 +161,10 @@ pub struct Control {
     /// Keep a checkpoint in the report when the search stops early. Default false (it
     /// holds every digest seen: 16 bytes a state).
     pub checkpoint: bool,
+    /// Collect the final states' digests up to symmetry in the report
+    /// ([`ExhaustiveReport::final_states`]), for comparing a reduced search with an
+    /// unreduced one. Default false.
+    pub final_states: bool,
 }
 
 /// Why an exhaustive search did not run.
@@ -198,6 +219,10 @@ struct DfsChooser {
     prefix_len: usize,
     visited: Arc<Mutex<HashSet<u128>>>,
     prune: bool,
+    /// Prune by symmetric digests.
+    symmetry: bool,
+    /// Collect final states up to symmetry (so every digest is symmetric where it can be).
+    finals: Option<Arc<Mutex<std::collections::BTreeSet<u128>>>>,
 }
 
 impl Chooser for DfsChooser {
@@ -214,6 +239,20 @@ impl Chooser for DfsChooser {
         }
         let fresh = self.visited.lock().expect("visited lock").insert(digest);
         fresh || !self.prune
+    }
+    fn needs_digest(&self) -> bool {
+        self.guided.made.len() >= self.prefix_len
+    }
+    fn wants_symmetry(&self) -> bool {
+        self.symmetry || self.finals.is_some()
+    }
+    fn prunes_by_symmetry(&self) -> bool {
+        self.symmetry
+    }
+    fn at_end(&mut self, digest: u128) {
+        if let Some(f) = &self.finals {
+            f.lock().expect("finals lock").insert(digest);
+        }
     }
 }
 
@@ -269,11 +308,15 @@ pub fn check_exhaustive_controlled<R: Recipe>(
 ) -> Result<ExhaustiveReport, SearchError> {
     bounds.validate(base)?;
     let scenario = bounds.scenario(base);
+    let symmetry = bounds.reduces_by_symmetry(recipe);
+    let finals = control
+        .final_states
+        .then(|| Arc::new(Mutex::new(std::collections::BTreeSet::new())));
     let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
     let mut prefix = Some(Vec::new());
     let mut seen = HashSet::new();
     if let Some(c) = control.resume {
-        c.belongs_to(&recipe.name(), &scenario, bounds.prune)
+        c.belongs_to_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
             .map_err(SearchError::Checkpoint)?;
         (schedules, pruned) = (c.schedules, c.pruned);
         max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
@@ -300,6 +343,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             guided: GuidedChooser::new(p),
             visited: visited.clone(),
             prune: bounds.prune,
+            symmetry,
+            finals: finals.clone(),
         }));
         let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
         schedules += 1;
@@ -334,7 +379,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 max_depth: max_depth as u64,
                 next_prefix: next.clone(),
                 visited,
-                ..Checkpoint::start(&recipe.name(), &scenario, bounds.prune)
+                ..Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
             })
         }
         _ => None,
@@ -349,6 +394,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         complete: prefix.is_none() && violation.is_none(),
         violation,
         interrupted,
+        symmetry,
+        final_states: finals.map(|f| std::mem::take(&mut *f.lock().expect("finals lock"))),
         resumed_at_schedules,
         checkpoint,
     })

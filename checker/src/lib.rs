@@ -144,6 +144,7 @@ pub mod regressions;
 pub mod run;
 pub mod shrink;
 pub mod sweep;
+pub mod symmetry;
 pub mod timeline;
 pub mod trace;
 

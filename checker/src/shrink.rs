@@ -297,6 +297,9 @@ impl<R: Recipe> Shrinker<'_, R> {
                 time_limit_ms: time_left.as_millis() as u64,
                 prune: true,
                 shape: self.best_sc.shape.clone(),
+                // The first violation in search order, as before symmetry reduction, so
+                // that a shrink finds the trace it always found.
+                symmetry: false,
             };
             let target = self.target.clone();
             // The bounds are within their limits: the scenario was validated, the time

@@ -64,6 +64,26 @@ pub trait Chooser: Send {
     fn at_state(&mut self, _digest: u128) -> bool {
         true
     }
+    /// Whether the next step's [`at_state`](Chooser::at_state) would use its digest: an
+    /// explorer replaying a prefix it has explored already would not, and the world then
+    /// spares the digest (and calls `at_state` with 0). Default true.
+    fn needs_digest(&self) -> bool {
+        true
+    }
+    /// Whether digests (here and at the end) should be the same for states that differ
+    /// only by a permutation of interchangeable clients (see the world's `symmetry`
+    /// module). Default false.
+    fn wants_symmetry(&self) -> bool {
+        false
+    }
+    /// Whether [`at_state`](Chooser::at_state) gets those symmetric digests (else plain
+    /// ones, and symmetric ones only at the end). Default false.
+    fn prunes_by_symmetry(&self) -> bool {
+        false
+    }
+    /// Called once when a run that was not pruned ends, with the digest of its final
+    /// state.
+    fn at_end(&mut self, _digest: u128) {}
 }
 
 /// Random mode: ChaCha8 from a seed, so a seed reproduces the run.
@@ -170,6 +190,18 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
     fn at_state(&mut self, digest: u128) -> bool {
         self.lock().expect("chooser lock").at_state(digest)
     }
+    fn needs_digest(&self) -> bool {
+        self.lock().expect("chooser lock").needs_digest()
+    }
+    fn wants_symmetry(&self) -> bool {
+        self.lock().expect("chooser lock").wants_symmetry()
+    }
+    fn prunes_by_symmetry(&self) -> bool {
+        self.lock().expect("chooser lock").prunes_by_symmetry()
+    }
+    fn at_end(&mut self, digest: u128) {
+        self.lock().expect("chooser lock").at_end(digest)
+    }
 }
 
 impl Chooser for Box<dyn Chooser> {
@@ -181,6 +213,18 @@ impl Chooser for Box<dyn Chooser> {
     }
     fn at_state(&mut self, digest: u128) -> bool {
         (**self).at_state(digest)
+    }
+    fn needs_digest(&self) -> bool {
+        (**self).needs_digest()
+    }
+    fn wants_symmetry(&self) -> bool {
+        (**self).wants_symmetry()
+    }
+    fn prunes_by_symmetry(&self) -> bool {
+        (**self).prunes_by_symmetry()
+    }
+    fn at_end(&mut self, digest: u128) {
+        (**self).at_end(digest)
     }
 }
 

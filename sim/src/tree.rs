@@ -812,6 +812,34 @@ impl DataTree {
     }
 }
 
+/// A node as a symmetric digest reads it (see `world::symmetry`): everything the tree's
+/// own `Hash` encodes of it.
+pub(crate) struct NodeView<'a> {
+    pub(crate) path: &'a str,
+    pub(crate) data: &'a [u8],
+    pub(crate) stat: Stat,
+    pub(crate) child_creates: i32,
+    pub(crate) children: Vec<&'a str>,
+}
+
+impl DataTree {
+    /// Every node, in path order, for a symmetric digest.
+    pub(crate) fn node_views(&self) -> impl Iterator<Item = NodeView<'_>> {
+        self.logical().map(|(path, n)| NodeView {
+            path,
+            data: &n.data,
+            stat: n.stat,
+            child_creates: n.child_creates,
+            children: n.children.iter().map(|&c| self.node(c).name()).collect(),
+        })
+    }
+
+    /// Every watch of one kind as (path, sessions), in path order, for a symmetric digest.
+    pub(crate) fn watch_views(&self, data: bool) -> Vec<(&str, &[SessionId])> {
+        self.watches(data)
+    }
+}
+
 impl PartialEq for DataTree {
     fn eq(&self, other: &Self) -> bool {
         self.last_zxid == other.last_zxid

@@ -62,4 +62,13 @@ pub trait Recipe: Send + Sync {
     fn leases(&self) -> Option<u32> {
         None
     }
+    /// Whether the recipe is symmetric in its clients: it uses a client's identity (its
+    /// session id, its guid, other clients' node names) only to compare it for equality,
+    /// and orders nodes by sequence number, never by name. An exhaustive check then
+    /// treats states that differ only by a permutation of clients of one role as one
+    /// (see `zklock_checker::exhaustive`). Default false: no reduction, which is always
+    /// sound.
+    fn symmetric(&self) -> bool {
+        false
+    }
 }

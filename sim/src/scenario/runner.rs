@@ -80,6 +80,11 @@ pub fn run_scenario_with<R: Recipe>(
             scenario.heal_ms,
             scenario.shape.fault_durations_chosen,
         ));
+        // Clients of one role are interchangeable, for an explorer's symmetric digests.
+        let roles: Vec<u32> = (0..scenario.clients)
+            .map(|i| u32::from(recipe.leases().is_none() && i < scenario.readers))
+            .collect();
+        w.set_roles(&roles);
         if scenario.sequence_start != 0 {
             for path in &lock_paths {
                 w.tree.start_sequence_at(path, scenario.sequence_start);
@@ -160,6 +165,9 @@ pub fn run_scenario_with<R: Recipe>(
     let error = crate::sim::complete(sim.run(main)).err();
     // The world is done with: its history and choices are moved out, not copied.
     let mut w = sim.shared.world();
+    if error != Some(SimError::Pruned) {
+        w.report_final_state();
+    }
     let final_children_by_lock: Vec<Vec<String>> = lock_paths
         .iter()
         .map(|p| w.tree.children(p).unwrap_or_default())

@@ -23,6 +23,12 @@ impl Recipe for ShippedRecipe {
         ShippedLock::new(client, role, path, self.options.clone())
             .expect("the scenario's lock path is valid")
     }
+    /// Contenders are ordered by sequence number and a guid is only compared, so yes,
+    /// unless every client was given one guid of the user's (which a renaming of
+    /// sessions could mistake for a session's).
+    fn symmetric(&self) -> bool {
+        self.options.guid.is_none()
+    }
 }
 
 /// zklock's counting semaphore ([`Semaphore`](zklock_recipe::semaphore::Semaphore)) of
@@ -54,5 +60,9 @@ impl Recipe for SemaphoreRecipe {
     }
     fn leases(&self) -> Option<u32> {
         Some(self.leases)
+    }
+    /// As the shipped lock's: leases are counted and ordered by czxid, guids compared.
+    fn symmetric(&self) -> bool {
+        true
     }
 }

@@ -12,6 +12,9 @@ pub(crate) struct CachedTree {
     tree: DataTree,
     /// The tree's 128-bit digest, while it is known to be current.
     digest: Option<u128>,
+    /// Its digests renamed by each permutation of a symmetric digest (see `symmetry`),
+    /// while current: a session's renaming never changes once it exists.
+    pub(crate) renamed: Vec<Option<u128>>,
 }
 
 impl CachedTree {
@@ -41,6 +44,7 @@ impl Deref for CachedTree {
 impl DerefMut for CachedTree {
     fn deref_mut(&mut self) -> &mut DataTree {
         self.digest = None;
+        self.renamed.iter_mut().for_each(|d| *d = None);
         &mut self.tree
     }
 }

@@ -74,6 +74,9 @@ impl World {
         if !self.digesting {
             return;
         }
+        if self.symmetry.is_some() && c < self.clients.len() {
+            self.observe_sym(c, &v);
+        }
         let Some(cl) = self.clients.get_mut(c) else {
             return;
         };

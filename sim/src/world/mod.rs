@@ -14,6 +14,7 @@ mod faults;
 mod hash128;
 pub(crate) mod request;
 mod resource;
+mod symmetry;
 mod timers;
 mod watches;
 
@@ -176,6 +177,8 @@ pub(crate) struct ClientState {
     pub(crate) detached: Detached,
     /// Digest of everything delivered to this client's actor (see `digest`).
     pub(crate) obs: u64,
+    /// The same under each permutation of the world's symmetry (see `symmetry`).
+    pub(crate) obs_sym: Vec<u64>,
     /// The client's earlier sessions and how each ended, oldest first (see
     /// `renew_session`).
     pub(crate) ended: Vec<(SessionId, SessionState)>,
@@ -299,6 +302,15 @@ pub(crate) struct World {
     outside_seq: usize,
     /// Whether the chooser wants state digests (then deliveries are folded into `obs`).
     pub(crate) digesting: bool,
+    /// Whether the chooser wants symmetric digests (see `symmetry`), and whether it
+    /// prunes by them.
+    symmetric_wanted: bool,
+    prunes_by_symmetry: bool,
+    /// The clients' permutations that keep roles, once `set_roles` named the roles and
+    /// the chooser wants symmetric digests.
+    symmetry: Option<symmetry::Symmetry>,
+    /// The sessions' renaming under each of its permutations (see `symmetry`).
+    renamings: Vec<symmetry::Renaming>,
     /// The clock of the madsim runtime hosting the run, if any (see `Sim::run`).
     #[cfg(madsim)]
     pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,
@@ -309,6 +321,8 @@ pub(crate) struct World {
 impl World {
     pub(crate) fn new(cfg: SimConfig, chooser: Box<dyn Chooser>) -> Self {
         let digesting = chooser.wants_digests();
+        let symmetric_wanted = digesting && chooser.wants_symmetry();
+        let prunes_by_symmetry = symmetric_wanted && chooser.prunes_by_symmetry();
         World {
             cfg,
             now_us: 0,
@@ -334,6 +348,10 @@ impl World {
             detached_clients: 0,
             outside_seq: 0,
             digesting,
+            symmetric_wanted,
+            prunes_by_symmetry,
+            symmetry: None,
+            renamings: Vec::new(),
             #[cfg(madsim)]
             madsim_clock: None,
             digest_buf: Vec::new(),
@@ -380,6 +398,7 @@ impl World {
             crashed: false,
             detached: Detached::default(),
             obs: 0,
+            obs_sym: vec![0; self.symmetry.as_ref().map_or(0, |s| s.perms.len())],
             ended: Vec::new(),
         });
         Some((id, session))
@@ -397,6 +416,27 @@ impl World {
         };
         self.sessions.insert(session, server_side);
         session
+    }
+
+    /// Names each client's role (clients 0, 1, ... in order; equal roles are
+    /// interchangeable), for symmetric digests: before any client is added.
+    pub(crate) fn set_roles(&mut self, roles: &[u32]) {
+        if self.symmetric_wanted && self.clients.is_empty() {
+            self.symmetry = Some(symmetry::Symmetry::new(roles));
+        }
+    }
+
+    /// Tells the chooser the digest of the state a run ended in: symmetric when it wants
+    /// those, else plain.
+    pub(crate) fn report_final_state(&mut self) {
+        if !self.digesting {
+            return;
+        }
+        let d = match self.symmetry.is_some() {
+            true => self.digest_sym(true).unwrap_or_else(|| self.digest()),
+            false => self.digest(),
+        };
+        self.chooser.at_end(d);
     }
 
     pub(crate) fn subscribe(&mut self, c: ClientId) -> SessionEvents {
@@ -459,7 +499,11 @@ impl World {
         self.kick_all_detached();
         // An explorer may prune a state it has seen (never a due timer: that is forced).
         if self.digesting {
-            let d = self.digest();
+            let d = match (self.chooser.needs_digest(), self.prunes_by_symmetry) {
+                (false, _) => 0,
+                (true, true) => self.digest_sym(false).unwrap_or_else(|| self.digest()),
+                (true, false) => self.digest(),
+            };
             if !self.chooser.at_state(d) {
                 return Step::Pruned;
             }

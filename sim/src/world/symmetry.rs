@@ -1,0 +1,460 @@
+//! A state digest that is the same for two states that differ only by a permutation of
+//! interchangeable clients (symmetry reduction, as in Murφ's scalarsets and TLC's
+//! symmetry sets).
+//!
+//! Clients of one role (every client of a lock, or the readers and the writers of a
+//! read/write lock, each a class) run the same workload. For each permutation π of the
+//! clients that keeps every client in its class, the world encodes the state as π would
+//! rename it:
+//! - client `c`'s parts (connection, queues, watches, cleanup) go to position `π(c)`;
+//!   timers name `π(c)`;
+//! - every session is named by its owner and its place among the owner's sessions,
+//!   `(π(owner), k)`, never by its number, which the server gives in creation order:
+//!   in the sessions, the timers, the tree's ephemeral owners and watchers, and the
+//!   values actors were given (stats, new sessions);
+//! - a guid in a node's name (`_c_<session in hex>-…`, the only place a name carries a
+//!   client's identity) names its session the same way, and the tree's nodes, their
+//!   children and its watches are sorted after renaming, so that the names' order, which
+//!   a permutation changes, does not show;
+//! - what each actor was given is folded under each π from the start (`obs_sym`), since
+//!   a fold cannot be renamed after the fact.
+//!
+//! The digest is the least of these encodings' hashes. Two states with equal digests are
+//! therefore one state renamed: their clients, sessions and guids correspond one to one.
+//!
+//! **Why pruning on it is sound**, for a recipe that declares itself symmetric
+//! (`Recipe::symmetric`): such a recipe uses a client's identity (its session id, its
+//! guid, the names of other clients' nodes) only to compare it for equality, and orders
+//! nodes by their sequence numbers, never by their names, so an actor given renamed values
+//! ends in the renamed state. The world itself names nothing by a session's number except
+//! the order of children in a listing and of watchers, which reach actors only as values
+//! (covered above) or as deliveries to different clients, whose order nothing observes.
+//! What remains is the world's tie-break by client index: actors woken at the same point
+//! stage their requests in index order. Requests go to each client's own queue and reach
+//! the server in an order the explorer chooses, sleeps become timers kept in creation
+//! order (which the encoding keeps), and new sessions are named by owner, not by number;
+//! only the shared resource applies two clients' operations in the order they were
+//! staged, and a fenced resource may accept one and reject the other. The checker's
+//! tests compare the reduced and the unreduced search on every configuration the latter
+//! completes: verdicts, canaries and the set of final states up to renaming.
+//!
+//! Zxids are 64-bit integers like session ids and reach actors in the same values (a
+//! stat), so while the last zxid could be mistaken for a session (from the first session's
+//! number on) the digest falls back to the plain one, and no state is merged.
+
+use super::digest::{Bytes, Seen};
+use super::hash128::hash128;
+use super::request::{Answer, Reply};
+use super::{Inbound, Timer, World};
+use crate::tree::NodeView;
+use std::hash::{Hash, Hasher};
+use zklock_recipe::SessionId;
+
+/// The permutations of clients that keep each client in its class: `perms[i][c]` is
+/// client `c`'s position under the i-th (the first is the identity).
+#[derive(Debug, Clone)]
+pub(crate) struct Symmetry {
+    pub(crate) perms: Vec<Vec<usize>>,
+}
+
+/// The first number a session label takes: above every session number the server gives
+/// in a run of bounded steps, and formatted in hex as long as it is.
+const LABEL_BASE: i64 = 0x5000_0000;
+/// Sessions a client may have before labels would overlap; past it, no state is merged.
+const SESSIONS_PER_CLIENT_MAX: usize = 0x100;
+
+impl Symmetry {
+    /// The permutations within classes: clients with equal `roles[c]` are interchangeable.
+    pub(crate) fn new(roles: &[u32]) -> Symmetry {
+        let n = roles.len();
+        let mut perms = Vec::new();
+        let mut current: Vec<usize> = (0..n).collect();
+        permutations(&mut current, 0, &mut |p| {
+            if (0..n).all(|c| roles[p[c]] == roles[c]) {
+                perms.push(p.to_vec());
+            }
+        });
+        // The identity first, then the rest in a fixed order.
+        perms.sort();
+        Symmetry { perms }
+    }
+}
+
+/// Calls `f` with every permutation of `v[k..]` (v[..k] fixed).
+fn permutations(v: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
+    if k == v.len() {
+        f(v);
+        return;
+    }
+    for i in k..v.len() {
+        v.swap(k, i);
+        permutations(v, k + 1, f);
+        v.swap(k, i);
+    }
+}
+
+/// One permutation's renaming of sessions: (session, label, session in hex, label in
+/// hex).
+pub(crate) struct Renaming {
+    sessions: Vec<(i64, i64, String, String)>,
+}
+
+impl Renaming {
+    fn session(&self, s: i64) -> i64 {
+        self.sessions
+            .iter()
+            .find(|(from, ..)| *from == s)
+            .map_or(s, |(_, to, ..)| *to)
+    }
+
+    /// `bytes` with every guid `_c_<session hex>-` renamed, appended to `out`.
+    fn rename_text(&self, bytes: &[u8], out: &mut Vec<u8>) {
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i..].starts_with(b"_c_") {
+                let start = i + 3;
+                let end = bytes[start..]
+                    .iter()
+                    .position(|&b| !b.is_ascii_hexdigit())
+                    .map_or(bytes.len(), |p| start + p);
+                let run = &bytes[start..end];
+                if bytes.get(end) == Some(&b'-')
+                    && let Some((.., to)) = self
+                        .sessions
+                        .iter()
+                        .find(|(_, _, from, _)| from.as_bytes() == run)
+                {
+                    out.extend_from_slice(b"_c_");
+                    out.extend_from_slice(to.as_bytes());
+                    i = end;
+                    continue;
+                }
+                out.extend_from_slice(b"_c_");
+                i = start;
+                continue;
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+}
+
+/// A hasher that renames sessions (every `i64` that is one) and guids (in every byte
+/// string) on their way to `inner`.
+struct Renamed<'a, H: Hasher> {
+    inner: &'a mut H,
+    r: &'a Renaming,
+    scratch: Vec<u8>,
+}
+
+impl<H: Hasher> Hasher for Renamed<'_, H> {
+    fn write(&mut self, bytes: &[u8]) {
+        // Most strings name no guid: passed on as they are.
+        if !bytes.windows(3).any(|w| w == b"_c_") {
+            self.inner.write(bytes);
+            return;
+        }
+        self.scratch.clear();
+        self.r.rename_text(bytes, &mut self.scratch);
+        self.inner.write(&self.scratch);
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.inner.write_u8(v);
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.inner.write_u16(v);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.inner.write_u32(v);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.inner.write_u64(v);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.inner.write_usize(v);
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.inner.write_i64(self.r.session(v));
+    }
+    fn finish(&self) -> u64 {
+        unreachable!("an encoder, never asked for a hash")
+    }
+}
+
+fn hex(v: i64) -> String {
+    format!("{:x}", v as u64)
+}
+
+impl World {
+    /// Whether the symmetric digest can tell sessions from other numbers now (see the
+    /// module docs); when not, states are digested plainly.
+    fn symmetric_now(&self) -> bool {
+        let first_session = self.sessions.keys().next().map_or(i64::MAX, |s| s.0);
+        self.tree.last_zxid() < first_session
+            && self
+                .clients
+                .iter()
+                .all(|cl| cl.ended.len() + 1 < SESSIONS_PER_CLIENT_MAX)
+    }
+
+    /// The renamings of sessions under each permutation, made again only when a session
+    /// was opened (sessions are never forgotten, and their owners and ranks never change).
+    fn renamings(&mut self, sym: &Symmetry) -> Vec<Renaming> {
+        let mut cached = std::mem::take(&mut self.renamings);
+        if cached.len() != sym.perms.len()
+            || cached
+                .first()
+                .is_none_or(|r| r.sessions.len() != self.sessions.len())
+        {
+            cached = sym.perms.iter().map(|p| self.renaming(p)).collect();
+        }
+        cached
+    }
+
+    /// The renaming of sessions under `perm`.
+    fn renaming(&self, perm: &[usize]) -> Renaming {
+        let mut sessions = Vec::with_capacity(self.sessions.len());
+        for (id, s) in &self.sessions {
+            let cl = &self.clients[s.client];
+            let k = if *id == cl.session {
+                cl.ended.len()
+            } else {
+                cl.ended
+                    .iter()
+                    .position(|(e, _)| e == id)
+                    .unwrap_or(cl.ended.len())
+            };
+            let label = LABEL_BASE + ((perm[s.client] as i64) << 8) + k as i64;
+            sessions.push((id.0, label, hex(id.0), hex(label)));
+        }
+        Renaming { sessions }
+    }
+
+    /// Folds a value delivered to client `c` into its folds under every permutation.
+    pub(crate) fn observe_sym(&mut self, c: usize, v: &Seen<'_>) {
+        let Some(sym) = self.symmetry.take() else {
+            return;
+        };
+        let renamings = self.renamings(&sym);
+        let mut buf = std::mem::take(&mut self.digest_buf);
+        for (i, r) in renamings.iter().enumerate() {
+            buf.clear();
+            let mut h = Renamed {
+                inner: &mut Bytes(&mut buf),
+                r,
+                scratch: Vec::new(),
+            };
+            self.clients[c].obs_sym[i].hash(&mut h);
+            std::mem::discriminant(v).hash(&mut h);
+            match v {
+                Seen::Reply(reply) => hash_reply(reply, &mut h),
+                other => other.hash(&mut h),
+            }
+            self.clients[c].obs_sym[i] = hash128(&buf) as u64;
+        }
+        self.digest_buf = buf;
+        self.renamings = renamings;
+        self.symmetry = Some(sym);
+    }
+
+    /// The symmetric digest (see the module docs) of the state, or of the state a run
+    /// `ended` in; `None` when states are digested plainly.
+    pub(crate) fn digest_sym(&mut self, ended: bool) -> Option<u128> {
+        if !self.symmetric_now() {
+            return None;
+        }
+        let sym = self.symmetry.take()?;
+        let renamings = self.renamings(&sym);
+        self.tree.renamed.resize(sym.perms.len(), None);
+        let mut buf = std::mem::take(&mut self.digest_buf);
+        let mut best = u128::MAX;
+        for (i, (perm, r)) in sym.perms.iter().zip(&renamings).enumerate() {
+            let tree = match self.tree.renamed[i] {
+                Some(d) => d,
+                None => {
+                    buf.clear();
+                    encode_tree(self, r, &mut Bytes(&mut buf));
+                    let d = hash128(&buf);
+                    self.tree.renamed[i] = Some(d);
+                    d
+                }
+            };
+            buf.clear();
+            self.encode_renamed(i, perm, r, tree, ended, &mut Bytes(&mut buf));
+            best = best.min(hash128(&buf));
+        }
+        self.digest_buf = buf;
+        self.renamings = renamings;
+        self.symmetry = Some(sym);
+        Some(best)
+    }
+
+    fn encode_renamed(
+        &self,
+        i: usize,
+        perm: &[usize],
+        r: &Renaming,
+        tree: u128,
+        ended: bool,
+        out: &mut Bytes<'_>,
+    ) {
+        // Apart from the plain encoding, whatever its bytes.
+        0xA5u8.hash(out);
+        self.now_us.hash(out);
+        tree.hash(out);
+        let mut at = vec![0; perm.len()];
+        for (c, &p) in perm.iter().enumerate() {
+            at[p] = c;
+        }
+        let mut h = Renamed {
+            inner: out,
+            r,
+            scratch: Vec::new(),
+        };
+        self.clients.len().hash(&mut h);
+        for &c in &at {
+            let cl = &self.clients[c];
+            cl.obs_sym[i].hash(&mut h);
+            (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(&mut h);
+            (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(&mut h);
+            (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(&mut h);
+            cl.outbound.len().hash(&mut h);
+            for o in &cl.outbound {
+                (&o.req, o.reply.is_detached()).hash(&mut h);
+            }
+            cl.inbound.len().hash(&mut h);
+            for item in &cl.inbound {
+                match item {
+                    Inbound::Reply {
+                        result,
+                        watch,
+                        reply,
+                        ..
+                    } => {
+                        0u8.hash(&mut h);
+                        hash_reply(result, &mut h);
+                        (watch, reply.is_detached()).hash(&mut h);
+                    }
+                    Inbound::Event(ev) => (1u8, ev).hash(&mut h),
+                }
+            }
+            cl.detached.hash(&mut h);
+            cl.watches.hash_shape(&mut h);
+            cl.ended.hash(&mut h);
+        }
+        let mut sessions: Vec<_> = self
+            .sessions
+            .iter()
+            .map(|(id, s)| (r.session(id.0), s.alive, s.hears, s.expiry_epoch))
+            .collect();
+        sessions.sort_unstable();
+        sessions.hash(&mut h);
+        let mut timers: Vec<_> = self
+            .timers
+            .iter()
+            .map(|(at, t)| (at, renamed_timer(t, perm, r)))
+            .collect();
+        // Which of two timers due at once fires first matters to what follows; once the
+        // run has ended it does not, and a final state is compared without it.
+        if ended {
+            timers.sort_unstable();
+        }
+        timers.hash(&mut h);
+        self.resource.hash(&mut h);
+        if !self.more_resources.is_empty() {
+            self.more_resources.hash(&mut h);
+        }
+        self.faults.as_ref().map(|f| f.injected).hash(&mut h);
+    }
+}
+
+/// A reply, a listing's names renamed and sorted: a symmetric recipe does not depend on
+/// a listing's order, which renaming changes (the server lists in name order).
+fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
+    let Ok(Answer::Children(names, watch)) = reply else {
+        reply.hash(h);
+        return;
+    };
+    // Apart from `Result`'s own discriminants (0 and 1).
+    0xC1usize.hash(h);
+    let mut renamed: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| {
+            let mut v = Vec::with_capacity(n.len());
+            h.r.rename_text(n.as_bytes(), &mut v);
+            v
+        })
+        .collect();
+    renamed.sort_unstable();
+    renamed.len().hash(h.inner);
+    for n in &renamed {
+        n.len().hash(h.inner);
+        h.inner.write(n);
+    }
+    watch.is_some().hash(h);
+}
+
+/// A timer without its channels, its client and session renamed.
+fn renamed_timer(t: &Timer, perm: &[usize], r: &Renaming) -> (u8, i64, u64) {
+    // The main actor's sleeps name no client (an index past the clients).
+    let c = |c: &usize| perm.get(*c).map_or(-1, |&p| p as i64);
+    match t {
+        Timer::Sleep(cl, _) => (0, c(cl), 0),
+        Timer::Expire { session, epoch } => (1, r.session(session.0), *epoch),
+        Timer::Reconnect { client, epoch } => (2, c(client), *epoch),
+        Timer::DetectDisconnect { client, epoch } => (3, c(client), *epoch),
+        Timer::Resume { client, at } => (4, c(client), *at),
+        Timer::Heal { client, at } => (5, c(client), *at),
+        Timer::Undelay { client, at } => (6, c(client), *at),
+    }
+}
+
+/// The tree renamed: each node's encoding (renamed path, data, stat, counter, renamed
+/// children sorted), sorted; then the last zxid; then each kind of watch as (renamed
+/// path, renamed sessions sorted), sorted.
+fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
+    let one = |f: &mut dyn FnMut(&mut Renamed<'_, Bytes<'_>>)| {
+        let mut buf = Vec::new();
+        let mut bytes = Bytes(&mut buf);
+        let mut h = Renamed {
+            inner: &mut bytes,
+            r,
+            scratch: Vec::new(),
+        };
+        f(&mut h);
+        buf
+    };
+    let mut nodes: Vec<Vec<u8>> = w
+        .tree
+        .node_views()
+        .map(|n: NodeView<'_>| {
+            one(&mut |h| {
+                (n.path, n.data, n.stat, n.child_creates).hash(h);
+                let mut children: Vec<Vec<u8>> =
+                    n.children.iter().map(|c| one(&mut |h| c.hash(h))).collect();
+                children.sort_unstable();
+                children.hash(h);
+            })
+        })
+        .collect();
+    nodes.sort_unstable();
+    nodes.hash(out);
+    w.tree.last_zxid().hash(out);
+    for data in [true, false] {
+        let mut watches: Vec<Vec<u8>> = w
+            .tree
+            .watch_views(data)
+            .into_iter()
+            .map(|(path, sessions)| {
+                let mut ids: Vec<i64> = sessions
+                    .iter()
+                    .map(|s: &SessionId| r.session(s.0))
+                    .collect();
+                ids.sort_unstable();
+                one(&mut |h| (path, &ids).hash(h))
+            })
+            .collect();
+        watches.sort_unstable();
+        watches.hash(out);
+    }
+}

@@ -138,6 +138,7 @@ pub mod explore;
 pub mod holds;
 pub mod limits;
 pub mod per_lock;
+pub mod real_judge;
 pub mod properties;
 pub mod registry;
 pub mod regressions;

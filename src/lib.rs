@@ -33,6 +33,7 @@ mod explore;
 mod files;
 mod interrupt;
 mod real_cmd;
+mod real_recipes;
 mod replay;
 mod shrink_cmd;
 mod timeline_cmd;

@@ -6,5 +6,6 @@ mod cases;
 mod cli;
 mod real;
 mod semaphore;
+mod semaphore_real;
 
 pub use zklock_canaries::{Bug, Canary};

@@ -6,6 +6,7 @@ mod cases;
 mod cli;
 mod real;
 mod semaphore;
+mod semaphore_check;
 mod semaphore_real;
 
 pub use zklock_canaries::{Bug, Canary};

@@ -469,6 +469,47 @@ mod tests {
     }
 
     #[test]
+    fn a_recipe_and_several_locks_are_checked_before_anything_runs() {
+        let o = parse(args(&[
+            "--recipe",
+            "semaphore",
+            "--locks",
+            "3",
+            "--seed",
+            "9",
+        ]))
+        .unwrap();
+        assert_eq!(o.recipe, RealRecipeKind::Semaphore);
+        assert_eq!((o.workload.locks, o.workload.lock_seed), (3, 9));
+        assert_eq!(parse(args(&[])).unwrap().recipe, RealRecipeKind::Shipped);
+        let o = parse(args(&["--recipe", "canary-lease-outside-lock"])).unwrap();
+        assert_eq!(o.recipe.must_violate(), Some("semaphore_leases"));
+        for (bad, says) in [
+            (&["--recipe", "queue-of-dreams"][..], "unknown recipe"),
+            (&["--recipe", "semaphore", "--readers", "1"], "no read side"),
+            (
+                &["--lock", "kazoo-lock", "--locks", "2"],
+                "one lock directory",
+            ),
+            (&["--locks", "65"], "locks must be 1 to 64"),
+            (&["--locks", "0"], "locks must be 1 to 64"),
+        ] {
+            let e = format!("{:#}", parse(args(bad)).unwrap_err());
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // One recipe or one library's lock, not both.
+        let both = [
+            "zklock",
+            "real",
+            "--recipe",
+            "semaphore",
+            "--lock",
+            "kazoo-lock",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
+    }
+
+    #[test]
     fn durations_take_units() {
         let ms = |s: &str| parse_duration_ms("--duration", s).unwrap();
         assert_eq!(

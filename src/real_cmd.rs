@@ -253,7 +253,11 @@ pub fn run(a: RealArgs) -> Result<Status> {
         w.readers,
         w.duration_ms,
         describe(&servers),
-        w.lock_path,
+        match w.lock_paths().as_slice() {
+            [one] => one.clone(),
+            [first, .., last] => format!("{first} to {last}, by the seed"),
+            [] => String::new(),
+        },
         opts.faults.faults,
         opts.faults.start_ms,
         opts.faults.heal_ms,

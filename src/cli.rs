@@ -410,6 +410,15 @@ pub struct RealArgs {
     /// set-data or get-children
     #[arg(long, value_name = "C:ACTION:OP:PATH")]
     pub aim: Vec<String>,
+    /// zklock's recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
+    /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases), or a
+    /// canary (the run says which property it must violate)
+    #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME, conflicts_with = "lock")]
+    pub recipe: String,
+    /// Lock directories, 1 to 64: each acquisition takes the one the run's seed picks, and
+    /// every property is judged per lock (1: the one lock)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks)]
+    pub locks: u32,
 }
 
 #[derive(Debug, Args)]

@@ -33,6 +33,7 @@ mod explore;
 mod files;
 mod interrupt;
 mod real_cmd;
+mod real_recipes;
 mod replay;
 mod shape_args;
 mod shrink_cmd;

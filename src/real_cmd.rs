@@ -4,11 +4,13 @@
 use crate::Status;
 use crate::cli::RealArgs;
 use crate::files::create_private_dir;
+use crate::real_recipes::RealRecipeKind;
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zklock_checker::CheckConfig;
-use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged, judge_parallel};
+use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged};
+use zklock_checker::real_judge::{RunShape, judge_real};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
 use zklock_real::driver::{DriverKind, DriverRecipe};
@@ -16,7 +18,7 @@ use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
-use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe, run_workload};
+use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -35,8 +37,10 @@ struct RealOptions {
     connect: Option<String>,
     /// Where a failing run's timeline goes.
     out_dir: PathBuf,
-    /// A released library's lock, through its driver; None: the shipped lock.
+    /// A released library's lock, through its driver; None: `recipe`.
     driver: Option<DriverKind>,
+    /// zklock's recipe to run (without a driver).
+    recipe: RealRecipeKind,
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
@@ -69,6 +73,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         mix_offset: a.mix_offset,
         acquire_timeout_ms: a.acquire_timeout_ms,
         connect_timeout_ms: a.connect_timeout_ms,
+        locks: a.locks,
         ..WorkloadConfig::default()
     };
     let mut faults = FaultConfig {
@@ -85,6 +90,12 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         ..FaultConfig::default()
     };
     let faults_given = a.faults != "all";
+    // Each acquisition's lock comes from the run's seed, as its faults do.
+    workload.lock_seed = faults.seed;
+    let recipe = RealRecipeKind::parse(&a.recipe).map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
+    if workload.readers > 0 && !recipe.has_readers() {
+        bail!("--readers: the {recipe} recipe has no read side (its holders all read)");
+    }
     let driver = match a.lock.as_str() {
         "zklock" => None,
         name => {
@@ -96,6 +107,11 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         && !kind.has_readers()
     {
         bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
+    }
+    if driver.is_some() && workload.locks > 1 {
+        bail!(
+            "--locks: a library's driver runs one lock directory; --locks takes zklock's recipes"
+        );
     }
     if a.aim.len() > MAX_AIMED {
         bail!(
@@ -152,6 +168,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         connect,
         out_dir,
         driver,
+        recipe,
     })
 }
 
@@ -220,15 +237,27 @@ pub fn run(a: RealArgs) -> Result<Status> {
         }
     };
     let w = &opts.workload;
+    if let (None, Some(property)) = (&driver, opts.recipe.must_violate()) {
+        println!(
+            "canary {}: a known bug; the run catches it if it violates {property}",
+            opts.recipe
+        );
+    }
     println!(
         "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
          until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
-        driver.as_ref().map_or("zklock", |d| d.kind().name()),
+        driver
+            .as_ref()
+            .map_or(opts.recipe.name(), |d| d.kind().name()),
         w.clients,
         w.readers,
         w.duration_ms,
         describe(&servers),
-        w.lock_path,
+        match w.lock_paths().as_slice() {
+            [one] => one.clone(),
+            [first, .., last] => format!("{first} to {last}, by the seed"),
+            [] => String::new(),
+        },
         opts.faults.faults,
         opts.faults.start_ms,
         opts.faults.heal_ms,
@@ -247,7 +276,7 @@ pub fn run(a: RealArgs) -> Result<Status> {
     let status = driver.as_ref().map(DriverRecipe::status);
     let run = match driver {
         Some(recipe) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe)),
-        None => runtime.block_on(run_workload(servers, &workload, &opts.faults)),
+        None => runtime.block_on(opts.recipe.run(servers, &workload, &opts.faults)),
     }
     .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
@@ -288,19 +317,40 @@ fn describe(servers: &Servers) -> String {
 fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> {
     // With pauses on, an overlap of a paused holder is the known, unavoidable class.
     let cfg = CheckConfig::from(run.facts());
+    let shape = RunShape {
+        locks: run.final_children_by_lock.clone(),
+        leases: run.leases,
+    };
     let Judged {
         report,
         history,
         reordered,
-    } = judge_parallel(&run.history, &cfg);
+    } = judge_real(&run.history, &cfg, &shape);
     print!("{report}");
     println!("{}", run.faults);
     println!(
         "sessions opened {}, {} events, lock nodes left {}",
         run.sessions_opened,
         history.events.len(),
-        run.final_lock_children.len()
+        run.final_children_by_lock
+            .iter()
+            .map(|(_, left)| left.len())
+            .sum::<usize>()
     );
+    if let (None, Some(property)) = (opts.driver, opts.recipe.must_violate()) {
+        if report.violated().contains(&property) {
+            println!(
+                "canary {}: caught ({property} violated, as it must be)",
+                opts.recipe
+            );
+        } else {
+            println!(
+                "canary {}: NOT caught in this run ({property} held: the schedule that \
+                 shows the bug did not happen)",
+                opts.recipe
+            );
+        }
+    }
     if reordered > 0 {
         println!(
             "note: {reordered} request(s) of waiters caught mid-step were judged at the \
@@ -420,6 +470,47 @@ mod tests {
             let e = parse(args(&["--aim", bad])).unwrap_err();
             assert!(e.to_string().contains(says), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_recipe_and_several_locks_are_checked_before_anything_runs() {
+        let o = parse(args(&[
+            "--recipe",
+            "semaphore",
+            "--locks",
+            "3",
+            "--seed",
+            "9",
+        ]))
+        .unwrap();
+        assert_eq!(o.recipe, RealRecipeKind::Semaphore);
+        assert_eq!((o.workload.locks, o.workload.lock_seed), (3, 9));
+        assert_eq!(parse(args(&[])).unwrap().recipe, RealRecipeKind::Shipped);
+        let o = parse(args(&["--recipe", "canary-lease-outside-lock"])).unwrap();
+        assert_eq!(o.recipe.must_violate(), Some("semaphore_leases"));
+        for (bad, says) in [
+            (&["--recipe", "queue-of-dreams"][..], "unknown recipe"),
+            (&["--recipe", "semaphore", "--readers", "1"], "no read side"),
+            (
+                &["--lock", "kazoo-lock", "--locks", "2"],
+                "one lock directory",
+            ),
+            (&["--locks", "65"], "locks must be 1 to 64"),
+            (&["--locks", "0"], "locks must be 1 to 64"),
+        ] {
+            let e = format!("{:#}", parse(args(bad)).unwrap_err());
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // One recipe or one library's lock, not both.
+        let both = [
+            "zklock",
+            "real",
+            "--recipe",
+            "semaphore",
+            "--lock",
+            "kazoo-lock",
+        ];
+        assert!(Cli::try_parse_from(both).is_err());
     }
 
     #[test]

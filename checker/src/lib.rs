@@ -139,6 +139,7 @@ pub mod holds;
 pub mod limits;
 pub mod per_lock;
 pub mod properties;
+pub mod real_judge;
 pub mod registry;
 pub mod regressions;
 pub mod run;

@@ -9,7 +9,7 @@
 //! violations name events of the whole history, and the report holds, per property, the
 //! first lock's failure (or else its first report).
 
-use crate::properties::{CheckConfig, Report, Violation, check_all};
+use crate::properties::{CheckConfig, Report, Verdict, Violation, check_all, semaphore_leases};
 use std::collections::BTreeMap;
 use zklock_recipe::history::{EventKind, History};
 
@@ -104,6 +104,34 @@ pub fn check_per_lock(
         });
     }
     merged.unwrap_or_else(|| check_all(history, cfg))
+}
+
+/// `semaphore_leases` of a semaphore of `leases` leases judged per lock directory of
+/// `paths` (each a semaphore of its own): the first lock's failure, else its first
+/// known-unavoidable report, else the first verdict.
+pub fn semaphore_leases_per_lock(
+    history: &History,
+    leases: u32,
+    pauses_on: bool,
+    paths: &[String],
+) -> Verdict {
+    let verdicts = paths.iter().map(|path| {
+        if paths.len() == 1 {
+            return semaphore_leases::check(history, leases, pauses_on);
+        }
+        let (seen, index) = project(history, path, paths);
+        let mut v = semaphore_leases::check(&seen, leases, pauses_on);
+        if let Some(violation) = &mut v.report {
+            renumber(violation, &index, path);
+        }
+        v
+    });
+    verdicts
+        .reduce(|kept, new| {
+            let better = (kept.ok && !new.ok) || (kept.report.is_none() && new.report.is_some());
+            if better { new } else { kept }
+        })
+        .unwrap_or_else(|| semaphore_leases::check(history, leases, pauses_on))
 }
 
 /// A projected history's violation, told in the whole history's event numbers.

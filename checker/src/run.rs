@@ -1,7 +1,6 @@
 //! Running a scenario and judging it in one call: what `explore` and `replay` share.
 
-use crate::per_lock::{check_per_lock, project, renumber};
-use crate::properties::semaphore_leases;
+use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::{SavedReport, Trace};
 use zklock_sim::{
@@ -100,26 +99,12 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
         check_all(&outcome.history, &cfg)
     };
     if let Some(leases) = outcome.leases {
-        let paths = scenario.lock_paths();
-        let verdicts = paths.iter().map(|path| {
-            if paths.len() == 1 {
-                return semaphore_leases::check(&outcome.history, leases, cfg.pauses_on);
-            }
-            let (seen, index) = project(&outcome.history, path, &paths);
-            let mut v = semaphore_leases::check(&seen, leases, cfg.pauses_on);
-            if let Some(violation) = &mut v.report {
-                renumber(violation, &index, path);
-            }
-            v
-        });
-        // The first lock's failure, else its known-unavoidable report, else the first.
-        let verdict = verdicts
-            .reduce(|kept, new| {
-                let better =
-                    (kept.ok && !new.ok) || (kept.report.is_none() && new.report.is_some());
-                if better { new } else { kept }
-            })
-            .expect("a scenario has a lock");
+        let verdict = semaphore_leases_per_lock(
+            &outcome.history,
+            leases,
+            cfg.pauses_on,
+            &scenario.lock_paths(),
+        );
         // A semaphore's own property comes first: its first failure is the one reported.
         report.verdicts.insert(0, verdict);
     }

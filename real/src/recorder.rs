@@ -20,7 +20,8 @@ pub const DEFAULT_MAX_EVENTS: usize = 2_000_000;
 struct Log {
     events: Vec<Event>,
     next_op_id: u64,
-    resource: Resource,
+    /// The resource each lock guards, by lock index (one, unless a run has several locks).
+    resources: Vec<Resource>,
     /// Sessions of crashed processes, by client: nothing of them is recorded after the
     /// crash, and they touch the resource no more. A handful per run: a scan is enough.
     crashed: Vec<(u32, SessionId)>,
@@ -30,6 +31,14 @@ impl Log {
     fn is_crashed(&self, client: u32, session: SessionId) -> bool {
         !self.crashed.is_empty() && self.crashed.contains(&(client, session))
     }
+}
+
+/// Lock `lock`'s resource, made on first use (a run has at most a few dozen locks).
+fn resource_of(log: &mut Log, lock: usize) -> &mut Resource {
+    if log.resources.len() <= lock {
+        log.resources.resize_with(lock + 1, Resource::default);
+    }
+    &mut log.resources[lock]
 }
 
 /// A run's history and resource. Times are microseconds since the recorder was made.
@@ -57,7 +66,7 @@ impl Recorder {
             log: Mutex::new(Log {
                 events: Vec::new(),
                 next_op_id: 0,
-                resource: Resource::default(),
+                resources: vec![Resource::default()],
                 crashed: Vec::new(),
             }),
         }
@@ -145,12 +154,24 @@ impl Recorder {
 
     /// Reads the resource and records the read (of the fenced value, as the simulation does).
     pub fn read_resource(&self, client: u32, session: SessionId, token: i64) -> ResourceRead {
+        self.read_resource_of(0, client, session, token)
+    }
+
+    /// Reads the resource of lock `lock` (a run of several locks guards one resource per
+    /// lock, as the simulation does) and records the read.
+    pub fn read_resource_of(
+        &self,
+        lock: usize,
+        client: u32,
+        session: SessionId,
+        token: i64,
+    ) -> ResourceRead {
         let mut log = self.log();
         if log.is_crashed(client, session) {
             // A dead process's read: it never happens, and teaches the resource nothing.
             return ResourceRead::default();
         }
-        let read = log.resource.read(token);
+        let read = resource_of(&mut log, lock).read(token);
         let kind = EventKind::ResourceRead { value: read.fenced };
         self.push(&mut log, client, session, kind);
         read
@@ -165,11 +186,23 @@ impl Recorder {
         token: i64,
         read: ResourceRead,
     ) -> Option<WriteOutcome> {
+        self.write_resource_of(0, client, session, token, read)
+    }
+
+    /// [`write_resource`](Recorder::write_resource) on the resource of lock `lock`.
+    pub fn write_resource_of(
+        &self,
+        lock: usize,
+        client: u32,
+        session: SessionId,
+        token: i64,
+        read: ResourceRead,
+    ) -> Option<WriteOutcome> {
         let mut log = self.log();
         if log.is_crashed(client, session) {
             return None;
         }
-        let out = log.resource.write(token, read);
+        let out = resource_of(&mut log, lock).write(token, read);
         let kind = EventKind::ResourceWrite {
             token,
             value: out.value,
@@ -252,8 +285,12 @@ mod tests {
             .expect("a live session");
         assert!(!stale.fenced_accepted && stale.unfenced_overwrote);
         assert!(r.is_full());
+        // Another lock's resource knows nothing of lock 0's writes: token 41 is accepted.
+        let other = r.read_resource_of(1, 1, SessionId(8), 41);
+        let w = r.write_resource_of(1, 1, SessionId(8), 41, other).unwrap();
+        assert!(w.fenced_accepted && !w.unfenced_overwrote);
         let kinds: Vec<&'static str> = r.history().events.iter().map(|e| e.kind.tag()).collect();
-        assert_eq!(kinds, ["rd", "wr", "wr"]);
+        assert_eq!(kinds, ["rd", "wr", "wr", "rd", "wr"]);
     }
 
     #[test]

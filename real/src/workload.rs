@@ -18,6 +18,12 @@
 //! the sessions are still open (waiting for dead sessions to expire), so any node left is a
 //! true orphan; then the sessions are closed.
 
+mod locks;
+mod semaphore;
+
+pub use locks::{MAX_LOCKS, lock_of, lock_paths};
+pub use semaphore::SemaphoreRealRecipe;
+
 use crate::client::ZkClient;
 use crate::error::RealError;
 use crate::faults::{
@@ -54,6 +60,13 @@ pub struct WorkloadConfig {
     pub duration_ms: u64,
     /// The lock's directory (created with its parents).
     pub lock_path: String,
+    /// Lock directories, 1 to [`MAX_LOCKS`] (default 1): above 1 the run takes
+    /// `<lock_path>-0` to `<lock_path>-N-1` ([`lock_paths`]), each acquisition the lock
+    /// [`lock_of`] picks from `lock_seed`, each lock guarding a resource of its own.
+    pub locks: u32,
+    /// The seed of each acquisition's lock in a run of several locks (`zklock real` gives
+    /// it the run's `--seed`). Default 0.
+    pub lock_seed: u64,
     /// Session timeout every client asks for.
     pub session_timeout_ms: u64,
     /// How long connecting a session may take before the run (or a reconnect) gives up.
@@ -129,6 +142,8 @@ impl Default for WorkloadConfig {
             readers: 0,
             duration_ms: 30_000,
             lock_path: "/zklock/lock".into(),
+            locks: 1,
+            lock_seed: 0,
             session_timeout_ms: 4_000,
             connect_timeout_ms: 10_000,
             hold_ms: 5,
@@ -204,7 +219,23 @@ impl WorkloadConfig {
         if let Err(e) = zklock_recipe::path::validate_path(&self.lock_path, false) {
             return bad(format!("lock path {:?}: {e}", self.lock_path));
         }
+        if !(1..=MAX_LOCKS).contains(&self.locks) {
+            return bad(format!(
+                "locks must be 1 to {MAX_LOCKS}, got {}",
+                self.locks
+            ));
+        }
+        for path in self.lock_paths() {
+            if let Err(e) = zklock_recipe::path::validate_path(&path, false) {
+                return bad(format!("lock path {path:?}: {e}"));
+            }
+        }
         Ok(())
+    }
+
+    /// The run's lock directories ([`lock_paths`]).
+    pub fn lock_paths(&self) -> Vec<String> {
+        lock_paths(&self.lock_path, self.locks)
     }
 }
 
@@ -213,8 +244,14 @@ impl WorkloadConfig {
 pub struct RealRun {
     pub history: History,
     /// Children of the lock directory once every client was done and dead sessions had
-    /// expired (read before the live ones were closed): a node left here is an orphan.
+    /// expired (read before the live ones were closed): a node left here is an orphan. In
+    /// a run of several locks, the first lock's.
     pub final_lock_children: Vec<String>,
+    /// Every lock directory of the run ([`WorkloadConfig::lock_paths`]) with its children
+    /// read as `final_lock_children` is.
+    pub final_children_by_lock: Vec<(String, Vec<String>)>,
+    /// The recipe's [`RealRecipe::leases`]: `Some(n)` for a semaphore of `n` leases.
+    pub leases: Option<u32>,
     /// Run time when every client was done, in µs.
     pub run_end_us: u64,
     /// When faults stopped, in ms of run time.
@@ -290,6 +327,14 @@ pub trait RealRecipe: Send + Sync + 'static {
     /// `<path>/leases` and `<path>/locks`.)
     fn nodes_dir(&self, lock_path: &str) -> String {
         lock_path.to_owned()
+    }
+
+    /// `Some(n)` for a counting semaphore of `n` leases (1 to
+    /// `zklock_recipe::semaphore::LEASES_MAX`): every client then holds a lease as a reader
+    /// of the resource, whatever its role, and the run is judged with `semaphore_leases`.
+    /// Default `None`: a lock.
+    fn leases(&self) -> Option<u32> {
+        None
     }
 
     /// Called once before the clients start, with where each connects and its process's
@@ -410,6 +455,16 @@ pub async fn run_recipe<R: RealRecipe>(
     recipe: R,
 ) -> Result<RealRun, RealError> {
     config.validate()?;
+    if let Some(n) = recipe.leases()
+        && !(1..=zklock_recipe::semaphore::LEASES_MAX).contains(&n)
+    {
+        return Err(RealError::Config {
+            reason: format!(
+                "a semaphore takes 1 to {} leases, not {n}",
+                zklock_recipe::semaphore::LEASES_MAX
+            ),
+        });
+    }
     // Without faults there is nothing to heal: liveness is judged from the start.
     let no_faults;
     let faults = if faults.faults.is_empty() {
@@ -481,7 +536,9 @@ pub async fn run_recipe<R: RealRecipe>(
         .start(&RunStart {
             connect: shared.connect.clone(),
             processes: shared.processes.clone(),
-            roles: (0..clients).map(|i| role_of(i, config)).collect(),
+            roles: (0..clients)
+                .map(|i| role_in(i, config, recipe.leases()))
+                .collect(),
             lock_path: config.lock_path.clone(),
             session_timeout_ms: config.session_timeout_ms,
             recorder: Arc::clone(&recorder),
@@ -549,8 +606,14 @@ pub async fn run_recipe<R: RealRecipe>(
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
-    let nodes_dir = recipe.nodes_dir(&config.lock_path);
-    let final_lock_children = settled_children(&observer, &nodes_dir, settle).await;
+    // The same settle for every lock: the sessions expire while the first is read.
+    let mut final_children_by_lock = Vec::new();
+    for path in config.lock_paths() {
+        let nodes_dir = recipe.nodes_dir(&path);
+        let children = settled_children(&observer, &nodes_dir, settle).await;
+        final_children_by_lock.push((path, children));
+    }
+    let final_lock_children = final_children_by_lock[0].1.clone();
     for client in finals.into_iter().flatten() {
         let _ = tokio::time::timeout(settle, client.close()).await;
     }
@@ -565,9 +628,12 @@ pub async fn run_recipe<R: RealRecipe>(
             },
         ),
     };
+    let leases = recipe.leases();
     Ok(RealRun {
         history: recorder.history(),
         final_lock_children,
+        final_children_by_lock,
+        leases,
         run_end_us,
         heal_ms: if faults.faults.is_empty() {
             0
@@ -700,6 +766,16 @@ pub fn role_of(index: usize, config: &WorkloadConfig) -> LockRole {
     }
 }
 
+/// Client `index`'s role with a recipe of `leases` ([`RealRecipe::leases`]): a semaphore's
+/// holders share the resource, as readers do; a lock's, [`role_of`].
+pub fn role_in(index: usize, config: &WorkloadConfig, leases: Option<u32>) -> LockRole {
+    if leases.is_some() {
+        LockRole::Read
+    } else {
+        role_of(index, config)
+    }
+}
+
 /// The acquire mode of client `index`'s `k`th attempt: the simulation's mix
 /// ([`AcquireMode::of_attempt`]), with the delay of a dropped acquire spread over its
 /// range by `index` and `k` (no chooser here).
@@ -752,10 +828,17 @@ async fn worker<R: RealRecipe>(
     first: RecordingClient,
 ) -> RecordingClient {
     let config = &shared.config;
-    let role = role_of(index, config);
+    let role = role_in(index, config, recipe.leases());
     let hold = Duration::from_millis(config.hold_ms);
+    let paths = config.lock_paths();
+    let locks_of = |client: &RecordingClient| -> Vec<R::Lock> {
+        paths
+            .iter()
+            .map(|p| recipe.lock(client.clone(), role, p))
+            .collect()
+    };
     let mut client = first;
-    let mut lock = recipe.lock(client.clone(), role, &config.lock_path);
+    let mut locks = locks_of(&client);
     let mut k = 0u64;
     while !shared.acquisitions_over() {
         if client.session_state().is_terminal() {
@@ -773,7 +856,7 @@ async fn worker<R: RealRecipe>(
             match shared.connect(index, timeout_ms).await {
                 Ok(fresh) => {
                     client = fresh;
-                    lock = recipe.lock(client.clone(), role, &config.lock_path);
+                    locks = locks_of(&client);
                 }
                 Err(_) => {
                     tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
@@ -782,11 +865,14 @@ async fn worker<R: RealRecipe>(
             continue;
         }
         let mode = mode_of(index, k, config);
+        let which = lock_of(config.lock_seed, index, k, config.locks);
+        let lock = &locks[which];
         k += 1;
         client.record(EventKind::AcquireInvoked {
             role,
             mode,
-            lock: None,
+            // Named only in a run of several locks, as the simulation names it.
+            lock: (config.locks > 1).then(|| paths[which].clone()),
         });
         let got = match mode {
             AcquireMode::Blocking => {
@@ -840,7 +926,9 @@ async fn worker<R: RealRecipe>(
         // The critical section: read, work, write value + 1 with the fencing token, unless
         // the lost signal fires first.
         let session = client.session_id();
-        let read = shared.recorder.read_resource(index as u32, session, token);
+        let read = shared
+            .recorder
+            .read_resource_of(which, index as u32, session, token);
         if shared.processes[index].strike_armed(client.zk()) {
             // Crashed: the process is dropped here, at its next await.
             std::future::pending::<()>().await;
@@ -858,7 +946,7 @@ async fn worker<R: RealRecipe>(
             None => {
                 shared
                     .recorder
-                    .write_resource(index as u32, session, token, read);
+                    .write_resource_of(which, index as u32, session, token, read);
             }
             Some(reason) => client.record(EventKind::Lost { reason }),
         }

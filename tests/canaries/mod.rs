@@ -6,6 +6,8 @@ mod cases;
 mod cli;
 mod real;
 mod semaphore;
+mod semaphore_check;
+mod semaphore_real;
 mod smallest;
 
 pub use zklock_canaries::{Bug, Canary};

@@ -124,3 +124,22 @@ pub fn assert_ok(judged: &Judged) {
     let tail = lines[lines.len().saturating_sub(60)..].join("\n");
     panic!("{report}\n{saved}\n... timeline tail:\n{tail}");
 }
+
+/// A real run's shape for the checker: its lock directories with their final children,
+/// and a semaphore's leases.
+pub fn shape_of(run: &RealRun) -> zklock_checker::real_judge::RunShape {
+    zklock_checker::real_judge::RunShape {
+        locks: run.final_children_by_lock.clone(),
+        leases: run.leases,
+    }
+}
+
+/// Checks a workload run as its shape asks: per lock, and with `semaphore_leases` for a
+/// semaphore's run.
+pub fn check_run_shaped(run: &RealRun) -> Judged {
+    zklock_checker::real_judge::judge_real(
+        &run.history,
+        &CheckConfig::from(run.facts()),
+        &shape_of(run),
+    )
+}

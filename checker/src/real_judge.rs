@@ -1,0 +1,136 @@
+//! Judging a real run (or any history recorded by parallel clients) as a simulated run of
+//! the same shape is judged: every property per lock directory in a run of several locks,
+//! and a semaphore's own property first in a semaphore's run, with waiters caught
+//! mid-step re-judged as [`judge_parallel`] does.
+
+use crate::concurrent::{Judged, REORDERED_MAX, hoist_before, judge_parallel, mid_step_request};
+use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
+use crate::properties::{CheckConfig, Report, no_herd};
+use zklock_recipe::history::History;
+
+/// What a run is besides its history and [`CheckConfig`]: its lock directories, each with
+/// its children once the run was done, and the lease count of a semaphore's run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunShape {
+    /// Every lock directory of the run and its final children. Empty or one: the one lock
+    /// of the [`CheckConfig`] (`lock_path`, `final_lock_children`).
+    pub locks: Vec<(String, Vec<String>)>,
+    /// `Some(n)` for a counting semaphore of `n` leases: `semaphore_leases` is judged too.
+    pub leases: Option<u32>,
+}
+
+/// Every property on `history`, per lock when `shape` has several, `semaphore_leases`
+/// first when it is a semaphore's run.
+pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Judged {
+    let mut judged = if shape.locks.len() <= 1 {
+        let cfg = match shape.locks.first() {
+            Some((path, children)) => CheckConfig {
+                lock_path: path.clone(),
+                final_lock_children: children.clone(),
+                ..cfg.clone()
+            },
+            None => cfg.clone(),
+        };
+        judge_parallel(history, &cfg)
+    } else {
+        judge_parallel_per_lock(history, cfg, &shape.locks)
+    };
+    if let Some(leases) = shape.leases {
+        let mut paths: Vec<String> = shape.locks.iter().map(|(p, _)| p.clone()).collect();
+        if paths.is_empty() {
+            paths.push(cfg.lock_path.clone());
+        }
+        let verdict = semaphore_leases_per_lock(&judged.history, leases, cfg.pauses_on, &paths);
+        // A semaphore's own property comes first, as in a simulated run's report.
+        judged.report.verdicts.insert(0, verdict);
+    }
+    judged
+}
+
+/// [`judge_parallel`] over [`check_per_lock`]: a `no_herd` violation of any lock whose
+/// extra wake is a waiter caught mid-step is re-judged with that request moved back.
+fn judge_parallel_per_lock(
+    history: &History,
+    cfg: &CheckConfig,
+    locks: &[(String, Vec<String>)],
+) -> Judged {
+    let mut history = history.clone();
+    let mut reordered = 0;
+    loop {
+        let report: Report = check_per_lock(&history, cfg, locks);
+        // The per-lock report names events of the whole history.
+        let mid_step = report
+            .verdict(no_herd::NAME)
+            .filter(|v| !v.ok)
+            .and_then(|v| v.report.as_ref())
+            .and_then(|v| {
+                let delete = v.events.first()?.index;
+                v.events[1..].iter().map(|e| e.index).find_map(|w| {
+                    locks
+                        .iter()
+                        .any(|(path, _)| mid_step_request(&history, delete, w, path))
+                        .then_some((w, delete))
+                })
+            });
+        match mid_step {
+            Some((woken, delete)) if reordered < REORDERED_MAX => {
+                hoist_before(&mut history, woken, delete);
+                reordered += 1;
+            }
+            _ => {
+                return Judged {
+                    report,
+                    history,
+                    reordered,
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CheckConfig;
+    use zklock_sim::{Scenario, SemaphoreRecipe, ShippedRecipe};
+
+    /// A simulated run judged as a real one is: the same verdicts as the simulation's own
+    /// judging, per lock and with the semaphore's property.
+    #[test]
+    fn a_run_judged_by_shape_gets_the_simulations_verdicts() {
+        for (scenario, leases) in [
+            (
+                Scenario {
+                    locks: 3,
+                    ..Scenario::default()
+                },
+                None,
+            ),
+            (Scenario::default(), Some(2)),
+        ] {
+            for seed in 0..4 {
+                let run = match leases {
+                    None => crate::check_seed(&scenario, seed, &ShippedRecipe::default()),
+                    Some(_) => crate::check_seed(&scenario, seed, &SemaphoreRecipe::default()),
+                };
+                let o = &run.outcome;
+                let cfg = CheckConfig::from_scenario(&scenario)
+                    .with_final_children(o.final_lock_children.clone())
+                    .with_run_end_us(o.end_time_us);
+                let shape = RunShape {
+                    locks: scenario
+                        .lock_paths()
+                        .into_iter()
+                        .zip(o.final_children_by_lock.iter().cloned())
+                        .collect(),
+                    leases,
+                };
+                let judged = judge_real(&o.history, &cfg, &shape);
+                assert_eq!(judged.reordered, 0);
+                assert_eq!(judged.report.verdicts, run.report.verdicts, "seed {seed}");
+                let first = judged.report.verdicts[0].property;
+                assert_eq!(first == "semaphore_leases", leases.is_some());
+            }
+        }
+    }
+}

@@ -175,7 +175,10 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
     let action = match action {
         "withhold-reply" => AimedAction::WithholdReply,
         "drop-request" => AimedAction::DropRequest,
-        other => bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request)"),
+        "expire" => AimedAction::Expire,
+        other => bail!(
+            "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire)"
+        ),
     };
     let ops = op_by_name(op).with_context(|| {
         format!(
@@ -410,6 +413,8 @@ mod tests {
         assert_eq!(o.faults.aimed.len(), 1);
         assert_eq!(o.faults.aimed[0].0, 1);
         assert_eq!(o.faults.aimed[0].1.action, AimedAction::DropRequest);
+        let o = parse(args(&["--aim", "0:expire:delete:/zklock/lock/"])).unwrap();
+        assert_eq!(o.faults.aimed[0].1.action, AimedAction::Expire);
         for (bad, says) in [
             ("9:drop-request:delete:/x", "client must be 0 to 4"),
             ("0:explode:delete:/x", "unknown action"),

@@ -22,12 +22,14 @@ pub const AIMED_EXPIRY_TIMEOUT: Duration = Duration::from_secs(60);
 /// lock), the close waits until it noticed its cut connection, so that it stops believing
 /// before the server lets anyone else in, as [`crate::faults::expire_isolated`] does; a
 /// driver's session (a process of its own) gets twice [`ISOLATION_GRACE_MS`], as the
-/// `expire` fault gives it.
+/// `expire` fault gives it. `closed` runs once the server confirmed the close, before
+/// the client may reconnect and learn of it.
 pub(crate) async fn expire_caught(
     link: Arc<ClientLink>,
     session: i64,
     victim: Option<Arc<ZkClient>>,
     server_connect: String,
+    closed: impl FnOnce(),
 ) -> Result<(), RealError> {
     let failed = |reason: String| RealError::ExpireSession {
         session: SessionId(session).to_string(),
@@ -57,6 +59,9 @@ pub(crate) async fn expire_caught(
     }
     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
     let killed = crate::harness::kill_session(&server_connect, SessionId(session), left).await;
+    if killed.is_ok() {
+        closed();
+    }
     link.lift_refusal(session);
     killed
 }

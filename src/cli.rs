@@ -400,14 +400,21 @@ pub struct RealArgs {
     pub out: PathBuf,
     /// The lock under test: zklock (the shipped lock), or a released library's lock
     /// through its driver (docs/drivers.md): curator-mutex, curator-rw,
-    /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock
-    #[arg(long, value_name = "NAME", default_value = "zklock")]
+    /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock.
+    /// A comma-separated list mixes locks on one directory, assigned to the clients
+    /// round-robin (client i takes the (i mod n)-th): only locks whose node names
+    /// interoperate (zklock, curator-mutex, zkclient-lock; kazoo-lock with zklock)
+    #[arg(long, value_name = "NAME[,NAME...]", default_value = "zklock")]
     pub lock: String,
+    /// Allow a mix of locks whose node names do not interoperate, to show what happens
+    #[arg(long)]
+    pub allow_foreign_naming: bool,
     /// A scripted fault aimed at one request (repeatable, at most 64): CLIENT:ACTION:OP:PATH,
     /// e.g. 0:withhold-reply:delete:/zklock/lock/ withholds the reply to client 0's first
-    /// delete under that path and cuts its connection; ACTION withhold-reply or
-    /// drop-request (never reaches the server); OP create, delete, exists, get-data,
-    /// set-data or get-children
+    /// delete under that path and cuts its connection; ACTION withhold-reply,
+    /// drop-request (never reaches the server) or expire (dropped, and the session that
+    /// sent it expired at the server); OP create, delete, exists, get-data, set-data or
+    /// get-children
     #[arg(long, value_name = "C:ACTION:OP:PATH")]
     pub aim: Vec<String>,
     /// zklock's recipe to run, by the name `zklock recipes` gives it: zklock (the lock),

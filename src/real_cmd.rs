@@ -13,6 +13,7 @@ use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged};
 use zklock_checker::real_judge::{RunShape, judge_real};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
+use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix};
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
@@ -41,6 +42,9 @@ struct RealOptions {
     driver: Option<DriverKind>,
     /// zklock's recipe to run (without a driver).
     recipe: RealRecipeKind,
+    /// A mix of locks on one directory, client i on the (i mod n)-th (`--lock A,B,...`).
+    mix: Option<Vec<LockName>>,
+    allow_foreign_naming: bool,
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
@@ -96,7 +100,15 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     if workload.readers > 0 && !recipe.has_readers() {
         bail!("--readers: the {recipe} recipe has no read side (its holders all read)");
     }
-    let driver = match a.lock.as_str() {
+    let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
+    if mix.is_some() && workload.readers > 0 {
+        bail!("--readers: a mix of locks has no read side (its locks are exclusive)");
+    }
+    let single = match &mix {
+        Some(_) => "zklock",
+        None => a.lock.split(',').next().unwrap_or_default(),
+    };
+    let driver = match single {
         "zklock" => None,
         name => {
             Some(DriverKind::parse(name).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?)
@@ -108,7 +120,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     {
         bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
     }
-    if driver.is_some() && workload.locks > 1 {
+    if (driver.is_some() || mix.is_some()) && workload.locks > 1 {
         bail!(
             "--locks: a library's driver runs one lock directory; --locks takes zklock's recipes"
         );
@@ -169,7 +181,28 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         out_dir,
         driver,
         recipe,
+        mix,
+        allow_foreign_naming: a.allow_foreign_naming,
     })
+}
+
+/// `--lock A,B,...`: the mix, checked (see `zklock_real::driver::mixed`); None for one
+/// lock (a list naming one lock only is that lock).
+fn parse_mix(list: &str, allow_foreign: bool) -> Result<Option<Vec<LockName>>> {
+    if !list.contains(',') {
+        return Ok(None);
+    }
+    let mut locks = Vec::new();
+    for name in list.split(',') {
+        let lock =
+            LockName::parse(name.trim()).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?;
+        locks.push(lock);
+    }
+    if locks.iter().all(|&l| l == locks[0]) {
+        return Ok(None);
+    }
+    check_mix(&locks, allow_foreign).map_err(|e| anyhow::anyhow!("--lock: {e}"))?;
+    Ok(Some(locks))
 }
 
 /// The most `--aim` faults a run takes.
@@ -192,7 +225,10 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
     let action = match action {
         "withhold-reply" => AimedAction::WithholdReply,
         "drop-request" => AimedAction::DropRequest,
-        other => bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request)"),
+        "expire" => AimedAction::Expire,
+        other => {
+            bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire)")
+        }
     };
     let ops = op_by_name(op).with_context(|| {
         format!(
@@ -218,6 +254,13 @@ pub fn run(a: RealArgs) -> Result<Status> {
     // Located (and built, the first time) before any server starts.
     let driver = match opts.driver {
         Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
+        None => None,
+    };
+    let mixed = match &opts.mix {
+        Some(locks) => Some(
+            MixedRecipe::prepare(locks.clone(), opts.allow_foreign_naming)
+                .map_err(anyhow::Error::new)?,
+        ),
         None => None,
     };
     let servers = match &opts.connect {
@@ -246,9 +289,13 @@ pub fn run(a: RealArgs) -> Result<Status> {
     println!(
         "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
          until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
-        driver
-            .as_ref()
-            .map_or(opts.recipe.name(), |d| d.kind().name()),
+        match (&mixed, &driver) {
+            (Some(_), _) => "mixed".to_owned(),
+            (None, d) => d
+                .as_ref()
+                .map_or(opts.recipe.name(), |d| d.kind().name())
+                .to_owned(),
+        },
         w.clients,
         w.readers,
         w.duration_ms,
@@ -273,10 +320,17 @@ pub fn run(a: RealArgs) -> Result<Status> {
         .build()
         .context("starting the tokio runtime")?;
     let started = Instant::now();
-    let status = driver.as_ref().map(DriverRecipe::status);
-    let run = match driver {
-        Some(recipe) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe)),
-        None => runtime.block_on(opts.recipe.run(servers, &workload, &opts.faults)),
+    let mut status = driver.as_ref().map(DriverRecipe::status);
+    if let Some(m) = &mixed {
+        println!("{}", mix_line(m.locks(), w.clients));
+        status = m.status();
+    }
+    let run = match (driver, mixed) {
+        (_, Some(mix)) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, mix)),
+        (Some(recipe), None) => {
+            runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
+        }
+        (None, None) => runtime.block_on(opts.recipe.run(servers, &workload, &opts.faults)),
     }
     .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
@@ -301,6 +355,11 @@ pub fn run(a: RealArgs) -> Result<Status> {
         (true, true) => Status::Inconclusive,
         (true, false) => Status::Held,
     })
+}
+
+/// "locks: client 0 zklock, client 1 curator-mutex, ..." of a mixed run.
+fn mix_line(locks: &[LockName], clients: u32) -> String {
+    format!("locks: {}", describe_mix(locks, clients))
 }
 
 fn describe(servers: &Servers) -> String {
@@ -372,10 +431,21 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         .map_or(0, |d| d.as_millis());
     let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
     let saved = SavedReport::of_report(&report);
-    let text = render_marked_timeline(&history, &saved.marks());
+    let mut text = render_marked_timeline(&history, &saved.marks());
+    let locks = opts
+        .mix
+        .as_ref()
+        .map(|m| mix_line(m, opts.workload.clients));
+    if let Some(line) = &locks {
+        text.insert_str(0, &format!("{line}\n"));
+    }
     crate::files::write_private(&path, text.as_bytes(), false)?;
     let page = render_history_html(
-        &format!("zklock real run, fault seed {}", opts.faults.seed),
+        &format!(
+            "zklock real run, fault seed {}{}",
+            opts.faults.seed,
+            locks.map(|l| format!("; {l}")).unwrap_or_default()
+        ),
         &history,
         &saved,
     );
@@ -453,6 +523,28 @@ mod tests {
         assert_eq!(parse(args(&[])).unwrap().driver, None);
         let e = parse(args(&["--lock", "redlock"])).unwrap_err();
         assert!(e.to_string().contains("curator-mutex"), "{e}");
+        let o = parse(args(&["--lock", "zklock,curator-mutex,zkclient-lock"])).unwrap();
+        assert_eq!(o.mix.map(|m| m.len()), Some(3));
+        assert_eq!(
+            parse(args(&["--lock", "kazoo-lock,kazoo-lock"]))
+                .unwrap()
+                .mix,
+            None
+        );
+        let e = parse(args(&["--lock", "curator-mutex,kazoo-lock"])).unwrap_err();
+        assert!(e.to_string().contains("do not interoperate"), "{e}");
+        let forced = [
+            "--lock",
+            "curator-mutex,kazoo-lock",
+            "--allow-foreign-naming",
+        ];
+        assert!(parse(args(&forced)).unwrap().mix.is_some());
+        let e = parse(args(&["--lock", "zklock,kazoo-rw"])).unwrap_err();
+        assert!(e.to_string().contains("cannot be mixed"), "{e}");
+        let e = parse(args(&["--lock", "zklock,redlock"])).unwrap_err();
+        assert!(e.to_string().contains("unknown lock"), "{e}");
+        let e = parse(args(&["--lock", "zklock,curator-mutex", "--readers", "1"])).unwrap_err();
+        assert!(e.to_string().contains("no read side"), "{e}");
         let e = parse(args(&["--lock", "kazoo-lock", "--readers", "1"])).unwrap_err();
         assert!(e.to_string().contains("no read side"), "{e}");
         assert!(parse(args(&["--lock", "curator-rw", "--readers", "2"])).is_ok());
@@ -460,6 +552,8 @@ mod tests {
         assert_eq!(o.faults.aimed.len(), 1);
         assert_eq!(o.faults.aimed[0].0, 1);
         assert_eq!(o.faults.aimed[0].1.action, AimedAction::DropRequest);
+        let o = parse(args(&["--aim", "0:expire:delete:/zklock/lock/"])).unwrap();
+        assert_eq!(o.faults.aimed[0].1.action, AimedAction::Expire);
         for (bad, says) in [
             ("9:drop-request:delete:/x", "client must be 0 to 4"),
             ("0:explode:delete:/x", "unknown action"),

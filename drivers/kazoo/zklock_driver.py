@@ -2,7 +2,9 @@
 docs/drivers.md) on stdin/stdout, one JSON object a line.
 
 usage: zklock_driver.py KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
-KIND: lock | read | write | semaphore (Lock, ReadLock, WriteLock, Semaphore of one lease)
+KIND: lock | read | write | semaphore (Lock, ReadLock, WriteLock, Semaphore of one lease),
+or lock-interop: Lock counting the Curator-style `-lock-` nodes of other libraries as
+contenders too (Kazoo's extra_lock_patterns), for zklock's mixed runs
 
 zklock starts it, sends acquire / release / cancel / close, and reads what it reports.
 Each request runs on a thread of its own, so that a cancel reaches a blocking acquire.
@@ -44,6 +46,9 @@ class Driver:
         self.client.add_listener(self.on_state)
         if kind == "lock":
             self.lock = Lock(self.client, path, identifier="zklock-driver")
+        elif kind == "lock-interop":
+            self.lock = Lock(self.client, path, identifier="zklock-driver",
+                             extra_lock_patterns=["-lock-"])
         elif kind == "read":
             self.lock = ReadLock(self.client, path, identifier="zklock-driver")
         elif kind == "write":

@@ -451,6 +451,28 @@ impl ClientLink {
         self.proxies.iter().map(|p| p.caught_requests().len()).sum()
     }
 
+    /// The requests aimed faults caught so far, proxy by proxy, each oldest first.
+    pub fn caught_requests(&self) -> Vec<crate::proxy::CaughtRequest> {
+        self.proxies
+            .iter()
+            .flat_map(|p| p.caught_requests())
+            .collect()
+    }
+
+    /// Refuses `session`'s reconnects on every proxy for `duration`.
+    pub fn refuse_session(&self, session: i64, duration: Duration) {
+        for p in &self.proxies {
+            p.refuse_session_for(session, duration);
+        }
+    }
+
+    /// Lets `session` reconnect again on every proxy.
+    pub fn lift_refusal(&self, session: i64) {
+        for p in &self.proxies {
+            p.lift_refusal(session);
+        }
+    }
+
     /// Arms the lost-create fault on every proxy (the client uses one at a time); false if
     /// it was armed already.
     pub fn arm_lost_create(&self) -> bool {

@@ -75,6 +75,7 @@
 //! }
 //! ```
 
+mod aimed;
 pub mod bench;
 mod client;
 mod convert;

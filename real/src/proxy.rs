@@ -29,6 +29,7 @@
 use crate::error::RealError;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -124,6 +125,11 @@ pub enum AimedAction {
     WithholdReply,
     /// The request is dropped before the server sees it, and the connection cut.
     DropRequest,
+    /// The request is dropped before the server sees it, the connection cut, and the
+    /// session that sent it refused (its reconnects closed) until
+    /// [`Proxy::lift_refusal`]: whoever aimed it expires the session at the server
+    /// meanwhile (see `crate::aimed`), so its client learns Expired when it reconnects.
+    Expire,
 }
 
 /// A fault aimed at the next request of `ops` (op codes, see [`op`]) whose path starts
@@ -143,6 +149,9 @@ pub struct CaughtRequest {
     pub action: AimedAction,
     /// For a withheld reply: the server's error code (0: applied), once the reply came.
     pub err: Option<i32>,
+    /// The session of the connection that sent it (from the server's ConnectResponse;
+    /// 0 if none came).
+    pub session: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -400,19 +409,18 @@ impl Proxy {
     /// timeout passes, while new sessions connect as usual: how a client library that
     /// declared its session expired on its own leaves it.
     pub fn refuse_session_for(&self, session: i64, duration: Duration) {
-        // Session 0 asks for a new session: never refused.
-        if session == 0 {
-            return;
-        }
-        let now = tokio::time::Instant::now();
-        let mut state = self.shared.state();
-        state.refused.retain(|&(_, until)| until > now);
-        if state.refused.len() == MAX_REFUSED_SESSIONS {
-            state.refused.pop_front();
-        }
-        state.refused.push_back((session, now + duration));
+        refuse(&self.shared, session, duration);
+    }
+
+    /// Lets `session` reconnect again (see [`AimedAction::Expire`]).
+    pub fn lift_refusal(&self, session: i64) {
+        self.shared.state().refused.retain(|&(s, _)| s != session);
     }
 }
+
+/// How long a session an [`AimedAction::Expire`] caught stays refused if nobody lifts
+/// the refusal: only a hang reaches it.
+const EXPIRE_REFUSAL: Duration = Duration::from_secs(600);
 
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let mut connections = JoinSet::new();
@@ -480,10 +488,17 @@ async fn connection(shared: Arc<Shared>, client: TcpStream, id: u64) {
         let _ = server.set_nodelay(true);
         let (client_read, client_write) = client.into_split();
         let (server_read, server_write) = server.into_split();
+        let session = AtomicI64::new(0);
+        let ends = Ends {
+            shared: &shared,
+            id,
+            epoch,
+            session: &session,
+        };
         // Whichever way ends first ends the connection: dropping the halves closes both.
         tokio::select! {
-            _ = pump(Way::ToServer, client_read, server_write, &shared, id, epoch) => {}
-            _ = pump(Way::ToClient, server_read, client_write, &shared, id, epoch) => {}
+            _ = pump(Way::ToServer, client_read, server_write, ends) => {}
+            _ = pump(Way::ToClient, server_read, client_write, ends) => {}
         }
     };
     tokio::select! {
@@ -498,16 +513,22 @@ enum Way {
     ToClient,
 }
 
-/// Forwards whole messages one way until either side fails, a reply is withheld, or the
-/// connection of cut epoch `epoch` is cut.
-async fn pump(
-    way: Way,
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    shared: &Shared,
+/// What both ways of one connection share: the proxy, the connection's id and cut epoch,
+/// and its session (once the server's ConnectResponse named it).
+#[derive(Clone, Copy)]
+struct Ends<'a> {
+    shared: &'a Shared,
     id: u64,
     epoch: u64,
-) {
+    session: &'a AtomicI64,
+}
+
+/// Forwards whole messages one way until either side fails, a reply is withheld, or the
+/// connection of cut epoch `epoch` is cut.
+async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: Ends<'_>) {
+    let Ends {
+        shared, id, epoch, ..
+    } = ends;
     let mut black_hole = shared.black_hole.subscribe();
     let mut first = true;
     loop {
@@ -528,12 +549,25 @@ async fn pump(
         if first && way == Way::ToServer && refuses(shared, body) {
             return;
         }
+        if first && way == Way::ToClient {
+            // ConnectResponse: protocolVersion i32, timeOut i32, sessionId i64, ...
+            if let Some(at) = body.get(8..16) {
+                let session = i64::from_be_bytes(at.try_into().expect("8 bytes"));
+                ends.session.store(session, Ordering::Release);
+            }
+        }
         if !first {
             match way {
                 Way::ToServer => {
                     note_request(shared, id, body);
-                    if aim_at_request(shared, id, body) == Some(AimedAction::DropRequest) {
-                        return;
+                    let session = ends.session.load(Ordering::Acquire);
+                    match aim_at_request(shared, id, body, session) {
+                        Some(AimedAction::DropRequest) => return,
+                        Some(AimedAction::Expire) => {
+                            refuse(shared, session, EXPIRE_REFUSAL);
+                            return;
+                        }
+                        _ => {}
                     }
                 }
                 Way::ToClient => {
@@ -552,6 +586,20 @@ async fn pump(
 
 fn be_i32(bytes: &[u8]) -> i32 {
     i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+fn refuse(shared: &Shared, session: i64, duration: Duration) {
+    // Session 0 asks for a new session: never refused.
+    if session == 0 {
+        return;
+    }
+    let now = tokio::time::Instant::now();
+    let mut state = shared.state();
+    state.refused.retain(|&(_, until)| until > now);
+    if state.refused.len() == MAX_REFUSED_SESSIONS {
+        state.refused.pop_front();
+    }
+    state.refused.push_back((session, now + duration));
 }
 
 /// True if `connect` (a ConnectRequest's body) resumes a session refused now.
@@ -587,7 +635,7 @@ fn note_request(shared: &Shared, id: u64, body: &[u8]) {
 }
 
 /// Catches the request an aimed fault waits for; what it does to it.
-fn aim_at_request(shared: &Shared, id: u64, body: &[u8]) -> Option<AimedAction> {
+fn aim_at_request(shared: &Shared, id: u64, body: &[u8], session: i64) -> Option<AimedAction> {
     if body.len() < REQUEST_HEADER_BYTES {
         return None;
     }
@@ -606,9 +654,10 @@ fn aim_at_request(shared: &Shared, id: u64, body: &[u8]) -> Option<AimedAction> 
         path: path.to_owned(),
         action,
         err: None,
+        session,
     };
     state.aimed = match action {
-        AimedAction::DropRequest => Aimed::Off,
+        AimedAction::DropRequest | AimedAction::Expire => Aimed::Off,
         AimedAction::WithholdReply => Aimed::Withholding { conn: id, xid },
     };
     if state.caught.len() == MAX_RECORDED_LOST_REPLIES {
@@ -927,6 +976,7 @@ mod tests {
                 path: "/locks/n-0001".into(),
                 action: AimedAction::WithholdReply,
                 err: Some(0),
+                session: 0,
             }]
         );
         // One-shot.
@@ -971,6 +1021,66 @@ mod tests {
         );
         assert_eq!(proxy.caught_requests().len(), 1);
         assert_eq!(proxy.caught_requests()[0].err, None);
+    }
+
+    /// A fake server whose ConnectResponse names session `session`; it answers nothing
+    /// else. Returns its address.
+    async fn fake_server_of_session(session: i64) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if read_one(&mut s).await.is_err() {
+                        return;
+                    }
+                    let mut body = 0i32.to_be_bytes().to_vec();
+                    body.extend_from_slice(&4_000i32.to_be_bytes());
+                    body.extend_from_slice(&session.to_be_bytes());
+                    s.write_all(&frame(&body)).await.unwrap();
+                    while read_one(&mut s).await.is_ok() {}
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn an_aimed_expiry_drops_the_request_and_refuses_its_session_until_lifted() {
+        let proxy = Proxy::start(fake_server_of_session(77).await)
+            .await
+            .unwrap();
+        proxy.aim(AimedFault {
+            ops: op::by_name("get-children").unwrap().to_vec(),
+            under: "/locks".into(),
+            action: AimedAction::Expire,
+        });
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&connect_request(0)).await.unwrap();
+        let answer = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        assert_eq!(answer.unwrap().len(), 4 + 16);
+        c.write_all(&path_request(1, op::GET_CHILDREN2, "/locks"))
+            .await
+            .unwrap();
+        let end = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+        assert!(end.is_err(), "expected the connection cut, got {end:?}");
+        let caught = proxy.caught_requests();
+        assert_eq!(caught.len(), 1);
+        assert_eq!(
+            (caught[0].action, caught[0].session, caught[0].err),
+            (AimedAction::Expire, 77, None)
+        );
+        let addr = proxy.local_addr();
+        let reconnect = |session: i64| async move {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(&connect_request(session)).await.unwrap();
+            let answer = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+            answer.is_ok()
+        };
+        assert!(!reconnect(77).await, "the expired session reconnected");
+        assert!(reconnect(0).await, "a new session was refused");
+        proxy.lift_refusal(77);
+        assert!(reconnect(77).await, "the refusal was not lifted");
     }
 
     #[tokio::test]

@@ -36,7 +36,7 @@ use crate::servers::Servers;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole, RunFacts};
+use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole, RunFacts};
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::ShippedLock;
 use zklock_recipe::{Coordination, LockUnderTest, ZkError};
@@ -580,6 +580,7 @@ pub async fn run_recipe<R: RealRecipe>(
         tokio::spawn(record_aimed_strikes(
             targets.links.clone(),
             Arc::clone(&shared),
+            targets.server_connect_string.clone(),
         ));
     }
     let recipe = Arc::new(recipe);
@@ -687,29 +688,53 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
 }
 
 /// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of
-/// its client, when the proxy reports it caught; ends with the run.
-async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>) {
-    let mut seen = vec![0; links.len()];
+/// its client when the proxy reports it caught, and for
+/// [`crate::proxy::AimedAction::Expire`] expires the session and records a forced expiry
+/// once the server confirmed it; ends with the run.
+async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, server: String) {
+    // Per client, per proxy: the caught requests already recorded.
+    let mut seen: Vec<Vec<usize>> = links.iter().map(|l| vec![0; l.proxies().len()]).collect();
     while !shared.acquisitions_over() {
         for (index, link) in links.iter().enumerate() {
-            let caught = link.caught_request_count();
-            while seen[index] < caught {
-                seen[index] += 1;
-                let session = shared
-                    .sessions
-                    .session_id(index)
-                    .unwrap_or(zklock_recipe::SessionId(0));
-                shared.recorder.record(
-                    index as u32,
-                    session,
-                    EventKind::Fault {
-                        fault: zklock_recipe::history::FaultKind::ConnectionLoss,
-                    },
-                );
+            for (p, proxy) in link.proxies().iter().enumerate() {
+                for caught in proxy.caught_requests().into_iter().skip(seen[index][p]) {
+                    seen[index][p] += 1;
+                    record_fault(&shared, index, FaultKind::ConnectionLoss);
+                    if !crate::aimed::expires(caught.action) {
+                        continue;
+                    }
+                    let (link, server) = (Arc::clone(link), server.clone());
+                    let victim = shared.sessions.get(index);
+                    let shared = Arc::clone(&shared);
+                    tokio::spawn(async move {
+                        let closed = || record_fault(&shared, index, FaultKind::ForcedExpiry);
+                        let expired = crate::aimed::expire_caught(
+                            link,
+                            caught.session,
+                            victim,
+                            server,
+                            closed,
+                        );
+                        if let Err(e) = expired.await {
+                            eprintln!("zklock: client {index}'s aimed expiry failed: {e}");
+                        }
+                    });
+                }
             }
         }
         tokio::time::sleep(Duration::from_millis(AIMED_POLL_MS)).await;
     }
+}
+
+/// Records `fault` on client `index`'s current session.
+fn record_fault(shared: &Shared, index: usize, fault: FaultKind) {
+    let session = shared
+        .sessions
+        .session_id(index)
+        .unwrap_or(zklock_recipe::SessionId(0));
+    shared
+        .recorder
+        .record(index as u32, session, EventKind::Fault { fault });
 }
 
 /// How often aimed faults' strikes are looked for.

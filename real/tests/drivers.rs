@@ -9,6 +9,10 @@
 //! takes, never what it proves.
 
 mod common;
+#[path = "drivers/expiry.rs"]
+mod expiry;
+#[path = "drivers/mixed.rs"]
+mod mixed;
 
 use common::{assert_ok, check_run, until_counters};
 use zklock_real::RealError;

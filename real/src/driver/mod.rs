@@ -23,6 +23,7 @@
 
 mod conn;
 pub mod locate;
+pub mod mixed;
 pub mod protocol;
 mod zkclient;
 
@@ -102,9 +103,11 @@ impl DriverKind {
         matches!(self, DriverKind::KazooRw | DriverKind::CuratorRw)
     }
 
-    /// The KIND argument of the driver program for a client in `role`.
-    fn program_kind(self, role: LockRole) -> &'static str {
+    /// The KIND argument of the driver program for a client in `role`; `mixed`: in a
+    /// mixed run (see [`mixed`]), where Kazoo's Lock also counts `-lock-` nodes.
+    fn program_kind(self, role: LockRole, mixed: bool) -> &'static str {
         match (self, role) {
+            (DriverKind::KazooLock, _) if mixed => "lock-interop",
             (DriverKind::KazooLock, _) => "lock",
             (DriverKind::KazooSemaphore, _) => "semaphore",
             (DriverKind::CuratorMutex, _) => "mutex",
@@ -146,31 +149,42 @@ pub struct DriverRecipe {
     fatal: Arc<Mutex<Option<String>>>,
     /// What the drivers said in their hello (library, version, lock).
     hello: Arc<Mutex<Option<String>>>,
+    /// In a mixed run: which slots of the round-robin (client i is slot i mod len) this
+    /// driver serves; empty: every client.
+    slots: Vec<bool>,
 }
 
-/// A handle on a run's driver failure, kept before the recipe is handed to the run.
+/// A handle on a run's driver failure, kept before the recipe is handed to the run (of
+/// every driver of a mixed run).
 #[derive(Clone, Debug)]
 pub struct DriverStatus {
-    fatal: Arc<Mutex<Option<String>>>,
-    hello: Arc<Mutex<Option<String>>>,
+    parts: Vec<(Arc<Mutex<Option<String>>>, Arc<Mutex<Option<String>>>)>,
 }
 
 impl DriverStatus {
     /// The first protocol break, crash at start or hang of a driver, if any: the run's
     /// verdict does not stand then.
     pub fn failure(&self) -> Option<String> {
-        self.fatal
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.parts
+            .iter()
+            .find_map(|(fatal, _)| fatal.lock().unwrap_or_else(PoisonError::into_inner).clone())
     }
 
-    /// The library, version and lock the drivers named in their hello.
+    /// The library, version and lock the drivers named in their hello ("; " between the
+    /// drivers of a mixed run).
     pub fn hello(&self) -> Option<String> {
-        self.hello
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        let said: Vec<String> = self
+            .parts
+            .iter()
+            .filter_map(|(_, hello)| hello.lock().unwrap_or_else(PoisonError::into_inner).clone())
+            .collect();
+        (!said.is_empty()).then(|| said.join("; "))
+    }
+
+    /// Every part of `others` too.
+    pub(crate) fn with(mut self, others: DriverStatus) -> DriverStatus {
+        self.parts.extend(others.parts);
+        self
     }
 }
 
@@ -178,6 +192,15 @@ impl DriverRecipe {
     /// Locates (or builds) the driver of `kind`: fails, naming what to install, when its
     /// library is missing. Blocks while `javac` compiles Curator's driver on first use.
     pub fn prepare(kind: DriverKind) -> Result<DriverRecipe, RealError> {
+        Self::prepare_for(kind, Vec::new())
+    }
+
+    /// As [`prepare`](Self::prepare), serving only the clients of `slots` (see
+    /// [`mixed`]).
+    pub(crate) fn prepare_for(
+        kind: DriverKind,
+        slots: Vec<bool>,
+    ) -> Result<DriverRecipe, RealError> {
         Ok(DriverRecipe {
             kind,
             launcher: Launcher::prepare(kind)?,
@@ -185,7 +208,13 @@ impl DriverRecipe {
             spares: Mutex::new(Vec::new()),
             fatal: Arc::default(),
             hello: Arc::default(),
+            slots,
         })
+    }
+
+    /// Whether client `index` runs this driver.
+    fn serves(&self, index: usize) -> bool {
+        self.slots.is_empty() || self.slots[index % self.slots.len()]
     }
 
     pub fn kind(&self) -> DriverKind {
@@ -195,8 +224,7 @@ impl DriverRecipe {
     /// The run's driver failures and hello, readable after the run.
     pub fn status(&self) -> DriverStatus {
         DriverStatus {
-            fatal: Arc::clone(&self.fatal),
-            hello: Arc::clone(&self.hello),
+            parts: vec![(Arc::clone(&self.fatal), Arc::clone(&self.hello))],
         }
     }
 
@@ -214,7 +242,7 @@ impl DriverRecipe {
         self.launcher
             .spawn(
                 self.kind,
-                self.kind.program_kind(role),
+                self.kind.program_kind(role, !self.slots.is_empty()),
                 &start.connect[index],
                 &start.lock_path,
                 start.session_timeout_ms,
@@ -286,14 +314,18 @@ impl RealRecipe for DriverRecipe {
         }
         let mut spares = Vec::with_capacity(run.connect.len());
         for index in 0..run.connect.len() {
-            spares.push(self.spawn(index).map_err(|e| self.error(e))?);
+            let spare = match self.serves(index) {
+                true => Some(self.spawn(index).map_err(|e| self.error(e))?),
+                false => None,
+            };
+            spares.push(spare);
         }
         // Every client's first driver is ready before the clock of any acquire starts.
-        for conn in &spares {
+        for conn in spares.iter().flatten() {
             let hello = conn.hello(HELLO_TIMEOUT).await.map_err(|e| self.error(e))?;
             *self.hello.lock().unwrap_or_else(PoisonError::into_inner) = Some(hello);
         }
-        *self.spares() = spares.into_iter().map(Some).collect();
+        *self.spares() = spares;
         Ok(())
     }
 }

@@ -21,6 +21,11 @@
 //! runs to the end; a path that is pruned shares its future with one that ran, but its
 //! own past is judged only up to the pruning point.
 //!
+//! **Shapes.** With a chosen shape ([`Bounds::shape`]) the workload's decisions are the
+//! Chooser's like any other: an attempt's mode and a client's stop are values delivered
+//! to its actor, and a fault's end is in the client's state in the world, so both are
+//! in the digest and the argument above holds unchanged.
+//!
 //! **Resuming.** The search is fully described by the next prefix to run, the digests
 //! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
 //! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with

@@ -212,6 +212,9 @@ impl std::fmt::Display for ExhaustiveReport {
             self.wall_ms as f64 / 1000.0,
             if self.complete {
                 "complete"
+            } else if self.violation.is_some() {
+                // The search stops at its first violation: not a bound's doing.
+                "stopped at the first violation"
             } else {
                 "INCOMPLETE (a bound stopped the search)"
             }

@@ -84,8 +84,9 @@ pub use chooser::{ChoiceKind, Chooser, GuidedChooser, RandomChooser, ReplayChoos
 pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use scenario::{
-    FaultMode, Faults, LockUnderTest, Rate, Recipe, RunOutcome, Scenario, ScenarioError,
-    SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe, run_scenario, run_scenario_with,
+    FaultMode, Faults, LockUnderTest, QueueRecipe, Rate, Recipe, RunOutcome, Scenario,
+    ScenarioError, SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe, WorkQueue,
+    run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
 pub use world::request::{REQUEST_BYTES_MAX, RequestKind};

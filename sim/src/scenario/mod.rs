@@ -10,11 +10,13 @@ mod config;
 pub mod limits;
 mod runner;
 mod shipped;
+pub mod work_queue;
 
 pub use config::{FaultMode, Faults, Rate, Scenario};
 pub use limits::ScenarioError;
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
 pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
+pub use work_queue::{QueueRecipe, WorkQueue};
 
 use crate::SimClient;
 /// The runners' view of a lock, shared with the real-server workload (`zklock_real`).
@@ -58,6 +60,12 @@ pub trait Recipe: Send + Sync {
     /// it), and the checker judges `semaphore_leases` (never more than `n` holders).
     /// Default `None`: a lock.
     fn leases(&self) -> Option<u32> {
+        None
+    }
+    /// `Some` for a work queue: the run is then the work-queue workload
+    /// ([`work_queue`]), producers and consumers rather than lock holders, judged by the
+    /// queue's properties. Default `None`: a lock.
+    fn work_queue(&self) -> Option<WorkQueue> {
         None
     }
 }

@@ -2,7 +2,7 @@
 
 use super::QueueError;
 use super::items::{
-    QueuePaths, Taken, complete_item, item_exists, list_watched, lock_item, release_item,
+    QueuePaths, Taken, complete_item, item_exists, list, list_watched, lock_item, release_item,
     sorted_items, wait_change,
 };
 use crate::lock::retry::{RetryPolicy, retry_while_session, session_over};
@@ -61,9 +61,18 @@ impl<C: Coordination + Clone> Consumer<C> {
     /// take lock and queues again.
     async fn find(&self) -> Result<Option<Taken>, QueueError> {
         let c = &self.client;
+        // A pass lists without a watch; only a pass that finds nothing to take lists
+        // again with one and waits. A watch left by a pass that took an item would fire
+        // later at a consumer busy processing: a notification for nothing.
+        let mut watched = false;
         loop {
             let mut events = c.session_events();
-            let (children, queue_watch) = list_watched(c, &self.paths, &self.policy).await?;
+            let (children, queue_watch) = if watched {
+                let (children, w) = list_watched(c, &self.paths, &self.policy).await?;
+                (children, Some(w))
+            } else {
+                (list(c, &self.paths, &self.policy).await?, None)
+            };
             let mut oldest_locked = None;
             for item in sorted_items(&children) {
                 let Some(taken) =
@@ -78,6 +87,11 @@ impl<C: Coordination + Clone> Consumer<C> {
                 // Completed since the listing: not ours to process.
                 release_item(c, &self.policy, &taken).await?;
             }
+            let Some(queue_watch) = queue_watch else {
+                watched = true;
+                continue;
+            };
+            watched = false;
             let mut watches = vec![queue_watch];
             if let Some(item) = oldest_locked {
                 let lock = self.paths.lock(&item);
@@ -110,5 +124,10 @@ impl<C: Coordination + Clone> Consumer<C> {
     /// The client this consumer uses.
     pub fn client(&self) -> &C {
         &self.client
+    }
+
+    /// The queue's directories.
+    pub fn paths(&self) -> &QueuePaths {
+        &self.paths
     }
 }

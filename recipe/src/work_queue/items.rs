@@ -165,11 +165,22 @@ pub async fn release_item<C: Coordination>(
     Ok(delete_until_gone(client, policy, &taken.lock_node).await?)
 }
 
-/// Completes a taken item: deletes the item, then releases its lock. `Ok` only if our
+/// Completes a taken item: deletes the item ([`delete_item`]), then releases its lock.
+pub async fn complete_item<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+    taken: &Taken,
+) -> Result<(), QueueError> {
+    delete_item(client, paths, policy, taken).await?;
+    release_item(client, policy, taken).await
+}
+
+/// Deletes a taken item from the queue: the moment it is complete. `Ok` only if our
 /// delete removed the item: a `NoNode` after a ConnectionLoss of ours means our earlier
 /// attempt was applied (we held the item's lock all along, since the session lived), but
 /// a `NoNode` at the first attempt means someone else had already deleted it, an error.
-pub async fn complete_item<C: Coordination>(
+pub async fn delete_item<C: Coordination>(
     client: &C,
     paths: &QueuePaths,
     policy: &RetryPolicy,
@@ -183,8 +194,8 @@ pub async fn complete_item<C: Coordination>(
             return Err(over.into());
         }
         match client.delete(&path, None).await {
-            Ok(()) => break,
-            Err(ZkError::NoNode) if unknown => break,
+            Ok(()) => return Ok(()),
+            Err(ZkError::NoNode) if unknown => return Ok(()),
             Err(e) if e.is_connection_loss() => {
                 unknown = true;
                 client.sleep(policy.backoff(attempt)).await;
@@ -193,7 +204,6 @@ pub async fn complete_item<C: Coordination>(
             Err(e) => return Err(e.into()),
         }
     }
-    release_item(client, policy, taken).await
 }
 
 /// Resolves when a consumer can no longer trust its item's lock: at once if the session
@@ -241,5 +251,18 @@ pub async fn list_watched<C: Coordination>(
             Err(ZkError::NoNode) => ensure_path(client, policy, &paths.queue).await?,
             r => return Ok(r?),
         }
+    }
+}
+
+/// The queue's children, without a watch (an empty list if the directory is missing);
+/// retried while the session lives.
+pub async fn list<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+) -> Result<Children, QueueError> {
+    match retry_while_session(client, policy, || client.get_children(&paths.queue)).await {
+        Err(ZkError::NoNode) => Ok(Children::new()),
+        r => Ok(r?),
     }
 }

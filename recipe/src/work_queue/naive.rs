@@ -78,4 +78,9 @@ impl<C: Coordination> NaiveConsumer<C> {
     pub fn client(&self) -> &C {
         &self.client
     }
+
+    /// The queue's directories.
+    pub fn paths(&self) -> &QueuePaths {
+        &self.paths
+    }
 }

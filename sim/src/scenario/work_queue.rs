@@ -140,6 +140,30 @@ async fn new_session(sim: &Sim, c: &SimClient) -> SimClient {
     }
 }
 
+/// Closes the client's session, as a process exits, so that the server deletes its
+/// ephemerals at once (a take dropped at the stop may have left an item lock). A close
+/// that fails with the connection is tried again after a while, at most
+/// [`CLOSE_ATTEMPTS_MAX`] times; each waits at most a session timeout for its reply (a
+/// close whose reply is held back may never answer: the session then ends by expiry).
+async fn close(c: &SimClient, sc: &Scenario) {
+    for _ in 0..CLOSE_ATTEMPTS_MAX {
+        if c.session_state().is_terminal() {
+            return;
+        }
+        let close = pin!(c.close());
+        let limit = pin!(c.sleep(Duration::from_millis(sc.session_timeout_ms)));
+        match select(close, limit).await {
+            Either::Left((Err(e), _)) if e.is_connection_loss() => {
+                c.sleep(Duration::from_millis(STOP_POLL_MS)).await;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// Closes a client tries at its workload's end.
+const CLOSE_ATTEMPTS_MAX: u32 = 20;
+
 /// One producer's loop.
 async fn producer(sim: Sim, mut c: SimClient, sc: Scenario, queue: WorkQueue) {
     let mut p = (queue.producer)(c.clone());
@@ -159,7 +183,7 @@ async fn producer(sim: Sim, mut c: SimClient, sc: Scenario, queue: WorkQueue) {
         }
     }
     sim.record(&c, EventKind::Done);
-    let _ = c.close().await;
+    close(&c, &sc).await;
 }
 
 /// One consumer's loop.
@@ -225,24 +249,29 @@ async fn consumer(
                 Either::Right((reason, _)) => Some(reason),
             }
         };
-        match lost {
-            Some(reason) => {
-                sim.record(&c, EventKind::Lost { reason });
-                let _ = q.abandon(taken).await;
+        let completed = match lost {
+            Some(reason) => Err(reason),
+            // Completing is part of processing: as a holder does, a consumer stops
+            // believing at Disconnected, and drops its completion (whose delete, if in
+            // flight, ends unknown).
+            None => {
+                let complete = pin!(q.complete(&taken));
+                let lost = pin!(q.lost());
+                match select(complete, lost).await {
+                    Either::Left((Ok(()), _)) => Ok(()),
+                    Either::Left((Err(reason), _)) => Err(format!("completing failed: {reason}")),
+                    Either::Right((reason, _)) => Err(reason),
+                }
             }
-            None => match q.complete(taken).await {
-                Ok(()) => sim.record(&c, EventKind::ProcessEnd { item }),
-                Err(reason) => sim.record(
-                    &c,
-                    EventKind::Lost {
-                        reason: format!("completing failed: {reason}"),
-                    },
-                ),
-            },
+        };
+        match completed {
+            Ok(()) => sim.record(&c, EventKind::ProcessEnd { item }),
+            Err(reason) => sim.record(&c, EventKind::Lost { reason }),
         }
+        let _ = q.release(taken).await;
     }
     sim.record(&c, EventKind::Done);
-    let _ = c.close().await;
+    close(&c, &sc).await;
 }
 
 /// zklock's work queue: producers and [`Consumer`](zklock_recipe::work_queue::Consumer)s

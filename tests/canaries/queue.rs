@@ -38,3 +38,26 @@ fn a_consumer_whose_item_locks_are_persistent_is_caught() {
 fn a_consumer_that_deletes_the_item_before_processing_is_caught() {
     caught(QueueBug::DeleteBeforeDone);
 }
+
+/// Each canary's minimized trace (saved with `zklock replay ... --save`) replays
+/// exactly to the property it must violate.
+#[test]
+fn the_queue_canaries_traces_replay_to_their_violations() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/queue");
+    for bug in QueueBug::ALL {
+        let trace = zklock_checker::Trace::read(&dir.join(format!("{}.json", bug.name()))).unwrap();
+        assert_eq!(trace.recipe, bug.name());
+        let run = zklock_checker::replay(&trace, &QueueCanary(bug)).unwrap();
+        assert!(
+            trace.same_history(&run.outcome.history),
+            "{}: the replay parted from the trace",
+            bug.name()
+        );
+        assert!(
+            run.violates(bug.caught_by()),
+            "{}: {}",
+            bug.name(),
+            run.report
+        );
+    }
+}

@@ -21,6 +21,20 @@ fn recipes() -> Recipes {
             zklock_sim::SemaphoreRecipe::default(),
         )
         .expect("the semaphore's name is valid and unique");
+    recipes
+        .register(
+            "queue",
+            "zklock's work queue: a producer, and consumers that take items under a take lock (herd-free)",
+            zklock_sim::QueueRecipe::default(),
+        )
+        .expect("the queue's name is valid and unique");
+    recipes
+        .register(
+            "queue-naive",
+            "zklock's work queue with naive consumers: each watches the whole queue (a herd)",
+            zklock_sim::QueueRecipe::naive(),
+        )
+        .expect("the naive queue's name is valid and unique");
     zklock_canaries::register_all(&mut recipes).expect("the canaries' names are valid and unique");
     recipes
 }

@@ -19,6 +19,10 @@
 //! assert_eq!(Canary(bug).name(), "canary-watch-parent");
 //! ```
 
+mod queue;
+
+pub use queue::{QueueBug, QueueCanary};
+
 use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +63,10 @@ pub fn register_all(recipes: &mut Recipes) -> Result<(), RegistryError> {
         ),
         LeaseOutsideLock::default(),
     )?;
+    for bug in QueueBug::ALL {
+        let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
+        recipes.register(bug.name(), &description, QueueCanary(bug))?;
+    }
     Ok(())
 }
 

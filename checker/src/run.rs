@@ -1,6 +1,7 @@
 //! Running a scenario and judging it in one call: what `explore` and `replay` share.
 
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
+use crate::properties::queue::{QueueFacts, check_queue};
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::{SavedReport, Trace};
 use zklock_sim::{
@@ -88,6 +89,16 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
     let cfg = CheckConfig::from_scenario(scenario)
         .with_final_children(outcome.final_lock_children.clone())
         .with_run_end_us(outcome.end_time_us);
+    if let Some(paths) = outcome.work_queue.clone() {
+        let mut finals = outcome.final_children_by_lock.iter().cloned();
+        let facts = QueueFacts {
+            paths,
+            final_items: finals.next().unwrap_or_default(),
+            final_locks: finals.next().unwrap_or_default(),
+        };
+        let report = check_queue(&outcome.history, &cfg, &facts);
+        return CheckedRun { outcome, report };
+    }
     let mut report = if scenario.locks > 1 {
         let locks: Vec<(String, Vec<String>)> = scenario
             .lock_paths()

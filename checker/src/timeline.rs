@@ -202,6 +202,11 @@ impl<'a> Describer<'a> {
             EventKind::WatchEvent { event_type, path } => {
                 format!("watch event {event_type:?} {path}")
             }
+            EventKind::ItemProduced { item } => format!("produced item {item}"),
+            EventKind::ProcessStart { item, token } => {
+                format!("processing item {item} (its lock's token {token})")
+            }
+            EventKind::ProcessEnd { item } => format!("completed item {item}"),
             // The vocabulary may grow; an unknown kind still gets a line.
             other => format!("{other:?}"),
         }

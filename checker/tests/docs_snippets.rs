@@ -42,3 +42,16 @@ fn the_recipes_snippet_is_the_recipe_crate_docs_doc_test() {
         "docs/recipes.md's snippet is not zklock-recipe's doc test:\n{s}"
     );
 }
+
+#[test]
+fn the_work_queue_snippet_is_the_work_queue_modules_doc_test() {
+    let s = snippet(
+        "docs/recipes.md",
+        "use zklock_recipe::work_queue::{Consumer, Producer, QueueError, QueuePaths};",
+    );
+    assert!(
+        doc_text(include_str!("../../recipe/src/work_queue/mod.rs"))
+            .contains(&format!("```\n{s}```\n")),
+        "docs/recipes.md's work-queue snippet is not zklock_recipe::work_queue's doc test:\n{s}"
+    );
+}

@@ -204,6 +204,21 @@ pub enum EventKind {
         event_type: EventType,
         path: String,
     },
+    /// A work-queue producer added item `item` (its name in the queue directory).
+    ItemProduced {
+        item: String,
+    },
+    /// A work-queue consumer holds item `item`'s lock (`token`: the lock node's czxid),
+    /// has seen the item still queued, and starts processing it.
+    ProcessStart {
+        item: String,
+        token: i64,
+    },
+    /// The consumer finished processing `item` and its delete removed the item: the
+    /// item is complete. A processing that ends otherwise ends with `Lost`.
+    ProcessEnd {
+        item: String,
+    },
 }
 
 fn is_false(b: &bool) -> bool {
@@ -231,6 +246,9 @@ impl EventKind {
             EventKind::Fault { .. } => "FAULT",
             EventKind::Done => "done",
             EventKind::WatchEvent { .. } => "watch",
+            EventKind::ItemProduced { .. } => "item+",
+            EventKind::ProcessStart { .. } => "proc>",
+            EventKind::ProcessEnd { .. } => "PROC",
         }
     }
 }

@@ -94,6 +94,7 @@ pub mod path;
 pub mod semaphore;
 mod types;
 pub mod under_test;
+pub mod work_queue;
 
 pub use children::{ChildNames, Children};
 pub use coordination::{

@@ -84,9 +84,9 @@ pub use chooser::{ChoiceKind, Chooser, GuidedChooser, RandomChooser, ReplayChoos
 pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use scenario::{
-    FaultMode, Faults, LockUnderTest, ModeKind, Rate, Recipe, RunOutcome, Scenario, ScenarioError,
-    SemaphoreLock, SemaphoreRecipe, Shape, ShippedLock, ShippedRecipe, fault_durations_ms,
-    run_scenario, run_scenario_with,
+    FaultMode, Faults, LockUnderTest, ModeKind, QueueRecipe, Rate, Recipe, RunOutcome, Scenario,
+    ScenarioError, SemaphoreLock, SemaphoreRecipe, Shape, ShippedLock, ShippedRecipe, WorkQueue,
+    fault_durations_ms, run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
 pub use world::request::{REQUEST_BYTES_MAX, RequestKind};

@@ -4,6 +4,7 @@
 
 mod cases;
 mod cli;
+mod queue;
 mod real;
 mod semaphore;
 mod semaphore_check;

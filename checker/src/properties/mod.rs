@@ -12,6 +12,8 @@
 //! | `fifo`                | always     | grants follow sequence order                                |
 //! | `timed_acquire_in_time` | always   | a timed acquire returns by its deadline, plus its client's faults |
 //! | `semaphore_leases`    | always     | a semaphore of N leases never has more than N holders (a semaphore's run only) |
+//!
+//! A work queue's run is judged by [`queue`]'s properties instead.
 
 mod beliefs;
 mod config;
@@ -23,6 +25,7 @@ pub mod liveness_after_heal;
 pub mod mutual_exclusion;
 pub mod no_herd;
 mod overlap;
+pub mod queue;
 pub mod read_write_compat;
 mod report;
 pub mod rightful_write_accepted;

@@ -227,6 +227,9 @@ fn model(history: &History, report: Option<&SavedReport>) -> Model {
             }
             EventKind::Done => "done",
             EventKind::WatchEvent { .. } => "watch",
+            EventKind::ItemProduced { .. } => "produced",
+            EventKind::ProcessStart { .. } => "process",
+            EventKind::ProcessEnd { .. } => "completed",
             _ => "other",
         };
         let text = format!(

@@ -11,12 +11,14 @@ pub mod limits;
 mod runner;
 mod shape;
 mod shipped;
+pub mod work_queue;
 
 pub use config::{FaultMode, Faults, Rate, Scenario};
 pub use limits::ScenarioError;
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
 pub use shape::{ModeKind, Shape, fault_durations_ms};
 pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
+pub use work_queue::{QueueRecipe, WorkQueue};
 
 use crate::SimClient;
 /// The runners' view of a lock, shared with the real-server workload (`zklock_real`).
@@ -70,5 +72,11 @@ pub trait Recipe: Send + Sync {
     /// sound.
     fn symmetric(&self) -> bool {
         false
+    }
+    /// `Some` for a work queue: the run is then the work-queue workload
+    /// ([`work_queue`]), producers and consumers rather than lock holders, judged by the
+    /// queue's properties. Default `None`: a lock.
+    fn work_queue(&self) -> Option<WorkQueue> {
+        None
     }
 }

@@ -12,6 +12,7 @@ use std::pin::pin;
 use std::time::Duration;
 use zklock_recipe::Coordination;
 use zklock_recipe::history::{AcquireMode, EventKind, History, LockRole};
+use zklock_recipe::work_queue::QueuePaths;
 
 /// Everything a run produced.
 #[derive(Clone, Debug)]
@@ -29,6 +30,10 @@ pub struct RunOutcome {
     pub error: Option<SimError>,
     /// The recipe's [`Recipe::leases`]: `Some(n)` for a semaphore of `n` leases.
     pub leases: Option<u32>,
+    /// The queue's directories, for a run of a work queue ([`Recipe::work_queue`]),
+    /// whose `final_children_by_lock` then holds the final children of the queue
+    /// directory and of the item locks' directory, in that order.
+    pub work_queue: Option<QueuePaths>,
     pub faults_injected: u64,
     pub steps: u64,
     pub end_time_us: u64,
@@ -58,6 +63,7 @@ pub fn run_scenario_with<R: Recipe>(
             final_children_by_lock: Vec::new(),
             error: Some(SimError::InvalidScenario(e)),
             leases: recipe.leases(),
+            work_queue: recipe.work_queue().map(|q| q.paths),
             faults_injected: 0,
             steps: 0,
             end_time_us: 0,
@@ -71,31 +77,14 @@ pub fn run_scenario_with<R: Recipe>(
         ..SimConfig::default()
     };
     let sim = Sim::with_chooser(cfg, chooser);
-    let lock_paths = scenario.lock_paths();
-    {
-        let mut w = sim.shared.world();
-        w.faults = Some(FaultPlan::new(
-            &scenario.faults,
-            scenario.fault_mode,
-            scenario.heal_ms,
-            scenario.shape.fault_durations_chosen,
-        ));
-        // Clients of one role are interchangeable, for an explorer's symmetric digests.
-        let roles: Vec<u32> = (0..scenario.clients)
-            .map(|i| u32::from(recipe.leases().is_none() && i < scenario.readers))
-            .collect();
-        w.set_roles(&roles);
-        if scenario.sequence_start != 0 {
-            for path in &lock_paths {
-                w.tree.start_sequence_at(path, scenario.sequence_start);
-            }
-        }
-        // Room for a typical run's history (some 15 events an acquisition), so that it
-        // is not copied over and over as it grows.
-        let acquisitions =
-            u64::from(scenario.clients) * u64::from(scenario.acquisitions_per_client);
-        w.history.reserve(acquisitions.min(1 << 16) as usize * 16);
+    if let Some(queue) = recipe.work_queue() {
+        return super::work_queue::run(sim, scenario, queue);
     }
+    let lock_paths = scenario.lock_paths();
+    let roles: Vec<u32> = (0..scenario.clients)
+        .map(|i| u32::from(recipe.leases().is_none() && i < scenario.readers))
+        .collect();
+    prepare_world(&sim, scenario, &lock_paths, &roles);
     let clients: Vec<SimClient> = (0..scenario.clients).map(|_| sim.client()).collect();
     let workers: Vec<_> = clients
         .iter()
@@ -150,25 +139,63 @@ pub fn run_scenario_with<R: Recipe>(
                 }
             };
             select(pin!(all_done), pin!(serve)).await;
-            // Let dead sessions expire and background cleanups finish, so that what remains
-            // is a true orphan: a crash or a cleanup may come after the last client is done.
-            let settle = Duration::from_millis(scenario.session_timeout_ms + 1000);
-            sim.sleep(settle).await;
-            for _ in 0..SETTLE_WAITS_MAX {
-                if !sim.settling() {
-                    break;
-                }
-                sim.sleep(settle).await;
-            }
+            settle(&sim, &scenario).await;
         }
     };
     let error = crate::sim::complete(sim.run(main)).err();
-    // The world is done with: its history and choices are moved out, not copied.
+    outcome(&sim, &lock_paths, error, recipe.leases(), None)
+}
+
+/// Arms the world for `scenario`: its faults, the lock directories' counters, room for
+/// the history.
+pub(super) fn prepare_world(sim: &Sim, scenario: &Scenario, lock_paths: &[String], roles: &[u32]) {
+    let mut w = sim.shared.world();
+    w.faults = Some(FaultPlan::new(
+        &scenario.faults,
+        scenario.fault_mode,
+        scenario.heal_ms,
+        scenario.shape.fault_durations_chosen,
+    ));
+    // Clients of one role are interchangeable, for an explorer's symmetric digests.
+    w.set_roles(roles);
+    if scenario.sequence_start != 0 {
+        for path in lock_paths {
+            w.tree.start_sequence_at(path, scenario.sequence_start);
+        }
+    }
+    // Room for a typical run's history (some 15 events an acquisition), so that it is
+    // not copied over and over as it grows.
+    let acquisitions = u64::from(scenario.clients) * u64::from(scenario.acquisitions_per_client);
+    w.history.reserve(acquisitions.min(1 << 16) as usize * 16);
+}
+
+/// Lets dead sessions expire and background cleanups finish, so that what remains is a
+/// true orphan: a crash or a cleanup may come after the last client is done.
+pub(super) async fn settle(sim: &Sim, scenario: &Scenario) {
+    let settle = Duration::from_millis(scenario.session_timeout_ms + 1000);
+    sim.sleep(settle).await;
+    for _ in 0..SETTLE_WAITS_MAX {
+        if !sim.settling() {
+            break;
+        }
+        sim.sleep(settle).await;
+    }
+}
+
+/// The outcome of a finished world: its history and choices are moved out, not copied;
+/// `dirs`' final children are read from the tree.
+pub(super) fn outcome(
+    sim: &Sim,
+    dirs: &[String],
+    error: Option<SimError>,
+    leases: Option<u32>,
+    work_queue: Option<QueuePaths>,
+) -> RunOutcome {
     let mut w = sim.shared.world();
     if error != Some(SimError::Pruned) {
         w.report_final_state();
     }
-    let final_children_by_lock: Vec<Vec<String>> = lock_paths
+    let final_children_by_lock: Vec<Vec<String>> = dirs
         .iter()
         .map(|p| w.tree.children(p).unwrap_or_default())
         .collect();
@@ -180,7 +207,8 @@ pub fn run_scenario_with<R: Recipe>(
         final_lock_children: final_children_by_lock[0].clone(),
         final_children_by_lock,
         error,
-        leases: recipe.leases(),
+        leases,
+        work_queue,
         faults_injected: w.faults.as_ref().map_or(0, |f| f.injected),
         steps: w.steps,
         end_time_us: w.now_us,

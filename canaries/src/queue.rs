@@ -1,0 +1,221 @@
+//! The work queue's canaries: zklock's herd-free consumer with one bug each, built from
+//! the queue's public building blocks (`zklock_recipe::work_queue::items`).
+
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use zklock_recipe::lock::retry::{RetryPolicy, retry_while_session, session_over};
+use zklock_recipe::work_queue::items::{
+    QueuePaths, Taken, delete_item, item_exists, list, list_watched, lock_item, lost, release_item,
+    sorted_items, wait_change,
+};
+use zklock_recipe::work_queue::{ConsumerUnderTest, Producer, QueueError};
+use zklock_recipe::{Coordination, CreateMode, Lock, LockOptions, SessionState};
+use zklock_sim::scenario::work_queue::{MakeConsumer, MakeProducer};
+use zklock_sim::{QueueRecipe, Recipe, SimClient, WorkQueue};
+
+/// The work queue's bug classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueBug {
+    /// Takes an item's lock and processes the item without checking that it is still in
+    /// the queue: an item completed between the listing and the lock is processed again.
+    NoExistsCheck,
+    /// Creates an item's lock persistent, not ephemeral: the lock of a consumer whose
+    /// session ended (or whose create's reply was lost) stands for ever, and its item is
+    /// never taken again.
+    PersistentLock,
+    /// Deletes the item as soon as it takes it, before processing: a consumer that
+    /// crashes or loses its session while processing loses the item.
+    DeleteBeforeDone,
+}
+
+impl QueueBug {
+    pub const ALL: [QueueBug; 3] = [
+        QueueBug::NoExistsCheck,
+        QueueBug::PersistentLock,
+        QueueBug::DeleteBeforeDone,
+    ];
+
+    /// The canary's name, as registered and as its trace file is named.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueBug::NoExistsCheck => "canary-queue-no-exists-check",
+            QueueBug::PersistentLock => "canary-queue-persistent-lock",
+            QueueBug::DeleteBeforeDone => "canary-queue-delete-before-done",
+        }
+    }
+
+    /// The property it must violate.
+    pub fn caught_by(self) -> &'static str {
+        match self {
+            QueueBug::NoExistsCheck => "queue_no_process_after_complete",
+            QueueBug::PersistentLock | QueueBug::DeleteBeforeDone => "queue_items_completed",
+        }
+    }
+
+    /// What it does wrong.
+    pub fn description(self) -> &'static str {
+        match self {
+            QueueBug::NoExistsCheck => {
+                "a work-queue consumer that processes an item without checking it still exists"
+            }
+            QueueBug::PersistentLock => "a work-queue consumer whose item locks are persistent",
+            QueueBug::DeleteBeforeDone => {
+                "a work-queue consumer that deletes the item before it finishes processing"
+            }
+        }
+    }
+}
+
+/// The canary of one queue bug, as a [`Recipe`]: the shipped producer, and consumers
+/// with the bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueCanary(pub QueueBug);
+
+impl Recipe for QueueCanary {
+    type Lock = <QueueRecipe as Recipe>::Lock;
+    fn name(&self) -> String {
+        self.0.name().into()
+    }
+    fn lock(
+        &self,
+        client: SimClient,
+        role: zklock_recipe::history::LockRole,
+        path: &str,
+    ) -> Self::Lock {
+        QueueRecipe::default().lock(client, role, path)
+    }
+    fn work_queue(&self) -> Option<WorkQueue> {
+        let paths = QueuePaths::default();
+        let bug = self.0;
+        let p = paths.clone();
+        let consumer: MakeConsumer = Arc::new(move |c| {
+            let take_lock = Lock::new(c.clone(), &p.take_lock(), LockOptions::default())
+                .expect("the queue's paths are valid");
+            Box::new(BuggyConsumer {
+                client: c,
+                paths: p.clone(),
+                take_lock,
+                bug,
+                policy: RetryPolicy::default(),
+            })
+        });
+        let p = paths.clone();
+        let producer: MakeProducer =
+            Arc::new(move |c| Box::new(Producer::new(c, &p).expect("the queue's paths are valid")));
+        Some(WorkQueue {
+            paths,
+            producers: QueueRecipe::default().producers,
+            consumer,
+            producer,
+        })
+    }
+}
+
+/// [`zklock_recipe::work_queue::Consumer`] with one bug.
+struct BuggyConsumer<C> {
+    client: C,
+    paths: QueuePaths,
+    take_lock: Lock<C>,
+    bug: QueueBug,
+    policy: RetryPolicy,
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> BuggyConsumer<C> {
+    async fn take(&self) -> Result<Taken, QueueError> {
+        loop {
+            let guard = self.take_lock.acquire().await?;
+            let found = self.find().await;
+            let _ = guard.release().await;
+            if let Some(taken) = found? {
+                if self.bug == QueueBug::DeleteBeforeDone {
+                    // BUG: the item is gone before it is processed.
+                    delete_item(&self.client, &self.paths, &self.policy, &taken).await?;
+                }
+                return Ok(taken);
+            }
+            if let Some(over) = session_over(&self.client) {
+                return Err(over.into());
+            }
+        }
+    }
+
+    async fn find(&self) -> Result<Option<Taken>, QueueError> {
+        let c = &self.client;
+        let mode = if self.bug == QueueBug::PersistentLock {
+            CreateMode::Persistent // BUG: outlives its session
+        } else {
+            CreateMode::Ephemeral
+        };
+        let mut watched = false;
+        loop {
+            let mut events = c.session_events();
+            let (children, queue_watch) = if watched {
+                let (children, w) = list_watched(c, &self.paths, &self.policy).await?;
+                (children, Some(w))
+            } else {
+                (list(c, &self.paths, &self.policy).await?, None)
+            };
+            let mut oldest_locked = None;
+            for item in sorted_items(&children) {
+                let Some(taken) = lock_item(c, &self.paths, &self.policy, &item, mode).await?
+                else {
+                    oldest_locked.get_or_insert(item);
+                    continue;
+                };
+                // BUG (NoExistsCheck): the item may have been completed since the listing.
+                if self.bug == QueueBug::NoExistsCheck
+                    || item_exists(c, &self.paths, &self.policy, &item).await?
+                {
+                    return Ok(Some(taken));
+                }
+                release_item(c, &self.policy, &taken).await?;
+            }
+            let Some(queue_watch) = queue_watch else {
+                watched = true;
+                continue;
+            };
+            watched = false;
+            let mut watches = vec![queue_watch];
+            if let Some(item) = oldest_locked {
+                let lock = self.paths.lock(&item);
+                match retry_while_session(c, &self.policy, || c.exists_watch(&lock)).await? {
+                    (Some(_), w) => watches.push(w),
+                    (None, _) => continue,
+                }
+            }
+            if events.try_next().is_some() {
+                return Ok(None);
+            }
+            wait_change(watches, &mut events).await;
+            if c.session_state() != SessionState::Connected {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> ConsumerUnderTest for BuggyConsumer<C> {
+    fn take(&self) -> BoxFuture<'_, Result<Taken, String>> {
+        Box::pin(async move { BuggyConsumer::take(self).await.map_err(|e| e.to_string()) })
+    }
+    fn lost(&self) -> BoxFuture<'_, String> {
+        Box::pin(lost(&self.client))
+    }
+    fn complete<'a>(&'a self, taken: &'a Taken) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if self.bug == QueueBug::DeleteBeforeDone {
+                return Ok(()); // deleted at the take
+            }
+            delete_item(&self.client, &self.paths, &self.policy, taken)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+    fn release(&self, taken: Taken) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            release_item(&self.client, &self.policy, &taken)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}

@@ -1,0 +1,57 @@
+//! The work queue's properties, judged on a run of the work-queue workload
+//! (`zklock_sim::Recipe::work_queue`) instead of the lock's:
+//!
+//! | name | kind | holds when |
+//! |---|---|---|
+//! | `queue_item_exclusive` | always | no item is processed by two consumers at once |
+//! | `queue_no_process_after_complete` | always | no consumer starts processing an item once it was completed (and deleted) |
+//! | `queue_items_completed` | eventually | every item produced is completed exactly once, the queue is empty and no item lock node is left |
+//! | `queue_no_herd` | always | no change of the queue wakes more than [`herd::WOKEN_PER_CHANGE_MAX`] consumers; notifications and listings per completed item reported |
+//!
+//! Processing is judged by belief, as `mutual_exclusion` judges a hold: a consumer
+//! processes item X from its `ProcessStart` until its `ProcessEnd`, its `Lost`, its
+//! crash, its next `ProcessStart` or its `Done`. A conflict involving a consumer paused
+//! since it began to take the item is, under process pauses, the known, unavoidable class
+//! (it wakes believing in a lock its expired session no longer holds).
+
+pub mod completed;
+pub mod herd;
+pub mod item_exclusive;
+pub mod no_process_after_complete;
+mod processing;
+
+use super::{CheckConfig, Report, count};
+use zklock_recipe::history::History;
+use zklock_recipe::work_queue::QueuePaths;
+
+/// The queue's property names, in the order [`check_queue`] reports them.
+pub const QUEUE_PROPERTY_NAMES: [&str; 4] = [
+    item_exclusive::NAME,
+    no_process_after_complete::NAME,
+    completed::NAME,
+    herd::NAME,
+];
+
+/// What the queue's properties need besides the history: its directories and their
+/// children on the server once the run ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueFacts {
+    pub paths: QueuePaths,
+    /// The queue directory's children at the end: items never completed.
+    pub final_items: Vec<String>,
+    /// The item locks' directory's children at the end: lock nodes left behind.
+    pub final_locks: Vec<String>,
+}
+
+/// Every queue property on `history`, with the run's counters.
+pub fn check_queue(history: &History, cfg: &CheckConfig, facts: &QueueFacts) -> Report {
+    Report {
+        verdicts: vec![
+            item_exclusive::check(history, cfg.pauses_on),
+            no_process_after_complete::check(history, cfg.pauses_on),
+            completed::check(history, facts),
+            herd::check(history),
+        ],
+        counters: count(history),
+    }
+}

@@ -1,0 +1,102 @@
+//! The work queue over the default budget (100 seeds, every fault on): both consumers
+//! keep every safety and eventual property; the naive consumer's herd is flagged on every
+//! seed, the herd-free consumer's never.
+
+use zklock_checker::check_seed;
+use zklock_checker::properties::queue::{
+    completed, herd, item_exclusive, no_process_after_complete,
+};
+use zklock_sim::{QueueRecipe, Scenario};
+
+/// The default budget of `zklock explore`.
+const SEEDS: u64 = 100;
+
+/// Runs every seed and returns the herd verdicts' per-item figures.
+fn sweep(recipe: &QueueRecipe) -> Vec<(u64, bool, String)> {
+    let scenario = Scenario::default();
+    (0..SEEDS)
+        .map(|seed| {
+            let run = check_seed(&scenario, seed, recipe);
+            assert!(
+                run.outcome.error.is_none(),
+                "seed {seed}: {:?}",
+                run.outcome.error
+            );
+            for name in [
+                item_exclusive::NAME,
+                no_process_after_complete::NAME,
+                completed::NAME,
+            ] {
+                let v = run
+                    .report
+                    .verdicts
+                    .iter()
+                    .find(|v| v.property == name)
+                    .unwrap();
+                assert!(v.ok, "{} seed {seed}: {}", recipe.naive, run.report);
+            }
+            let h = run
+                .report
+                .verdicts
+                .iter()
+                .find(|v| v.property == herd::NAME)
+                .unwrap();
+            (seed, h.ok, h.note.clone().unwrap_or_default())
+        })
+        .collect()
+}
+
+/// The herd figures of a sweep: (most consumers woken by one change, notifications per
+/// completed item, listings per completed item), each as (min, mean, max), from the
+/// verdicts' notes. `cargo test -p zklock-checker --test work_queue -- --nocapture`
+/// prints them (docs/recipes.md quotes them).
+fn figures(name: &str, notes: &[String]) -> [(f64, f64, f64); 3] {
+    let parse = |note: &str| -> [f64; 3] {
+        let words: Vec<&str> = note.split_whitespace().collect();
+        let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
+        [
+            words[at("most") + 1].parse().unwrap(),
+            words[at("watch") - 1].parse().unwrap(),
+            words[at("getChildren") - 1].parse().unwrap(),
+        ]
+    };
+    let all: Vec<[f64; 3]> = notes.iter().map(|n| parse(n)).collect();
+    let stat = |k: usize| {
+        let v: Vec<f64> = all.iter().map(|a| a[k]).collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        (
+            v.iter().copied().fold(f64::MAX, f64::min),
+            mean,
+            v.iter().copied().fold(0.0, f64::max),
+        )
+    };
+    let f = [stat(0), stat(1), stat(2)];
+    eprintln!(
+        "{name}: woken by one change {:?}; notifications per item {:.2}/{:.2}/{:.2}; \
+         listings per item {:.2}/{:.2}/{:.2} (min/mean/max over {SEEDS} seeds)",
+        f[0], f[1].0, f[1].1, f[1].2, f[2].0, f[2].1, f[2].2
+    );
+    f
+}
+
+#[test]
+fn the_herd_free_queue_keeps_every_property_over_the_default_budget() {
+    let runs = sweep(&QueueRecipe::default());
+    for (seed, ok, note) in &runs {
+        assert!(ok, "seed {seed}: {note}");
+    }
+    let notes: Vec<String> = runs.into_iter().map(|r| r.2).collect();
+    let [woken, ..] = figures("queue", &notes);
+    // Not vacuous: changes did wake consumers.
+    assert!(woken.2 >= 1.0, "{woken:?}");
+}
+
+#[test]
+fn the_naive_queue_keeps_safety_and_completion_and_its_herd_is_flagged_on_every_seed() {
+    let runs = sweep(&QueueRecipe::naive());
+    for (seed, ok, note) in &runs {
+        assert!(!ok, "seed {seed}: {note}");
+    }
+    let notes: Vec<String> = runs.into_iter().map(|r| r.2).collect();
+    figures("queue-naive", &notes);
+}

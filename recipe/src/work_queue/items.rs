@@ -1,0 +1,268 @@
+//! The work queue's building blocks, shared by its consumers and by variants of them:
+//! item names, an item's lock, the existence check, completion, and the session's end.
+
+use super::QueueError;
+use crate::lock::ensure_path;
+use crate::lock::naming::{parse_sequence, sequence_precedes};
+use crate::lock::retry::{RetryPolicy, delete_until_gone, retry_while_session, session_over};
+use crate::path::{join, validate_path};
+use crate::{Children, Coordination, CreateMode, SessionEvents, SessionState, ZkError};
+use std::cmp::Ordering;
+
+/// Every item's name starts with it: `item-<guid>-<sequence>`.
+pub const ITEM_PREFIX: &str = "item-";
+
+/// Where a queue lives: its items' directory and its item locks' directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuePaths {
+    /// The items' directory. Default `/queue`.
+    pub queue: String,
+    /// The item locks' directory: item `X`'s lock is `<locks>/X`. Default `/queue_lock`.
+    pub locks: String,
+}
+
+impl Default for QueuePaths {
+    fn default() -> Self {
+        QueuePaths {
+            queue: "/queue".into(),
+            locks: "/queue_lock".into(),
+        }
+    }
+}
+
+impl QueuePaths {
+    /// Both directories must be valid paths, and neither the root.
+    pub fn validate(&self) -> Result<(), QueueError> {
+        for p in [&self.queue, &self.locks] {
+            validate_path(p, false).map_err(|e| QueueError::InvalidPath {
+                path: p.clone(),
+                reason: e.to_string(),
+            })?;
+            if p == "/" {
+                return Err(QueueError::InvalidPath {
+                    path: p.clone(),
+                    reason: "a queue directory cannot be the root".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Item `item`'s node.
+    pub fn item(&self, item: &str) -> String {
+        join(&self.queue, item)
+    }
+
+    /// Item `item`'s lock node.
+    pub fn lock(&self, item: &str) -> String {
+        join(&self.locks, item)
+    }
+
+    /// The take lock's directory of [`Consumer`](super::Consumer): `<locks>.take`, a
+    /// sibling, so that the locks' directory holds item locks only.
+    pub fn take_lock(&self) -> String {
+        format!("{}.take", self.locks)
+    }
+}
+
+/// An item a consumer holds the lock of, and has seen still in the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taken {
+    /// The item's name (a child of the queue directory).
+    pub item: String,
+    /// The item's lock node.
+    pub lock_node: String,
+    /// The lock node's czxid: it grows with every take of any item.
+    pub token: i64,
+}
+
+/// The items among `children`, oldest first (by sequence, across the counter's wrap).
+pub fn sorted_items(children: &Children) -> Vec<String> {
+    let mut items: Vec<(i32, String)> = children
+        .iter()
+        .filter(|n| n.starts_with(ITEM_PREFIX))
+        .filter_map(|n| Some((parse_sequence(n)?, n.to_owned())))
+        .collect();
+    items.sort_by(|a, b| {
+        if a.0 == b.0 {
+            Ordering::Equal
+        } else if sequence_precedes(a.0, b.0) {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        }
+    });
+    items.into_iter().map(|(_, n)| n).collect()
+}
+
+/// Creates `item`'s lock node in `mode`; `None` if another session holds it. A create
+/// whose reply was lost is retried while the session lives, and a node found then is ours
+/// if its ephemeral owner is our session, so a lost reply never strands our own lock.
+pub async fn lock_item<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+    item: &str,
+    mode: CreateMode,
+) -> Result<Option<Taken>, QueueError> {
+    let path = paths.lock(item);
+    let mut parents_made = false;
+    loop {
+        match retry_while_session(client, policy, || client.create(&path, b"", mode)).await {
+            Ok((_, stat)) => {
+                return Ok(Some(Taken {
+                    item: item.to_owned(),
+                    lock_node: path,
+                    token: stat.czxid,
+                }));
+            }
+            Err(ZkError::NodeExists) => {
+                let stat = retry_while_session(client, policy, || client.exists(&path)).await?;
+                match stat {
+                    Some(s) if s.ephemeral_owner == client.session_id().0 => {
+                        return Ok(Some(Taken {
+                            item: item.to_owned(),
+                            lock_node: path,
+                            token: s.czxid,
+                        }));
+                    }
+                    Some(_) => return Ok(None),
+                    // Released in between: try again.
+                    None => {}
+                }
+            }
+            Err(ZkError::NoNode) if !parents_made => {
+                ensure_path(client, policy, &paths.locks).await?;
+                parents_made = true;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Whether `item` is still in the queue: a consumer that holds an item's lock checks
+/// this before processing, since the item may have been completed (and its lock
+/// released) between the consumer's listing and its lock.
+pub async fn item_exists<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+    item: &str,
+) -> Result<bool, QueueError> {
+    let path = paths.item(item);
+    Ok(retry_while_session(client, policy, || client.exists(&path))
+        .await?
+        .is_some())
+}
+
+/// Deletes the taken item's lock node, retrying through connection loss until the node
+/// or the session is gone.
+pub async fn release_item<C: Coordination>(
+    client: &C,
+    policy: &RetryPolicy,
+    taken: &Taken,
+) -> Result<(), QueueError> {
+    Ok(delete_until_gone(client, policy, &taken.lock_node).await?)
+}
+
+/// Completes a taken item: deletes the item ([`delete_item`]), then releases its lock.
+pub async fn complete_item<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+    taken: &Taken,
+) -> Result<(), QueueError> {
+    delete_item(client, paths, policy, taken).await?;
+    release_item(client, policy, taken).await
+}
+
+/// Deletes a taken item from the queue: the moment it is complete. `Ok` only if our
+/// delete removed the item: a `NoNode` after a ConnectionLoss of ours means our earlier
+/// attempt was applied (we held the item's lock all along, since the session lived), but
+/// a `NoNode` at the first attempt means someone else had already deleted it, an error.
+pub async fn delete_item<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+    taken: &Taken,
+) -> Result<(), QueueError> {
+    let path = paths.item(&taken.item);
+    let mut attempt = 1u32;
+    let mut unknown = false;
+    loop {
+        if let Some(over) = session_over(client) {
+            return Err(over.into());
+        }
+        match client.delete(&path, None).await {
+            Ok(()) => return Ok(()),
+            Err(ZkError::NoNode) if unknown => return Ok(()),
+            Err(e) if e.is_connection_loss() => {
+                unknown = true;
+                client.sleep(policy.backoff(attempt)).await;
+                attempt = attempt.saturating_add(1);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Resolves when a consumer can no longer trust its item's lock: at once if the session
+/// is not connected, else at its next Disconnected, Expired or Closed. As the lock's
+/// default lost policy, a Disconnected ends the trust: the server expires the session
+/// (and the lock) only after the full timeout, and the client reports Disconnected at
+/// two thirds of it.
+pub async fn lost<C: Coordination>(client: &C) -> String {
+    let mut events: SessionEvents = client.session_events();
+    let mut state = client.session_state();
+    loop {
+        match state {
+            SessionState::Connected => {}
+            SessionState::Disconnected => return "disconnected".into(),
+            SessionState::Expired => return "expired".into(),
+            SessionState::Closed => return "closed".into(),
+        }
+        state = events.next().await.unwrap_or(SessionState::Expired);
+    }
+}
+
+/// Waits until one of `watches` fires or the session's state changes (a change of state
+/// is the caller's cue to look again). With no watch, only the session's change ends it.
+pub async fn wait_change(watches: Vec<crate::Watch>, events: &mut SessionEvents) {
+    use futures_util::future::{select, select_all};
+    use std::pin::pin;
+    let session = pin!(events.next());
+    if watches.is_empty() {
+        session.await;
+        return;
+    }
+    let _ = select(select_all(watches), session).await;
+}
+
+/// The queue's children with a child watch, creating the queue directory if it is
+/// missing; retried while the session lives.
+pub async fn list_watched<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+) -> Result<(Children, crate::Watch), QueueError> {
+    loop {
+        match retry_while_session(client, policy, || client.get_children_watch(&paths.queue)).await
+        {
+            Err(ZkError::NoNode) => ensure_path(client, policy, &paths.queue).await?,
+            r => return Ok(r?),
+        }
+    }
+}
+
+/// The queue's children, without a watch (an empty list if the directory is missing);
+/// retried while the session lives.
+pub async fn list<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+) -> Result<Children, QueueError> {
+    match retry_while_session(client, policy, || client.get_children(&paths.queue)).await {
+        Err(ZkError::NoNode) => Ok(Children::new()),
+        r => Ok(r?),
+    }
+}

@@ -177,8 +177,8 @@ fn parse_mix(list: &str, allow_foreign: bool) -> Result<Option<Vec<LockName>>> {
     }
     let mut locks = Vec::new();
     for name in list.split(',') {
-        let lock = LockName::parse(name.trim())
-            .map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?;
+        let lock =
+            LockName::parse(name.trim()).map_err(|e| anyhow::anyhow!("--lock: {e}, or zklock"))?;
         locks.push(lock);
     }
     if locks.iter().all(|&l| l == locks[0]) {
@@ -209,9 +209,9 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
         "withhold-reply" => AimedAction::WithholdReply,
         "drop-request" => AimedAction::DropRequest,
         "expire" => AimedAction::Expire,
-        other => bail!(
-            "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire)"
-        ),
+        other => {
+            bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire)")
+        }
     };
     let ops = op_by_name(op).with_context(|| {
         format!(
@@ -381,7 +381,10 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
     let saved = SavedReport::of_report(&report);
     let mut text = render_marked_timeline(&history, &saved.marks());
-    let locks = opts.mix.as_ref().map(|m| mix_line(m, opts.workload.clients));
+    let locks = opts
+        .mix
+        .as_ref()
+        .map(|m| mix_line(m, opts.workload.clients));
     if let Some(line) = &locks {
         text.insert_str(0, &format!("{line}\n"));
     }
@@ -471,10 +474,19 @@ mod tests {
         assert!(e.to_string().contains("curator-mutex"), "{e}");
         let o = parse(args(&["--lock", "zklock,curator-mutex,zkclient-lock"])).unwrap();
         assert_eq!(o.mix.map(|m| m.len()), Some(3));
-        assert_eq!(parse(args(&["--lock", "kazoo-lock,kazoo-lock"])).unwrap().mix, None);
+        assert_eq!(
+            parse(args(&["--lock", "kazoo-lock,kazoo-lock"]))
+                .unwrap()
+                .mix,
+            None
+        );
         let e = parse(args(&["--lock", "curator-mutex,kazoo-lock"])).unwrap_err();
         assert!(e.to_string().contains("do not interoperate"), "{e}");
-        let forced = ["--lock", "curator-mutex,kazoo-lock", "--allow-foreign-naming"];
+        let forced = [
+            "--lock",
+            "curator-mutex,kazoo-lock",
+            "--allow-foreign-naming",
+        ];
         assert!(parse(args(&forced)).unwrap().mix.is_some());
         let e = parse(args(&["--lock", "zklock,kazoo-rw"])).unwrap_err();
         assert!(e.to_string().contains("cannot be mixed"), "{e}");

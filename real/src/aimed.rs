@@ -49,7 +49,9 @@ pub(crate) async fn expire_caught(
             while client.session_state() == SessionState::Connected {
                 if tokio::time::Instant::now() >= deadline {
                     link.lift_refusal(session);
-                    return Err(failed("the client did not notice its cut connection".into()));
+                    return Err(failed(
+                        "the client did not notice its cut connection".into(),
+                    ));
                 }
                 tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
             }

@@ -453,7 +453,10 @@ impl ClientLink {
 
     /// The requests aimed faults caught so far, proxy by proxy, each oldest first.
     pub fn caught_requests(&self) -> Vec<crate::proxy::CaughtRequest> {
-        self.proxies.iter().flat_map(|p| p.caught_requests()).collect()
+        self.proxies
+            .iter()
+            .flat_map(|p| p.caught_requests())
+            .collect()
     }
 
     /// Refuses `session`'s reconnects on every proxy for `duration`.

@@ -1047,7 +1047,9 @@ mod tests {
 
     #[tokio::test]
     async fn an_aimed_expiry_drops_the_request_and_refuses_its_session_until_lifted() {
-        let proxy = Proxy::start(fake_server_of_session(77).await).await.unwrap();
+        let proxy = Proxy::start(fake_server_of_session(77).await)
+            .await
+            .unwrap();
         proxy.aim(AimedFault {
             ops: op::by_name("get-children").unwrap().to_vec(),
             under: "/locks".into(),

@@ -642,8 +642,13 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
                     let shared = Arc::clone(&shared);
                     tokio::spawn(async move {
                         let closed = || record_fault(&shared, index, FaultKind::ForcedExpiry);
-                        let expired =
-                            crate::aimed::expire_caught(link, caught.session, victim, server, closed);
+                        let expired = crate::aimed::expire_caught(
+                            link,
+                            caught.session,
+                            victim,
+                            server,
+                            closed,
+                        );
                         if let Err(e) = expired.await {
                             eprintln!("zklock: client {index}'s aimed expiry failed: {e}");
                         }

@@ -311,7 +311,9 @@ mod tests {
     use super::*;
 
     fn names(list: &str) -> Vec<LockName> {
-        list.split(',').map(|n| LockName::parse(n).unwrap()).collect()
+        list.split(',')
+            .map(|n| LockName::parse(n).unwrap())
+            .collect()
     }
 
     #[test]
@@ -319,14 +321,17 @@ mod tests {
         assert!(check_mix(&names("zklock,curator-mutex,zkclient-lock"), false).is_ok());
         assert!(check_mix(&names("zklock,kazoo-lock"), false).is_ok());
         let e = check_mix(&names("zklock,curator-mutex,kazoo-lock"), false).unwrap_err();
-        assert!(e.contains("curator-mutex and kazoo-lock") && e.contains("fixForSorting"), "{e}");
+        assert!(
+            e.contains("curator-mutex and kazoo-lock") && e.contains("fixForSorting"),
+            "{e}"
+        );
         let e = check_mix(&names("kazoo-lock,zkclient-lock"), false).unwrap_err();
         assert!(e.contains("contains `lock-`"), "{e}");
         assert!(check_mix(&names("kazoo-lock,zkclient-lock"), true).is_ok());
         let e = check_mix(&names("zklock,kazoo-rw"), true).unwrap_err();
         assert!(e.contains("kazoo-rw cannot be mixed"), "{e}");
         assert!(check_mix(&names("zklock,curator-semaphore-mutex"), false).is_err());
-        assert!(check_mix(&vec![LockName::Zklock; MAX_MIXED_LOCKS + 1], false).is_err());
+        assert!(check_mix(&[LockName::Zklock; MAX_MIXED_LOCKS + 1], false).is_err());
     }
 
     #[test]
@@ -335,7 +340,13 @@ mod tests {
         let got: Vec<_> = (0..5).map(|i| lock_of(&mix, i).name()).collect();
         assert_eq!(
             got,
-            ["zklock", "curator-mutex", "zkclient-lock", "zklock", "curator-mutex"]
+            [
+                "zklock",
+                "curator-mutex",
+                "zkclient-lock",
+                "zklock",
+                "curator-mutex"
+            ]
         );
     }
 }

@@ -66,9 +66,13 @@ async fn an_aimed_expiry_expires_the_session_and_the_shipped_lock_passes() {
         return;
     }
     let config = workload(Some(RunGoal::new(|h, _| expired_then_acquired(h, 20))));
-    let run = run(ShippedRealRecipe::default(), &config, &expired_while_acquiring())
-        .await
-        .unwrap();
+    let run = run(
+        ShippedRealRecipe::default(),
+        &config,
+        &expired_while_acquiring(),
+    )
+    .await
+    .unwrap();
     assert!(
         expired_then_acquired(&run.history, 20),
         "the session never expired"
@@ -100,8 +104,7 @@ fn expired_at_first_delete() -> FaultConfig {
 /// it; the shipped lock passes the same schedule.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curators_semaphore_mutex_grants_a_lease_its_expired_session_lost() {
-    let Some(recipe) = super::driver(zklock_real::driver::DriverKind::CuratorSemaphoreMutex)
-    else {
+    let Some(recipe) = super::driver(zklock_real::driver::DriverKind::CuratorSemaphoreMutex) else {
         return;
     };
     let flagged = |h: &History, facts: &zklock_recipe::history::RunFacts| {
@@ -110,22 +113,33 @@ async fn curators_semaphore_mutex_grants_a_lease_its_expired_session_lost() {
     };
     let mut config = workload(Some(RunGoal::new(flagged)));
     config.drop_every = 0;
-    let curator = run(recipe, &config, &expired_at_first_delete()).await.unwrap();
+    let curator = run(recipe, &config, &expired_at_first_delete())
+        .await
+        .unwrap();
     let judged = check_run(&curator);
     assert!(
         judged.report.violated().contains(&"fencing_token_order"),
         "the checker did not flag the lost lease:\n{}",
         judged.report
     );
-    let lost_lease = curator.history.events.iter().any(|e| {
-        e.client == 0 && matches!(&e.kind, EventKind::Acquired { token: -1, .. })
-    });
-    assert!(lost_lease, "client 0 was never granted a lease without a node");
+    let lost_lease = curator
+        .history
+        .events
+        .iter()
+        .any(|e| e.client == 0 && matches!(&e.kind, EventKind::Acquired { token: -1, .. }));
+    assert!(
+        lost_lease,
+        "client 0 was never granted a lease without a node"
+    );
     let mut shipped_config = workload(Some(RunGoal::new(|h, _| expired_then_acquired(h, 20))));
     shipped_config.drop_every = 0;
-    let shipped = run(ShippedRealRecipe::default(), &shipped_config, &expired_at_first_delete())
-        .await
-        .unwrap();
+    let shipped = run(
+        ShippedRealRecipe::default(),
+        &shipped_config,
+        &expired_at_first_delete(),
+    )
+    .await
+    .unwrap();
     assert!(expired_then_acquired(&shipped.history, 20));
     assert_ok(&check_run(&shipped));
 }

@@ -331,7 +331,7 @@ mod tests {
         let e = check_mix(&names("zklock,kazoo-rw"), true).unwrap_err();
         assert!(e.contains("kazoo-rw cannot be mixed"), "{e}");
         assert!(check_mix(&names("zklock,curator-semaphore-mutex"), false).is_err());
-        assert!(check_mix(&vec![LockName::Zklock; MAX_MIXED_LOCKS + 1], false).is_err());
+        assert!(check_mix(&[LockName::Zklock; MAX_MIXED_LOCKS + 1], false).is_err());
     }
 
     #[test]

@@ -158,8 +158,11 @@ pub struct DriverRecipe {
 /// every driver of a mixed run).
 #[derive(Clone, Debug)]
 pub struct DriverStatus {
-    parts: Vec<(Arc<Mutex<Option<String>>>, Arc<Mutex<Option<String>>>)>,
+    parts: Vec<(Shared, Shared)>,
 }
+
+/// A driver's failure or hello, shared with its recipe.
+type Shared = Arc<Mutex<Option<String>>>;
 
 impl DriverStatus {
     /// The first protocol break, crash at start or hang of a driver, if any: the run's

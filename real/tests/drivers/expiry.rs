@@ -79,3 +79,67 @@ async fn an_aimed_expiry_expires_the_session_and_the_shipped_lock_passes() {
     );
     assert_ok(&check_run(&run));
 }
+
+/// Client 0's first delete under the lock directory never reaches the server: its
+/// session is expired there instead.
+fn expired_at_first_delete() -> FaultConfig {
+    FaultConfig {
+        aimed: vec![(
+            0,
+            AimedFault {
+                ops: op::by_name("delete").unwrap().to_vec(),
+                under: format!("{LOCK_PATH}/"),
+                action: AimedAction::Expire,
+            },
+        )],
+        ..FaultConfig::default()
+    }
+}
+
+/// Curator 5.4.0's `InterProcessSemaphoreMutex` takes a lease, then releases its internal
+/// mutex (`locks/`): client 0's first delete under the directory. Its session expired
+/// there, the lease node goes with it, and yet the acquire returns that lease once the
+/// client has a new session: the holder's lease node no longer exists (the driver reads no
+/// node for its token, -1), and another client may hold meanwhile. The checker must flag
+/// it; the shipped lock passes the same schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curators_semaphore_mutex_grants_a_lease_its_expired_session_lost() {
+    let Some(recipe) = super::driver(zklock_real::driver::DriverKind::CuratorSemaphoreMutex) else {
+        return;
+    };
+    let flagged = |h: &History, facts: &zklock_recipe::history::RunFacts| {
+        let judged = crate::common::judge(h, &zklock_checker::CheckConfig::from(facts.clone()));
+        judged.report.violated().contains(&"fencing_token_order")
+    };
+    let mut config = workload(Some(RunGoal::new(flagged)));
+    config.drop_every = 0;
+    let curator = run(recipe, &config, &expired_at_first_delete())
+        .await
+        .unwrap();
+    let judged = check_run(&curator);
+    assert!(
+        judged.report.violated().contains(&"fencing_token_order"),
+        "the checker did not flag the lost lease:\n{}",
+        judged.report
+    );
+    let lost_lease = curator
+        .history
+        .events
+        .iter()
+        .any(|e| e.client == 0 && matches!(&e.kind, EventKind::Acquired { token: -1, .. }));
+    assert!(
+        lost_lease,
+        "client 0 was never granted a lease without a node"
+    );
+    let mut shipped_config = workload(Some(RunGoal::new(|h, _| expired_then_acquired(h, 20))));
+    shipped_config.drop_every = 0;
+    let shipped = run(
+        ShippedRealRecipe::default(),
+        &shipped_config,
+        &expired_at_first_delete(),
+    )
+    .await
+    .unwrap();
+    assert!(expired_then_acquired(&shipped.history, 20));
+    assert_ok(&check_run(&shipped));
+}

@@ -21,6 +21,11 @@
 //! runs to the end; a path that is pruned shares its future with one that ran, but its
 //! own past is judged only up to the pruning point.
 //!
+//! **Symmetry.** With [`Bounds::symmetry`], for a recipe that declares itself symmetric,
+//! the digest is the same for states that differ only by a permutation of clients of one
+//! role, so a permutation of a seen state is pruned too: [`crate::symmetry`] gives the
+//! argument and the evidence.
+//!
 //! **Resuming.** The search is fully described by the next prefix to run, the digests
 //! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
 //! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with

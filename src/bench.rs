@@ -57,6 +57,14 @@ pub struct SimFigures {
 #[derive(Debug, Serialize)]
 pub struct ExhaustiveFigures {
     pub config: String,
+    /// Whether states were pruned up to a permutation of clients (`check --symmetry`).
+    pub symmetry: bool,
+    /// Distinct states without symmetry reduction per distinct state with it, when both
+    /// searches of this configuration completed (on the row with symmetry).
+    pub reduction: Option<f64>,
+    /// The issue's target for this configuration, if it has one: complete within this
+    /// many seconds (`None` within: complete at all).
+    pub target: Option<Target>,
     pub schedules: u64,
     pub distinct_states: u64,
     pub complete: bool,
@@ -65,6 +73,19 @@ pub struct ExhaustiveFigures {
     pub total_s: f64,
     pub schedules_per_s: f64,
     pub states_per_s: f64,
+}
+
+/// A target of the exhaustive check's figures (issue 31).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Target {
+    /// Complete within this many seconds; `None`: complete at all.
+    pub within_s: Option<f64>,
+}
+
+impl Target {
+    fn met(&self, e: &ExhaustiveFigures) -> bool {
+        e.complete && self.within_s.is_none_or(|s| e.total_s <= s)
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -250,18 +271,39 @@ fn round_trips_per_acquisition(sc: &Scenario, recipe: &ShippedRecipe) -> f64 {
     trips as f64 / acquired.max(1) as f64
 }
 
-fn exhaustive_figures(clients: u32, faults_max: u32, time_limit_s: u64) -> ExhaustiveFigures {
+fn exhaustive_figures(
+    clients: u32,
+    faults_max: u32,
+    symmetry: bool,
+    time_limit_s: u64,
+) -> ExhaustiveFigures {
     let bounds = Bounds {
         clients,
         faults_max,
+        symmetry,
         time_limit_ms: time_limit_s.saturating_mul(1000),
         ..Bounds::default()
     };
     let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)
         .expect("the bench's bounds are within the limits (its time limit is checked)");
     let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
+    // The issue's targets: 3 clients complete with 1 fault within 10 s and with 2 within
+    // 60 s; 4 clients with 1 fault complete.
+    let target = match (clients, faults_max) {
+        (3, 1) => Some(Target {
+            within_s: Some(10.0),
+        }),
+        (3, 2) => Some(Target {
+            within_s: Some(60.0),
+        }),
+        (4, 1) => Some(Target { within_s: None }),
+        _ => None,
+    };
     ExhaustiveFigures {
         config: format!("{clients} clients, {faults_max} faults"),
+        symmetry: r.symmetry,
+        reduction: None,
+        target,
         schedules: r.schedules,
         distinct_states: r.distinct_states,
         complete: r.complete,
@@ -346,10 +388,29 @@ pub fn run(a: BenchArgs) -> Result<Status> {
     };
     if sim {
         f.simulation = Some(sim_figures(seeds, sim_rounds, sim_drop_every));
-        for (c, k) in [(2, 1), (3, 0), (3, 1)] {
-            eprintln!("exhaustive: {c} clients, {k} faults...");
-            f.exhaustive
-                .push(exhaustive_figures(c, k, exhaustive_limit_s));
+        // Each configuration without symmetry reduction, then with it; the largest only
+        // with it (without, they are out of reach).
+        for (c, k, both) in [
+            (2, 1, true),
+            (3, 0, true),
+            (3, 1, true),
+            (3, 2, false),
+            (4, 1, false),
+        ] {
+            let unreduced = both.then(|| {
+                eprintln!("exhaustive: {c} clients, {k} faults, symmetry off...");
+                exhaustive_figures(c, k, false, exhaustive_limit_s)
+            });
+            eprintln!("exhaustive: {c} clients, {k} faults, symmetry on...");
+            let mut reduced = exhaustive_figures(c, k, true, exhaustive_limit_s);
+            if let Some(u) = unreduced {
+                if u.complete && reduced.complete {
+                    let states = reduced.distinct_states.max(1) as f64;
+                    reduced.reduction = Some(u.distinct_states as f64 / states);
+                }
+                f.exhaustive.push(u);
+            }
+            f.exhaustive.push(reduced);
         }
     }
     if real {
@@ -461,20 +522,39 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
     );
     println!("\nexhaustive (shipped recipe, 1 acquisition per client)");
     println!(
-        "  {:<22} {:>10} {:>12} {:>9} {:>13} {:>12}",
-        "config", "schedules", "states", "time s", "schedules/s", "states/s"
+        "  {:<22} {:>8} {:>10} {:>12} {:>9} {:>13} {:>12} {:>9}",
+        "config",
+        "symmetry",
+        "schedules",
+        "states",
+        "time s",
+        "schedules/s",
+        "states/s",
+        "reduction"
     );
     for e in exhaustive {
+        let target = e.target.map_or(String::new(), |t| {
+            let within = t
+                .within_s
+                .map_or("complete".to_owned(), |s| format!("<= {s:.0} s"));
+            format!(
+                "  target {within}: {}",
+                if t.met(e) { "ok" } else { "MISS" }
+            )
+        });
         println!(
-            "  {:<22} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0}{}",
+            "  {:<22} {:>8} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0} {:>9}{}{}",
             e.config,
+            if e.symmetry { "on" } else { "off" },
             e.schedules,
             e.distinct_states,
             e.total_s,
             e.schedules_per_s,
             e.states_per_s,
+            e.reduction.map_or("-".to_owned(), |r| format!("{r:.2}x")),
             e.stopped_by
-                .map_or(String::new(), |limit| format!("  (incomplete: {limit})"))
+                .map_or(String::new(), |limit| format!("  (incomplete: {limit})")),
+            target
         );
     }
 }

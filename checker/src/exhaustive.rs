@@ -26,6 +26,11 @@
 //! to its actor, and a fault's end is in the client's state in the world, so both are
 //! in the digest and the argument above holds unchanged.
 //!
+//! **Symmetry.** With [`Bounds::symmetry`], for a recipe that declares itself symmetric,
+//! the digest is the same for states that differ only by a permutation of clients of one
+//! role, so a permutation of a seen state is pruned too: [`crate::symmetry`] gives the
+//! argument and the evidence.
+//!
 //! **Resuming.** The search is fully described by the next prefix to run, the digests
 //! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
 //! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with

@@ -34,15 +34,22 @@
 //!   order the digest keeps; cleanup requests join their client's queue. The one shared
 //!   object two clients' staged work meets is the resource, whose accept or reject
 //!   follows the staging order; this is the argument's one gap. Two clients reach the
-//!   resource at one point only when one event wakes both holders at once, which a lock
-//!   never grants; the tests below check, on every configuration the unreduced search
-//!   completes, that nothing is lost.
+//!   resource at one point only when one event wakes two holders at once; readers (and
+//!   a semaphore's holders) only read it, and a writer holds alone, so for the shipped
+//!   recipes it takes a bug. The evidence below checks, on every configuration the
+//!   unreduced search completes in the tests, that nothing is lost.
+//!
+//! The digest of a listing sorts its renamed names, and a state's digest keeps the
+//! creation order of timers due at once (the order they fire in); a run's final state is
+//! digested without it, as nothing follows.
 //!
 //! **The evidence** ([`compare`]): on a configuration both searches complete, the reduced
 //! search has the same verdict, finds a violation the `failing` predicate accepts exactly
 //! when the unreduced one does (each canary's), and reaches the same set of final states
-//! up to permutation. The tests (`checker/tests/symmetry.rs`) pin both searches' state
-//! counts, as stateright's examples do.
+//! up to permutation. The tests (`checker/tests/symmetry.rs`: the shipped lock with 2
+//! and 3 clients, readers and writers, 2 locks; the semaphore with 2 clients) pin both
+//! searches' state counts, as stateright's examples do, and each canary is caught with
+//! and without reduction at its smallest bounds (`tests/canaries/cases.rs`).
 
 use crate::SearchError;
 use crate::exhaustive::{Bounds, Control, ExhaustiveReport, check_exhaustive_controlled};

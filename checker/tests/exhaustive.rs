@@ -25,7 +25,10 @@ fn two_clients_one_fault_shipped_recipe_is_correct() {
     assert!(r.complete, "{r}");
     // Pinned, as stateright pins its state counts: a change to the recipe's requests, the
     // world's choices or the state digest shows up here. Update them knowingly.
-    assert_eq!((r.schedules, r.distinct_states), (26_412, 155_729), "{r}");
+    // With symmetry reduction (the default): `tests/symmetry.rs` pins the unreduced
+    // search's 155,729.
+    assert!(r.symmetry, "{r}");
+    assert_eq!((r.schedules, r.distinct_states), (13_240, 77_866), "{r}");
     // Progress came every PROGRESS_EVERY_SCHEDULES schedules, its counts growing.
     let calls = calls.into_inner().unwrap();
     assert_eq!(calls.len() as u64, r.schedules / PROGRESS_EVERY_SCHEDULES);
@@ -53,7 +56,8 @@ fn a_check_resumed_from_checkpoints_equals_one_run_in_one_go() {
     assert!(whole.complete && whole.violation.is_none(), "{whole}");
     assert!(whole.schedules > 100, "{whole}");
     let step = Bounds {
-        schedules_max: whole.schedules / 3,
+        // Three stops, then the rest: a part never ends exactly at the end.
+        schedules_max: (whole.schedules - 1) / 3,
         ..bounds.clone()
     };
     let mut resume = None;

@@ -279,7 +279,9 @@ pub struct RealRun {
 
 impl RealRun {
     /// What the checker needs to know of this run besides its history:
-    /// `CheckConfig::from(run.facts())`.
+    /// `CheckConfig::from(run.facts())`. A run of several locks, or a semaphore's, also
+    /// needs its shape: [`final_children_by_lock`](RealRun::final_children_by_lock) and
+    /// [`leases`](RealRun::leases) (`zklock_checker::real_judge::RunShape`).
     pub fn facts(&self) -> RunFacts {
         RunFacts {
             heal_ms: self.heal_ms,

@@ -62,7 +62,7 @@ pub struct ExhaustiveFigures {
     /// Distinct states without symmetry reduction per distinct state with it, when both
     /// searches of this configuration completed (on the row with symmetry).
     pub reduction: Option<f64>,
-    /// The issue's target for this configuration, if it has one: complete within this
+    /// The project's target for this configuration, if it has one: complete within this
     /// many seconds (`None` within: complete at all).
     pub target: Option<Target>,
     pub schedules: u64,
@@ -75,7 +75,7 @@ pub struct ExhaustiveFigures {
     pub states_per_s: f64,
 }
 
-/// A target of the exhaustive check's figures (issue 31).
+/// A target of the exhaustive check's figures: what the search should reach on 2 cores.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Target {
     /// Complete within this many seconds; `None`: complete at all.
@@ -287,7 +287,7 @@ fn exhaustive_figures(
     let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)
         .expect("the bench's bounds are within the limits (its time limit is checked)");
     let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
-    // The issue's targets: 3 clients complete with 1 fault within 10 s and with 2 within
+    // The targets: 3 clients complete with 1 fault within 10 s and with 2 within
     // 60 s; 4 clients with 1 fault complete.
     let target = match (clients, faults_max) {
         (3, 1) => Some(Target {

@@ -20,7 +20,7 @@ use zklock_real::bench::Contender;
 use zklock_recipe::history::EventKind;
 use zklock_sim::{Scenario, ShippedRecipe, run_scenario};
 
-/// Issue 7's simulation targets: checked acquisitions per second on one core, and that
+/// The simulation's targets: checked acquisitions per second on one core, and that
 /// figure as a share of the madsim ceiling.
 const SIM_PER_CORE_TARGET: f64 = 250_000.0;
 const SIM_CEILING_RATIO_TARGET: f64 = 0.25;

@@ -307,7 +307,7 @@ fn a_check_in_parts_through_its_checkpoint_ends_as_one_run_in_one_go() {
     let parts: Vec<&str> = check
         .iter()
         .copied()
-        .chain(["--schedules-max", "100", "--checkpoint", "c.ckpt"])
+        .chain(["--schedules-max", "40", "--checkpoint", "c.ckpt"])
         .collect();
     let mut stops = 0;
     let last = loop {

@@ -61,3 +61,29 @@ fn the_queue_canaries_traces_replay_to_their_violations() {
         );
     }
 }
+
+/// `zklock check` catches the missing existence check without any fault: three clients
+/// (a producer of two items and two consumers), where a consumer takes the freed lock of
+/// an item its listing showed but another consumer completed since. One item is not
+/// enough (every schedule holds), so two is its smallest bound. The counts are pinned, as
+/// the shipped lock's are: update them knowingly.
+#[test]
+fn check_catches_a_consumer_that_skips_the_existence_check_at_two_items() {
+    use zklock_checker::{Bounds, check_exhaustive};
+    let bug = QueueBug::NoExistsCheck;
+    let bounds = |items: u32| Bounds {
+        clients: 3,
+        acquisitions_per_client: items,
+        faults_max: 0,
+        ..Bounds::default()
+    };
+    let one = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(1)).unwrap();
+    assert!(one.complete && one.violation.is_none(), "{one}");
+    let two = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(2)).unwrap();
+    let run = two
+        .violation
+        .as_ref()
+        .expect("the canary survived the check");
+    assert!(run.violates(bug.caught_by()), "{}", run.report);
+    assert_eq!(two.schedules, 27, "{two}");
+}

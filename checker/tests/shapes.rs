@@ -11,6 +11,8 @@ fn check_all_shapes(clients: u32, faults_max: u32) -> (u64, u64) {
         clients,
         faults_max,
         shape: Shape::all(),
+        // The unreduced search: `tests/symmetry.rs` compares it with the reduced one.
+        symmetry: false,
         ..Bounds::default()
     };
     let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds).unwrap();

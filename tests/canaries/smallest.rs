@@ -32,6 +32,9 @@ impl Size {
             } else {
                 Shape::fixed()
             },
+            // The unreduced search's counts, as docs/properties.md lists them (`check
+            // --symmetry off`); symmetry reduction finds most canaries sooner.
+            symmetry: false,
             ..Bounds::default()
         }
     }

@@ -16,11 +16,14 @@ use zklock_checker::properties::semaphore_leases;
 use zklock_checker::real_judge::{RunShape, judge_real};
 use zklock_real::faults::FaultConfig;
 use zklock_real::harness::ServerOptions;
+use zklock_real::proxy::{AimedAction, AimedFault, op};
 use zklock_real::servers::Servers;
 use zklock_real::workload::{
     RunGoal, SemaphoreRealRecipe, WorkloadConfig, lock_of, run_recipe, run_workload,
 };
-use zklock_recipe::history::{EventKind, History};
+use zklock_recipe::SessionId;
+use zklock_recipe::history::{EventKind, FaultKind, History};
+use zklock_recipe::semaphore::inner_lock_path;
 
 /// Session timeout of the suite's clients: short, so expiries take about a second.
 const SESSION_MS: u64 = 2_000;
@@ -180,4 +183,78 @@ async fn three_locks_under_faults_are_each_judged_alone_and_each_acquisition_tak
     assert_eq!(taken.len(), 3, "{taken:?}");
     let n = &judged.report.counters;
     assert!(n.total_faults() >= 4, "too few faults struck: {n:?}");
+}
+
+/// Client 0's first delete under the semaphore's inner lock is its release of that lock,
+/// right after its lease was granted: the proxy drops it and the session is expired at
+/// the server there.
+fn expired_releasing_the_inner_lock() -> FaultConfig {
+    FaultConfig {
+        aimed: vec![(
+            0,
+            AimedFault {
+                ops: op::by_name("delete").unwrap().to_vec(),
+                under: format!("{}/", inner_lock_path("/zklock/lock")),
+                action: AimedAction::Expire,
+            },
+        )],
+        ..FaultConfig::default()
+    }
+}
+
+/// The session client 0's aimed expiry struck, and the index of that event.
+fn struck(history: &History) -> Option<(usize, SessionId)> {
+    history.events.iter().enumerate().find_map(|(i, e)| {
+        let forced = matches!(
+            e.kind,
+            EventKind::Fault {
+                fault: FaultKind::ForcedExpiry
+            }
+        );
+        (e.client == 0 && forced).then_some((i, e.session))
+    })
+}
+
+/// A lease taken, then its session expired while the inner lock was being released: the
+/// acquire must fail, not return the lease its session lost. (A run under every fault
+/// once admitted 3 holders of 2 this way.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_whose_session_expired_while_releasing_the_inner_lock_is_not_granted() {
+    if !zookeeper_available() {
+        return;
+    }
+    let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
+    // On until the expiry struck and 20 acquisitions followed, the victim's included.
+    let config = WorkloadConfig {
+        until: Some(RunGoal::new(|history, _| {
+            struck(history).is_some_and(|(i, _)| {
+                history.events[i..]
+                    .iter()
+                    .filter(|e| matches!(e.kind, EventKind::Acquired { .. }))
+                    .count()
+                    >= 20
+            })
+        })),
+        drop_every: 0,
+        ..workload(3, 4_000)
+    };
+    let run = run_recipe(
+        servers,
+        &config,
+        &expired_releasing_the_inner_lock(),
+        SemaphoreRealRecipe::default(),
+    )
+    .await
+    .expect("the run completes");
+    let (i, victim) = struck(&run.history).expect("the aimed expiry struck");
+    let granted_after: Vec<_> = run.history.events[i..]
+        .iter()
+        .filter(|e| e.session == victim && matches!(e.kind, EventKind::Acquired { .. }))
+        .collect();
+    assert!(
+        granted_after.is_empty(),
+        "a lease was granted on the session expired at #{i}: {granted_after:?}"
+    );
+    let judged = check_run_shaped(&run);
+    assert_ok(&judged);
 }

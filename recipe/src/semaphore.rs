@@ -18,10 +18,10 @@ use crate::lock::naming::{contenders, node_prefix};
 use crate::lock::queue::position;
 use crate::lock::retry::{delete_until_gone, retry};
 use crate::lock::{
-    ContenderSpec, Lock, LockError, LockGuard, LockOptions, LostPolicy, NodeKind, RetryPolicy,
-    abandoned_cleanup, await_watch, create_contender, ensure_path,
+    ContenderSpec, Lock, LockError, LockGuard, LockOptions, LostPolicy, LostReason, NodeKind,
+    RetryPolicy, abandoned_cleanup, await_watch, create_contender, ensure_path,
 };
-use crate::{Coordination, CreateMode, LockUnderTest, ZkError};
+use crate::{Coordination, CreateMode, LockUnderTest, SessionState, ZkError};
 use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -147,7 +147,24 @@ impl<C: Coordination + Clone> Semaphore<C> {
         // The lease stands on its own; the inner lock only orders the takers.
         let released = inner.release().await;
         match (lease, released) {
-            (Ok(got), Ok(())) => Ok(got),
+            // Releasing the inner lock can outlast the lease: a connection lost or a
+            // session expired meanwhile ends its trust, and a lease granted then would be
+            // believed while the server may have given it to another.
+            (Ok(Some(g)), Ok(())) => match g.is_lost() {
+                None => Ok(Some(g)),
+                Some(reason) => {
+                    let path = g.path().to_owned();
+                    drop(g.release().await);
+                    // The session's end, once known, says more than the disconnect
+                    // that came before it.
+                    let reason = match self.client.session_state() {
+                        SessionState::Expired => LostReason::Expired,
+                        _ => reason,
+                    };
+                    Err(lost_error(reason, &path))
+                }
+            },
+            (Ok(None), Ok(())) => Ok(None),
             (Ok(Some(g)), Err(e)) => {
                 drop(g.release().await);
                 Err(e)
@@ -213,6 +230,19 @@ impl<C: Coordination + Clone> Semaphore<C> {
         };
         dropped.armed = false;
         r
+    }
+}
+
+/// The error an acquire returns for a lease at `path` that lost its trust before it was
+/// granted.
+fn lost_error(reason: LostReason, path: &str) -> LockError {
+    match reason {
+        LostReason::Expired => LockError::SessionExpired,
+        LostReason::SessionClosed => LockError::SessionClosed,
+        LostReason::NodeDeleted => LockError::NodeDeleted {
+            path: path.to_owned(),
+        },
+        LostReason::Disconnected => LockError::LostBeforeGranted(reason),
     }
 }
 

@@ -55,6 +55,10 @@ pub enum LockError {
     InUse,
     /// The lock was lost while `with_lock`'s closure ran; the closure was dropped.
     Lost(LostReason),
+    /// What acquire had taken lost its trust before acquire returned (the connection
+    /// dropped under the default [`LostPolicy`](super::LostPolicy)); it was given up, so
+    /// nothing is held.
+    LostBeforeGranted(LostReason),
     /// Another ZooKeeper error. `ConnectionLoss` here means the retry policy ran out.
     Zk(ZkError),
 }
@@ -125,6 +129,11 @@ impl fmt::Display for LockError {
                 f,
                 "the lock was lost while the closure ran ({reason}); the closure was \
                  stopped, so its work may be partial"
+            ),
+            LockError::LostBeforeGranted(reason) => write!(
+                f,
+                "what acquire took was lost before it returned ({reason}); it was given \
+                 up and nothing is held; retry once reconnected"
             ),
             LockError::Zk(ZkError::ConnectionLoss) => f.write_str(
                 "connection loss persisted past the retry policy's attempts_max; a lock \

@@ -4,6 +4,7 @@
 use crate::common::{DIR, nodes, sim};
 use zklock_recipe::semaphore::Semaphore;
 use zklock_recipe::{Coordination, CreateMode, LockUnderTest};
+use zklock_sim::RequestKind;
 
 #[test]
 fn a_client_configured_with_more_leases_honours_the_stored_count() {
@@ -41,5 +42,46 @@ fn a_semaphore_node_without_a_count_is_an_error_not_a_guess() {
         let s = Semaphore::new(c, DIR, 2).unwrap();
         let e = s.acquire().await.unwrap_err();
         assert!(e.contains("holds no lease count"), "{e}");
+    });
+}
+
+/// A lease whose session expired while the inner lock was being released is no lease:
+/// acquire fails instead of returning it (seen on a real server under `--faults all`,
+/// where the client then believed it held a third of 2 leases).
+#[test]
+fn a_lease_lost_while_releasing_the_inner_lock_is_not_granted() {
+    sim(7, |sim| async move {
+        let c = sim.client();
+        let s = Semaphore::new(c.clone(), DIR, 2).unwrap();
+        // The first delete of an acquire is the inner lock's release, after the lease
+        // was taken: the session expires just before the server applies it.
+        let session = c.session_id();
+        sim.before_next(&c, RequestKind::Delete, move |srv| srv.expire(session));
+        let e = s
+            .acquire()
+            .await
+            .expect_err("the lease died with its session");
+        assert!(e.contains("expired"), "{e}");
+        assert!(nodes(&sim).is_empty(), "no lease stands: {:?}", nodes(&sim));
+    });
+}
+
+/// A connection lost while the inner lock is released ends the lease's trust (the default
+/// LostPolicy): acquire fails and deletes the lease, which the live session still held.
+#[test]
+fn a_lease_disconnected_while_releasing_the_inner_lock_is_deleted_not_granted() {
+    sim(8, |sim| async move {
+        let c = sim.client();
+        let s = Semaphore::new(c.clone(), DIR, 2).unwrap();
+        let session = c.session_id();
+        sim.before_next(&c, RequestKind::Delete, move |srv| srv.disconnect(session));
+        let e = s.acquire().await.expect_err("the lease's trust ended");
+        assert!(e.contains("lost before it returned"), "{e}");
+        assert_eq!(c.session_id(), session, "the session lives on");
+        assert!(nodes(&sim).is_empty(), "no lease stands: {:?}", nodes(&sim));
+        // The next acquire takes a lease.
+        let g = s.acquire().await.unwrap();
+        assert_eq!(nodes(&sim).len(), 1);
+        s.release(g).await.unwrap();
     });
 }

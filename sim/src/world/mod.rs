@@ -1161,6 +1161,14 @@ impl ServerCtl<'_> {
             self.world.force_expire(c);
         }
     }
+    /// Breaks the connection of a session's client now, as a connection loss: its
+    /// requests in flight, the one about to be applied included, fail with
+    /// ConnectionLoss, and the client reconnects to the same session.
+    pub fn disconnect(&mut self, session: SessionId) {
+        if let Some(c) = self.world.sessions.get(&session).map(|s| s.client) {
+            self.world.control(Control::Disconnect(c));
+        }
+    }
     pub fn tree(&self) -> &DataTree {
         &self.world.tree
     }

@@ -100,3 +100,26 @@ fn the_naive_queue_keeps_safety_and_completion_and_its_herd_is_flagged_on_every_
     let notes: Vec<String> = runs.into_iter().map(|r| r.2).collect();
     figures("queue-naive", &notes);
 }
+
+/// Every schedule of one producer and one consumer with one fault, crashes included: a
+/// consumer that crashes mid-item leaves its item to nobody, which is no fault of the
+/// queue's (the simulation restarts no process), yet its item lock must go with its
+/// session. Both consumers hold; the counts are pinned, update them knowingly.
+#[test]
+fn a_sole_consumer_that_crashes_mid_item_is_no_violation_but_every_schedule_is_judged() {
+    use zklock_checker::{Bounds, check_exhaustive};
+    let bounds = Bounds {
+        clients: 2,
+        acquisitions_per_client: 1,
+        faults_max: 1,
+        ..Bounds::default()
+    };
+    for (recipe, schedules) in [
+        (QueueRecipe::default(), 27_831),
+        (QueueRecipe::naive(), 13_809),
+    ] {
+        let r = check_exhaustive(&Scenario::default(), &recipe, &bounds).unwrap();
+        assert!(r.complete && r.violation.is_none(), "{r}");
+        assert_eq!(r.schedules, schedules, "{r}");
+    }
+}

@@ -87,3 +87,32 @@ fn check_catches_a_consumer_that_skips_the_existence_check_at_two_items() {
     assert!(run.violates(bug.caught_by()), "{}", run.report);
     assert_eq!(two.schedules, 27, "{two}");
 }
+
+/// `zklock check` catches the two canaries that need a consumer to crash mid-item at one
+/// producer, one consumer and one fault: a persistent item lock outlives the crashed
+/// consumer's session, and an item deleted before it was processed is lost with it. The
+/// counts are pinned: update them knowingly.
+#[test]
+fn check_catches_persistent_item_locks_and_deletes_before_done_at_one_fault() {
+    use zklock_checker::{Bounds, check_exhaustive};
+    let bounds = |faults_max: u32| Bounds {
+        clients: 2,
+        acquisitions_per_client: 1,
+        faults_max,
+        ..Bounds::default()
+    };
+    for (bug, schedules) in [
+        (QueueBug::PersistentLock, 48),
+        (QueueBug::DeleteBeforeDone, 56),
+    ] {
+        let none = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(0)).unwrap();
+        assert!(none.complete && none.violation.is_none(), "{none}");
+        let one = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(1)).unwrap();
+        let run = one
+            .violation
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} survived the check", bug.name()));
+        assert!(run.violates(bug.caught_by()), "{}", run.report);
+        assert_eq!(one.schedules, schedules, "{}: {one}", bug.name());
+    }
+}

@@ -8,10 +8,16 @@
 //! records no `ProcessEnd`: an item whose only
 //! completion is such a delete, and which is gone from the queue, counts as completed
 //! (the note counts them).
+//!
+//! Completing needs a consumer: when none lived to the end (every client that produced
+//! nothing crashed, as a crash is final in the simulation), an item still in the queue
+//! is not held against the recipe, and the note says how many were left so. Everything
+//! else is still judged: an item completed twice or gone uncompleted, and any item lock
+//! left behind, which a crashed consumer's expired session must not leave.
 
 use super::QueueFacts;
 use crate::properties::{Verdict, Violation};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use zklock_recipe::history::{EventKind, History, ZkOp};
 
 pub const NAME: &str = "queue_items_completed";
@@ -31,9 +37,19 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
     let prefix = format!("{}/", facts.paths.queue);
     // Deletes of items in flight, by op id.
     let mut deletes: BTreeMap<u64, &str> = BTreeMap::new();
+    // Clients that produced, and clients whose workload ended without a crash.
+    let mut producers = BTreeSet::new();
+    let mut done = BTreeSet::new();
     for (i, e) in history.events.iter().enumerate() {
         match &e.kind {
-            EventKind::ItemProduced { item } | EventKind::ProcessStart { item, .. } => {
+            EventKind::Done => {
+                done.insert(e.client);
+            }
+            EventKind::ItemProduced { item } => {
+                producers.insert(e.client);
+                items.entry(item).or_default().first.get_or_insert(i);
+            }
+            EventKind::ProcessStart { item, .. } => {
                 items.entry(item).or_default().first.get_or_insert(i);
             }
             EventKind::ProcessEnd { item } => {
@@ -74,7 +90,9 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
             .unknown_delete
             .get_or_insert(i);
     }
+    let consumer_lived = done.difference(&producers).next().is_some();
     let mut by_unknown = 0;
+    let mut unconsumed = 0;
     for (name, it) in &items {
         if it.completions.len() > 1 {
             let proof = [
@@ -93,6 +111,10 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
                 by_unknown += 1;
                 continue;
             }
+            if !gone && !consumer_lived {
+                unconsumed += 1;
+                continue;
+            }
             let first = it.first.expect("an item is recorded by an event");
             let summary = if gone {
                 format!("item {name} left the queue without being completed")
@@ -106,7 +128,7 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
             );
         }
     }
-    if let Some(left) = facts.final_items.first() {
+    if let Some(left) = facts.final_items.first().filter(|_| consumer_lived) {
         let summary = format!(
             "{} items left in the queue at the end, {left} first",
             facts.final_items.len()
@@ -128,9 +150,18 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
         return Verdict::from_violation(NAME, Some(Violation::new(NAME, history, summary, &proof)));
     }
     let mut v = Verdict::from_violation(NAME, None);
-    v.note = Some(format!(
-        "{} items completed once each ({by_unknown} by a delete whose reply was lost)",
-        items.len()
-    ));
+    v.note = Some(if consumer_lived {
+        format!(
+            "{} items completed once each ({by_unknown} by a delete whose reply was lost)",
+            items.len()
+        )
+    } else {
+        format!(
+            "{} items completed once each ({by_unknown} by a delete whose reply was lost); \
+             no consumer lived to the end, so {unconsumed} items left in the queue are not \
+             judged",
+            items.len() - unconsumed
+        )
+    });
     v
 }

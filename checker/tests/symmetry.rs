@@ -108,7 +108,7 @@ fn symmetry_reduction_keeps_the_semaphores_verdicts_and_final_states() {
             faults_max: 1,
             readers: 0,
             locks: 1,
-            states: (923_803, 1_847_605),
+            states: (926_642, 1_853_283),
         }],
     );
 }

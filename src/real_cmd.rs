@@ -4,13 +4,14 @@
 use crate::Status;
 use crate::cli::RealArgs;
 use crate::files::create_private_dir;
-use crate::real_recipes::RealRecipeKind;
+use crate::real_recipes::{QueueShape, RealRecipeKind};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged};
-use zklock_checker::real_judge::{RunShape, judge_real};
+use zklock_checker::properties::queue::QueueFacts;
+use zklock_checker::real_judge::{RunShape, judge_real, judge_real_queue};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
 use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix};
@@ -19,7 +20,8 @@ use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
-use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe};
+use zklock_real::workload::queue::queue_paths;
+use zklock_real::workload::{MAX_DURATION_MS, QueueWorkload, RealRun, WorkloadConfig, run_recipe};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -45,6 +47,8 @@ struct RealOptions {
     /// A mix of locks on one directory, client i on the (i mod n)-th (`--lock A,B,...`).
     mix: Option<Vec<LockName>>,
     allow_foreign_naming: bool,
+    /// A work queue's roles and item count (used by a queue's run only).
+    queue: QueueShape,
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
@@ -97,6 +101,22 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     // Each acquisition's lock comes from the run's seed, as its faults do.
     workload.lock_seed = faults.seed;
     let recipe = RealRecipeKind::parse(&a.recipe).map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
+    let queue = QueueShape {
+        producers: a.producers,
+        items_per_producer: a.items,
+    };
+    if recipe.is_queue() {
+        let spec = QueueWorkload {
+            producers: queue.producers,
+            items_per_producer: queue.items_per_producer,
+            ..QueueWorkload::herd_free()
+        };
+        spec.validate(workload.clients)
+            .map_err(|e| anyhow::anyhow!("--producers/--items/--clients: {e}"))?;
+        if workload.locks > 1 {
+            bail!("--locks: a work queue's run has one queue");
+        }
+    }
     if workload.readers > 0 && !recipe.has_readers() {
         bail!("--readers: the {recipe} recipe has no read side (its holders all read)");
     }
@@ -183,6 +203,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         recipe,
         mix,
         allow_foreign_naming: a.allow_foreign_naming,
+        queue,
     })
 }
 
@@ -313,6 +334,18 @@ pub fn run(a: RealArgs) -> Result<Status> {
         w.mix_offset,
         w.acquire_timeout_ms
     );
+    if opts.recipe.is_queue() && driver.is_none() {
+        let paths = queue_paths(&w.lock_path);
+        println!(
+            "queue: {} producer(s) of {} items each, spread over the first half of the run, \
+             and {} consumers, on {} (item locks in {})",
+            opts.queue.producers,
+            opts.queue.items_per_producer,
+            w.clients - opts.queue.producers,
+            paths.queue,
+            paths.locks
+        );
+    }
     let mut workload = opts.workload.clone();
     workload.interrupt = Some(crate::interrupt::for_real_run());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -330,7 +363,12 @@ pub fn run(a: RealArgs) -> Result<Status> {
         (Some(recipe), None) => {
             runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
         }
-        (None, None) => runtime.block_on(opts.recipe.run(servers, &workload, &opts.faults)),
+        (None, None) => {
+            runtime.block_on(
+                opts.recipe
+                    .run(servers, &workload, &opts.faults, &opts.queue),
+            )
+        }
     }
     .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
@@ -380,22 +418,50 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
     };
+    let judged = match &run.queue {
+        Some(paths) => {
+            let left = |i: usize| {
+                run.final_children_by_lock
+                    .get(i)
+                    .map(|(_, c)| c.clone())
+                    .unwrap_or_default()
+            };
+            let facts = QueueFacts {
+                paths: paths.clone(),
+                final_items: left(0),
+                final_locks: left(1),
+            };
+            judge_real_queue(&run.history, &cfg, &facts)
+        }
+        None => judge_real(&run.history, &cfg, &shape),
+    };
     let Judged {
         report,
         history,
         reordered,
-    } = judge_real(&run.history, &cfg, &shape);
+    } = judged;
     print!("{report}");
     println!("{}", run.faults);
-    println!(
-        "sessions opened {}, {} events, lock nodes left {}",
-        run.sessions_opened,
-        history.events.len(),
-        run.final_children_by_lock
-            .iter()
-            .map(|(_, left)| left.len())
-            .sum::<usize>()
-    );
+    let left: Vec<usize> = run
+        .final_children_by_lock
+        .iter()
+        .map(|(_, left)| left.len())
+        .collect();
+    match run.queue {
+        Some(_) => println!(
+            "sessions opened {}, {} events, items left {}, item lock nodes left {}",
+            run.sessions_opened,
+            history.events.len(),
+            left.first().copied().unwrap_or(0),
+            left.get(1).copied().unwrap_or(0)
+        ),
+        None => println!(
+            "sessions opened {}, {} events, lock nodes left {}",
+            run.sessions_opened,
+            history.events.len(),
+            left.iter().sum::<usize>()
+        ),
+    }
     if let (None, Some(property)) = (opts.driver, opts.recipe.must_violate()) {
         if report.violated().contains(&property) {
             println!(
@@ -416,11 +482,11 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
              release they raced (within {CONCURRENCY_TOLERANCE_US} µs)"
         );
     }
+    let (checked, what) = report.counters.checked();
     if report.ok() && !run.interrupted {
         println!(
-            "ok: every property held ({:.1} s, {} checked acquisitions)",
+            "ok: every property held ({:.1} s, {checked} checked {what})",
             elapsed.as_secs_f64(),
-            report.counters.acquisitions
         );
         return Ok(true);
     }
@@ -453,11 +519,10 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     crate::files::write_private(&html, page.as_bytes(), false)?;
     if report.ok() {
         println!(
-            "inconclusive: every property held on what ran ({:.1} s, {} checked \
-             acquisitions), but the run was interrupted (faults healed then); the run's \
+            "inconclusive: every property held on what ran ({:.1} s, {checked} checked \
+             {what}), but the run was interrupted (faults healed then); the run's \
              timelines: {} and {}",
             elapsed.as_secs_f64(),
-            report.counters.acquisitions,
             path.display(),
             html.display()
         );

@@ -27,9 +27,7 @@ use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
 use zklock_real::workload::{QueueWorkload, WorkloadConfig, run_queue};
 use zklock_recipe::history::{EventKind, History};
-use zklock_recipe::work_queue::{
-    ConsumerUnderTest, NaiveConsumer, Producer, ProducerUnderTest, QueuePaths,
-};
+use zklock_recipe::work_queue::{ConsumerUnderTest, NaiveConsumer, Producer, QueuePaths};
 use zklock_recipe::{Coordination, ZkError};
 
 /// Long, so that no session of a script expires however slow the machine.
@@ -140,7 +138,7 @@ async fn one_item_to_waiting_consumers(
     until(&recorder, "every consumer waiting", all_wait).await;
     let item = Producer::new(producer.clone(), &paths)
         .unwrap()
-        .produce()
+        .produce(b"")
         .await
         .expect("produced");
     producer.record(EventKind::ItemProduced { item });
@@ -211,7 +209,7 @@ async fn a_consumer_that_skips_the_existence_check_is_caught_on_a_real_server() 
     let producer = session(&addr, 0, &recorder).await;
     let item = Producer::new(producer.clone(), &paths)
         .unwrap()
-        .produce()
+        .produce(b"")
         .await
         .expect("produced");
     producer.record(EventKind::ItemProduced { item });

@@ -541,6 +541,54 @@ mod tests {
     }
 
     #[test]
+    fn a_work_queues_processing_is_a_bar_to_its_end_and_each_produced_item_a_mark() {
+        let mut h = Hb::new();
+        let item = |n: u32| format!("item-1001x{n}-000000000{n}");
+        let produced = h.ev(1, EventKind::ItemProduced { item: item(1) });
+        h.ev(1, EventKind::ItemProduced { item: item(2) });
+        let start = |h: &mut Hb, c: u32, n: u32| {
+            h.ev(
+                c,
+                EventKind::ProcessStart {
+                    item: item(n),
+                    token: i64::from(n),
+                },
+            )
+        };
+        let first = start(&mut h, 2, 1);
+        let completed = h.ev(2, EventKind::ProcessEnd { item: item(1) });
+        let second = start(&mut h, 3, 2);
+        let lost = h.ev(
+            3,
+            EventKind::Lost {
+                reason: "disconnected".into(),
+            },
+        );
+        let third = start(&mut h, 2, 2);
+        let history = h.build();
+        let m = model(&history, None);
+        let ends: Vec<(usize, i64, &str)> = m.processing.iter().map(|p| (p.1, p.2, p.3)).collect();
+        assert_eq!(
+            ends,
+            [
+                (first, completed as i64, "completed"),
+                (second, lost as i64, "lost"),
+                (third, -1, "open"),
+            ]
+        );
+        assert_eq!(m.processing[0].4, "item item-1001x1-0000000001 token 1");
+        assert_eq!(m.produced[0], (produced, "item 1".to_owned()));
+        assert_eq!(m.produced.len(), 2);
+        let page = render_timeline_html(&trace_of(history));
+        assert!(page.contains("item produced"), "the queue's legend");
+        // A lock's page has neither the queue's data nor its legend.
+        let mut h = Hb::new();
+        h.acquire(1, 1);
+        let page = render_timeline_html(&trace_of(h.build()));
+        assert!(!page.contains("item produced") && !page.contains("\"processing\""));
+    }
+
+    #[test]
     fn the_page_is_the_same_for_the_same_trace() {
         let mut h = Hb::new();
         h.acquire(1, 1);

@@ -427,6 +427,12 @@ pub struct RealArgs {
     /// every property is judged per lock (1: the one lock)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks)]
     pub locks: u32,
+    /// How long past the run's end a blocking acquire may still wait before it is
+    /// cancelled; in a work queue's run, how long past the heal and the last produce the
+    /// consumers may take to complete every item before the run ends without them; in ms,
+    /// at most an hour
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().drain_timeout_ms)]
+    pub drain_timeout_ms: u64,
     /// A work queue's run (--recipe queue, queue-naive or a queue canary): producers among
     /// the clients, 1 to clients - 1; the rest consume
     #[arg(

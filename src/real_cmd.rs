@@ -80,6 +80,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         drop_every: a.drop_every,
         mix_offset: a.mix_offset,
         acquire_timeout_ms: a.acquire_timeout_ms,
+        drain_timeout_ms: a.drain_timeout_ms,
         connect_timeout_ms: a.connect_timeout_ms,
         locks: a.locks,
         ..WorkloadConfig::default()
@@ -118,7 +119,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         }
     }
     if workload.readers > 0 && !recipe.has_readers() {
-        bail!("--readers: the {recipe} recipe has no read side (its holders all read)");
+        bail!("--readers: the {recipe} recipe has no read side");
     }
     let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
     if mix.is_some() && workload.readers > 0 {
@@ -307,43 +308,58 @@ pub fn run(a: RealArgs) -> Result<Status> {
             opts.recipe
         );
     }
-    println!(
-        "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
-         until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
-        match (&mixed, &driver) {
-            (Some(_), _) => "mixed".to_owned(),
-            (None, d) => d
-                .as_ref()
-                .map_or(opts.recipe.name(), |d| d.kind().name())
-                .to_owned(),
-        },
-        w.clients,
-        w.readers,
-        w.duration_ms,
-        describe(&servers),
-        match w.lock_paths().as_slice() {
-            [one] => one.clone(),
-            [first, .., last] => format!("{first} to {last}, by the seed"),
-            [] => String::new(),
-        },
-        opts.faults.faults,
-        opts.faults.start_ms,
-        opts.faults.heal_ms,
-        opts.faults.seed,
-        w.drop_every,
-        w.mix_offset,
-        w.acquire_timeout_ms
-    );
     if opts.recipe.is_queue() && driver.is_none() {
         let paths = queue_paths(&w.lock_path);
         println!(
+            "zklock real: {} {} clients for at least {} ms on {}, faults {} from {} until {} \
+             ms, seed {}",
+            opts.recipe,
+            w.clients,
+            w.duration_ms,
+            describe(&servers),
+            opts.faults.faults,
+            opts.faults.start_ms,
+            opts.faults.heal_ms,
+            opts.faults.seed,
+        );
+        println!(
             "queue: {} producer(s) of {} items each, spread over the first half of the run, \
-             and {} consumers, on {} (item locks in {})",
+             and {} consumers, on {} (item locks in {}); the run ends once every item is \
+             completed after the heal, or --drain-timeout-ms after the heal and the last \
+             produce",
             opts.queue.producers,
             opts.queue.items_per_producer,
             w.clients - opts.queue.producers,
             paths.queue,
             paths.locks
+        );
+    } else {
+        println!(
+            "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from \
+             {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
+            match (&mixed, &driver) {
+                (Some(_), _) => "mixed".to_owned(),
+                (None, d) => d
+                    .as_ref()
+                    .map_or(opts.recipe.name(), |d| d.kind().name())
+                    .to_owned(),
+            },
+            w.clients,
+            w.readers,
+            w.duration_ms,
+            describe(&servers),
+            match w.lock_paths().as_slice() {
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} to {last}, by the seed"),
+                [] => String::new(),
+            },
+            opts.faults.faults,
+            opts.faults.start_ms,
+            opts.faults.heal_ms,
+            opts.faults.seed,
+            w.drop_every,
+            w.mix_offset,
+            w.acquire_timeout_ms
         );
     }
     let mut workload = opts.workload.clone();
@@ -656,6 +672,51 @@ mod tests {
             ),
             (&["--locks", "65"], "locks must be 1 to 64"),
             (&["--locks", "0"], "locks must be 1 to 64"),
+        ] {
+            let e = format!("{:#}", parse(args(bad)).unwrap_err());
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        let o = parse(args(&[
+            "--recipe",
+            "queue-naive",
+            "--producers",
+            "2",
+            "--items",
+            "5",
+            "--drain-timeout-ms",
+            "20000",
+        ]))
+        .unwrap();
+        assert_eq!(o.recipe, RealRecipeKind::Queue { naive: true });
+        assert_eq!((o.queue.producers, o.queue.items_per_producer), (2, 5));
+        assert_eq!(o.workload.drain_timeout_ms, 20_000);
+        for (bad, says) in [
+            (
+                &["--recipe", "queue", "--producers", "5"][..],
+                "producers must be 1 to 4",
+            ),
+            (
+                &["--recipe", "queue", "--producers", "0"],
+                "producers must be 1 to 4",
+            ),
+            (
+                &["--recipe", "queue", "--items", "0"],
+                "items per producer must be 1 to 10000",
+            ),
+            (
+                &["--recipe", "queue", "--items", "10001"],
+                "items per producer must be 1 to 10000",
+            ),
+            (
+                &["--recipe", "queue", "--clients", "1"],
+                "at least 2 clients",
+            ),
+            (&["--recipe", "queue", "--locks", "2"], "one queue"),
+            (&["--recipe", "queue", "--readers", "1"], "no read side"),
+            (
+                &["--drain-timeout-ms", "3600001"],
+                "drain_timeout_ms must be at most",
+            ),
         ] {
             let e = format!("{:#}", parse(args(bad)).unwrap_err());
             assert!(e.contains(says), "{bad:?}: {e}");

@@ -224,3 +224,81 @@ fn touches(w: &Write<'_>, event_type: EventType, path: &str) -> bool {
         EventType::NodeDataChanged => w.op == ZkOp::SetData && w.path == path,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::Hb;
+
+    const QUEUE: &str = "/queue";
+
+    fn notify(h: &mut Hb, client: u32) -> usize {
+        h.ev(
+            client,
+            EventKind::WatchEvent {
+                event_type: EventType::NodeChildrenChanged,
+                path: QUEUE.into(),
+            },
+        )
+    }
+
+    /// Consumers 1 to 3 watch the queue; client 0's create of an item tells each of them
+    /// at an instant of its own, as a real server's clients hear it.
+    fn one_produce_heard_by_three() -> Hb {
+        let mut h = Hb::new();
+        for c in 1..=3 {
+            h.op(c, ZkOp::GetChildren, QUEUE);
+        }
+        let create = h.invoke(0, ZkOp::Create, "/queue/item-");
+        notify(&mut h, 1);
+        h.ok(0, create);
+        notify(&mut h, 2);
+        notify(&mut h, 3);
+        h
+    }
+
+    #[test]
+    fn a_real_runs_notifications_of_one_write_are_one_change() {
+        let h = one_produce_heard_by_three().build();
+        let v = check_with(&h, Changes::Parallel);
+        assert!(!v.ok, "{v:?}");
+        let summary = &v.report.as_ref().expect("a violation").summary;
+        assert!(summary.contains("woke 3 consumers"), "{summary}");
+        // By instant, as a simulated run is judged, each is a change of its own.
+        assert!(check(&h).ok);
+    }
+
+    #[test]
+    fn notifications_two_racing_writes_could_have_caused_are_not_charged_to_either() {
+        let mut h = Hb::new();
+        for c in 1..=3 {
+            h.op(c, ZkOp::GetChildren, QUEUE);
+        }
+        let create = h.invoke(0, ZkOp::Create, "/queue/item-");
+        let delete = h.invoke(4, ZkOp::Delete, "/queue/item-x-0000000001");
+        for c in 1..=3 {
+            notify(&mut h, c);
+        }
+        h.ok(0, create);
+        h.ok(4, delete);
+        let v = check_with(&h.build(), Changes::Parallel);
+        assert!(v.ok, "lenient where the cause is ambiguous: {v:?}");
+    }
+
+    #[test]
+    fn a_write_answered_before_a_consumer_watched_again_did_not_wake_it() {
+        let mut h = one_produce_heard_by_three();
+        // Consumer 1 watches again; a second produce tells it and consumer 2 (who also
+        // watched again): two consumers, one change.
+        h.op(1, ZkOp::GetChildren, QUEUE);
+        h.op(2, ZkOp::GetChildren, QUEUE);
+        let create = h.invoke(0, ZkOp::Create, "/queue/item-");
+        h.ok(0, create);
+        notify(&mut h, 1);
+        notify(&mut h, 2);
+        let v = check_with(&h.build(), Changes::Parallel);
+        // The first produce's three wakes are the widest change, not five.
+        let summary = &v.report.as_ref().expect("a violation").summary;
+        assert!(summary.contains("woke 3 consumers"), "{summary}");
+    }
+}

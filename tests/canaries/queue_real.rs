@@ -332,3 +332,65 @@ async fn the_herd_free_queue_under_faults_completes_every_item_on_a_real_server(
     let q = report.counters.queue.expect("a queue's counters");
     assert_eq!(q.items_produced, u64::from(ITEMS));
 }
+
+/// The consumer whose item locks are persistent, with consumer 1's first item-lock create
+/// applied by the server but its reply withheld (an aimed fault): on the retry the node
+/// exists, owned by no session, so the consumer takes it for another's, and the item
+/// stays locked for good. The take lock hands each waiting consumer its turn in order, so
+/// client 1, one of two consumers of four items, makes such a create on every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_whose_item_locks_are_persistent_is_caught_on_a_real_server() {
+    use zklock_real::proxy::{AimedAction, AimedFault, op};
+    if !harness::available_for_tests() {
+        return;
+    }
+    let servers = block_in_place(|| Servers::start(1, ServerOptions::default())).unwrap();
+    let config = WorkloadConfig {
+        clients: 3,
+        duration_ms: 2_000,
+        drain_timeout_ms: 3_000,
+        ..WorkloadConfig::default()
+    };
+    let paths = zklock_real::workload::queue::queue_paths(&config.lock_path);
+    // The directories first: the aimed create must be one the server applies (in an
+    // empty tree the first would fail with NoNode).
+    let setup = ZkClient::connect(&servers.connect_string(), SESSION_MS, CONNECT_MS)
+        .await
+        .expect("connects");
+    for dir in [&paths.queue, &paths.locks] {
+        zklock_recipe::lock::ensure_path(&setup, &Default::default(), dir)
+            .await
+            .expect("made");
+    }
+    let _ = setup.close().await;
+    let faults = FaultConfig {
+        faults: "none".parse().expect("valid"),
+        aimed: vec![(
+            1,
+            AimedFault {
+                ops: op::by_name("create").expect("an op").to_vec(),
+                under: format!("{}/", paths.locks),
+                action: AimedAction::WithholdReply,
+            },
+        )],
+        ..FaultConfig::default()
+    };
+    let bug = QueueBug::PersistentLock;
+    let spec = QueueWorkload {
+        items_per_producer: 4,
+        ..QueueWorkload::new(Arc::new(move |c, paths| bug.consumer(c, paths)))
+    };
+    let run = run_queue(servers, &config, &faults, spec)
+        .await
+        .expect("the run ran");
+    let left = |i: usize| run.final_children_by_lock[i].1.clone();
+    let facts = QueueFacts {
+        paths,
+        final_items: left(0),
+        final_locks: left(1),
+    };
+    let report = judge_real_queue(&run.history, &CheckConfig::from(run.facts()), &facts).report;
+    eprintln!("{report}");
+    let v = report.verdict(bug.caught_by()).expect("judged");
+    assert!(!v.ok, "the canary was not caught: {report}");
+}

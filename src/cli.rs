@@ -418,7 +418,8 @@ pub struct RealArgs {
     #[arg(long, value_name = "C:ACTION:OP:PATH")]
     pub aim: Vec<String>,
     /// zklock's recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
-    /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases), or a
+    /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases),
+    /// queue or queue-naive (the work queue, judged with the queue's properties), or a
     /// canary (the run says which property it must violate)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME, conflicts_with = "lock")]
     pub recipe: String,
@@ -426,6 +427,30 @@ pub struct RealArgs {
     /// every property is judged per lock (1: the one lock)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks)]
     pub locks: u32,
+    /// How long past the run's end a blocking acquire may still wait before it is
+    /// cancelled; in a work queue's run, how long past the heal and the last produce the
+    /// consumers may take to complete every item before the run ends without them; in ms,
+    /// at most an hour
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().drain_timeout_ms)]
+    pub drain_timeout_ms: u64,
+    /// A work queue's run (--recipe queue, queue-naive or a queue canary): producers among
+    /// the clients, 1 to clients - 1; the rest consume
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 1
+    )]
+    pub producers: u32,
+    /// A work queue's run: items each producer adds, 1 to 10000, spread over the first
+    /// half of --duration
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 20
+    )]
+    pub items: u32,
 }
 
 #[derive(Debug, Args)]

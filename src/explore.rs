@@ -143,9 +143,10 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             );
             return Ok(Status::Inconclusive);
         }
+        let (checked, what) = s.counters.checked();
         println!(
-            "ok: every property held on every seed ({:.0} checked acquisitions/s)",
-            s.counters.acquisitions as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
+            "ok: every property held on every seed ({:.0} checked {what}/s)",
+            checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
         );
         print_what_next(&s.counters, &sc, &a.recipe);
         return Ok(Status::Held);
@@ -219,26 +220,20 @@ pub fn failure_text(run: &CheckedRun) -> String {
 /// The closing lines of a sweep that held: what the counters that look like errors
 /// are, and what to run next.
 fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
-    let drops = match sc.drop_every {
-        0 => String::new(),
-        n => format!(", and the acquires the workload drops on purpose (one in {n})"),
-    };
     println!("\nwhat the counters mean (none of them is an error):");
-    println!(
-        "  acquire failures ({}): try and timed acquires that found the lock held or ran \
-         out of time, acquires a fault's session error ended{drops}",
-        c.acquire_failures
-    );
-    println!(
-        "  lost ({}): holders told they can no longer trust the lock, as the faults cut or \
-         expire their sessions",
-        c.lost
-    );
-    println!(
-        "  fenced rejections ({}): stale writes the fenced resource refused; unfenced lost \
-         updates ({}): what it would have lost without fencing",
-        c.fenced_rejections, c.unfenced_lost_updates
-    );
+    if c.queue.is_some() {
+        println!(
+            "  trust lost while processing ({}): consumers that stopped believing in an \
+             item's lock as the faults cut or expired their sessions, and gave the item back",
+            c.lost
+        );
+        println!(
+            "  listings and notifications per completed item: what a take costs the server; \
+             queue_no_herd judges the wakes, these are its figures"
+        );
+    } else {
+        print_lock_counters(c, sc);
+    }
     println!(
         "  faults ({}): injected on purpose; a violated property stops the sweep and says \
          FAILED",
@@ -258,6 +253,29 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
          schedule of a small case)"
     );
     println!("      cargo run --release -- --help");
+}
+
+/// What a lock's counters that look like errors are.
+fn print_lock_counters(c: &Counters, sc: &Scenario) {
+    let drops = match sc.drop_every {
+        0 => String::new(),
+        n => format!(", and the acquires the workload drops on purpose (one in {n})"),
+    };
+    println!(
+        "  acquire failures ({}): try and timed acquires that found the lock held or ran \
+         out of time, acquires a fault's session error ended{drops}",
+        c.acquire_failures
+    );
+    println!(
+        "  lost ({}): holders told they can no longer trust the lock, as the faults cut or \
+         expire their sessions",
+        c.lost
+    );
+    println!(
+        "  fenced rejections ({}): stale writes the fenced resource refused; unfenced lost \
+         updates ({}): what it would have lost without fencing",
+        c.fenced_rejections, c.unfenced_lost_updates
+    );
 }
 
 /// The scenario's mix offset and sequence start, where they are not their defaults, so

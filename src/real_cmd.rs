@@ -4,13 +4,14 @@
 use crate::Status;
 use crate::cli::RealArgs;
 use crate::files::create_private_dir;
-use crate::real_recipes::RealRecipeKind;
+use crate::real_recipes::{QueueShape, RealRecipeKind};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged};
-use zklock_checker::real_judge::{RunShape, judge_real};
+use zklock_checker::properties::queue::QueueFacts;
+use zklock_checker::real_judge::{RunShape, judge_real, judge_real_queue};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
 use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix};
@@ -19,7 +20,8 @@ use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
 use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
-use zklock_real::workload::{MAX_DURATION_MS, RealRun, WorkloadConfig, run_recipe};
+use zklock_real::workload::queue::queue_paths;
+use zklock_real::workload::{MAX_DURATION_MS, QueueWorkload, RealRun, WorkloadConfig, run_recipe};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -45,6 +47,8 @@ struct RealOptions {
     /// A mix of locks on one directory, client i on the (i mod n)-th (`--lock A,B,...`).
     mix: Option<Vec<LockName>>,
     allow_foreign_naming: bool,
+    /// A work queue's roles and item count (used by a queue's run only).
+    queue: QueueShape,
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
@@ -76,6 +80,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         drop_every: a.drop_every,
         mix_offset: a.mix_offset,
         acquire_timeout_ms: a.acquire_timeout_ms,
+        drain_timeout_ms: a.drain_timeout_ms,
         connect_timeout_ms: a.connect_timeout_ms,
         locks: a.locks,
         ..WorkloadConfig::default()
@@ -97,8 +102,24 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     // Each acquisition's lock comes from the run's seed, as its faults do.
     workload.lock_seed = faults.seed;
     let recipe = RealRecipeKind::parse(&a.recipe).map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
+    let queue = QueueShape {
+        producers: a.producers,
+        items_per_producer: a.items,
+    };
+    if recipe.is_queue() {
+        let spec = QueueWorkload {
+            producers: queue.producers,
+            items_per_producer: queue.items_per_producer,
+            ..QueueWorkload::herd_free()
+        };
+        spec.validate(workload.clients)
+            .map_err(|e| anyhow::anyhow!("--producers/--items/--clients: {e}"))?;
+        if workload.locks > 1 {
+            bail!("--locks: a work queue's run has one queue");
+        }
+    }
     if workload.readers > 0 && !recipe.has_readers() {
-        bail!("--readers: the {recipe} recipe has no read side (its holders all read)");
+        bail!("--readers: the {recipe} recipe has no read side");
     }
     let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
     if mix.is_some() && workload.readers > 0 {
@@ -183,6 +204,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         recipe,
         mix,
         allow_foreign_naming: a.allow_foreign_naming,
+        queue,
     })
 }
 
@@ -286,33 +308,60 @@ pub fn run(a: RealArgs) -> Result<Status> {
             opts.recipe
         );
     }
-    println!(
-        "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from {} \
-         until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
-        match (&mixed, &driver) {
-            (Some(_), _) => "mixed".to_owned(),
-            (None, d) => d
-                .as_ref()
-                .map_or(opts.recipe.name(), |d| d.kind().name())
-                .to_owned(),
-        },
-        w.clients,
-        w.readers,
-        w.duration_ms,
-        describe(&servers),
-        match w.lock_paths().as_slice() {
-            [one] => one.clone(),
-            [first, .., last] => format!("{first} to {last}, by the seed"),
-            [] => String::new(),
-        },
-        opts.faults.faults,
-        opts.faults.start_ms,
-        opts.faults.heal_ms,
-        opts.faults.seed,
-        w.drop_every,
-        w.mix_offset,
-        w.acquire_timeout_ms
-    );
+    if opts.recipe.is_queue() && driver.is_none() {
+        let paths = queue_paths(&w.lock_path);
+        println!(
+            "zklock real: {} {} clients for at least {} ms on {}, faults {} from {} until {} \
+             ms, seed {}",
+            opts.recipe,
+            w.clients,
+            w.duration_ms,
+            describe(&servers),
+            opts.faults.faults,
+            opts.faults.start_ms,
+            opts.faults.heal_ms,
+            opts.faults.seed,
+        );
+        println!(
+            "queue: {} producer(s) of {} items each, spread over the first half of the run, \
+             and {} consumers, on {} (item locks in {}); the run ends once every item is \
+             completed after the heal, or --drain-timeout-ms after the heal and the last \
+             produce",
+            opts.queue.producers,
+            opts.queue.items_per_producer,
+            w.clients - opts.queue.producers,
+            paths.queue,
+            paths.locks
+        );
+    } else {
+        println!(
+            "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from \
+             {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
+            match (&mixed, &driver) {
+                (Some(_), _) => "mixed".to_owned(),
+                (None, d) => d
+                    .as_ref()
+                    .map_or(opts.recipe.name(), |d| d.kind().name())
+                    .to_owned(),
+            },
+            w.clients,
+            w.readers,
+            w.duration_ms,
+            describe(&servers),
+            match w.lock_paths().as_slice() {
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} to {last}, by the seed"),
+                [] => String::new(),
+            },
+            opts.faults.faults,
+            opts.faults.start_ms,
+            opts.faults.heal_ms,
+            opts.faults.seed,
+            w.drop_every,
+            w.mix_offset,
+            w.acquire_timeout_ms
+        );
+    }
     let mut workload = opts.workload.clone();
     workload.interrupt = Some(crate::interrupt::for_real_run());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -330,7 +379,12 @@ pub fn run(a: RealArgs) -> Result<Status> {
         (Some(recipe), None) => {
             runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
         }
-        (None, None) => runtime.block_on(opts.recipe.run(servers, &workload, &opts.faults)),
+        (None, None) => {
+            runtime.block_on(
+                opts.recipe
+                    .run(servers, &workload, &opts.faults, &opts.queue),
+            )
+        }
     }
     .map_err(anyhow::Error::new)?;
     let elapsed = started.elapsed();
@@ -380,22 +434,50 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
     };
+    let judged = match &run.queue {
+        Some(paths) => {
+            let left = |i: usize| {
+                run.final_children_by_lock
+                    .get(i)
+                    .map(|(_, c)| c.clone())
+                    .unwrap_or_default()
+            };
+            let facts = QueueFacts {
+                paths: paths.clone(),
+                final_items: left(0),
+                final_locks: left(1),
+            };
+            judge_real_queue(&run.history, &cfg, &facts)
+        }
+        None => judge_real(&run.history, &cfg, &shape),
+    };
     let Judged {
         report,
         history,
         reordered,
-    } = judge_real(&run.history, &cfg, &shape);
+    } = judged;
     print!("{report}");
     println!("{}", run.faults);
-    println!(
-        "sessions opened {}, {} events, lock nodes left {}",
-        run.sessions_opened,
-        history.events.len(),
-        run.final_children_by_lock
-            .iter()
-            .map(|(_, left)| left.len())
-            .sum::<usize>()
-    );
+    let left: Vec<usize> = run
+        .final_children_by_lock
+        .iter()
+        .map(|(_, left)| left.len())
+        .collect();
+    match run.queue {
+        Some(_) => println!(
+            "sessions opened {}, {} events, items left {}, item lock nodes left {}",
+            run.sessions_opened,
+            history.events.len(),
+            left.first().copied().unwrap_or(0),
+            left.get(1).copied().unwrap_or(0)
+        ),
+        None => println!(
+            "sessions opened {}, {} events, lock nodes left {}",
+            run.sessions_opened,
+            history.events.len(),
+            left.iter().sum::<usize>()
+        ),
+    }
     if let (None, Some(property)) = (opts.driver, opts.recipe.must_violate()) {
         if report.violated().contains(&property) {
             println!(
@@ -416,11 +498,11 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
              release they raced (within {CONCURRENCY_TOLERANCE_US} µs)"
         );
     }
+    let (checked, what) = report.counters.checked();
     if report.ok() && !run.interrupted {
         println!(
-            "ok: every property held ({:.1} s, {} checked acquisitions)",
+            "ok: every property held ({:.1} s, {checked} checked {what})",
             elapsed.as_secs_f64(),
-            report.counters.acquisitions
         );
         return Ok(true);
     }
@@ -453,11 +535,10 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     crate::files::write_private(&html, page.as_bytes(), false)?;
     if report.ok() {
         println!(
-            "inconclusive: every property held on what ran ({:.1} s, {} checked \
-             acquisitions), but the run was interrupted (faults healed then); the run's \
+            "inconclusive: every property held on what ran ({:.1} s, {checked} checked \
+             {what}), but the run was interrupted (faults healed then); the run's \
              timelines: {} and {}",
             elapsed.as_secs_f64(),
-            report.counters.acquisitions,
             path.display(),
             html.display()
         );
@@ -591,6 +672,51 @@ mod tests {
             ),
             (&["--locks", "65"], "locks must be 1 to 64"),
             (&["--locks", "0"], "locks must be 1 to 64"),
+        ] {
+            let e = format!("{:#}", parse(args(bad)).unwrap_err());
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        let o = parse(args(&[
+            "--recipe",
+            "queue-naive",
+            "--producers",
+            "2",
+            "--items",
+            "5",
+            "--drain-timeout-ms",
+            "20000",
+        ]))
+        .unwrap();
+        assert_eq!(o.recipe, RealRecipeKind::Queue { naive: true });
+        assert_eq!((o.queue.producers, o.queue.items_per_producer), (2, 5));
+        assert_eq!(o.workload.drain_timeout_ms, 20_000);
+        for (bad, says) in [
+            (
+                &["--recipe", "queue", "--producers", "5"][..],
+                "producers must be 1 to 4",
+            ),
+            (
+                &["--recipe", "queue", "--producers", "0"],
+                "producers must be 1 to 4",
+            ),
+            (
+                &["--recipe", "queue", "--items", "0"],
+                "items per producer must be 1 to 10000",
+            ),
+            (
+                &["--recipe", "queue", "--items", "10001"],
+                "items per producer must be 1 to 10000",
+            ),
+            (
+                &["--recipe", "queue", "--clients", "1"],
+                "at least 2 clients",
+            ),
+            (&["--recipe", "queue", "--locks", "2"], "one queue"),
+            (&["--recipe", "queue", "--readers", "1"], "no read side"),
+            (
+                &["--drain-timeout-ms", "3600001"],
+                "drain_timeout_ms must be at most",
+            ),
         ] {
             let e = format!("{:#}", parse(args(bad)).unwrap_err());
             assert!(e.contains(says), "{bad:?}: {e}");

@@ -4,8 +4,10 @@
 //! its run (a [`RealRecipe`] for [`run_recipe`], or a workload of its own) and shape.
 
 use std::fmt;
+use std::sync::Arc;
 use zklock_canaries::{
     Bug, Canary, CanaryLock, LEASE_OUTSIDE_LOCK, LEASE_OUTSIDE_LOCK_CAUGHT_BY, LeaseCanaryLock,
+    QueueBug,
 };
 use zklock_checker::registry::SHIPPED_NAME;
 use zklock_real::RealError;
@@ -13,12 +15,24 @@ use zklock_real::faults::FaultConfig;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
 use zklock_real::workload::{
-    RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig, run_recipe, run_workload,
+    QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig, run_queue, run_recipe,
+    run_workload,
 };
 use zklock_recipe::history::LockRole;
 
 /// The semaphore's name, as `zklock recipes` lists it.
 pub const SEMAPHORE_NAME: &str = "semaphore";
+/// The work queues' names, as `zklock recipes` lists them.
+pub const QUEUE_NAME: &str = "queue";
+pub const QUEUE_NAIVE_NAME: &str = "queue-naive";
+
+/// A work queue's run: producers among the clients, and items each adds
+/// (`zklock real --producers --items`, bounded by `QueueWorkload::validate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueShape {
+    pub producers: u32,
+    pub items_per_producer: u32,
+}
 
 /// A recipe a real run can run, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +45,11 @@ pub enum RealRecipeKind {
     Canary(Bug),
     /// The semaphore canary: a lease taken outside the inner lock.
     LeaseOutsideLock,
+    /// The work queue: producers and consumers, herd-free or (`naive`) every idle consumer
+    /// watching the whole queue, judged with the queue's properties.
+    Queue { naive: bool },
+    /// A work-queue canary: the herd-free consumer with one known bug.
+    QueueCanary(QueueBug),
 }
 
 impl RealRecipeKind {
@@ -39,6 +58,9 @@ impl RealRecipeKind {
         let mut all = vec![RealRecipeKind::Shipped, RealRecipeKind::Semaphore];
         all.extend(Bug::ALL.into_iter().map(RealRecipeKind::Canary));
         all.push(RealRecipeKind::LeaseOutsideLock);
+        all.push(RealRecipeKind::Queue { naive: false });
+        all.push(RealRecipeKind::Queue { naive: true });
+        all.extend(QueueBug::ALL.into_iter().map(RealRecipeKind::QueueCanary));
         all
     }
 
@@ -62,16 +84,30 @@ impl RealRecipeKind {
             RealRecipeKind::Semaphore => SEMAPHORE_NAME,
             RealRecipeKind::Canary(bug) => bug.name(),
             RealRecipeKind::LeaseOutsideLock => LEASE_OUTSIDE_LOCK,
+            RealRecipeKind::Queue { naive: false } => QUEUE_NAME,
+            RealRecipeKind::Queue { naive: true } => QUEUE_NAIVE_NAME,
+            RealRecipeKind::QueueCanary(bug) => bug.name(),
         }
+    }
+
+    /// Whether it is a work queue's run, judged with the queue's properties.
+    pub fn is_queue(self) -> bool {
+        matches!(
+            self,
+            RealRecipeKind::Queue { .. } | RealRecipeKind::QueueCanary(_)
+        )
     }
 
     /// For a canary, the property it must violate: a run of it is a test that the
     /// checker catches it.
     pub fn must_violate(self) -> Option<&'static str> {
         match self {
-            RealRecipeKind::Shipped | RealRecipeKind::Semaphore => None,
+            RealRecipeKind::Shipped | RealRecipeKind::Semaphore | RealRecipeKind::Queue { .. } => {
+                None
+            }
             RealRecipeKind::Canary(bug) => Some(bug.caught_by()),
             RealRecipeKind::LeaseOutsideLock => Some(LEASE_OUTSIDE_LOCK_CAUGHT_BY),
+            RealRecipeKind::QueueCanary(bug) => Some(bug.caught_by()),
         }
     }
 
@@ -81,12 +117,14 @@ impl RealRecipeKind {
         matches!(self, RealRecipeKind::Shipped | RealRecipeKind::Canary(_))
     }
 
-    /// Runs the workload with this recipe on `servers`.
+    /// Runs the workload with this recipe on `servers`; a queue's with `queue`'s roles and
+    /// item count.
     pub async fn run(
         self,
         servers: Servers,
         workload: &WorkloadConfig,
         faults: &FaultConfig,
+        queue: &QueueShape,
     ) -> Result<RealRun, RealError> {
         match self {
             RealRecipeKind::Shipped => run_workload(servers, workload, faults).await,
@@ -98,6 +136,18 @@ impl RealRecipeKind {
             }
             RealRecipeKind::LeaseOutsideLock => {
                 run_recipe(servers, workload, faults, RealLeaseCanary::default()).await
+            }
+            RealRecipeKind::Queue { .. } | RealRecipeKind::QueueCanary(_) => {
+                let mut spec = match self {
+                    RealRecipeKind::Queue { naive: true } => QueueWorkload::naive(),
+                    RealRecipeKind::QueueCanary(bug) => {
+                        QueueWorkload::new(Arc::new(move |c, paths| bug.consumer(c, paths)))
+                    }
+                    _ => QueueWorkload::herd_free(),
+                };
+                spec.producers = queue.producers;
+                spec.items_per_producer = queue.items_per_producer;
+                run_queue(servers, workload, faults, spec).await
             }
         }
     }
@@ -164,6 +214,16 @@ mod tests {
             Some("semaphore_leases")
         );
         assert_eq!(RealRecipeKind::Semaphore.must_violate(), None);
+        assert_eq!(
+            RealRecipeKind::parse("queue-naive"),
+            Ok(RealRecipeKind::Queue { naive: true })
+        );
+        assert_eq!(
+            RealRecipeKind::parse("canary-queue-no-exists-check")
+                .unwrap()
+                .must_violate(),
+            Some("queue_no_process_after_complete")
+        );
         let e = RealRecipeKind::parse("queue-of-dreams").unwrap_err();
         assert!(e.contains("semaphore") && e.contains("zklock"), "{e}");
     }

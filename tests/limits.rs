@@ -146,10 +146,20 @@ fn real_durations_and_merge_files_past_their_bounds_are_refused() {
         "--hold-ms",
         "--acquire-timeout-ms",
         "--connect-timeout-ms",
+        "--drain-timeout-ms",
     ] {
         let (code, out) = zklock(&["real", flag, "18446744073709551615"], dir.path());
         assert_eq!(code, 2, "{flag}: {out}");
         assert!(out.contains("at most 3600000"), "{flag}: {out}");
+    }
+    for (flag, says) in [
+        ("--items", "items per producer must be 1 to 10000"),
+        ("--producers", "producers must be 1 to 4"),
+    ] {
+        let args = ["real", "--recipe", "queue", flag, "4294967295"];
+        let (code, out) = zklock(&args, dir.path());
+        assert_eq!(code, 2, "{flag}: {out}");
+        assert!(out.contains(says), "{flag}: {out}");
     }
     let huge = dir.path().join("huge-summary.json");
     std::fs::File::create(&huge)

@@ -52,6 +52,24 @@ impl QueueBug {
         }
     }
 
+    /// A consumer with this bug on `paths`, on any client (a simulated one, a real
+    /// server's). Panics on invalid paths (see `QueuePaths::validate`).
+    pub fn consumer<C: Coordination + Clone + Send + Sync + 'static>(
+        self,
+        client: C,
+        paths: &QueuePaths,
+    ) -> Box<dyn ConsumerUnderTest> {
+        let take_lock = Lock::new(client.clone(), &paths.take_lock(), LockOptions::default())
+            .expect("the queue's paths are valid");
+        Box::new(BuggyConsumer {
+            client,
+            paths: paths.clone(),
+            take_lock,
+            bug: self,
+            policy: RetryPolicy::default(),
+        })
+    }
+
     /// What it does wrong.
     pub fn description(self) -> &'static str {
         match self {
@@ -88,17 +106,7 @@ impl Recipe for QueueCanary {
         let paths = QueuePaths::default();
         let bug = self.0;
         let p = paths.clone();
-        let consumer: MakeConsumer = Arc::new(move |c| {
-            let take_lock = Lock::new(c.clone(), &p.take_lock(), LockOptions::default())
-                .expect("the queue's paths are valid");
-            Box::new(BuggyConsumer {
-                client: c,
-                paths: p.clone(),
-                take_lock,
-                bug,
-                policy: RetryPolicy::default(),
-            })
-        });
+        let consumer: MakeConsumer = Arc::new(move |c| bug.consumer(c, &p));
         let p = paths.clone();
         let producer: MakeProducer =
             Arc::new(move |c| Box::new(Producer::new(c, &p).expect("the queue's paths are valid")));

@@ -160,7 +160,8 @@ pub use exhaustive::{
 pub use explore::{Budget, Explored, Interrupt, Summary, SweepRange, explore, explore_until};
 pub use limits::LimitError;
 pub use properties::{
-    CheckConfig, Counters, EventRef, PROPERTY_NAMES, Report, Verdict, Violation, check_all, count,
+    CheckConfig, Counters, EventRef, PROPERTY_NAMES, QueueCounters, Report, Verdict, Violation,
+    check_all, count,
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};

@@ -5,6 +5,7 @@
 
 use crate::concurrent::{Judged, REORDERED_MAX, hoist_before, judge_parallel, mid_step_request};
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
+use crate::properties::queue::{Changes, QueueFacts, check_queue_with};
 use crate::properties::{CheckConfig, Report, no_herd};
 use zklock_recipe::history::History;
 
@@ -45,6 +46,17 @@ pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Jud
         judged.report.verdicts.insert(0, verdict);
     }
     judged
+}
+
+/// Every work-queue property on a real run's `history` (its changes charged to the
+/// writes that caused them, [`Changes::Parallel`]), with the queue's final children in
+/// `facts`.
+pub fn judge_real_queue(history: &History, cfg: &CheckConfig, facts: &QueueFacts) -> Judged {
+    Judged {
+        report: check_queue_with(history, cfg, facts, Changes::Parallel),
+        history: history.clone(),
+        reordered: 0,
+    }
 }
 
 /// [`judge_parallel`] over [`check_per_lock`]: a `no_herd` violation of any lock whose

@@ -19,9 +19,11 @@
 //! true orphan; then the sessions are closed.
 
 mod locks;
+pub mod queue;
 mod semaphore;
 
 pub use locks::{MAX_LOCKS, lock_of, lock_paths};
+pub use queue::{QueueWorkload, run_queue};
 pub use semaphore::SemaphoreRealRecipe;
 
 use crate::client::ZkClient;
@@ -33,6 +35,7 @@ use crate::process::{Pausable, ProcessControl};
 use crate::recorder::{DEFAULT_MAX_EVENTS, Recorder};
 use crate::recording::RecordingClient;
 use crate::servers::Servers;
+use futures_util::future::BoxFuture;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -252,6 +255,10 @@ pub struct RealRun {
     pub final_children_by_lock: Vec<(String, Vec<String>)>,
     /// The recipe's [`RealRecipe::leases`]: `Some(n)` for a semaphore of `n` leases.
     pub leases: Option<u32>,
+    /// A work queue's run ([`run_queue`]): its directories, whose final children are the
+    /// two of [`final_children_by_lock`](RealRun::final_children_by_lock) (the items',
+    /// then the item locks'). `None` for a lock's run.
+    pub queue: Option<zklock_recipe::work_queue::QueuePaths>,
     /// Run time when every client was done, in µs.
     pub run_end_us: u64,
     /// When faults stopped, in ms of run time.
@@ -380,6 +387,77 @@ impl RealRecipe for ShippedRealRecipe {
     }
 }
 
+/// What each client of a run does, and what the run reads at its end: a lock's
+/// acquisitions ([`LockWork`]) or a work queue's producers and consumers
+/// ([`queue::QueueWork`]).
+trait Work: Send + Sync + 'static {
+    /// Client `index`'s loop from its first session; returns its last client, to be
+    /// closed once the run is read.
+    fn worker(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        index: usize,
+        first: RecordingClient,
+    ) -> BoxFuture<'static, RecordingClient>;
+    /// Each directory whose children are read at the end: as reported, and as read.
+    fn final_dirs(&self, config: &WorkloadConfig) -> Vec<(String, String)>;
+    /// `Some(n)` for a semaphore of `n` leases.
+    fn leases(&self) -> Option<u32>;
+    /// Called once before the clients start.
+    fn start<'a>(&'a self, run: &'a RunStart) -> BoxFuture<'a, Result<(), RealError>>;
+    /// Ends the run: sets [`Shared::over`] when no client should start anything new.
+    fn watch_end<'a>(
+        self: Arc<Self>,
+        shared: &'a Shared,
+        observer: &'a ZkClient,
+        planned_heal_ms: u64,
+        pauses_on: bool,
+    ) -> BoxFuture<'a, ()>;
+    /// The work queue's directories, for a queue's run.
+    fn queue(&self) -> Option<zklock_recipe::work_queue::QueuePaths> {
+        None
+    }
+}
+
+/// A lock recipe's work: every client acquires and releases, until the run's end.
+struct LockWork<R>(R);
+
+impl<R: RealRecipe> Work for LockWork<R> {
+    fn worker(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        index: usize,
+        first: RecordingClient,
+    ) -> BoxFuture<'static, RecordingClient> {
+        Box::pin(worker(shared, self, index, first))
+    }
+    fn final_dirs(&self, config: &WorkloadConfig) -> Vec<(String, String)> {
+        config
+            .lock_paths()
+            .into_iter()
+            .map(|p| {
+                let dir = self.0.nodes_dir(&p);
+                (p, dir)
+            })
+            .collect()
+    }
+    fn leases(&self) -> Option<u32> {
+        self.0.leases()
+    }
+    fn start<'a>(&'a self, run: &'a RunStart) -> BoxFuture<'a, Result<(), RealError>> {
+        Box::pin(self.0.start(run))
+    }
+    fn watch_end<'a>(
+        self: Arc<Self>,
+        shared: &'a Shared,
+        _observer: &'a ZkClient,
+        planned_heal_ms: u64,
+        pauses_on: bool,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(watch_for_the_end(shared, planned_heal_ms, pauses_on))
+    }
+}
+
 /// What every worker shares.
 #[derive(Debug)]
 struct Shared {
@@ -426,6 +504,29 @@ impl Shared {
         }
     }
 
+    /// A new session for client `index`, whose session is gone for good, as a real process
+    /// would open; `None` (after a backoff) if connecting failed, to be tried again.
+    async fn renew(&self, index: usize) -> Option<RecordingClient> {
+        let config = &self.config;
+        self.sessions.set(index, None);
+        // Before `duration_ms`, a connect gives up by then; past it, the run goes on only
+        // for as long as it still needs, so a connect may take its full timeout.
+        let left = Duration::from_millis(config.duration_ms)
+            .saturating_sub(self.recorder.elapsed())
+            .as_millis() as u64;
+        let timeout_ms = match left {
+            0 => config.connect_timeout_ms,
+            left => config.connect_timeout_ms.min(left),
+        };
+        match self.connect(index, timeout_ms).await {
+            Ok(fresh) => Some(fresh),
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
+                None
+            }
+        }
+    }
+
     async fn connect(&self, index: usize, timeout_ms: u64) -> Result<RecordingClient, RealError> {
         let c = &self.config;
         let zk = ZkClient::connect(&self.connect[index], c.session_timeout_ms, timeout_ms).await?;
@@ -456,8 +557,18 @@ pub async fn run_recipe<R: RealRecipe>(
     faults: &FaultConfig,
     recipe: R,
 ) -> Result<RealRun, RealError> {
+    run_work(servers, config, faults, Arc::new(LockWork(recipe))).await
+}
+
+/// Runs `work`'s clients on `servers` with `faults`: [`run_recipe`]'s run.
+async fn run_work<W: Work>(
+    servers: Servers,
+    config: &WorkloadConfig,
+    faults: &FaultConfig,
+    work: Arc<W>,
+) -> Result<RealRun, RealError> {
     config.validate()?;
-    if let Some(n) = recipe.leases()
+    if let Some(n) = work.leases()
         && !(1..=zklock_recipe::semaphore::LEASES_MAX).contains(&n)
     {
         return Err(RealError::Config {
@@ -534,18 +645,17 @@ pub async fn run_recipe<R: RealRecipe>(
             NOT_HEALED
         })),
     });
-    recipe
-        .start(&RunStart {
-            connect: shared.connect.clone(),
-            processes: shared.processes.clone(),
-            roles: (0..clients)
-                .map(|i| role_in(i, config, recipe.leases()))
-                .collect(),
-            lock_path: config.lock_path.clone(),
-            session_timeout_ms: config.session_timeout_ms,
-            recorder: Arc::clone(&recorder),
-        })
-        .await?;
+    work.start(&RunStart {
+        connect: shared.connect.clone(),
+        processes: shared.processes.clone(),
+        roles: (0..clients)
+            .map(|i| role_in(i, config, work.leases()))
+            .collect(),
+        lock_path: config.lock_path.clone(),
+        session_timeout_ms: config.session_timeout_ms,
+        recorder: Arc::clone(&recorder),
+    })
+    .await?;
     let mut firsts = Vec::with_capacity(clients);
     for i in 0..clients {
         firsts.push(shared.connect(i, config.connect_timeout_ms).await?);
@@ -585,11 +695,10 @@ pub async fn run_recipe<R: RealRecipe>(
             targets.server_connect_string.clone(),
         ));
     }
-    let recipe = Arc::new(recipe);
     let workers: Vec<_> = firsts
         .into_iter()
         .enumerate()
-        .map(|(i, first)| tokio::spawn(process(Arc::clone(&shared), Arc::clone(&recipe), i, first)))
+        .map(|(i, first)| tokio::spawn(process(Arc::clone(&shared), Arc::clone(&work), i, first)))
         .collect();
     let join_workers = async {
         let mut finals = Vec::with_capacity(workers.len());
@@ -604,15 +713,14 @@ pub async fn run_recipe<R: RealRecipe>(
     let (counts, finals, ()) = tokio::join!(
         crate::faults::inject(faults, &targets),
         join_workers,
-        watch_for_the_end(&shared, faults.heal_ms, pauses_on)
+        Arc::clone(&work).watch_end(&shared, &observer, faults.heal_ms, pauses_on)
     );
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
     // The same settle for every lock: the sessions expire while the first is read.
     let mut final_children_by_lock = Vec::new();
-    for path in config.lock_paths() {
-        let nodes_dir = recipe.nodes_dir(&path);
+    for (path, nodes_dir) in work.final_dirs(config) {
         let children = settled_children(&observer, &nodes_dir, settle).await;
         final_children_by_lock.push((path, children));
     }
@@ -631,12 +739,13 @@ pub async fn run_recipe<R: RealRecipe>(
             },
         ),
     };
-    let leases = recipe.leases();
+    let leases = work.leases();
     Ok(RealRun {
         history: recorder.history(),
         final_lock_children,
         final_children_by_lock,
         leases,
+        queue: work.queue(),
         run_end_us,
         heal_ms: if faults.faults.is_empty() {
             0
@@ -817,20 +926,15 @@ pub fn mode_of(index: usize, k: u64, config: &WorkloadConfig) -> AcquireMode {
 /// One client's process: its worker, which a pause freezes, and after a crash, a new
 /// process that starts with a new session a while later, as a supervisor would restart
 /// it (none starts once acquisitions are over). Returns the last client to close, if any.
-async fn process<R: RealRecipe>(
+async fn process<W: Work>(
     shared: Arc<Shared>,
-    recipe: Arc<R>,
+    work: Arc<W>,
     index: usize,
     first: RecordingClient,
 ) -> Option<RecordingClient> {
     let control = Arc::clone(&shared.processes[index]);
     loop {
-        let task = worker(
-            Arc::clone(&shared),
-            Arc::clone(&recipe),
-            index,
-            first.clone(),
-        );
+        let task = Arc::clone(&work).worker(Arc::clone(&shared), index, first.clone());
         tokio::select! {
             last = Pausable::new(task, Arc::clone(&control)) => return Some(last),
             // The task is dropped here, wherever it was.
@@ -850,10 +954,11 @@ async fn process<R: RealRecipe>(
 /// One client's loop. Returns its last client, to be closed once the run is read.
 async fn worker<R: RealRecipe>(
     shared: Arc<Shared>,
-    recipe: Arc<R>,
+    work: Arc<LockWork<R>>,
     index: usize,
     first: RecordingClient,
 ) -> RecordingClient {
+    let recipe = &work.0;
     let config = &shared.config;
     let role = role_in(index, config, recipe.leases());
     let hold = Duration::from_millis(config.hold_ms);
@@ -869,25 +974,9 @@ async fn worker<R: RealRecipe>(
     let mut k = 0u64;
     while !shared.acquisitions_over() {
         if client.session_state().is_terminal() {
-            // The session is gone for good: open a new one, as a real process would.
-            shared.sessions.set(index, None);
-            // Before `duration_ms`, a connect gives up by then; past it, the run goes on only
-            // for as long as it still needs, so a connect may take its full timeout.
-            let left = Duration::from_millis(config.duration_ms)
-                .saturating_sub(shared.recorder.elapsed())
-                .as_millis() as u64;
-            let timeout_ms = match left {
-                0 => config.connect_timeout_ms,
-                left => config.connect_timeout_ms.min(left),
-            };
-            match shared.connect(index, timeout_ms).await {
-                Ok(fresh) => {
-                    client = fresh;
-                    locks = locks_of(&client);
-                }
-                Err(_) => {
-                    tokio::time::sleep(Duration::from_millis(config.error_backoff_ms)).await;
-                }
+            if let Some(fresh) = shared.renew(index).await {
+                client = fresh;
+                locks = locks_of(&client);
             }
             continue;
         }

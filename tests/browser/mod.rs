@@ -260,3 +260,36 @@ fn a_timeline_of_ten_thousand_events_renders_collapsed() {
     let shapes = dom.matches("<rect").count() + dom.matches("<circle").count();
     assert!(shapes < events, "{shapes} shapes for {events} events");
 }
+
+/// A work queue's page: every processing of an item is a bar, every produced item a
+/// labelled mark, and the legend names both.
+#[test]
+fn a_work_queue_timeline_draws_processing_as_bars_and_produced_items_as_marks() {
+    let Some(chromium) = chromium() else { return };
+    let scenario = Scenario::default();
+    let run = check_seed(&scenario, 3, &zklock_sim::QueueRecipe::default());
+    assert!(run.report.ok(), "{}", run.report);
+    let trace = run.trace(&scenario, 3, "queue");
+    let count = |of: fn(&zklock_recipe::history::EventKind) -> bool| {
+        trace.history.events.iter().filter(|e| of(&e.kind)).count()
+    };
+    use zklock_recipe::history::EventKind as K;
+    let processings = count(|k| matches!(k, K::ProcessStart { .. }));
+    let produced = count(|k| matches!(k, K::ItemProduced { .. }));
+    assert!(
+        processings >= 20 && produced >= 20,
+        "{processings} {produced}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("queue.html");
+    std::fs::write(&page, trace.timeline_html()).unwrap();
+    let dom = dump_dom(&chromium, &page);
+    let dom = drawn(&dom);
+    // A passing run opens on the whole run: every bar and mark is in view.
+    assert_eq!(dom.matches("<rect class=\"proc end-").count(), processings);
+    assert_eq!(dom.matches("<path class=\"produced\"").count(), produced);
+    assert_eq!(dom.matches("class=\"produced-label\"").count(), produced);
+    assert!(dom.contains("processing an item (taken to completed)"));
+    assert!(dom.contains("item produced"));
+    assert!(dom.contains("items processing"), "the status counts them");
+}

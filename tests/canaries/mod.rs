@@ -4,7 +4,9 @@
 
 mod cases;
 mod cli;
+mod gated;
 mod queue;
+mod queue_real;
 mod real;
 mod semaphore;
 mod semaphore_check;

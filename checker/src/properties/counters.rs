@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{FaultKind, History, LockRole};
+use zklock_recipe::history::{EventKind, FaultKind, History, LockRole, ZkOp};
 
 /// Counts over one history, or summed over many with [`Counters::merge`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +42,60 @@ pub struct Counters {
     pub unfenced_lost_updates: u64,
     /// Faults injected, by kind (`connection_loss`, `pause`, ...).
     pub faults: BTreeMap<String, u64>,
+    /// A work queue's run: its own figures, shown in place of the lock's. `None` for a
+    /// lock's run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueCounters>,
+}
+
+/// A work queue's figures over one run, or summed over many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct QueueCounters {
+    /// `ItemProduced` events.
+    pub items_produced: u64,
+    /// `ProcessEnd` events: items completed.
+    pub items_completed: u64,
+    /// `ProcessStart` events: items taken for processing (again after a lost trust).
+    pub items_taken: u64,
+    /// getChildren requests.
+    pub listings: u64,
+    /// Watch notifications.
+    pub notifications: u64,
+}
+
+impl QueueCounters {
+    /// Counts one history.
+    pub fn of(history: &History) -> QueueCounters {
+        let mut q = QueueCounters::default();
+        for e in &history.events {
+            match &e.kind {
+                EventKind::ItemProduced { .. } => q.items_produced += 1,
+                EventKind::ProcessStart { .. } => q.items_taken += 1,
+                EventKind::ProcessEnd { .. } => q.items_completed += 1,
+                EventKind::WatchEvent { .. } => q.notifications += 1,
+                EventKind::OpInvoke {
+                    op: ZkOp::GetChildren,
+                    ..
+                } => q.listings += 1,
+                _ => {}
+            }
+        }
+        q
+    }
+
+    fn merge(&mut self, other: &QueueCounters) {
+        self.items_produced += other.items_produced;
+        self.items_completed += other.items_completed;
+        self.items_taken += other.items_taken;
+        self.listings += other.listings;
+        self.notifications += other.notifications;
+    }
+
+    /// `n` per completed item.
+    fn per_item(&self, n: u64) -> f64 {
+        n as f64 / self.items_completed.max(1) as f64
+    }
 }
 
 impl Counters {
@@ -59,6 +113,20 @@ impl Counters {
         self.unfenced_lost_updates += other.unfenced_lost_updates;
         for (k, n) in &other.faults {
             *self.faults.entry(k.clone()).or_default() += n;
+        }
+        match (&mut self.queue, &other.queue) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (mine @ None, Some(theirs)) => *mine = Some(*theirs),
+            (_, None) => {}
+        }
+    }
+
+    /// What a run checked, for a rate: (count, what it counts). A queue's completed
+    /// items, a lock's acquisitions.
+    pub fn checked(&self) -> (u64, &'static str) {
+        match &self.queue {
+            Some(q) => (q.items_completed, "completed items"),
+            None => (self.acquisitions, "acquisitions"),
         }
     }
 
@@ -238,6 +306,20 @@ impl Counting {
 
 impl fmt::Display for Counters {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(q) = &self.queue {
+            writeln!(
+                f,
+                "items produced {}, completed {} (taken {}, trust lost while processing {}); \
+                 per completed item: {:.2} getChildren listings, {:.2} watch notifications",
+                q.items_produced,
+                q.items_completed,
+                q.items_taken,
+                self.lost,
+                q.per_item(q.listings),
+                q.per_item(q.notifications)
+            )?;
+            return self.fmt_faults(f);
+        }
         writeln!(
             f,
             "acquisitions {} (contended {}, handed over after expiry {}, recovered after \
@@ -257,6 +339,13 @@ impl fmt::Display for Counters {
             "resource: fenced rejections {}, unfenced lost updates {}",
             self.fenced_rejections, self.unfenced_lost_updates
         )?;
+        self.fmt_faults(f)
+    }
+}
+
+impl Counters {
+    /// The faults line.
+    fn fmt_faults(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let faults: Vec<String> = self
             .faults
             .iter()

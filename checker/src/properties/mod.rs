@@ -39,7 +39,7 @@ mod walk;
 mod tests;
 
 pub use config::CheckConfig;
-pub use counters::{Counters, count};
+pub use counters::{Counters, QueueCounters, count};
 pub use report::{Report, check_all};
 pub use verdict::{EventRef, FAULTS_SHOWN, Verdict, Violation};
 

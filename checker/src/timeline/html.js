@@ -70,6 +70,22 @@ function render() {
     out.push('<rect class="hold end-' + h[3] + '" x="' + f(xa) + '" y="' + y + '" width="' + f(xb - xa) + '" height="10"><title>' + esc("hold " + h[4] + ", ended: " + h[3]) + '\n' + esc(D.ev[h[1]][3]) + (h[2] >= 0 ? '\n' + esc(D.ev[h[2]][3]) : '') + '</title></rect>');
     out.push('<line class="hold-end ' + h[3] + '" x1="' + f(xb) + '" x2="' + f(xb) + '" y1="' + (y - 2) + '" y2="' + (y + 12) + '"/>');
   });
+  // A work queue's processing of items, as holds.
+  var procs = 0;
+  (D.processing || []).forEach(function (h) {
+    var a = pos(h[1]), b = h[2] >= 0 ? pos(h[2]) : endX;
+    if (!inView(a, b)) { return; }
+    procs++;
+    var xa = X(a), xb = Math.max(X(b), xa + 3), y = laneY(h[0]) + 4;
+    out.push('<rect class="proc end-' + h[3] + '" x="' + f(xa) + '" y="' + y + '" width="' + f(xb - xa) + '" height="10"><title>' + esc("processing " + h[4] + ", ended: " + h[3]) + '\n' + esc(D.ev[h[1]][3]) + (h[2] >= 0 ? '\n' + esc(D.ev[h[2]][3]) : '') + '</title></rect>');
+    out.push('<line class="proc-end ' + h[3] + '" x1="' + f(xb) + '" x2="' + f(xb) + '" y1="' + (y - 2) + '" y2="' + (y + 12) + '"/>');
+  });
+  // A work queue's produced items: a labelled diamond each.
+  (D.produced || []).forEach(function (p) {
+    var i = p[0], x = X(pos(i)), y = laneY(D.ev[i][0]) + 9;
+    if (!inView(pos(i), pos(i))) { return; }
+    out.push('<path class="produced" d="M' + f(x) + ' ' + (y - 5) + 'l5 5l-5 5l-5-5z">' + tip(i) + '</path><text class="produced-label" x="' + f(x + 6) + '" y="' + (y + 3) + '">' + esc(p[1]) + '</text>');
+  });
   // Requests and minor events: one by one, or as a density when too many are in view.
   var minor = [];
   D.ops.forEach(function (o, n) {
@@ -78,7 +94,7 @@ function render() {
   });
   for (var i = 0; i < N; i++) {
     var kind = D.ev[i][2];
-    if (kind === "op" || kind === "ok" || kind === "fail" || kind === "unknown" || kind === "acquired" || kind === "fault") { continue; }
+    if (kind === "op" || kind === "ok" || kind === "fail" || kind === "unknown" || kind === "acquired" || kind === "fault" || kind === "produced" || kind === "process" || kind === "completed") { continue; }
     if (inView(pos(i), pos(i))) { minor.push(["pt", i, pos(i), pos(i)]); }
   }
   var collapsed = minor.length > D.detail_max;
@@ -126,7 +142,7 @@ function render() {
   svg.setAttribute("data-rendered", N + " events");
   svg.innerHTML = out.join("");
   status.textContent = "showing " + (mode === "time" ? (x0 / 1000).toFixed(3) + "–" + (x1 / 1000).toFixed(3) + " ms" : "events #" + Math.max(0, Math.round(x0)) + "–#" + Math.min(N - 1, Math.round(x1))) +
-    " of " + N + " events; " + holds + " holds, " + rings + " marked events in view" +
+    " of " + N + " events; " + holds + " holds, " + (D.processing ? procs + " items processing, " : "") + rings + " marked events in view" +
     (collapsed ? "; " + minor.length + " requests and events collapsed into a density: zoom in to see each" : "");
 }
 function zoom(factor, at) {

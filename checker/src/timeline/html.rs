@@ -2,7 +2,9 @@
 //! SVG; no network, no external script or font).
 //!
 //! The page has one lane per client and session. Each hold is a bar from `Acquired` to
-//! the release or the loss that ended the belief; each request a line from its issue to
+//! the release or the loss that ended the belief; in a work queue's run, each item's
+//! processing is a bar from `ProcessStart` to its completion, loss or crash, and each
+//! produced item a labelled mark; each request a line from its issue to
 //! its outcome (ok, failed, unknown); faults are drawn on the lane they strike, with their
 //! duration shaded; the events the violation report names are ringed. Every mark has hover
 //! text with the event's details. The script draws the SVG from data embedded in the page
@@ -36,6 +38,13 @@ struct Model {
     holds: Vec<(usize, usize, i64, &'static str, String)>,
     /// Per request: issue event, outcome event (-1: none recorded), outcome.
     ops: Vec<(usize, i64, &'static str)>,
+    /// A work queue's: per processing of an item, as `holds` (lane, `ProcessStart`, end
+    /// event or -1, how it ended, label).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    processing: Vec<(usize, usize, i64, &'static str, String)>,
+    /// A work queue's: per produced item, its `ItemProduced` event and short label.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    produced: Vec<(usize, String)>,
     /// Per fault: event, duration in µs (0: instantaneous).
     faults: Vec<(usize, u64)>,
     /// Events the report names, with what it says of them.
@@ -87,6 +96,7 @@ fn page(
     fallback: &str,
 ) -> String {
     let model = model(history, report);
+    let queue = !model.processing.is_empty() || !model.produced.is_empty();
     let json = serde_json::to_string(&model).unwrap_or_else(|_| "{}".into());
     let mut out = String::with_capacity(json.len() + 16 * 1024);
     out.push_str(HEAD);
@@ -99,7 +109,12 @@ fn page(
         esc(facts)
     );
     header_report(&mut out, report, fallback);
-    out.push_str(BODY);
+    out.push_str(CONTROLS);
+    out.push_str(LEGEND);
+    if queue {
+        out.push_str(QUEUE_LEGEND);
+    }
+    out.push_str(CHART);
     // `<` never appears raw inside the script element, so no string can end it.
     let safe = json
         .replace('<', "\\u003c")
@@ -263,6 +278,27 @@ fn model(history: &History, report: Option<&SavedReport>) -> Model {
             )
         })
         .collect();
+    let processing = processing(history)
+        .into_iter()
+        .map(|(start, end, how)| {
+            let e = &history.events[start];
+            let label = match &e.kind {
+                EventKind::ProcessStart { item, token } => format!("item {item} token {token}"),
+                _ => String::new(),
+            };
+            let lane = lane_of(e.client, e.session).unwrap_or(0);
+            (lane, start, end.map_or(-1, |i| i as i64), how, label)
+        })
+        .collect();
+    let produced = history
+        .events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match &e.kind {
+            EventKind::ItemProduced { item } => Some((i, item_label(item))),
+            _ => None,
+        })
+        .collect();
     let marked = report
         .map(|r| {
             r.marks()
@@ -281,9 +317,52 @@ fn model(history: &History, report: Option<&SavedReport>) -> Model {
         ev,
         holds,
         ops,
+        processing,
+        produced,
         faults,
         marked,
         detail_max: DETAIL_ITEMS_MAX,
+    }
+}
+
+/// Every processing of an item: its `ProcessStart`, the event that ended the consumer's
+/// belief (its `ProcessEnd`, `Lost`, crash, next `ProcessStart` or `Done`; `None`: still
+/// processing when the history ends), and how it ended.
+fn processing(history: &History) -> Vec<(usize, Option<usize>, &'static str)> {
+    let mut out: Vec<(usize, Option<usize>, &'static str)> = Vec::new();
+    // By client: its processing under way (an index into `out`).
+    let mut open: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, e) in history.events.iter().enumerate() {
+        let how = match &e.kind {
+            EventKind::ProcessStart { .. } => "open",
+            EventKind::ProcessEnd { .. } => "completed",
+            EventKind::Lost { .. } => "lost",
+            EventKind::Done => "open",
+            _ if is_crash(e) => "crash",
+            _ => continue,
+        };
+        if let Some(k) = open.remove(&e.client) {
+            out[k] = (out[k].0, Some(i), how);
+        }
+        if matches!(e.kind, EventKind::ProcessStart { .. }) {
+            open.insert(e.client, out.len());
+            out.push((i, None, "open"));
+        }
+    }
+    out
+}
+
+/// A produced item's label: its sequence number (`item-<guid>-0000000007`: "item 7"),
+/// or its whole name if it has none.
+fn item_label(item: &str) -> String {
+    match item.rsplit_once('-') {
+        Some((_, seq)) if !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit()) => {
+            format!(
+                "item {}",
+                seq.trim_start_matches('0').parse::<u64>().unwrap_or(0)
+            )
+        }
+        _ => item.to_owned(),
     }
 }
 
@@ -346,7 +425,7 @@ fn esc(s: &str) -> String {
 const HEAD: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n";
 
-const BODY: &str = r#"<div id="controls">
+const CONTROLS: &str = r#"<div id="controls">
 <button type="button" id="zoom-in" title="zoom in (or the mouse wheel over the picture)">+</button>
 <button type="button" id="zoom-out" title="zoom out">&minus;</button>
 <button type="button" id="fit" title="the whole run">fit</button>
@@ -354,7 +433,9 @@ const BODY: &str = r#"<div id="controls">
 <label>axis <select id="axis"><option value="time">time</option><option value="order">event order</option></select></label>
 <span id="status"></span>
 </div>
-<div id="legend">
+"#;
+
+const LEGEND: &str = r#"<div id="legend">
 <span><i class="sw hold"></i>hold (acquired to release)</span>
 <span><i class="sw hold-lost"></i>hold ended by loss or crash</span>
 <span><i class="sw op-ok"></i>request ok</span>
@@ -363,7 +444,15 @@ const BODY: &str = r#"<div id="controls">
 <span><i class="sw fault"></i>fault</span>
 <span><i class="sw watch"></i>watch event</span>
 <span><i class="sw ring"></i>named by the violation report</span>
-</div>
+"#;
+
+/// A work queue's legend entries, on its pages only.
+const QUEUE_LEGEND: &str = r#"<span><i class="sw proc"></i>processing an item (taken to completed)</span>
+<span><i class="sw proc-lost"></i>processing ended by loss or crash</span>
+<span><i class="sw produced"></i>item produced</span>
+"#;
+
+const CHART: &str = r#"</div>
 <div id="wrap"><svg id="chart" xmlns="http://www.w3.org/2000/svg" width="1200" height="100"></svg></div>
 <noscript><p>The picture is drawn by the page's script; the report above and the trace's
 text timeline hold the same facts.</p></noscript>
@@ -449,6 +538,54 @@ mod tests {
         assert_eq!(m.faults.len(), 1);
         assert_eq!(m.faults[0].1, 40_000);
         assert!(m.ev.iter().all(|e| e.3.starts_with('#')));
+    }
+
+    #[test]
+    fn a_work_queues_processing_is_a_bar_to_its_end_and_each_produced_item_a_mark() {
+        let mut h = Hb::new();
+        let item = |n: u32| format!("item-1001x{n}-000000000{n}");
+        let produced = h.ev(1, EventKind::ItemProduced { item: item(1) });
+        h.ev(1, EventKind::ItemProduced { item: item(2) });
+        let start = |h: &mut Hb, c: u32, n: u32| {
+            h.ev(
+                c,
+                EventKind::ProcessStart {
+                    item: item(n),
+                    token: i64::from(n),
+                },
+            )
+        };
+        let first = start(&mut h, 2, 1);
+        let completed = h.ev(2, EventKind::ProcessEnd { item: item(1) });
+        let second = start(&mut h, 3, 2);
+        let lost = h.ev(
+            3,
+            EventKind::Lost {
+                reason: "disconnected".into(),
+            },
+        );
+        let third = start(&mut h, 2, 2);
+        let history = h.build();
+        let m = model(&history, None);
+        let ends: Vec<(usize, i64, &str)> = m.processing.iter().map(|p| (p.1, p.2, p.3)).collect();
+        assert_eq!(
+            ends,
+            [
+                (first, completed as i64, "completed"),
+                (second, lost as i64, "lost"),
+                (third, -1, "open"),
+            ]
+        );
+        assert_eq!(m.processing[0].4, "item item-1001x1-0000000001 token 1");
+        assert_eq!(m.produced[0], (produced, "item 1".to_owned()));
+        assert_eq!(m.produced.len(), 2);
+        let page = render_timeline_html(&trace_of(history));
+        assert!(page.contains("item produced"), "the queue's legend");
+        // A lock's page has neither the queue's data nor its legend.
+        let mut h = Hb::new();
+        h.acquire(1, 1);
+        let page = render_timeline_html(&trace_of(h.build()));
+        assert!(!page.contains("item produced") && !page.contains("\"processing\""));
     }
 
     #[test]

@@ -20,7 +20,9 @@ pub mod item_exclusive;
 pub mod no_process_after_complete;
 mod processing;
 
-use super::{CheckConfig, Report, count};
+pub use herd::Changes;
+
+use super::{CheckConfig, QueueCounters, Report, count};
 use zklock_recipe::history::History;
 use zklock_recipe::work_queue::QueuePaths;
 
@@ -43,15 +45,28 @@ pub struct QueueFacts {
     pub final_locks: Vec<String>,
 }
 
-/// Every queue property on `history`, with the run's counters.
+/// Every queue property on a simulated run's `history`, with the run's counters.
 pub fn check_queue(history: &History, cfg: &CheckConfig, facts: &QueueFacts) -> Report {
+    check_queue_with(history, cfg, facts, Changes::Instant)
+}
+
+/// Every queue property on `history`, its queue's changes grouped as `changes` says
+/// ([`Changes::Parallel`] for a real run), with the run's counters.
+pub fn check_queue_with(
+    history: &History,
+    cfg: &CheckConfig,
+    facts: &QueueFacts,
+    changes: Changes,
+) -> Report {
+    let mut counters = count(history);
+    counters.queue = Some(QueueCounters::of(history));
     Report {
         verdicts: vec![
             item_exclusive::check(history, cfg.pauses_on),
             no_process_after_complete::check(history, cfg.pauses_on),
             completed::check(history, facts),
-            herd::check(history),
+            herd::check_with(history, changes),
         ],
-        counters: count(history),
+        counters,
     }
 }

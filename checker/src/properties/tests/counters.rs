@@ -105,3 +105,59 @@ fn counts_timed_acquires_that_ran_to_their_deadline() {
     sum.merge(&n);
     assert_eq!(sum.timed_to_deadline, 4);
 }
+
+/// A work queue's run shows its own figures in place of the lock's, and sweeps sum them.
+#[test]
+fn a_queue_runs_counters_are_the_queues() {
+    use crate::properties::queue::{QueueFacts, check_queue};
+    let mut h = Hb::new();
+    h.ev(
+        0,
+        EventKind::ItemProduced {
+            item: "item-a-0000000000".into(),
+        },
+    );
+    h.op(1, ZkOp::GetChildren, "/queue");
+    h.ev(
+        1,
+        EventKind::ProcessStart {
+            item: "item-a-0000000000".into(),
+            token: 3,
+        },
+    );
+    h.ev(
+        1,
+        EventKind::ProcessEnd {
+            item: "item-a-0000000000".into(),
+        },
+    );
+    let facts = QueueFacts {
+        paths: Default::default(),
+        final_items: vec![],
+        final_locks: vec![],
+    };
+    let report = check_queue(&h.build(), &Default::default(), &facts);
+    let q = report.counters.queue.expect("a queue's counters");
+    assert_eq!(
+        (
+            q.items_produced,
+            q.items_completed,
+            q.items_taken,
+            q.listings
+        ),
+        (1, 1, 1, 1)
+    );
+    let text = report.counters.to_string();
+    assert!(
+        text.starts_with("items produced 1, completed 1 (taken 1, trust lost while processing 0)"),
+        "{text}"
+    );
+    assert!(!text.contains("acquisitions"), "{text}");
+    assert_eq!(report.counters.checked(), (1, "completed items"));
+    let mut sum = Counters::default();
+    sum.merge(&report.counters);
+    sum.merge(&report.counters);
+    assert_eq!(sum.queue.map(|q| q.items_completed), Some(2));
+    // A lock's run has none.
+    assert_eq!(count(&Hb::new().build()).queue, None);
+}

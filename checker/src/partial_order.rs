@@ -306,3 +306,49 @@ pub fn compare<R: Recipe>(
         unreduced: run(false)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(client: u32) -> Offer {
+        Offer {
+            client,
+            fingerprint: 7,
+        }
+    }
+
+    #[test]
+    fn a_revisit_is_pruned_only_when_what_slept_there_sleeps_now() {
+        let mut s = SleepingStates::default();
+        s.first(1, Vec::new());
+        assert!(
+            s.prune_revisit(1, &[], false),
+            "explored with nothing asleep"
+        );
+        s.first(2, vec![offer(0), offer(1)]);
+        assert!(!s.prune_revisit(2, &[offer(1)], false));
+        // Client 0's request has been explored from it now: only client 1's slept twice.
+        assert!(s.prune_revisit(2, &[offer(1)], false));
+        s.first(3, vec![offer(0)]);
+        assert!(
+            !s.prune_revisit(3, &[offer(0)], true),
+            "a permutation names other clients"
+        );
+    }
+
+    #[test]
+    fn backtracking_skips_the_requests_asleep_at_a_choice() {
+        use ChoiceKind::{Fault, NextRequest};
+        let mut run = RunSleep::new(Vec::new());
+        run.masks = vec![0, 0b110];
+        let mut explored = Explored::default();
+        // At choice 1, indices 1 and 2 sleep: the next alternative is choice 0's.
+        let made = [(Fault, 2, 0), (NextRequest, 3, 0)];
+        assert_eq!(explored.next_prefix(&made, &run), Some(vec![1]));
+        run.masks = vec![0, 0b010];
+        assert_eq!(explored.next_prefix(&made, &run), Some(vec![0, 2]));
+        let last = [(Fault, 2, 1), (NextRequest, 3, 2)];
+        assert_eq!(explored.next_prefix(&last, &run), None);
+    }
+}

@@ -64,11 +64,7 @@ fn check_all<R: Recipe>(recipe: &R, cases: &[Case]) {
             ));
         }
     }
-    assert!(
-        wrong.is_empty(),
-        "counts changed:\n{}",
-        wrong.join("\n")
-    );
+    assert!(wrong.is_empty(), "counts changed:\n{}", wrong.join("\n"));
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -100,7 +96,16 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
         &ShippedRecipe::default(),
         &[
             case("2 clients, 0 faults", 2, 0, 0, 1, false, 1_193, (223, 290)),
-            case("2 clients, 1 fault", 2, 1, 0, 1, false, 155_729, (26_115, 26_412)),
+            case(
+                "2 clients, 1 fault",
+                2,
+                1,
+                0,
+                1,
+                false,
+                155_729,
+                (26_115, 26_412),
+            ),
         ],
     );
 }
@@ -110,7 +115,16 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 readers, 1 fault", 2, 1, 2, 1, false, 140_805, (26_140, 26_310)),
+            case(
+                "2 readers, 1 fault",
+                2,
+                1,
+                2,
+                1,
+                false,
+                140_805,
+                (26_140, 26_310),
+            ),
             case(
                 "1 reader 1 writer, 1 fault",
                 2,
@@ -163,7 +177,16 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 480_608,
                 (86_096, 87_136),
             ),
-            case("3 clients, 0 faults", 3, 0, 0, 1, false, 250_404, (72_365, 141_820)),
+            case(
+                "3 clients, 0 faults",
+                3,
+                0,
+                0,
+                1,
+                false,
+                250_404,
+                (72_365, 141_820),
+            ),
             case(
                 "3 clients, 0 faults, symmetric",
                 3,

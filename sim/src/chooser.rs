@@ -224,7 +224,9 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
         self.lock().expect("chooser lock").wants_partial_order()
     }
     fn after_transition(&mut self, transition: Option<&Footprint>) {
-        self.lock().expect("chooser lock").after_transition(transition)
+        self.lock()
+            .expect("chooser lock")
+            .after_transition(transition)
     }
     fn offer_requests(&mut self, offers: &[Offer]) -> bool {
         self.lock().expect("chooser lock").offer_requests(offers)

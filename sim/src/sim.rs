@@ -451,7 +451,12 @@ impl Sim {
 
     /// Children of `path` on the server, sorted; empty if the node is absent.
     pub fn server_children(&self, path: &str) -> Vec<String> {
-        self.shared.world().outside_read().tree.children(path).unwrap_or_default()
+        self.shared
+            .world()
+            .outside_read()
+            .tree
+            .children(path)
+            .unwrap_or_default()
     }
 
     /// Every node path on the server, sorted.

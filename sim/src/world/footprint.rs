@@ -171,7 +171,10 @@ mod tests {
         let b = fp(1, |x| x.read("/lock"));
         assert!(a.independent(&b));
         let w = fp(1, |x| x.write("/lock/n-1"));
-        assert!(!a.independent(&w), "a create under /lock changes its children");
+        assert!(
+            !a.independent(&w),
+            "a create under /lock changes its children"
+        );
         let other = fp(0, |x| x.read("/lock/n-0"));
         assert!(other.independent(&w), "a sibling's node is not written");
     }

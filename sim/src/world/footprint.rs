@@ -22,8 +22,7 @@
 //! in the same state. Collisions of the 64-bit path keys only make transitions look
 //! dependent, never independent.
 
-use super::hash128::hash128;
-use std::hash::Hash;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// A request on offer at a choice: its client and a fingerprint of the request (and of
 /// who awaits its reply), the same in every run that reaches the same request.
@@ -132,11 +131,12 @@ fn disjoint(a: &[u64], b: &[u64]) -> bool {
     true
 }
 
+/// SipHash with fixed keys: the same in every run of one build, which is all a key and
+/// a fingerprint need (neither is saved), and no allocation per step.
 fn path_key(tag: u8, path: &str) -> u64 {
-    let mut buf = Vec::with_capacity(path.len() + 1);
-    buf.push(tag);
-    buf.extend_from_slice(path.as_bytes());
-    hash128(&buf) as u64
+    let mut h = DefaultHasher::new();
+    (tag, path).hash(&mut h);
+    h.finish()
 }
 
 /// The parent of an absolute path ("/" for a top-level node and for "/" itself).
@@ -147,11 +147,11 @@ fn parent(path: &str) -> &str {
     }
 }
 
-/// A fingerprint of a value through its `Hash`, as the digest encodes state.
+/// A fingerprint of a value through its `Hash` (see `path_key`).
 pub(crate) fn fingerprint(v: &impl Hash) -> u64 {
-    let mut buf = Vec::new();
-    v.hash(&mut super::digest::Bytes(&mut buf));
-    hash128(&buf) as u64
+    let mut h = DefaultHasher::new();
+    v.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

@@ -323,6 +323,8 @@ pub(crate) struct World {
     partial_order: bool,
     /// The request transition under way since the last state, if one is.
     transition: Option<Footprint>,
+    /// Scratch list of `offer_requests`, kept to spare an allocation per step.
+    offers: Vec<Offer>,
 }
 
 impl World {
@@ -365,6 +367,7 @@ impl World {
             digest_buf: Vec::new(),
             partial_order,
             transition: None,
+            offers: Vec::new(),
         }
     }
 
@@ -588,17 +591,18 @@ impl World {
     /// Tells a reducing chooser the requests on offer, in choice order; `false` when it
     /// prunes the run here (every one of them is asleep).
     fn offer_requests(&mut self) -> bool {
-        let offers: Vec<Offer> = self
-            .ready_clients()
-            .map(|c| {
-                let o = self.clients[c].outbound.front().expect("a ready client");
-                Offer {
-                    client: c as u32,
-                    fingerprint: footprint::fingerprint(&(&o.req, o.reply.is_detached())),
-                }
-            })
-            .collect();
-        self.chooser.offer_requests(&offers)
+        let mut offers = std::mem::take(&mut self.offers);
+        offers.clear();
+        offers.extend(self.ready_clients().map(|c| {
+            let o = self.clients[c].outbound.front().expect("a ready client");
+            Offer {
+                client: c as u32,
+                fingerprint: footprint::fingerprint(&(&o.req, o.reply.is_detached())),
+            }
+        }));
+        let go_on = self.chooser.offer_requests(&offers);
+        self.offers = offers;
+        go_on
     }
 
     /// Counts a step; `Some` when a limit stops the world.

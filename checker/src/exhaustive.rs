@@ -186,8 +186,9 @@ pub struct Control {
     pub resume: Option<Checkpoint>,
     /// Stops the search between two schedules, leaving it incomplete. Default: none.
     pub interrupt: Interrupt,
-    /// Keep a checkpoint in the report when the search stops early. Default false (it
-    /// holds every digest seen: 16 bytes a state).
+    /// Keep a checkpoint in the report when the search stops early; never with
+    /// partial-order reduction, whose sleep sets a checkpoint does not hold. Default
+    /// false (it holds every digest seen: 16 bytes a state).
     pub checkpoint: bool,
     /// Collect the final states' digests up to symmetry in the report
     /// ([`ExhaustiveReport::final_states`]), for comparing a reduced search with an

@@ -218,3 +218,46 @@ fn partial_order_reduction_keeps_the_semaphores_verdicts_and_states() {
         )],
     );
 }
+
+/// A checkpoint holds no sleep sets: a reduced search stopped early keeps none, and one
+/// of an unreduced search is refused by a reduced one rather than resumed unsoundly.
+#[test]
+fn a_reduced_search_takes_no_checkpoint_and_resumes_none() {
+    use zklock_checker::{Control, SearchError, check_exhaustive_controlled};
+    let base = Scenario::default();
+    let recipe = ShippedRecipe::default();
+    let bounds = |partial_order| Bounds {
+        faults_max: 0,
+        schedules_max: 10,
+        partial_order,
+        ..Bounds::default()
+    };
+    let search = |partial_order, resume| {
+        let control = Control {
+            checkpoint: true,
+            resume,
+            ..Control::default()
+        };
+        check_exhaustive_controlled(
+            &base,
+            &recipe,
+            &bounds(partial_order),
+            &|_| false,
+            &|_, _| {},
+            control,
+        )
+    };
+    let reduced = search(true, None).unwrap();
+    assert!(
+        !reduced.complete && reduced.checkpoint.is_none(),
+        "{reduced}"
+    );
+    let unreduced = search(false, None).unwrap();
+    let checkpoint = unreduced.checkpoint.expect("an unreduced search keeps one");
+    match search(true, Some(checkpoint)) {
+        Err(SearchError::Checkpoint(e)) => {
+            assert!(e.to_string().contains("partial-order"), "{e}")
+        }
+        other => panic!("resumed: {other:?}"),
+    }
+}

@@ -29,6 +29,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             Err(e) => bail!("{e}"),
         },
         symmetry: a.symmetry == crate::cli::OnOff::On,
+        partial_order: a.partial_order == crate::cli::OnOff::On,
     };
     let base = Scenario {
         readers: a.readers,
@@ -58,6 +59,12 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             "--readers ({}) cannot exceed --clients ({})",
             base.readers,
             b.clients
+        );
+    }
+    // A checkpoint holds no sleep sets: a reduced search could not resume soundly.
+    if b.reduces_by_partial_order() && a.checkpoint.is_some() {
+        bail!(
+            "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
         );
     }
     let control = Control {
@@ -95,14 +102,19 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     println!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}{}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
         non_default_knobs(&base),
         describe(&b.shape),
-        if r.symmetry { "on" } else { "off" }
+        if r.symmetry { "on" } else { "off" },
+        if r.partial_order {
+            ", partial order on"
+        } else {
+            ""
+        }
     );
     let Some(run) = r.violation else {
         if r.complete {

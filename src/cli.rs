@@ -240,6 +240,10 @@ pub struct CheckArgs {
     /// every permutation
     #[arg(long, value_name = "ON|OFF", default_value = "on")]
     pub symmetry: OnOff,
+    /// Run only one order of requests of different clients that commute (partial-order
+    /// reduction by sleep sets): the same states, fewer schedules; not with --checkpoint
+    #[arg(long, value_name = "ON|OFF", default_value = "off")]
+    pub partial_order: OnOff,
     /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
     /// client's first acquire the timed one
     #[arg(

@@ -31,6 +31,10 @@
 //! role, so a permutation of a seen state is pruned too: [`crate::symmetry`] gives the
 //! argument and the evidence.
 //!
+//! **Partial order.** With [`Bounds::partial_order`], request transitions that commute
+//! are not explored in both orders (sleep sets): [`crate::partial_order`] gives the
+//! argument and the evidence. It saves schedules, not states.
+//!
 //! **Resuming.** The search is fully described by the next prefix to run, the digests
 //! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
 //! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with
@@ -39,13 +43,14 @@
 use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::explore::Interrupt;
 use crate::limits::{LimitError, check_wall_time_ms};
+use crate::partial_order::{Explored, RunSleep, SleepingStates};
 use crate::run::{CheckedRun, judge};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zklock_sim::{
-    ChoiceKind, Chooser, FaultMode, GuidedChooser, Recipe, Scenario, Shape, SimError,
-    run_scenario_with,
+    ChoiceKind, Chooser, FaultMode, Footprint, GuidedChooser, Offer, Recipe, Scenario, Shape,
+    SimError, run_scenario_with,
 };
 
 /// Bounds of an exhaustive check.
@@ -77,6 +82,10 @@ pub struct Bounds {
     /// symmetric ([`Recipe::symmetric`]); else, and without `prune`, no effect. Default
     /// true.
     pub symmetry: bool,
+    /// Skip schedules that only reorder commuting requests of different clients
+    /// (partial-order reduction by sleep sets: see [`crate::partial_order`]); only with
+    /// `prune`. Such a search takes no checkpoint and resumes none. Default false.
+    pub partial_order: bool,
 }
 
 impl Default for Bounds {
@@ -90,6 +99,7 @@ impl Default for Bounds {
             prune: true,
             shape: Shape::fixed(),
             symmetry: true,
+            partial_order: false,
         }
     }
 }
@@ -98,6 +108,11 @@ impl Bounds {
     /// Whether a search of `recipe` within these bounds prunes up to symmetry.
     pub fn reduces_by_symmetry<R: Recipe>(&self, recipe: &R) -> bool {
         self.prune && self.symmetry && recipe.symmetric()
+    }
+
+    /// Whether a search within these bounds reduces by partial order.
+    pub fn reduces_by_partial_order(&self) -> bool {
+        self.prune && self.partial_order
     }
 
     /// Checks the time limit, and the scenario these bounds explore from `base` (clients,
@@ -148,6 +163,9 @@ pub struct ExhaustiveReport {
     /// Whether states were pruned up to a permutation of clients
     /// ([`Bounds::reduces_by_symmetry`]).
     pub symmetry: bool,
+    /// Whether commuting requests were explored in one order only
+    /// ([`Bounds::reduces_by_partial_order`]).
+    pub partial_order: bool,
     /// The digests of the final states of the schedules that ran to the end, up to a
     /// permutation of clients, when [`Control::final_states`] asked for them.
     pub final_states: Option<std::collections::BTreeSet<u128>>,
@@ -168,8 +186,9 @@ pub struct Control {
     pub resume: Option<Checkpoint>,
     /// Stops the search between two schedules, leaving it incomplete. Default: none.
     pub interrupt: Interrupt,
-    /// Keep a checkpoint in the report when the search stops early. Default false (it
-    /// holds every digest seen: 16 bytes a state).
+    /// Keep a checkpoint in the report when the search stops early; never with
+    /// partial-order reduction, whose sleep sets a checkpoint does not hold. Default
+    /// false (it holds every digest seen: 16 bytes a state).
     pub checkpoint: bool,
     /// Collect the final states' digests up to symmetry in the report
     /// ([`ExhaustiveReport::final_states`]), for comparing a reduced search with an
@@ -236,11 +255,29 @@ struct DfsChooser {
     symmetry: bool,
     /// Collect final states up to symmetry (so every digest is symmetric where it can be).
     finals: Option<Arc<Mutex<std::collections::BTreeSet<u128>>>>,
+    /// With partial-order reduction: this run's sleep sets, what was explored at the
+    /// prefix's choices, and the states seen with a sleep set.
+    por: Option<Por>,
+}
+
+struct Por {
+    run: RunSleep,
+    explored: Arc<Mutex<Explored>>,
+    sleeping: Arc<Mutex<SleepingStates>>,
 }
 
 impl Chooser for DfsChooser {
     fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
-        self.guided.choose(kind, n)
+        match &mut self.por {
+            Some(p) if kind == ChoiceKind::NextRequest => {
+                let position = self.guided.made.len();
+                let explored = p.explored.lock().expect("explored lock");
+                let c = p.run.choose(position, n, explored.at(position));
+                self.guided.made.push((kind, n as u32, c as u32));
+                c
+            }
+            _ => self.guided.choose(kind, n),
+        }
     }
     fn wants_digests(&self) -> bool {
         true
@@ -251,7 +288,16 @@ impl Chooser for DfsChooser {
             return true;
         }
         let fresh = self.visited.lock().expect("visited lock").insert(digest);
-        fresh || !self.prune
+        let Some(p) = &mut self.por else {
+            return fresh || !self.prune;
+        };
+        let z = p.run.sleep_offers();
+        let mut sleeping = p.sleeping.lock().expect("sleeping lock");
+        if fresh {
+            sleeping.first(digest, z);
+            return true;
+        }
+        !sleeping.prune_revisit(digest, &z, self.symmetry)
     }
     fn needs_digest(&self) -> bool {
         self.guided.made.len() >= self.prefix_len
@@ -266,6 +312,17 @@ impl Chooser for DfsChooser {
         if let Some(f) = &self.finals {
             f.lock().expect("finals lock").insert(digest);
         }
+    }
+    fn wants_partial_order(&self) -> bool {
+        self.por.is_some()
+    }
+    fn after_transition(&mut self, transition: Option<&Footprint>) {
+        if let Some(p) = &mut self.por {
+            p.run.after_transition(transition);
+        }
+    }
+    fn offer_requests(&mut self, offers: &[Offer]) -> bool {
+        self.por.as_mut().is_none_or(|p| p.run.offer(offers))
     }
 }
 
@@ -322,6 +379,16 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     bounds.validate(base)?;
     let scenario = bounds.scenario(base);
     let symmetry = bounds.reduces_by_symmetry(recipe);
+    let partial_order = bounds.reduces_by_partial_order();
+    if partial_order && control.resume.is_some() {
+        return Err(SearchError::Checkpoint(CheckpointError::Mismatch {
+            what: "partial-order reduction",
+            checkpoint: "off".into(),
+            this: "on".into(),
+        }));
+    }
+    let explored = Arc::new(Mutex::new(Explored::default()));
+    let sleeping = Arc::new(Mutex::new(SleepingStates::default()));
     let finals = control
         .final_states
         .then(|| Arc::new(Mutex::new(std::collections::BTreeSet::new())));
@@ -351,6 +418,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             prefix = Some(p);
             break;
         }
+        let run_sleep = partial_order.then(|| RunSleep::new(p.clone()));
         let chooser = Arc::new(Mutex::new(DfsChooser {
             prefix_len: p.len(),
             guided: GuidedChooser::new(p),
@@ -358,6 +426,11 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             prune: bounds.prune,
             symmetry,
             finals: finals.clone(),
+            por: run_sleep.map(|run| Por {
+                run,
+                explored: explored.clone(),
+                sleeping: sleeping.clone(),
+            }),
         }));
         let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
         schedules += 1;
@@ -367,7 +440,10 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 visited.lock().expect("visited lock").len() as u64,
             );
         }
-        let made = std::mem::take(&mut chooser.lock().expect("chooser lock").guided.made);
+        let (made, por) = {
+            let mut c = chooser.lock().expect("chooser lock");
+            (std::mem::take(&mut c.guided.made), c.por.take())
+        };
         max_depth = max_depth.max(made.len());
         if out.error == Some(SimError::Pruned) {
             pruned += 1;
@@ -378,12 +454,18 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 break;
             }
         }
-        prefix = GuidedChooser::next_prefix(&made);
+        prefix = match por {
+            Some(p) => explored
+                .lock()
+                .expect("explored lock")
+                .next_prefix(&made, &p.run),
+            None => GuidedChooser::next_prefix(&made),
+        };
     }
     let visited = std::mem::take(&mut *visited.lock().expect("visited lock"));
     let distinct_states = visited.len() as u64;
     let checkpoint = match &prefix {
-        Some(next) if control.checkpoint && violation.is_none() => {
+        Some(next) if control.checkpoint && violation.is_none() && !partial_order => {
             let mut visited: Vec<u128> = visited.into_iter().collect();
             visited.sort_unstable();
             Some(Checkpoint {
@@ -408,6 +490,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         violation,
         interrupted,
         symmetry,
+        partial_order,
         final_states: finals.map(|f| std::mem::take(&mut *f.lock().expect("finals lock"))),
         resumed_at_schedules,
         checkpoint,

@@ -300,6 +300,7 @@ impl<R: Recipe> Shrinker<'_, R> {
                 // The first violation in search order, as before symmetry reduction, so
                 // that a shrink finds the trace it always found.
                 symmetry: false,
+                partial_order: false,
             };
             let target = self.target.clone();
             // The bounds are within their limits: the scenario was validated, the time

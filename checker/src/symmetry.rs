@@ -69,7 +69,11 @@ impl Evidence {
     /// found a violation; and, when neither did, the same final states up to permutation.
     /// The first difference otherwise.
     pub fn agrees(&self) -> Result<(), String> {
-        let (r, u) = (&self.reduced, &self.unreduced);
+        Evidence::agree(&self.reduced, &self.unreduced)
+    }
+
+    /// As [`agrees`](Evidence::agrees), of any reduced search `r` and unreduced `u`.
+    pub(crate) fn agree(r: &ExhaustiveReport, u: &ExhaustiveReport) -> Result<(), String> {
         if r.violation.is_some() != u.violation.is_some() {
             return Err(format!(
                 "verdicts differ: reduced {}, unreduced {}",

@@ -6,6 +6,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub use crate::world::footprint::{Footprint, Offer};
+
 /// What a choice decides. Carried for traces and for explorers that treat kinds
 /// differently (for example, bounding faults); it never changes the meaning of an index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -84,6 +86,22 @@ pub trait Chooser: Send {
     /// Called once when a run that was not pruned ends, with the digest of its final
     /// state.
     fn at_end(&mut self, _digest: u128) {}
+    /// Whether this chooser reduces by partial order: then the world calls
+    /// [`after_transition`](Chooser::after_transition) and
+    /// [`offer_requests`](Chooser::offer_requests). Only with digests. Default false.
+    fn wants_partial_order(&self) -> bool {
+        false
+    }
+    /// Called at each state, before [`at_state`](Chooser::at_state), with what the
+    /// request transition since the last state touched, or `None` when what happened
+    /// since was not one request transition (a fault, time passing, the start).
+    fn after_transition(&mut self, _transition: Option<&Footprint>) {}
+    /// Called before each choice of a next request (and before a forced one, when only
+    /// one client has a request ready) with the requests on offer, in choice order;
+    /// `false` prunes the run here. Default true.
+    fn offer_requests(&mut self, _offers: &[Offer]) -> bool {
+        true
+    }
 }
 
 /// Random mode: ChaCha8 from a seed, so a seed reproduces the run.
@@ -202,6 +220,17 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
     fn at_end(&mut self, digest: u128) {
         self.lock().expect("chooser lock").at_end(digest)
     }
+    fn wants_partial_order(&self) -> bool {
+        self.lock().expect("chooser lock").wants_partial_order()
+    }
+    fn after_transition(&mut self, transition: Option<&Footprint>) {
+        self.lock()
+            .expect("chooser lock")
+            .after_transition(transition)
+    }
+    fn offer_requests(&mut self, offers: &[Offer]) -> bool {
+        self.lock().expect("chooser lock").offer_requests(offers)
+    }
 }
 
 impl Chooser for Box<dyn Chooser> {
@@ -225,6 +254,15 @@ impl Chooser for Box<dyn Chooser> {
     }
     fn at_end(&mut self, digest: u128) {
         (**self).at_end(digest)
+    }
+    fn wants_partial_order(&self) -> bool {
+        (**self).wants_partial_order()
+    }
+    fn after_transition(&mut self, transition: Option<&Footprint>) {
+        (**self).after_transition(transition)
+    }
+    fn offer_requests(&mut self, offers: &[Offer]) -> bool {
+        (**self).offer_requests(offers)
     }
 }
 

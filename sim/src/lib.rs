@@ -80,7 +80,9 @@ mod sim;
 pub mod tree;
 mod world;
 
-pub use chooser::{ChoiceKind, Chooser, GuidedChooser, RandomChooser, ReplayChooser};
+pub use chooser::{
+    ChoiceKind, Chooser, Footprint, GuidedChooser, Offer, RandomChooser, ReplayChooser,
+};
 pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use scenario::{

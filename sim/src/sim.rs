@@ -451,22 +451,32 @@ impl Sim {
 
     /// Children of `path` on the server, sorted; empty if the node is absent.
     pub fn server_children(&self, path: &str) -> Vec<String> {
-        self.shared.world().tree.children(path).unwrap_or_default()
+        self.shared
+            .world()
+            .outside_read()
+            .tree
+            .children(path)
+            .unwrap_or_default()
     }
 
     /// Every node path on the server, sorted.
     pub fn server_paths(&self) -> Vec<String> {
-        self.shared.world().tree.paths()
+        self.shared.world().outside_read().tree.paths()
     }
 
     /// A node's stat on the server.
     pub fn server_stat(&self, path: &str) -> Option<Stat> {
-        self.shared.world().tree.stat(path)
+        self.shared.world().outside_read().tree.stat(path)
     }
 
     /// A node's data on the server.
     pub fn server_data(&self, path: &str) -> Option<Vec<u8>> {
-        self.shared.world().tree.data(path).map(<[u8]>::to_vec)
+        self.shared
+            .world()
+            .outside_read()
+            .tree
+            .data(path)
+            .map(<[u8]>::to_vec)
     }
 
     /// Whether some node may still go without any client's help: a client library's
@@ -475,7 +485,8 @@ impl Sim {
     /// expires such a session a timeout after it last heard from it, and its nodes go
     /// with it, whether the client gave it up before its workload ended or after.
     pub(crate) fn settling(&self) -> bool {
-        let w = self.shared.world();
+        let mut w = self.shared.world();
+        w.outside_read();
         let alive = |id| w.sessions.get(id).is_some_and(|s| s.alive);
         let cleanup_pending = w
             .clients
@@ -490,12 +501,14 @@ impl Sim {
     /// Background cleanup items (`Coordination::cleanup_detached`) the client library
     /// of `client` has not finished: nodes of dropped acquires or guards not yet deleted.
     pub fn detached_cleanups_pending(&self, client: &SimClient) -> usize {
-        self.shared.world().clients[client.index()].detached.len()
+        self.shared.world().outside_read().clients[client.index()]
+            .detached
+            .len()
     }
 
     /// Virtual time since the world began.
     pub fn now(&self) -> Duration {
-        Duration::from_micros(self.shared.world().now_us)
+        Duration::from_micros(self.shared.world().outside_read().now_us)
     }
 
     /// Every choice the world has drawn so far, in order.

@@ -86,6 +86,17 @@ fn check_catches_a_consumer_that_skips_the_existence_check_at_two_items() {
         .expect("the canary survived the check");
     assert!(run.violates(bug.caught_by()), "{}", run.report);
     assert_eq!(two.schedules, 27, "{two}");
+    // With partial-order reduction too.
+    let por = Bounds {
+        partial_order: true,
+        ..bounds(2)
+    };
+    let reduced = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &por).unwrap();
+    let run = reduced
+        .violation
+        .as_ref()
+        .expect("the canary survived the reduced check");
+    assert!(run.violates(bug.caught_by()), "{}", run.report);
 }
 
 /// `zklock check` catches the two canaries that need a consumer to crash mid-item at one

@@ -52,6 +52,26 @@ fn check_catches_a_lease_outside_the_inner_lock_at_three_clients_and_not_below()
     );
 }
 
+/// With partial-order reduction the canary is caught at three clients too, and two
+/// clients reach the same states in fewer schedules.
+#[test]
+fn check_with_partial_order_catches_a_lease_outside_the_inner_lock() {
+    let canary = LeaseOutsideLock::default();
+    let por = |clients| Bounds {
+        partial_order: true,
+        ..bounds(clients)
+    };
+    let two = check_exhaustive(&Scenario::default(), &canary, &por(2)).unwrap();
+    assert!(two.complete && two.violation.is_none(), "{two}");
+    assert_eq!((two.schedules, two.distinct_states), (115, 675), "{two}");
+    let three = check_exhaustive(&Scenario::default(), &canary, &por(3)).unwrap();
+    let run = three
+        .violation
+        .as_ref()
+        .expect("the canary survived the reduced check");
+    assert!(run.violates(LEASE_OUTSIDE_LOCK_CAUGHT_BY), "{}", run.report);
+}
+
 #[test]
 fn check_runs_the_semaphore_every_schedule_of_two_clients_and_the_first_of_three() {
     let recipe = SemaphoreRecipe::default();

@@ -47,6 +47,7 @@ impl World {
     /// as the chooser decides (a prefix of them, since a connection is FIFO); every caller
     /// waiting for a reply gets ConnectionLoss. Watch events wait for the reconnect.
     pub(crate) fn drop_connection(&mut self, c: ClientId) {
+        self.touch_global();
         self.apply_sent_prefix(c, ZkError::ConnectionLoss);
         let mut lost = Vec::new();
         let cl = &mut self.clients[c];
@@ -102,6 +103,7 @@ impl World {
     /// until it has heard nothing from it for a session timeout. A session the process
     /// opens meanwhile sees the old one's nodes (CURATOR-498).
     pub(crate) fn expire_locally(&mut self, c: ClientId) {
+        self.touch_global();
         // ZooKeeper's client fails every pending request with SessionExpired once its
         // handle is closed, those already applied too.
         self.apply_sent_prefix(c, ZkError::SessionExpired);
@@ -204,6 +206,7 @@ impl World {
     /// Forced expiry, as Curator's KillSession: the server drops the session now and
     /// closes its connection; the client sees Disconnected, then Expired when it reconnects.
     pub(crate) fn force_expire(&mut self, c: ClientId) {
+        self.touch_global();
         let session = self.clients[c].session;
         self.server_expire(session);
         if self.clients[c].conn == Conn::Connected {

@@ -71,6 +71,7 @@ impl World {
     /// Folds a value delivered to client `c` into its observation digest (only when an
     /// explorer asked for digests).
     pub(crate) fn observe(&mut self, c: usize, v: Seen<'_>) {
+        self.touch_client(c);
         if !self.digesting {
             return;
         }

@@ -11,6 +11,7 @@ pub(crate) mod delivery;
 mod detached;
 mod digest;
 mod faults;
+pub(crate) mod footprint;
 mod hash128;
 pub(crate) mod request;
 mod resource;
@@ -26,6 +27,7 @@ use delivery::{Delivered, SlotId, Slots};
 use detached::Detached;
 use digest::Seen;
 pub(crate) use faults::FaultPlan;
+use footprint::{Footprint, Offer};
 use request::{Answer, REQUEST_BYTES_MAX, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
@@ -316,6 +318,13 @@ pub(crate) struct World {
     pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,
     /// Scratch space of `digest`, kept to spare an allocation per step.
     digest_buf: Vec<u8>,
+    /// Whether the chooser reduces by partial order: then it hears the requests on
+    /// offer and what each request transition touched (see `footprint`).
+    partial_order: bool,
+    /// The request transition under way since the last state, if one is.
+    transition: Option<Footprint>,
+    /// Scratch list of `offer_requests`, kept to spare an allocation per step.
+    offers: Vec<Offer>,
 }
 
 impl World {
@@ -323,6 +332,7 @@ impl World {
         let digesting = chooser.wants_digests();
         let symmetric_wanted = digesting && chooser.wants_symmetry();
         let prunes_by_symmetry = symmetric_wanted && chooser.prunes_by_symmetry();
+        let partial_order = digesting && chooser.wants_partial_order();
         World {
             cfg,
             now_us: 0,
@@ -355,6 +365,32 @@ impl World {
             #[cfg(madsim)]
             madsim_clock: None,
             digest_buf: Vec::new(),
+            partial_order,
+            transition: None,
+            offers: Vec::new(),
+        }
+    }
+
+    /// Something happened that a request transition under way cannot commute with.
+    #[inline]
+    pub(crate) fn touch_global(&mut self) {
+        if let Some(t) = &mut self.transition {
+            t.global = true;
+        }
+    }
+
+    /// Code read the clock or the server's state directly, outside any request: what it
+    /// does next may depend on when, so no transition under way commutes.
+    pub(crate) fn outside_read(&mut self) -> &mut Self {
+        self.touch_global();
+        self
+    }
+
+    /// Something was delivered to, or queued for, client `c`.
+    #[inline]
+    fn touch_client(&mut self, c: ClientId) {
+        if let Some(t) = &mut self.transition {
+            t.touch(c);
         }
     }
 
@@ -469,6 +505,7 @@ impl World {
     }
 
     fn set_timer(&mut self, at: u64, t: Timer) {
+        self.touch_global();
         self.timers.set(at, t);
     }
 
@@ -498,6 +535,13 @@ impl World {
         // the previous one) before anything is chosen, so faults can meet it in flight.
         self.kick_all_detached();
         // An explorer may prune a state it has seen (never a due timer: that is forced).
+        if self.partial_order {
+            let t = self.transition.take().map(|mut t| {
+                t.finish();
+                t
+            });
+            self.chooser.after_transition(t.as_ref());
+        }
         if self.digesting {
             let d = match (self.chooser.needs_digest(), self.prunes_by_symmetry) {
                 (false, _) => 0,
@@ -519,12 +563,18 @@ impl World {
             (n + 1, if n == 0 { c } else { first })
         });
         if n > 0 {
+            if self.partial_order && !self.offer_requests() {
+                return Step::Pruned;
+            }
             let i = self.choose(ChoiceKind::NextRequest, n);
             let c = match i {
                 0 => first,
                 _ => self.ready_clients().nth(i).expect("i < n"),
             };
             self.advance_to(self.now_us + self.cfg.request_time_us);
+            if self.partial_order {
+                self.transition = Some(Footprint::new(c));
+            }
             self.apply_next(c);
             return Step::Progress;
         }
@@ -536,6 +586,23 @@ impl World {
             }
             None => Step::Idle,
         }
+    }
+
+    /// Tells a reducing chooser the requests on offer, in choice order; `false` when it
+    /// prunes the run here (every one of them is asleep).
+    fn offer_requests(&mut self) -> bool {
+        let mut offers = std::mem::take(&mut self.offers);
+        offers.clear();
+        offers.extend(self.ready_clients().map(|c| {
+            let o = self.clients[c].outbound.front().expect("a ready client");
+            Offer {
+                client: c as u32,
+                fingerprint: footprint::fingerprint(&(&o.req, o.reply.is_detached())),
+            }
+        }));
+        let go_on = self.chooser.offer_requests(&offers);
+        self.offers = offers;
+        go_on
     }
 
     /// Counts a step; `Some` when a limit stops the world.
@@ -574,6 +641,10 @@ impl World {
             staged.sort_by_key(|(order, _)| *order);
         }
         for (_, s) in staged.drain(..) {
+            // An actor's requests are a transition's own; anything else it asks is not.
+            if !matches!(s, Staged::Request { .. }) {
+                self.touch_global();
+            }
             match s {
                 Staged::Request {
                     client,
@@ -584,6 +655,7 @@ impl World {
                     if session == self.clients[client].session {
                         self.submit(client, req, ReplyTo::Actor(reply));
                     } else {
+                        self.touch_global();
                         let failed = Err(self.clients[client].ended_error(session));
                         self.observe(client, Seen::Reply(&failed));
                         self.slots.fill(reply, Delivered::Reply(failed));
@@ -643,6 +715,7 @@ impl World {
 
     /// Sends a request of the client library's background cleanup.
     pub(crate) fn submit_detached(&mut self, c: ClientId, req: Request) {
+        self.touch_global();
         self.submit(c, req, ReplyTo::Detached);
     }
 
@@ -653,7 +726,10 @@ impl World {
         match to {
             // The receiver may be gone: the actor stopped caring.
             ReplyTo::Actor(slot) => self.slots.fill(slot, Delivered::Reply(result)),
-            ReplyTo::Detached => self.detached_reply(c, result),
+            ReplyTo::Detached => {
+                self.touch_global();
+                self.detached_reply(c, result)
+            }
         }
     }
 
@@ -684,6 +760,7 @@ impl World {
         };
         match refused {
             Some(e) => {
+                self.touch_global();
                 self.answer(c, reply, Err(e.clone()));
                 self.record(c, EventKind::OpFail { op_id, error: e });
             }
@@ -762,6 +839,7 @@ impl World {
                 .iter()
                 .position(|(hc, hk, _)| *hc == c && *hk == kind)
         {
+            self.touch_global();
             let (_, _, hook) = self.hooks.remove(i);
             hook(&mut ServerCtl { world: self });
             // The hook may have cut this client off; then the request is in-flight
@@ -774,6 +852,7 @@ impl World {
             return;
         };
         if out.req.wire_bytes() > REQUEST_BYTES_MAX {
+            self.touch_global();
             self.refuse_oversized(c, out);
             return;
         }
@@ -782,6 +861,7 @@ impl World {
         let closing = matches!(out.req, Request::Close);
         let (result, watch) = self.execute(c, out.req);
         if lose {
+            self.touch_global();
             // The create is applied, but its reply never arrives: the connection breaks.
             self.clients[c].lose_next_create = false;
             self.answer(c, out.reply, Err(ZkError::ConnectionLoss));
@@ -800,6 +880,9 @@ impl World {
     #[inline]
     fn execute(&mut self, c: ClientId, req: Request) -> (Reply, Option<(Arc<str>, WatchKind)>) {
         let session = self.clients[c].session;
+        if self.transition.is_some() {
+            self.note_footprint(&req);
+        }
         let mut notes = std::mem::take(&mut self.notes);
         let mut watch = None;
         let result = match req {
@@ -852,9 +935,37 @@ impl World {
                 Ok(Answer::Done)
             }
         };
+        if let (Some(t), Ok(Answer::Created(p, _))) = (&mut self.transition, &result) {
+            // A sequential node's own name is known only now.
+            t.write(p);
+        }
         self.route(&mut notes);
         self.notes = notes;
         (result, watch)
+    }
+
+    /// What a request applied in a transition reads and writes of the tree (see
+    /// `footprint`): a write as written whether or not it succeeds, conservatively.
+    fn note_footprint(&mut self, req: &Request) {
+        let Some(t) = &mut self.transition else {
+            return;
+        };
+        match req {
+            Request::Create { path, .. } => t.read_with_parent(path),
+            Request::Delete { path, .. } | Request::SetData { path, .. } => {
+                t.read_with_parent(path);
+                t.write(path);
+            }
+            Request::Exists { path, watch }
+            | Request::GetData { path, watch }
+            | Request::GetChildren { path, watch } => {
+                t.read(path);
+                if *watch {
+                    t.watch(path);
+                }
+            }
+            Request::Multi(_) | Request::Close => t.global = true,
+        }
     }
 
     /// A request frame larger than the server reads: it closes the connection, so
@@ -879,6 +990,9 @@ impl World {
         for n in notes.drain(..) {
             if let Some(s) = self.sessions.get(&n.session) {
                 let c = s.client;
+                if let Some(t) = &mut self.transition {
+                    t.touch(c);
+                }
                 let cl = &mut self.clients[c];
                 if cl.session != n.session {
                     // A session the client library gave up on while the server still
@@ -917,6 +1031,7 @@ impl World {
         result: Reply,
         watch: Option<(Arc<str>, WatchKind)>,
     ) {
+        self.touch_client(c);
         let cl = &mut self.clients[c];
         if cl.inbound.is_empty() && cl.can_take_reply() {
             self.deliver_reply(c, op_id, reply, result, watch);
@@ -1002,6 +1117,7 @@ impl World {
     }
 
     fn fire(&mut self, t: Timer) {
+        self.touch_global();
         match t {
             Timer::Sleep(c, done) => {
                 if self

@@ -1,0 +1,354 @@
+//! Partial-order reduction of the exhaustive check by sleep sets (Godefroid), and the
+//! evidence that it is sound.
+//!
+//! Two request transitions of different clients often commute: a client listing the lock
+//! directory and another checking its predecessor's node end in the same state in either
+//! order. The search need not run both orders. A request transition runs from the server's
+//! choice of a client's next request to the next state the explorer sees; the world
+//! records what it touched (the simulator's `world::footprint` module): the tree paths it
+//! read and wrote, the clients it delivered anything to, and whether anything else
+//! happened (a timer, a workload event such as `Acquired`, the clock read, a fault...),
+//! which makes it dependent on everything. Two transitions are independent when neither
+//! writes what the other reads or writes, at most one writes the tree at all (each write
+//! takes the next zxid), they deliver to disjoint clients, and neither is global. Both then
+//! take `request_time_us` with no timer due between them, so either order ends in the
+//! same state.
+//!
+//! **Sleep sets.** Each state carries a sleep set: request transitions that need not be
+//! taken there. At a state with sleep set `Z`, the search takes the enabled requests not
+//! in `Z` in choice order; taking `t` after `t1 .. tk` were explored there, the next
+//! state's sleep set is the members of `Z ∪ {t1 .. tk}` independent of `t`. A sleeping
+//! `u` need not be taken after `t`: `u·t` from here reaches the state `t·u` would, and is
+//! explored from `u`'s side, where `t` is not asleep (or is, for the same reason, one level
+//! further). Any other step (a fault, time passing to a timer, a global transition) empties
+//! the sleep set, which is always sound. A transition is named by its client and a
+//! fingerprint of the request at the head of the client's queue: a sleeping client is
+//! untouched since it fell asleep, so its head is the same request.
+//!
+//! The search is stateless, so what was explored at a choice is kept across runs: for each
+//! choice of the current prefix, the transitions already explored there with their
+//! footprints (as loom and DPOR implementations keep their backtracking stacks).
+//!
+//! **With state caching.** A state first explored with sleep set `S` has had every
+//! transition but those in `S` explored from it. A revisit with sleep set `Z` is pruned
+//! only when `S ⊆ Z`; otherwise it is explored again with `Z`, and the state keeps
+//! `S ∩ Z` (Godefroid's combination). Sleep sets alone visit every reachable state, so the
+//! distinct states and the final states of a reduced search equal the unreduced ones; only
+//! schedules (and time) are saved. With symmetry reduction as well, a revisit may be a
+//! permutation of the seen state, whose sleep set names other clients: it is pruned only
+//! when the seen state was explored with an empty sleep set (everything was explored from
+//! it, the symmetric argument of [`crate::symmetry`] then applies unchanged), and its
+//! stored set is left as it is.
+//!
+//! **Properties judged on histories.** A reduced search runs, instead of a schedule it
+//! skips, one whose history differs only in the order of independent transitions' events:
+//! ZooKeeper operations of different clients on disjoint nodes. Every workload event
+//! (acquire, release, lost, a resource operation) comes from a global transition, which
+//! commutes with nothing, so every order of those relative to every other transition is
+//! explored, at the same virtual times. The evidence ([`compare`]) checks on every
+//! configuration the unreduced search completes in the tests that verdicts, canaries and
+//! final states agree, and pins both searches' state and schedule counts.
+//!
+//! Checkpoints do not hold the explored transitions or the states' sleep sets, so a
+//! reduced search neither takes nor resumes one.
+
+use crate::SearchError;
+use crate::exhaustive::{Bounds, Control, ExhaustiveReport, check_exhaustive_controlled};
+use crate::limits::LimitError;
+use crate::run::CheckedRun;
+use std::collections::HashMap;
+use zklock_sim::{ChoiceKind, Footprint, Offer, Recipe, Scenario};
+
+/// A transition explored or asleep, with what it touched.
+#[derive(Clone, Debug)]
+pub(crate) struct Sleeper {
+    offer: Offer,
+    footprint: Footprint,
+}
+
+/// The transition a run took last, until the world says what it touched.
+#[derive(Debug)]
+struct Pending {
+    /// Its choice's position among the run's choices, when it was one (not forced).
+    position: Option<usize>,
+    offer: Offer,
+    /// Those that may sleep after it: the sleep set, and those explored before it here.
+    candidates: Vec<Sleeper>,
+}
+
+/// One run's sleep sets.
+#[derive(Debug, Default)]
+pub(crate) struct RunSleep {
+    /// The prefix this run follows.
+    prefix: Vec<u32>,
+    /// The current state's sleep set.
+    sleep: Vec<Sleeper>,
+    offers: Vec<Offer>,
+    /// Which offers sleep, as bits by choice index (indices from 64 never sleep).
+    asleep: u64,
+    pending: Option<Pending>,
+    /// By choice position: the offers asleep there (0 for other kinds of choice).
+    pub(crate) masks: Vec<u64>,
+    /// The transitions taken at choices, by position, with what they touched, when that
+    /// was not global.
+    pub(crate) taken: Vec<(usize, Sleeper)>,
+}
+
+impl RunSleep {
+    pub(crate) fn new(prefix: Vec<u32>) -> RunSleep {
+        RunSleep {
+            prefix,
+            ..RunSleep::default()
+        }
+    }
+
+    /// The world reached a state: what led here sets its sleep set.
+    pub(crate) fn after_transition(&mut self, t: Option<&Footprint>) {
+        let pending = self.pending.take();
+        self.sleep = match (pending, t) {
+            (Some(p), Some(f)) if !f.global && f.client == p.offer.client => {
+                if let Some(position) = p.position {
+                    let s = Sleeper {
+                        offer: p.offer,
+                        footprint: f.clone(),
+                    };
+                    self.taken.push((position, s));
+                }
+                p.candidates
+                    .into_iter()
+                    .filter(|u| u.footprint.independent(f))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+    }
+
+    /// The requests on offer; `false` when every one sleeps (the run stops here).
+    pub(crate) fn offer(&mut self, offers: &[Offer]) -> bool {
+        self.offers.clear();
+        self.offers.extend_from_slice(offers);
+        self.asleep = 0;
+        for (i, o) in offers.iter().enumerate().take(64) {
+            if self.sleep.iter().any(|s| s.offer == *o) {
+                self.asleep |= 1 << i;
+            }
+        }
+        if offers.len() <= 64 && self.asleep.count_ones() as usize == offers.len() {
+            return false;
+        }
+        if offers.len() == 1 {
+            self.pending = Some(Pending {
+                position: None,
+                offer: offers[0],
+                candidates: self.sleep.clone(),
+            });
+        }
+        true
+    }
+
+    /// The index to take at choice `position` among `n` requests: the prefix's, or the
+    /// first awake one from it. `done` holds the transitions explored at this choice.
+    pub(crate) fn choose(&mut self, position: usize, n: usize, done: &[Sleeper]) -> usize {
+        let want = (self.prefix.get(position).copied().unwrap_or(0) as usize).min(n - 1);
+        let c = (want..n).find(|&i| !asleep(self.asleep, i)).unwrap_or(want);
+        if self.masks.len() <= position {
+            self.masks.resize(position + 1, 0);
+        }
+        self.masks[position] = self.asleep;
+        let mut candidates = self.sleep.clone();
+        candidates.extend_from_slice(done);
+        self.pending = Some(Pending {
+            position: Some(position),
+            offer: self.offers[c],
+            candidates,
+        });
+        c
+    }
+
+    /// The offers of the current sleep set, sorted, to keep with a state.
+    pub(crate) fn sleep_offers(&self) -> Vec<Offer> {
+        let mut v: Vec<Offer> = self.sleep.iter().map(|s| s.offer).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+fn asleep(mask: u64, i: usize) -> bool {
+    i < 64 && mask & (1 << i) != 0
+}
+
+/// The states seen with a non-empty sleep set, and that set (sorted): a state seen but
+/// not here was explored with every transition.
+#[derive(Debug, Default)]
+pub(crate) struct SleepingStates(HashMap<u128, Vec<Offer>>);
+
+impl SleepingStates {
+    /// A first visit with sleep set `z`.
+    pub(crate) fn first(&mut self, digest: u128, z: Vec<Offer>) {
+        if !z.is_empty() {
+            self.0.insert(digest, z);
+        }
+    }
+
+    /// A revisit with sleep set `z`: whether to prune it (see the module docs).
+    pub(crate) fn prune_revisit(&mut self, digest: u128, z: &[Offer], symmetry: bool) -> bool {
+        let Some(s) = self.0.get_mut(&digest) else {
+            return true;
+        };
+        if symmetry {
+            return false;
+        }
+        if s.iter().all(|o| z.binary_search(o).is_ok()) {
+            return true;
+        }
+        s.retain(|o| z.binary_search(o).is_ok());
+        if s.is_empty() {
+            self.0.remove(&digest);
+        }
+        false
+    }
+}
+
+/// What a reduced search keeps across runs: the transitions explored at each choice of
+/// the current prefix.
+#[derive(Debug, Default)]
+pub(crate) struct Explored(pub(crate) Vec<Vec<Sleeper>>);
+
+impl Explored {
+    /// The next prefix after a run that made `made` (skipping alternatives asleep there),
+    /// updating what was explored at its choices. `None` when the search is done.
+    pub(crate) fn next_prefix(
+        &mut self,
+        made: &[(ChoiceKind, u32, u32)],
+        run: &RunSleep,
+    ) -> Option<Vec<u32>> {
+        let mask = |k: usize| run.masks.get(k).copied().unwrap_or(0);
+        let (k, next) = made.iter().enumerate().rev().find_map(|(k, &(_, n, c))| {
+            (c + 1..n)
+                .find(|&x| !asleep(mask(k), x as usize))
+                .map(|x| (k, x))
+        })?;
+        let stack = &mut self.0;
+        if stack.len() < k + 1 {
+            stack.resize(k + 1, Vec::new());
+        }
+        stack.truncate(k + 1);
+        if let Some((_, s)) = run.taken.iter().rev().find(|(p, _)| *p == k) {
+            stack[k].push(s.clone());
+        }
+        let mut p: Vec<u32> = made[..k].iter().map(|&(_, _, c)| c).collect();
+        p.push(next);
+        Some(p)
+    }
+
+    /// The transitions explored at choice `position` of the current prefix.
+    pub(crate) fn at(&self, position: usize) -> &[Sleeper] {
+        self.0.get(position).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// A search with and one without partial-order reduction of one configuration.
+#[derive(Debug)]
+pub struct Evidence {
+    pub reduced: ExhaustiveReport,
+    pub unreduced: ExhaustiveReport,
+}
+
+impl Evidence {
+    /// Whether the reduced search agrees with the unreduced one: the same verdict, and
+    /// when neither found a violation, both complete with the same final states and the
+    /// same number of distinct states (sleep sets visit every state). The first
+    /// difference otherwise.
+    pub fn agrees(&self) -> Result<(), String> {
+        let (r, u) = (&self.reduced, &self.unreduced);
+        crate::symmetry::Evidence::agree(r, u)?;
+        if r.violation.is_none() && r.distinct_states != u.distinct_states {
+            return Err(format!(
+                "distinct states differ: reduced {}, unreduced {}",
+                r.distinct_states, u.distinct_states
+            ));
+        }
+        Ok(())
+    }
+
+    /// Schedules of the unreduced search per schedule of the reduced one.
+    pub fn reduction(&self) -> f64 {
+        self.unreduced.schedules as f64 / self.reduced.schedules.max(1) as f64
+    }
+}
+
+/// Runs `bounds` twice, with and without partial-order reduction (symmetry as `bounds`
+/// says), each until `failing` accepts a schedule, collecting final states.
+pub fn compare<R: Recipe>(
+    base: &Scenario,
+    recipe: &R,
+    bounds: &Bounds,
+    failing: &dyn Fn(&CheckedRun) -> bool,
+) -> Result<Evidence, LimitError> {
+    let run = |partial_order: bool| {
+        let b = Bounds {
+            partial_order,
+            ..bounds.clone()
+        };
+        let control = Control {
+            final_states: true,
+            ..Control::default()
+        };
+        match check_exhaustive_controlled(base, recipe, &b, failing, &|_, _| {}, control) {
+            Ok(r) => Ok(r),
+            Err(SearchError::Limit(e)) => Err(e),
+            Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
+        }
+    };
+    Ok(Evidence {
+        reduced: run(true)?,
+        unreduced: run(false)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(client: u32) -> Offer {
+        Offer {
+            client,
+            fingerprint: 7,
+        }
+    }
+
+    #[test]
+    fn a_revisit_is_pruned_only_when_what_slept_there_sleeps_now() {
+        let mut s = SleepingStates::default();
+        s.first(1, Vec::new());
+        assert!(
+            s.prune_revisit(1, &[], false),
+            "explored with nothing asleep"
+        );
+        s.first(2, vec![offer(0), offer(1)]);
+        assert!(!s.prune_revisit(2, &[offer(1)], false));
+        // Client 0's request has been explored from it now: only client 1's slept twice.
+        assert!(s.prune_revisit(2, &[offer(1)], false));
+        s.first(3, vec![offer(0)]);
+        assert!(
+            !s.prune_revisit(3, &[offer(0)], true),
+            "a permutation names other clients"
+        );
+    }
+
+    #[test]
+    fn backtracking_skips_the_requests_asleep_at_a_choice() {
+        use ChoiceKind::{Fault, NextRequest};
+        let mut run = RunSleep::new(Vec::new());
+        run.masks = vec![0, 0b110];
+        let mut explored = Explored::default();
+        // At choice 1, indices 1 and 2 sleep: the next alternative is choice 0's.
+        let made = [(Fault, 2, 0), (NextRequest, 3, 0)];
+        assert_eq!(explored.next_prefix(&made, &run), Some(vec![1]));
+        run.masks = vec![0, 0b010];
+        assert_eq!(explored.next_prefix(&made, &run), Some(vec![0, 2]));
+        let last = [(Fault, 2, 1), (NextRequest, 3, 2)];
+        assert_eq!(explored.next_prefix(&last, &run), None);
+    }
+}

@@ -1,0 +1,40 @@
+//! `zklock check --partial-order`: the report says the reduction is on and its counts
+//! (the same states as without it, fewer schedules), and a checkpoint, which does not
+//! hold sleep sets, is refused with it.
+
+use super::zklock;
+
+#[test]
+fn check_with_partial_order_reports_it_and_refuses_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--clients",
+            "2",
+            "--faults-max",
+            "0",
+            "--symmetry",
+            "off",
+        ];
+        args.extend_from_slice(extra);
+        zklock(&args, dir.path())
+    };
+    let (code, out, err) = check(&["--partial-order", "on"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("symmetry off, partial order on: 223 schedules"),
+        "{out}"
+    );
+    assert!(out.contains("1193 distinct states"), "{out}");
+    let (code, out, err) = check(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("symmetry off: 290 schedules"), "{out}");
+    let (code, _, err) = check(&["--partial-order", "on", "--checkpoint", "c.ckpt"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--checkpoint needs --partial-order off"),
+        "{err}"
+    );
+    assert!(!dir.path().join("c.ckpt").exists());
+}

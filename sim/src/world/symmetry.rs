@@ -55,6 +55,8 @@ use zklock_recipe::SessionId;
 #[derive(Debug, Clone)]
 pub(crate) struct Symmetry {
     pub(crate) perms: Vec<Vec<usize>>,
+    /// Each client's class.
+    roles: Vec<u32>,
 }
 
 /// The first number a session label takes: above every session number the server gives
@@ -62,6 +64,10 @@ pub(crate) struct Symmetry {
 const LABEL_BASE: i64 = 0x5000_0000;
 /// Sessions a client may have before labels would overlap; past it, no state is merged.
 const SESSIONS_PER_CLIENT_MAX: usize = 0x100;
+/// In a client's signature, the label of its own k-th session is `OWN_LABEL + k`, and
+/// every other client's session is `OTHER_LABEL`: past every position's labels.
+const OWN_LABEL: i64 = LABEL_BASE + (0xFE << 8);
+const OTHER_LABEL: i64 = LABEL_BASE + (0xFF << 8);
 
 impl Symmetry {
     /// The permutations within classes: clients with equal `roles[c]` are interchangeable.
@@ -76,7 +82,21 @@ impl Symmetry {
         });
         // The identity first, then the rest in a fixed order.
         perms.sort();
-        Symmetry { perms }
+        Symmetry {
+            perms,
+            roles: roles.to_vec(),
+        }
+    }
+
+    /// Whether `perm` is consistent with the clients' signatures: within each class, a
+    /// client with a lesser signature goes to a lesser position (equal signatures, any
+    /// order among themselves).
+    fn consistent(&self, perm: &[usize], sigs: &[u128]) -> bool {
+        let n = perm.len();
+        (0..n).all(|a| {
+            (0..n)
+                .all(|b| self.roles[a] != self.roles[b] || sigs[a] >= sigs[b] || perm[a] < perm[b])
+        })
     }
 }
 
@@ -197,24 +217,25 @@ impl World {
                 .all(|cl| cl.ended.len() + 1 < SESSIONS_PER_CLIENT_MAX)
     }
 
-    /// The renamings of sessions under each permutation, made again only when a session
-    /// was opened (sessions are never forgotten, and their owners and ranks never change).
+    /// The renamings of sessions under each permutation, then each client's neutral
+    /// renaming (see `neutral`), made again only when a session was opened (sessions are
+    /// never forgotten, and their owners and ranks never change).
     fn renamings(&mut self, sym: &Symmetry) -> Vec<Renaming> {
         let mut cached = std::mem::take(&mut self.renamings);
-        if cached.len() != sym.perms.len()
+        if cached.len() != sym.perms.len() + self.clients.len()
             || cached
                 .first()
                 .is_none_or(|r| r.sessions.len() != self.sessions.len())
         {
             cached = sym.perms.iter().map(|p| self.renaming(p)).collect();
+            cached.extend((0..self.clients.len()).map(|c| self.neutral(c)));
         }
         cached
     }
 
-    /// The renaming of sessions under `perm`.
-    fn renaming(&self, perm: &[usize]) -> Renaming {
-        let mut sessions = Vec::with_capacity(self.sessions.len());
-        for (id, s) in &self.sessions {
+    /// Each session's owner and its place among the owner's sessions, by number.
+    fn owners(&self) -> impl Iterator<Item = (i64, usize, i64)> + '_ {
+        self.sessions.iter().map(|(id, s)| {
             let cl = &self.clients[s.client];
             let k = if *id == cl.session {
                 cl.ended.len()
@@ -224,33 +245,75 @@ impl World {
                     .position(|(e, _)| e == id)
                     .unwrap_or(cl.ended.len())
             };
-            let label = LABEL_BASE + ((perm[s.client] as i64) << 8) + k as i64;
-            sessions.push((id.0, label, hex(id.0), hex(label)));
-        }
+            (id.0, s.client, k as i64)
+        })
+    }
+
+    /// The renaming of sessions under `perm`.
+    fn renaming(&self, perm: &[usize]) -> Renaming {
+        let sessions = self
+            .owners()
+            .map(|(id, owner, k)| {
+                let label = LABEL_BASE + ((perm[owner] as i64) << 8) + k;
+                (id, label, hex(id), hex(label))
+            })
+            .collect();
         Renaming { sessions }
     }
 
-    /// Folds a value delivered to client `c` into its folds under every permutation.
+    /// Client `c`'s neutral renaming, for its signature: its own sessions by rank, every
+    /// other client's session as one label, so that nothing depends on which client is
+    /// which.
+    fn neutral(&self, c: usize) -> Renaming {
+        let sessions = self
+            .owners()
+            .map(|(id, owner, k)| {
+                let label = if owner == c {
+                    OWN_LABEL + k
+                } else {
+                    OTHER_LABEL
+                };
+                (id, label, hex(id), hex(label))
+            })
+            .collect();
+        Renaming { sessions }
+    }
+
+    /// Folds a value delivered to client `c` into its folds under every permutation, and
+    /// into its neutral fold (for its signature).
     pub(crate) fn observe_sym(&mut self, c: usize, v: &Seen<'_>) {
         let Some(sym) = self.symmetry.take() else {
             return;
         };
         let renamings = self.renamings(&sym);
         let mut buf = std::mem::take(&mut self.digest_buf);
-        for (i, r) in renamings.iter().enumerate() {
+        let n = sym.perms.len();
+        for (i, r) in renamings[..n]
+            .iter()
+            .enumerate()
+            .chain(std::iter::once((n, &renamings[n + c])))
+        {
+            let fold = match self.clients[c].obs_sym.get(i) {
+                Some(f) => *f,
+                None => self.clients[c].obs_sig,
+            };
             buf.clear();
             let mut h = Renamed {
                 inner: &mut Bytes(&mut buf),
                 r,
                 scratch: Vec::new(),
             };
-            self.clients[c].obs_sym[i].hash(&mut h);
+            fold.hash(&mut h);
             std::mem::discriminant(v).hash(&mut h);
             match v {
                 Seen::Reply(reply) => hash_reply(reply, &mut h),
                 other => other.hash(&mut h),
             }
-            self.clients[c].obs_sym[i] = hash128(&buf) as u64;
+            let fold = hash128(&buf) as u64;
+            match self.clients[c].obs_sym.get_mut(i) {
+                Some(f) => *f = fold,
+                None => self.clients[c].obs_sig = fold,
+            }
         }
         self.digest_buf = buf;
         self.renamings = renamings;
@@ -265,10 +328,21 @@ impl World {
         }
         let sym = self.symmetry.take()?;
         let renamings = self.renamings(&sym);
-        self.tree.renamed.resize(sym.perms.len(), None);
+        let n = sym.perms.len();
+        self.tree.renamed.resize(n, None);
         let mut buf = std::mem::take(&mut self.digest_buf);
+        let sigs: Vec<u128> = (0..self.clients.len())
+            .map(|c| {
+                buf.clear();
+                self.encode_signature(c, &renamings[n + c], ended, &mut Bytes(&mut buf));
+                hash128(&buf)
+            })
+            .collect();
         let mut best = u128::MAX;
         for (i, (perm, r)) in sym.perms.iter().zip(&renamings).enumerate() {
+            if !sym.consistent(perm, &sigs) {
+                continue;
+            }
             let tree = match self.tree.renamed[i] {
                 Some(d) => d,
                 None => {
@@ -287,6 +361,57 @@ impl World {
         self.renamings = renamings;
         self.symmetry = Some(sym);
         Some(best)
+    }
+
+    /// Client `c`'s signature: what is its own (its neutral fold, connection, queues,
+    /// watches, cleanup, sessions, and the timers that name it, with their places among
+    /// all timers), through its neutral renaming, so that it does not depend on which
+    /// client is which or on session numbers.
+    fn encode_signature(&self, c: usize, r: &Renaming, ended: bool, out: &mut Bytes<'_>) {
+        let mut h = Renamed {
+            inner: out,
+            r,
+            scratch: Vec::new(),
+        };
+        self.encode_client(c, self.clients[c].obs_sig, &mut h);
+        let mut sessions: Vec<_> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.client == c)
+            .map(|(id, s)| (r.session(id.0), s.alive, s.hears, s.expiry_epoch))
+            .collect();
+        sessions.sort_unstable();
+        sessions.hash(&mut h);
+        // Only this client's timers: the others' name no client here (-1 would do, but
+        // leaving them out is cheaper and as invariant).
+        let own = |t: &Timer| match t {
+            Timer::Sleep(cl, _)
+            | Timer::Reconnect { client: cl, .. }
+            | Timer::DetectDisconnect { client: cl, .. }
+            | Timer::Resume { client: cl, .. }
+            | Timer::Heal { client: cl, .. }
+            | Timer::Undelay { client: cl, .. } => *cl == c,
+            Timer::Expire { session, .. } => {
+                self.sessions.get(session).is_some_and(|s| s.client == c)
+            }
+        };
+        // Every timer left names this client: position 0.
+        let mut perm = vec![1; self.clients.len()];
+        perm[c] = 0;
+        let mut timers: Vec<_> = self
+            .timers
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, t))| own(t))
+            .map(|(place, (at, t))| (place, at, renamed_timer(t, &perm, r)))
+            .collect();
+        // As in the state's encoding, a final state is compared without the timers'
+        // creation order.
+        if ended {
+            timers.iter_mut().for_each(|t| t.0 = 0);
+            timers.sort_unstable();
+        }
+        timers.hash(&mut h);
     }
 
     fn encode_renamed(
@@ -313,34 +438,7 @@ impl World {
         };
         self.clients.len().hash(&mut h);
         for &c in &at {
-            let cl = &self.clients[c];
-            cl.obs_sym[i].hash(&mut h);
-            (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(&mut h);
-            (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(&mut h);
-            (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(&mut h);
-            cl.outbound.len().hash(&mut h);
-            for o in &cl.outbound {
-                (&o.req, o.reply.is_detached()).hash(&mut h);
-            }
-            cl.inbound.len().hash(&mut h);
-            for item in &cl.inbound {
-                match item {
-                    Inbound::Reply {
-                        result,
-                        watch,
-                        reply,
-                        ..
-                    } => {
-                        0u8.hash(&mut h);
-                        hash_reply(result, &mut h);
-                        (watch, reply.is_detached()).hash(&mut h);
-                    }
-                    Inbound::Event(ev) => (1u8, ev).hash(&mut h),
-                }
-            }
-            cl.detached.hash(&mut h);
-            cl.watches.hash_shape(&mut h);
-            cl.ended.hash(&mut h);
+            self.encode_client(c, self.clients[c].obs_sym[i], &mut h);
         }
         let mut sessions: Vec<_> = self
             .sessions
@@ -365,6 +463,40 @@ impl World {
             self.more_resources.hash(&mut h);
         }
         self.faults.as_ref().map(|f| f.injected).hash(&mut h);
+    }
+}
+
+impl World {
+    /// Client `c`'s own parts, its fold of what it was given being `obs`.
+    fn encode_client<H: Hasher>(&self, c: usize, obs: u64, h: &mut Renamed<'_, H>) {
+        let cl = &self.clients[c];
+        obs.hash(h);
+        (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
+        (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
+        (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
+        cl.outbound.len().hash(h);
+        for o in &cl.outbound {
+            (&o.req, o.reply.is_detached()).hash(h);
+        }
+        cl.inbound.len().hash(h);
+        for item in &cl.inbound {
+            match item {
+                Inbound::Reply {
+                    result,
+                    watch,
+                    reply,
+                    ..
+                } => {
+                    0u8.hash(h);
+                    hash_reply(result, h);
+                    (watch, reply.is_detached()).hash(h);
+                }
+                Inbound::Event(ev) => (1u8, ev).hash(h),
+            }
+        }
+        cl.detached.hash(h);
+        cl.watches.hash_shape(h);
+        cl.ended.hash(h);
     }
 }
 

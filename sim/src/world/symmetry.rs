@@ -17,10 +17,29 @@
 //!   children and its watches are sorted after renaming, so that the names' order, which
 //!   a permutation changes, does not show;
 //! - what each actor was given is folded under each π from the start (`obs_sym`), since
-//!   a fold cannot be renamed after the fact.
+//!   a fold cannot be renamed after the fact, and through the client's neutral renaming
+//!   (`obs_sig`, for its signature, below).
 //!
-//! The digest is the least of these encodings' hashes. Two states with equal digests are
-//! therefore one state renamed: their clients, sessions and guids correspond one to one.
+//! The digest is the least of these encodings' hashes over the permutations consistent
+//! with the clients' signatures, not over all of them (n! encodings a state: 6 with 3
+//! clients, 24 with 4). A client's signature hashes what is its own: its fold of what it
+//! was given, connection, queues, watches, cleanup, its sessions and the timers that name
+//! it (with their places among all timers), through a neutral renaming in which its own
+//! sessions are labelled by rank and every other client's session, guid included, is one
+//! label. Nothing in it names a client's index or a session's number, so renaming the
+//! state by a permutation σ within classes gives client `σ(c)` the signature `c` had. A
+//! permutation π is consistent when, within each class, a client with a lesser signature
+//! goes to a lesser position; clients of equal signatures go to their positions in every
+//! order. The consistent permutations of the renamed state are therefore exactly the
+//! `π ∘ σ⁻¹`, whose encodings of it are π's encodings of the state: the same set of
+//! encodings, the same least hash. The digest is a function of the state up to renaming,
+//! as the least over all n! permutations was, and (being the hash of one of the state's
+//! renamed encodings) tells apart exactly the states that one did: a search prunes the
+//! same states with either. Clients in distinct positions mostly differ in signature, so
+//! most states are encoded once; only states whose clients look alike take more.
+//!
+//! Two states with equal digests are therefore one state renamed: their clients,
+//! sessions and guids correspond one to one.
 //!
 //! **Why pruning on it is sound**, for a recipe that declares itself symmetric
 //! (`Recipe::symmetric`): such a recipe uses a client's identity (its session id, its
@@ -46,7 +65,6 @@ use super::digest::{Bytes, Seen};
 use super::hash128::hash128;
 use super::request::{Answer, Reply};
 use super::{Inbound, Timer, World};
-use crate::tree::NodeView;
 use std::hash::{Hash, Hasher};
 use zklock_recipe::SessionId;
 
@@ -129,34 +147,35 @@ impl Renaming {
 
     /// `bytes` with every guid `_c_<session hex>-` renamed, appended to `out`.
     fn rename_text(&self, bytes: &[u8], out: &mut Vec<u8>) {
+        out.reserve(bytes.len() + 8);
         let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i..].starts_with(b"_c_") {
-                let start = i + 3;
-                let end = bytes[start..]
+        while let Some(at) = find_guid(&bytes[i..]) {
+            let start = i + at + 3;
+            out.extend_from_slice(&bytes[i..start]);
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| !b.is_ascii_hexdigit())
+                .map_or(bytes.len(), |p| start + p);
+            let run = &bytes[start..end];
+            if bytes.get(end) == Some(&b'-')
+                && let Some((.., to)) = self
+                    .sessions
                     .iter()
-                    .position(|&b| !b.is_ascii_hexdigit())
-                    .map_or(bytes.len(), |p| start + p);
-                let run = &bytes[start..end];
-                if bytes.get(end) == Some(&b'-')
-                    && let Some((.., to)) = self
-                        .sessions
-                        .iter()
-                        .find(|(_, _, from, _)| from.as_bytes() == run)
-                {
-                    out.extend_from_slice(b"_c_");
-                    out.extend_from_slice(to.as_bytes());
-                    i = end;
-                    continue;
-                }
-                out.extend_from_slice(b"_c_");
+                    .find(|(_, _, from, _)| from.as_bytes() == run)
+            {
+                out.extend_from_slice(to.as_bytes());
+                i = end;
+            } else {
                 i = start;
-                continue;
             }
-            out.push(bytes[i]);
-            i += 1;
         }
+        out.extend_from_slice(&bytes[i..]);
     }
+}
+
+/// Where the first `_c_` (a guid's start) is in `bytes`.
+fn find_guid(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(3).position(|w| w == b"_c_")
 }
 
 /// A hasher that renames sessions (every `i64` that is one) and guids (in every byte
@@ -165,15 +184,19 @@ struct Renamed<'a, H: Hasher> {
     inner: &'a mut H,
     r: &'a Renaming,
     scratch: Vec<u8>,
+    /// Whether anything that may name a session went by (then the encoding depends on
+    /// the renaming).
+    hit: bool,
 }
 
 impl<H: Hasher> Hasher for Renamed<'_, H> {
     fn write(&mut self, bytes: &[u8]) {
         // Most strings name no guid: passed on as they are.
-        if !bytes.windows(3).any(|w| w == b"_c_") {
+        if find_guid(bytes).is_none() {
             self.inner.write(bytes);
             return;
         }
+        self.hit = true;
         self.scratch.clear();
         self.r.rename_text(bytes, &mut self.scratch);
         self.inner.write(&self.scratch);
@@ -194,7 +217,9 @@ impl<H: Hasher> Hasher for Renamed<'_, H> {
         self.inner.write_usize(v);
     }
     fn write_i64(&mut self, v: i64) {
-        self.inner.write_i64(self.r.session(v));
+        let to = self.r.session(v);
+        self.hit |= to != v;
+        self.inner.write_i64(to);
     }
     fn finish(&self) -> u64 {
         unreachable!("an encoder, never asked for a hash")
@@ -288,31 +313,28 @@ impl World {
         let renamings = self.renamings(&sym);
         let mut buf = std::mem::take(&mut self.digest_buf);
         let n = sym.perms.len();
-        for (i, r) in renamings[..n]
-            .iter()
-            .enumerate()
-            .chain(std::iter::once((n, &renamings[n + c])))
-        {
-            let fold = match self.clients[c].obs_sym.get(i) {
-                Some(f) => *f,
-                None => self.clients[c].obs_sig,
-            };
-            buf.clear();
-            let mut h = Renamed {
-                inner: &mut Bytes(&mut buf),
-                r,
-                scratch: Vec::new(),
-            };
-            fold.hash(&mut h);
-            std::mem::discriminant(v).hash(&mut h);
-            match v {
-                Seen::Reply(reply) => hash_reply(reply, &mut h),
-                other => other.hash(&mut h),
+        // The value after an 8-byte place for the fold, encoded once under the first
+        // renaming: when nothing in it names a session, every renaming encodes it alike.
+        buf.clear();
+        buf.extend_from_slice(&[0; 8]);
+        let hit = encode_seen(v, &renamings[0], &mut buf);
+        let cl = &mut self.clients[c];
+        for i in 0..=n {
+            let fold = cl.obs_sym.get(i).copied().unwrap_or(cl.obs_sig);
+            if hit {
+                let r = if i < n {
+                    &renamings[i]
+                } else {
+                    &renamings[n + c]
+                };
+                buf.truncate(8);
+                encode_seen(v, r, &mut buf);
             }
+            buf[..8].copy_from_slice(&fold.to_le_bytes());
             let fold = hash128(&buf) as u64;
-            match self.clients[c].obs_sym.get_mut(i) {
+            match cl.obs_sym.get_mut(i) {
                 Some(f) => *f = fold,
-                None => self.clients[c].obs_sig = fold,
+                None => cl.obs_sig = fold,
             }
         }
         self.digest_buf = buf;
@@ -372,6 +394,7 @@ impl World {
             inner: out,
             r,
             scratch: Vec::new(),
+            hit: false,
         };
         self.encode_client(c, self.clients[c].obs_sig, &mut h);
         let mut sessions: Vec<_> = self
@@ -435,6 +458,7 @@ impl World {
             inner: out,
             r,
             scratch: Vec::new(),
+            hit: false,
         };
         self.clients.len().hash(&mut h);
         for &c in &at {
@@ -500,6 +524,23 @@ impl World {
     }
 }
 
+/// A value delivered to an actor, renamed by `r`, appended to `buf`; whether anything
+/// in it may name a session.
+fn encode_seen(v: &Seen<'_>, r: &Renaming, buf: &mut Vec<u8>) -> bool {
+    let mut h = Renamed {
+        inner: &mut Bytes(buf),
+        r,
+        scratch: Vec::new(),
+        hit: false,
+    };
+    std::mem::discriminant(v).hash(&mut h);
+    match v {
+        Seen::Reply(reply) => hash_reply(reply, &mut h),
+        other => other.hash(&mut h),
+    }
+    h.hit
+}
+
 /// A reply, a listing's names renamed and sorted: a symmetric recipe does not depend on
 /// a listing's order, which renaming changes (the server lists in name order).
 fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
@@ -509,6 +550,7 @@ fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
     };
     // Apart from `Result`'s own discriminants (0 and 1).
     0xC1usize.hash(h);
+    h.hit |= names.iter().any(|n| find_guid(n.as_bytes()).is_some());
     let mut renamed: Vec<Vec<u8>> = names
         .iter()
         .map(|n| {
@@ -545,6 +587,49 @@ fn renamed_timer(t: &Timer, perm: &[usize], r: &Renaming) -> (u8, i64, u64) {
 /// children sorted), sorted; then the last zxid; then each kind of watch as (renamed
 /// path, renamed sessions sorted), sorted.
 fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
+    // Each node's encoding goes to one buffer, its children's to another, and spans of
+    // them are sorted: no allocation per node.
+    let mut nodes = Vec::with_capacity(1024);
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut children = Vec::with_capacity(256);
+    let mut child_spans: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut scratch = Vec::new();
+    for n in w.tree.node_views() {
+        let start = nodes.len();
+        let mut h = Renamed {
+            inner: &mut Bytes(&mut nodes),
+            r,
+            scratch: std::mem::take(&mut scratch),
+            hit: false,
+        };
+        (n.path, n.data, n.stat, n.child_creates).hash(&mut h);
+        children.clear();
+        child_spans.clear();
+        for c in &n.children {
+            let from = children.len();
+            h.r.rename_text(c.as_bytes(), &mut children);
+            child_spans.push(from..children.len());
+        }
+        scratch = h.scratch;
+        // As the encoding of a `Vec<Vec<u8>>` of the renamed names (a `str` hashes as its
+        // bytes then 0xff), in the names' order.
+        child_spans.sort_unstable_by(|a, b| children[a.clone()].cmp(&children[b.clone()]));
+        let mut b = Bytes(&mut nodes);
+        child_spans.len().hash(&mut b);
+        for s in &child_spans {
+            (s.len() + 1).hash(&mut b);
+            b.write(&children[s.clone()]);
+            b.write_u8(0xff);
+        }
+        spans.push(start..nodes.len());
+    }
+    spans.sort_unstable_by(|a, b| nodes[a.clone()].cmp(&nodes[b.clone()]));
+    spans.len().hash(out);
+    for s in &spans {
+        s.len().hash(out);
+        out.write(&nodes[s.clone()]);
+    }
+    w.tree.last_zxid().hash(out);
     let one = |f: &mut dyn FnMut(&mut Renamed<'_, Bytes<'_>>)| {
         let mut buf = Vec::new();
         let mut bytes = Bytes(&mut buf);
@@ -552,26 +637,11 @@ fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
             inner: &mut bytes,
             r,
             scratch: Vec::new(),
+            hit: false,
         };
         f(&mut h);
         buf
     };
-    let mut nodes: Vec<Vec<u8>> = w
-        .tree
-        .node_views()
-        .map(|n: NodeView<'_>| {
-            one(&mut |h| {
-                (n.path, n.data, n.stat, n.child_creates).hash(h);
-                let mut children: Vec<Vec<u8>> =
-                    n.children.iter().map(|c| one(&mut |h| c.hash(h))).collect();
-                children.sort_unstable();
-                children.hash(h);
-            })
-        })
-        .collect();
-    nodes.sort_unstable();
-    nodes.hash(out);
-    w.tree.last_zxid().hash(out);
     for data in [true, false] {
         let mut watches: Vec<Vec<u8>> = w
             .tree

@@ -551,20 +551,22 @@ fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
     // Apart from `Result`'s own discriminants (0 and 1).
     0xC1usize.hash(h);
     h.hit |= names.iter().any(|n| find_guid(n.as_bytes()).is_some());
-    let mut renamed: Vec<Vec<u8>> = names
-        .iter()
-        .map(|n| {
-            let mut v = Vec::with_capacity(n.len());
-            h.r.rename_text(n.as_bytes(), &mut v);
-            v
-        })
-        .collect();
-    renamed.sort_unstable();
-    renamed.len().hash(h.inner);
-    for n in &renamed {
-        n.len().hash(h.inner);
-        h.inner.write(n);
+    // The renamed names in one buffer, their spans sorted: no allocation per name.
+    let mut text = std::mem::take(&mut h.scratch);
+    text.clear();
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::with_capacity(names.len());
+    for n in names.iter() {
+        let from = text.len();
+        h.r.rename_text(n.as_bytes(), &mut text);
+        spans.push(from..text.len());
     }
+    spans.sort_unstable_by(|a, b| text[a.clone()].cmp(&text[b.clone()]));
+    spans.len().hash(h.inner);
+    for s in &spans {
+        s.len().hash(h.inner);
+        h.inner.write(&text[s.clone()]);
+    }
+    h.scratch = text;
     watch.is_some().hash(h);
 }
 

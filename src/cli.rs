@@ -209,7 +209,7 @@ pub struct CheckArgs {
     /// The recipe to check (`zklock recipes` lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
-    /// Clients, 1 to 3 (the search grows fast)
+    /// Clients, 1 to 4 (the search grows fast)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().clients)]
     pub clients: u32,
     /// Faults per schedule at most, 0 to 3

@@ -192,6 +192,9 @@ fn flags_take_equals_and_typos_get_suggestions_with_status_2() {
     let (code, _, err) = zklock(&["check", "--clients", "two"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--clients"), "{err}");
+    let (code, _, err) = zklock(&["check", "--clients", "5"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--clients must be 1 to 4"), "{err}");
     let (code, _, err) = zklock(&["explore", "--clients", "0"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--clients must be between 1 and 64"), "{err}");

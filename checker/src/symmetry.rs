@@ -4,11 +4,13 @@
 //! permutation of such clients have the same futures up to that permutation: exploring
 //! one suffices. With [`Bounds::symmetry`] (and a recipe whose
 //! [`Recipe::symmetric`] says yes) the explorer's state digest is the same for all the
-//! permutations of a state: the least, over every permutation within roles, of the hash
-//! of the state renamed by it (the simulator's `world::symmetry` module says what is
-//! renamed: client positions, sessions by owner and rank rather than by number, guids in
-//! names, and each actor's fold of what it was given, kept under every permutation from
-//! the start).
+//! permutations of a state: the least hash of the state renamed by a permutation within
+//! roles, over the permutations that put the clients of each role in the order of their
+//! signatures (what is a client's own, named without indices or session numbers), which
+//! is the same set for every permutation of the state (the simulator's `world::symmetry`
+//! module says what is renamed: client positions, sessions by owner and rank rather than
+//! by number, guids in names, and each actor's fold of what it was given, kept under
+//! every permutation from the start; and why the signatures make the digest canonical).
 //!
 //! **The argument.** Pruning a state `t` whose digest equals that of a seen state `s`
 //! is sound when every violation reachable from `t` has a counterpart reachable from `s`.

@@ -181,6 +181,8 @@ pub(crate) struct ClientState {
     pub(crate) obs: u64,
     /// The same under each permutation of the world's symmetry (see `symmetry`).
     pub(crate) obs_sym: Vec<u64>,
+    /// The same through its neutral renaming, for its signature (see `symmetry`).
+    pub(crate) obs_sig: u64,
     /// The client's earlier sessions and how each ended, oldest first (see
     /// `renew_session`).
     pub(crate) ended: Vec<(SessionId, SessionState)>,
@@ -435,6 +437,7 @@ impl World {
             detached: Detached::default(),
             obs: 0,
             obs_sym: vec![0; self.symmetry.as_ref().map_or(0, |s| s.perms.len())],
+            obs_sig: 0,
             ended: Vec::new(),
         });
         Some((id, session))

@@ -17,10 +17,29 @@
 //!   children and its watches are sorted after renaming, so that the names' order, which
 //!   a permutation changes, does not show;
 //! - what each actor was given is folded under each π from the start (`obs_sym`), since
-//!   a fold cannot be renamed after the fact.
+//!   a fold cannot be renamed after the fact, and through the client's neutral renaming
+//!   (`obs_sig`, for its signature, below).
 //!
-//! The digest is the least of these encodings' hashes. Two states with equal digests are
-//! therefore one state renamed: their clients, sessions and guids correspond one to one.
+//! The digest is the least of these encodings' hashes over the permutations consistent
+//! with the clients' signatures, not over all of them (n! encodings a state: 6 with 3
+//! clients, 24 with 4). A client's signature hashes what is its own: its fold of what it
+//! was given, connection, queues, watches, cleanup, its sessions and the timers that name
+//! it (with their places among all timers), through a neutral renaming in which its own
+//! sessions are labelled by rank and every other client's session, guid included, is one
+//! label. Nothing in it names a client's index or a session's number, so renaming the
+//! state by a permutation σ within classes gives client `σ(c)` the signature `c` had. A
+//! permutation π is consistent when, within each class, a client with a lesser signature
+//! goes to a lesser position; clients of equal signatures go to their positions in every
+//! order. The consistent permutations of the renamed state are therefore exactly the
+//! `π ∘ σ⁻¹`, whose encodings of it are π's encodings of the state: the same set of
+//! encodings, the same least hash. The digest is a function of the state up to renaming,
+//! as the least over all n! permutations was, and (being the hash of one of the state's
+//! renamed encodings) tells apart exactly the states that one did: a search prunes the
+//! same states with either. Clients in distinct positions mostly differ in signature, so
+//! most states are encoded once; only states whose clients look alike take more.
+//!
+//! Two states with equal digests are therefore one state renamed: their clients,
+//! sessions and guids correspond one to one.
 //!
 //! **Why pruning on it is sound**, for a recipe that declares itself symmetric
 //! (`Recipe::symmetric`): such a recipe uses a client's identity (its session id, its
@@ -46,7 +65,6 @@ use super::digest::{Bytes, Seen};
 use super::hash128::hash128;
 use super::request::{Answer, Reply};
 use super::{Inbound, Timer, World};
-use crate::tree::NodeView;
 use std::hash::{Hash, Hasher};
 use zklock_recipe::SessionId;
 
@@ -55,6 +73,8 @@ use zklock_recipe::SessionId;
 #[derive(Debug, Clone)]
 pub(crate) struct Symmetry {
     pub(crate) perms: Vec<Vec<usize>>,
+    /// Each client's class.
+    roles: Vec<u32>,
 }
 
 /// The first number a session label takes: above every session number the server gives
@@ -62,6 +82,10 @@ pub(crate) struct Symmetry {
 const LABEL_BASE: i64 = 0x5000_0000;
 /// Sessions a client may have before labels would overlap; past it, no state is merged.
 const SESSIONS_PER_CLIENT_MAX: usize = 0x100;
+/// In a client's signature, the label of its own k-th session is `OWN_LABEL + k`, and
+/// every other client's session is `OTHER_LABEL`: past every position's labels.
+const OWN_LABEL: i64 = LABEL_BASE + (0xFE << 8);
+const OTHER_LABEL: i64 = LABEL_BASE + (0xFF << 8);
 
 impl Symmetry {
     /// The permutations within classes: clients with equal `roles[c]` are interchangeable.
@@ -76,7 +100,21 @@ impl Symmetry {
         });
         // The identity first, then the rest in a fixed order.
         perms.sort();
-        Symmetry { perms }
+        Symmetry {
+            perms,
+            roles: roles.to_vec(),
+        }
+    }
+
+    /// Whether `perm` is consistent with the clients' signatures: within each class, a
+    /// client with a lesser signature goes to a lesser position (equal signatures, any
+    /// order among themselves).
+    fn consistent(&self, perm: &[usize], sigs: &[u128]) -> bool {
+        let n = perm.len();
+        (0..n).all(|a| {
+            (0..n)
+                .all(|b| self.roles[a] != self.roles[b] || sigs[a] >= sigs[b] || perm[a] < perm[b])
+        })
     }
 }
 
@@ -109,34 +147,35 @@ impl Renaming {
 
     /// `bytes` with every guid `_c_<session hex>-` renamed, appended to `out`.
     fn rename_text(&self, bytes: &[u8], out: &mut Vec<u8>) {
+        out.reserve(bytes.len() + 8);
         let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i..].starts_with(b"_c_") {
-                let start = i + 3;
-                let end = bytes[start..]
+        while let Some(at) = find_guid(&bytes[i..]) {
+            let start = i + at + 3;
+            out.extend_from_slice(&bytes[i..start]);
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| !b.is_ascii_hexdigit())
+                .map_or(bytes.len(), |p| start + p);
+            let run = &bytes[start..end];
+            if bytes.get(end) == Some(&b'-')
+                && let Some((.., to)) = self
+                    .sessions
                     .iter()
-                    .position(|&b| !b.is_ascii_hexdigit())
-                    .map_or(bytes.len(), |p| start + p);
-                let run = &bytes[start..end];
-                if bytes.get(end) == Some(&b'-')
-                    && let Some((.., to)) = self
-                        .sessions
-                        .iter()
-                        .find(|(_, _, from, _)| from.as_bytes() == run)
-                {
-                    out.extend_from_slice(b"_c_");
-                    out.extend_from_slice(to.as_bytes());
-                    i = end;
-                    continue;
-                }
-                out.extend_from_slice(b"_c_");
+                    .find(|(_, _, from, _)| from.as_bytes() == run)
+            {
+                out.extend_from_slice(to.as_bytes());
+                i = end;
+            } else {
                 i = start;
-                continue;
             }
-            out.push(bytes[i]);
-            i += 1;
         }
+        out.extend_from_slice(&bytes[i..]);
     }
+}
+
+/// Where the first `_c_` (a guid's start) is in `bytes`.
+fn find_guid(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(3).position(|w| w == b"_c_")
 }
 
 /// A hasher that renames sessions (every `i64` that is one) and guids (in every byte
@@ -145,15 +184,19 @@ struct Renamed<'a, H: Hasher> {
     inner: &'a mut H,
     r: &'a Renaming,
     scratch: Vec<u8>,
+    /// Whether anything that may name a session went by (then the encoding depends on
+    /// the renaming).
+    hit: bool,
 }
 
 impl<H: Hasher> Hasher for Renamed<'_, H> {
     fn write(&mut self, bytes: &[u8]) {
         // Most strings name no guid: passed on as they are.
-        if !bytes.windows(3).any(|w| w == b"_c_") {
+        if find_guid(bytes).is_none() {
             self.inner.write(bytes);
             return;
         }
+        self.hit = true;
         self.scratch.clear();
         self.r.rename_text(bytes, &mut self.scratch);
         self.inner.write(&self.scratch);
@@ -174,7 +217,9 @@ impl<H: Hasher> Hasher for Renamed<'_, H> {
         self.inner.write_usize(v);
     }
     fn write_i64(&mut self, v: i64) {
-        self.inner.write_i64(self.r.session(v));
+        let to = self.r.session(v);
+        self.hit |= to != v;
+        self.inner.write_i64(to);
     }
     fn finish(&self) -> u64 {
         unreachable!("an encoder, never asked for a hash")
@@ -197,24 +242,25 @@ impl World {
                 .all(|cl| cl.ended.len() + 1 < SESSIONS_PER_CLIENT_MAX)
     }
 
-    /// The renamings of sessions under each permutation, made again only when a session
-    /// was opened (sessions are never forgotten, and their owners and ranks never change).
+    /// The renamings of sessions under each permutation, then each client's neutral
+    /// renaming (see `neutral`), made again only when a session was opened (sessions are
+    /// never forgotten, and their owners and ranks never change).
     fn renamings(&mut self, sym: &Symmetry) -> Vec<Renaming> {
         let mut cached = std::mem::take(&mut self.renamings);
-        if cached.len() != sym.perms.len()
+        if cached.len() != sym.perms.len() + self.clients.len()
             || cached
                 .first()
                 .is_none_or(|r| r.sessions.len() != self.sessions.len())
         {
             cached = sym.perms.iter().map(|p| self.renaming(p)).collect();
+            cached.extend((0..self.clients.len()).map(|c| self.neutral(c)));
         }
         cached
     }
 
-    /// The renaming of sessions under `perm`.
-    fn renaming(&self, perm: &[usize]) -> Renaming {
-        let mut sessions = Vec::with_capacity(self.sessions.len());
-        for (id, s) in &self.sessions {
+    /// Each session's owner and its place among the owner's sessions, by number.
+    fn owners(&self) -> impl Iterator<Item = (i64, usize, i64)> + '_ {
+        self.sessions.iter().map(|(id, s)| {
             let cl = &self.clients[s.client];
             let k = if *id == cl.session {
                 cl.ended.len()
@@ -224,33 +270,72 @@ impl World {
                     .position(|(e, _)| e == id)
                     .unwrap_or(cl.ended.len())
             };
-            let label = LABEL_BASE + ((perm[s.client] as i64) << 8) + k as i64;
-            sessions.push((id.0, label, hex(id.0), hex(label)));
-        }
+            (id.0, s.client, k as i64)
+        })
+    }
+
+    /// The renaming of sessions under `perm`.
+    fn renaming(&self, perm: &[usize]) -> Renaming {
+        let sessions = self
+            .owners()
+            .map(|(id, owner, k)| {
+                let label = LABEL_BASE + ((perm[owner] as i64) << 8) + k;
+                (id, label, hex(id), hex(label))
+            })
+            .collect();
         Renaming { sessions }
     }
 
-    /// Folds a value delivered to client `c` into its folds under every permutation.
+    /// Client `c`'s neutral renaming, for its signature: its own sessions by rank, every
+    /// other client's session as one label, so that nothing depends on which client is
+    /// which.
+    fn neutral(&self, c: usize) -> Renaming {
+        let sessions = self
+            .owners()
+            .map(|(id, owner, k)| {
+                let label = if owner == c {
+                    OWN_LABEL + k
+                } else {
+                    OTHER_LABEL
+                };
+                (id, label, hex(id), hex(label))
+            })
+            .collect();
+        Renaming { sessions }
+    }
+
+    /// Folds a value delivered to client `c` into its folds under every permutation, and
+    /// into its neutral fold (for its signature).
     pub(crate) fn observe_sym(&mut self, c: usize, v: &Seen<'_>) {
         let Some(sym) = self.symmetry.take() else {
             return;
         };
         let renamings = self.renamings(&sym);
         let mut buf = std::mem::take(&mut self.digest_buf);
-        for (i, r) in renamings.iter().enumerate() {
-            buf.clear();
-            let mut h = Renamed {
-                inner: &mut Bytes(&mut buf),
-                r,
-                scratch: Vec::new(),
-            };
-            self.clients[c].obs_sym[i].hash(&mut h);
-            std::mem::discriminant(v).hash(&mut h);
-            match v {
-                Seen::Reply(reply) => hash_reply(reply, &mut h),
-                other => other.hash(&mut h),
+        let n = sym.perms.len();
+        // The value after an 8-byte place for the fold, encoded once under the first
+        // renaming: when nothing in it names a session, every renaming encodes it alike.
+        buf.clear();
+        buf.extend_from_slice(&[0; 8]);
+        let hit = encode_seen(v, &renamings[0], &mut buf);
+        let cl = &mut self.clients[c];
+        for i in 0..=n {
+            let fold = cl.obs_sym.get(i).copied().unwrap_or(cl.obs_sig);
+            if hit {
+                let r = if i < n {
+                    &renamings[i]
+                } else {
+                    &renamings[n + c]
+                };
+                buf.truncate(8);
+                encode_seen(v, r, &mut buf);
             }
-            self.clients[c].obs_sym[i] = hash128(&buf) as u64;
+            buf[..8].copy_from_slice(&fold.to_le_bytes());
+            let fold = hash128(&buf) as u64;
+            match cl.obs_sym.get_mut(i) {
+                Some(f) => *f = fold,
+                None => cl.obs_sig = fold,
+            }
         }
         self.digest_buf = buf;
         self.renamings = renamings;
@@ -265,10 +350,21 @@ impl World {
         }
         let sym = self.symmetry.take()?;
         let renamings = self.renamings(&sym);
-        self.tree.renamed.resize(sym.perms.len(), None);
+        let n = sym.perms.len();
+        self.tree.renamed.resize(n, None);
         let mut buf = std::mem::take(&mut self.digest_buf);
+        let sigs: Vec<u128> = (0..self.clients.len())
+            .map(|c| {
+                buf.clear();
+                self.encode_signature(c, &renamings[n + c], ended, &mut Bytes(&mut buf));
+                hash128(&buf)
+            })
+            .collect();
         let mut best = u128::MAX;
         for (i, (perm, r)) in sym.perms.iter().zip(&renamings).enumerate() {
+            if !sym.consistent(perm, &sigs) {
+                continue;
+            }
             let tree = match self.tree.renamed[i] {
                 Some(d) => d,
                 None => {
@@ -287,6 +383,58 @@ impl World {
         self.renamings = renamings;
         self.symmetry = Some(sym);
         Some(best)
+    }
+
+    /// Client `c`'s signature: what is its own (its neutral fold, connection, queues,
+    /// watches, cleanup, sessions, and the timers that name it, with their places among
+    /// all timers), through its neutral renaming, so that it does not depend on which
+    /// client is which or on session numbers.
+    fn encode_signature(&self, c: usize, r: &Renaming, ended: bool, out: &mut Bytes<'_>) {
+        let mut h = Renamed {
+            inner: out,
+            r,
+            scratch: Vec::new(),
+            hit: false,
+        };
+        self.encode_client(c, self.clients[c].obs_sig, &mut h);
+        let mut sessions: Vec<_> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.client == c)
+            .map(|(id, s)| (r.session(id.0), s.alive, s.hears, s.expiry_epoch))
+            .collect();
+        sessions.sort_unstable();
+        sessions.hash(&mut h);
+        // Only this client's timers: the others' name no client here (-1 would do, but
+        // leaving them out is cheaper and as invariant).
+        let own = |t: &Timer| match t {
+            Timer::Sleep(cl, _)
+            | Timer::Reconnect { client: cl, .. }
+            | Timer::DetectDisconnect { client: cl, .. }
+            | Timer::Resume { client: cl, .. }
+            | Timer::Heal { client: cl, .. }
+            | Timer::Undelay { client: cl, .. } => *cl == c,
+            Timer::Expire { session, .. } => {
+                self.sessions.get(session).is_some_and(|s| s.client == c)
+            }
+        };
+        // Every timer left names this client: position 0.
+        let mut perm = vec![1; self.clients.len()];
+        perm[c] = 0;
+        let mut timers: Vec<_> = self
+            .timers
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, t))| own(t))
+            .map(|(place, (at, t))| (place, at, renamed_timer(t, &perm, r)))
+            .collect();
+        // As in the state's encoding, a final state is compared without the timers'
+        // creation order.
+        if ended {
+            timers.iter_mut().for_each(|t| t.0 = 0);
+            timers.sort_unstable();
+        }
+        timers.hash(&mut h);
     }
 
     fn encode_renamed(
@@ -310,37 +458,11 @@ impl World {
             inner: out,
             r,
             scratch: Vec::new(),
+            hit: false,
         };
         self.clients.len().hash(&mut h);
         for &c in &at {
-            let cl = &self.clients[c];
-            cl.obs_sym[i].hash(&mut h);
-            (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(&mut h);
-            (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(&mut h);
-            (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(&mut h);
-            cl.outbound.len().hash(&mut h);
-            for o in &cl.outbound {
-                (&o.req, o.reply.is_detached()).hash(&mut h);
-            }
-            cl.inbound.len().hash(&mut h);
-            for item in &cl.inbound {
-                match item {
-                    Inbound::Reply {
-                        result,
-                        watch,
-                        reply,
-                        ..
-                    } => {
-                        0u8.hash(&mut h);
-                        hash_reply(result, &mut h);
-                        (watch, reply.is_detached()).hash(&mut h);
-                    }
-                    Inbound::Event(ev) => (1u8, ev).hash(&mut h),
-                }
-            }
-            cl.detached.hash(&mut h);
-            cl.watches.hash_shape(&mut h);
-            cl.ended.hash(&mut h);
+            self.encode_client(c, self.clients[c].obs_sym[i], &mut h);
         }
         let mut sessions: Vec<_> = self
             .sessions
@@ -368,6 +490,57 @@ impl World {
     }
 }
 
+impl World {
+    /// Client `c`'s own parts, its fold of what it was given being `obs`.
+    fn encode_client<H: Hasher>(&self, c: usize, obs: u64, h: &mut Renamed<'_, H>) {
+        let cl = &self.clients[c];
+        obs.hash(h);
+        (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
+        (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
+        (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
+        cl.outbound.len().hash(h);
+        for o in &cl.outbound {
+            (&o.req, o.reply.is_detached()).hash(h);
+        }
+        cl.inbound.len().hash(h);
+        for item in &cl.inbound {
+            match item {
+                Inbound::Reply {
+                    result,
+                    watch,
+                    reply,
+                    ..
+                } => {
+                    0u8.hash(h);
+                    hash_reply(result, h);
+                    (watch, reply.is_detached()).hash(h);
+                }
+                Inbound::Event(ev) => (1u8, ev).hash(h),
+            }
+        }
+        cl.detached.hash(h);
+        cl.watches.hash_shape(h);
+        cl.ended.hash(h);
+    }
+}
+
+/// A value delivered to an actor, renamed by `r`, appended to `buf`; whether anything
+/// in it may name a session.
+fn encode_seen(v: &Seen<'_>, r: &Renaming, buf: &mut Vec<u8>) -> bool {
+    let mut h = Renamed {
+        inner: &mut Bytes(buf),
+        r,
+        scratch: Vec::new(),
+        hit: false,
+    };
+    std::mem::discriminant(v).hash(&mut h);
+    match v {
+        Seen::Reply(reply) => hash_reply(reply, &mut h),
+        other => other.hash(&mut h),
+    }
+    h.hit
+}
+
 /// A reply, a listing's names renamed and sorted: a symmetric recipe does not depend on
 /// a listing's order, which renaming changes (the server lists in name order).
 fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
@@ -377,20 +550,23 @@ fn hash_reply<H: Hasher>(reply: &Reply, h: &mut Renamed<'_, H>) {
     };
     // Apart from `Result`'s own discriminants (0 and 1).
     0xC1usize.hash(h);
-    let mut renamed: Vec<Vec<u8>> = names
-        .iter()
-        .map(|n| {
-            let mut v = Vec::with_capacity(n.len());
-            h.r.rename_text(n.as_bytes(), &mut v);
-            v
-        })
-        .collect();
-    renamed.sort_unstable();
-    renamed.len().hash(h.inner);
-    for n in &renamed {
-        n.len().hash(h.inner);
-        h.inner.write(n);
+    h.hit |= names.iter().any(|n| find_guid(n.as_bytes()).is_some());
+    // The renamed names in one buffer, their spans sorted: no allocation per name.
+    let mut text = std::mem::take(&mut h.scratch);
+    text.clear();
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::with_capacity(names.len());
+    for n in names.iter() {
+        let from = text.len();
+        h.r.rename_text(n.as_bytes(), &mut text);
+        spans.push(from..text.len());
     }
+    spans.sort_unstable_by(|a, b| text[a.clone()].cmp(&text[b.clone()]));
+    spans.len().hash(h.inner);
+    for s in &spans {
+        s.len().hash(h.inner);
+        h.inner.write(&text[s.clone()]);
+    }
+    h.scratch = text;
     watch.is_some().hash(h);
 }
 
@@ -413,6 +589,49 @@ fn renamed_timer(t: &Timer, perm: &[usize], r: &Renaming) -> (u8, i64, u64) {
 /// children sorted), sorted; then the last zxid; then each kind of watch as (renamed
 /// path, renamed sessions sorted), sorted.
 fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
+    // Each node's encoding goes to one buffer, its children's to another, and spans of
+    // them are sorted: no allocation per node.
+    let mut nodes = Vec::with_capacity(1024);
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut children = Vec::with_capacity(256);
+    let mut child_spans: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut scratch = Vec::new();
+    for n in w.tree.node_views() {
+        let start = nodes.len();
+        let mut h = Renamed {
+            inner: &mut Bytes(&mut nodes),
+            r,
+            scratch: std::mem::take(&mut scratch),
+            hit: false,
+        };
+        (n.path, n.data, n.stat, n.child_creates).hash(&mut h);
+        children.clear();
+        child_spans.clear();
+        for c in &n.children {
+            let from = children.len();
+            h.r.rename_text(c.as_bytes(), &mut children);
+            child_spans.push(from..children.len());
+        }
+        scratch = h.scratch;
+        // As the encoding of a `Vec<Vec<u8>>` of the renamed names (a `str` hashes as its
+        // bytes then 0xff), in the names' order.
+        child_spans.sort_unstable_by(|a, b| children[a.clone()].cmp(&children[b.clone()]));
+        let mut b = Bytes(&mut nodes);
+        child_spans.len().hash(&mut b);
+        for s in &child_spans {
+            (s.len() + 1).hash(&mut b);
+            b.write(&children[s.clone()]);
+            b.write_u8(0xff);
+        }
+        spans.push(start..nodes.len());
+    }
+    spans.sort_unstable_by(|a, b| nodes[a.clone()].cmp(&nodes[b.clone()]));
+    spans.len().hash(out);
+    for s in &spans {
+        s.len().hash(out);
+        out.write(&nodes[s.clone()]);
+    }
+    w.tree.last_zxid().hash(out);
     let one = |f: &mut dyn FnMut(&mut Renamed<'_, Bytes<'_>>)| {
         let mut buf = Vec::new();
         let mut bytes = Bytes(&mut buf);
@@ -420,26 +639,11 @@ fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
             inner: &mut bytes,
             r,
             scratch: Vec::new(),
+            hit: false,
         };
         f(&mut h);
         buf
     };
-    let mut nodes: Vec<Vec<u8>> = w
-        .tree
-        .node_views()
-        .map(|n: NodeView<'_>| {
-            one(&mut |h| {
-                (n.path, n.data, n.stat, n.child_creates).hash(h);
-                let mut children: Vec<Vec<u8>> =
-                    n.children.iter().map(|c| one(&mut |h| c.hash(h))).collect();
-                children.sort_unstable();
-                children.hash(h);
-            })
-        })
-        .collect();
-    nodes.sort_unstable();
-    nodes.hash(out);
-    w.tree.last_zxid().hash(out);
     for data in [true, false] {
         let mut watches: Vec<Vec<u8>> = w
             .tree

@@ -110,14 +110,26 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         0 => String::new(),
         n => format!(", one acquire in {n} dropped"),
     };
-    println!(
-        "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults on until {} ms",
-        sc.clients,
-        sc.readers,
-        sc.acquisitions_per_client,
-        non_default_knobs(&sc),
-        sc.heal_ms
-    );
+    if s.counters.queue.is_some() {
+        // The work queue's workload: one producer of that many items, the rest consume.
+        println!(
+            "scenario: {} clients (1 producer of {} items, the rest consumers){}, faults on \
+             until {} ms",
+            sc.clients.max(2),
+            sc.acquisitions_per_client,
+            non_default_knobs(&sc),
+            sc.heal_ms
+        );
+    } else {
+        println!(
+            "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults on until {} ms",
+            sc.clients,
+            sc.readers,
+            sc.acquisitions_per_client,
+            non_default_knobs(&sc),
+            sc.heal_ms
+        );
+    }
     println!("{}", s.counters);
     if let Some(p) = &a.summary {
         let text = serde_json::to_string_pretty(&s)?;
@@ -244,10 +256,17 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
     } else {
         format!(" --recipe {recipe_name}")
     };
-    println!(
-        "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
-         --readers 2: the read/write lock)"
-    );
+    if c.queue.is_some() {
+        println!(
+            "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
+             --acquisitions N: items produced)"
+        );
+    } else {
+        println!(
+            "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
+             --readers 2: the read/write lock)"
+        );
+    }
     println!(
         "      cargo run --release -- check{recipe} --clients 2 --faults-max 1    (every \
          schedule of a small case)"

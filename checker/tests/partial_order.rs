@@ -213,7 +213,7 @@ fn partial_order_reduction_keeps_the_semaphores_verdicts_and_states() {
             0,
             1,
             false,
-            1_847_605,
+            1_853_283,
             (219_424, 224_612),
         )],
     );

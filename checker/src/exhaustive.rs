@@ -496,3 +496,29 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         checkpoint,
     })
 }
+
+/// Runs `bounds` twice, with a reduction that `set` switches on in the first run and off
+/// in the second, each until `failing` accepts a schedule, collecting final states: the
+/// (reduced, unreduced) reports the soundness evidence compares.
+pub(crate) fn reduced_and_unreduced<R: Recipe>(
+    base: &Scenario,
+    recipe: &R,
+    bounds: &Bounds,
+    failing: &dyn Fn(&CheckedRun) -> bool,
+    set: fn(&mut Bounds, bool),
+) -> Result<(ExhaustiveReport, ExhaustiveReport), LimitError> {
+    let run = |on: bool| {
+        let mut b = bounds.clone();
+        set(&mut b, on);
+        let control = Control {
+            final_states: true,
+            ..Control::default()
+        };
+        match check_exhaustive_controlled(base, recipe, &b, failing, &|_, _| {}, control) {
+            Ok(r) => Ok(r),
+            Err(SearchError::Limit(e)) => Err(e),
+            Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
+        }
+    };
+    Ok((run(true)?, run(false)?))
+}

@@ -52,8 +52,7 @@
 //! Checkpoints do not hold the explored transitions or the states' sleep sets, so a
 //! reduced search neither takes nor resumes one.
 
-use crate::SearchError;
-use crate::exhaustive::{Bounds, Control, ExhaustiveReport, check_exhaustive_controlled};
+use crate::exhaustive::{Bounds, ExhaustiveReport, reduced_and_unreduced};
 use crate::limits::LimitError;
 use crate::run::CheckedRun;
 use std::collections::HashMap;
@@ -286,25 +285,9 @@ pub fn compare<R: Recipe>(
     bounds: &Bounds,
     failing: &dyn Fn(&CheckedRun) -> bool,
 ) -> Result<Evidence, LimitError> {
-    let run = |partial_order: bool| {
-        let b = Bounds {
-            partial_order,
-            ..bounds.clone()
-        };
-        let control = Control {
-            final_states: true,
-            ..Control::default()
-        };
-        match check_exhaustive_controlled(base, recipe, &b, failing, &|_, _| {}, control) {
-            Ok(r) => Ok(r),
-            Err(SearchError::Limit(e)) => Err(e),
-            Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
-        }
-    };
-    Ok(Evidence {
-        reduced: run(true)?,
-        unreduced: run(false)?,
-    })
+    let (reduced, unreduced) =
+        reduced_and_unreduced(base, recipe, bounds, failing, |b, on| b.partial_order = on)?;
+    Ok(Evidence { reduced, unreduced })
 }
 
 #[cfg(test)]

@@ -53,8 +53,7 @@
 //! searches' state counts, as stateright's examples do, and each canary is caught with
 //! and without reduction at its smallest bounds (`tests/canaries/cases.rs`).
 
-use crate::SearchError;
-use crate::exhaustive::{Bounds, Control, ExhaustiveReport, check_exhaustive_controlled};
+use crate::exhaustive::{Bounds, ExhaustiveReport, reduced_and_unreduced};
 use crate::limits::LimitError;
 use crate::run::CheckedRun;
 use zklock_sim::{Recipe, Scenario};
@@ -121,23 +120,7 @@ pub fn compare<R: Recipe>(
     bounds: &Bounds,
     failing: &dyn Fn(&CheckedRun) -> bool,
 ) -> Result<Evidence, LimitError> {
-    let run = |symmetry: bool| {
-        let b = Bounds {
-            symmetry,
-            ..bounds.clone()
-        };
-        let control = Control {
-            final_states: true,
-            ..Control::default()
-        };
-        match check_exhaustive_controlled(base, recipe, &b, failing, &|_, _| {}, control) {
-            Ok(r) => Ok(r),
-            Err(SearchError::Limit(e)) => Err(e),
-            Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
-        }
-    };
-    Ok(Evidence {
-        reduced: run(true)?,
-        unreduced: run(false)?,
-    })
+    let (reduced, unreduced) =
+        reduced_and_unreduced(base, recipe, bounds, failing, |b, on| b.symmetry = on)?;
+    Ok(Evidence { reduced, unreduced })
 }

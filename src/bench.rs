@@ -62,6 +62,11 @@ pub struct ExhaustiveFigures {
     /// Distinct states without symmetry reduction per distinct state with it, when both
     /// searches of this configuration completed (on the row with symmetry).
     pub reduction: Option<f64>,
+    /// Threads searching (`check --threads`).
+    pub threads: usize,
+    /// States per second on every core per states per second on one thread, symmetry on
+    /// both, measured one after the other (on the row of every core).
+    pub speedup: Option<f64>,
     /// The project's target for this configuration, if it has one: complete within this
     /// many seconds (`None` within: complete at all).
     pub target: Option<Target>,
@@ -275,12 +280,14 @@ fn exhaustive_figures(
     clients: u32,
     faults_max: u32,
     symmetry: bool,
+    threads: usize,
     time_limit_s: u64,
 ) -> ExhaustiveFigures {
     let bounds = Bounds {
         clients,
         faults_max,
         symmetry,
+        threads,
         time_limit_ms: time_limit_s.saturating_mul(1000),
         ..Bounds::default()
     };
@@ -303,7 +310,9 @@ fn exhaustive_figures(
         config: format!("{clients} clients, {faults_max} faults"),
         symmetry: r.symmetry,
         reduction: None,
-        target,
+        threads: r.threads,
+        speedup: None,
+        target: target.filter(|_| symmetry),
         schedules: r.schedules,
         distinct_states: r.distinct_states,
         complete: r.complete,
@@ -388,8 +397,10 @@ pub fn run(a: BenchArgs) -> Result<Status> {
     };
     if sim {
         f.simulation = Some(sim_figures(seeds, sim_rounds, sim_drop_every));
-        // Each configuration without symmetry reduction, then with it: the largest do
-        // not complete without it, but their states per second compare the digests.
+        // Each configuration without symmetry reduction, then with it, on one thread,
+        // then with it on every core: the largest do not complete without it, but their
+        // states per second compare the digests, and the threads' rates the cores.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         for (c, k, both) in [
             (2, 1, true),
             (3, 0, true),
@@ -399,10 +410,10 @@ pub fn run(a: BenchArgs) -> Result<Status> {
         ] {
             let unreduced = both.then(|| {
                 eprintln!("exhaustive: {c} clients, {k} faults, symmetry off...");
-                exhaustive_figures(c, k, false, exhaustive_limit_s)
+                exhaustive_figures(c, k, false, 1, exhaustive_limit_s)
             });
             eprintln!("exhaustive: {c} clients, {k} faults, symmetry on...");
-            let mut reduced = exhaustive_figures(c, k, true, exhaustive_limit_s);
+            let mut reduced = exhaustive_figures(c, k, true, 1, exhaustive_limit_s);
             if let Some(u) = unreduced {
                 if u.complete && reduced.complete {
                     let states = reduced.distinct_states.max(1) as f64;
@@ -410,7 +421,18 @@ pub fn run(a: BenchArgs) -> Result<Status> {
                 }
                 f.exhaustive.push(u);
             }
+            let every_core = (cores > 1).then(|| {
+                eprintln!("exhaustive: {c} clients, {k} faults, symmetry on, {cores} threads...");
+                let mut e = exhaustive_figures(c, k, true, cores, exhaustive_limit_s);
+                e.speedup = Some(e.states_per_s / reduced.states_per_s.max(1e-9));
+                e
+            });
+            // The targets are for the search on every core.
+            if every_core.is_some() {
+                reduced.target = None;
+            }
             f.exhaustive.push(reduced);
+            f.exhaustive.extend(every_core);
         }
     }
     if real {
@@ -522,15 +544,17 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
     );
     println!("\nexhaustive (shipped recipe, 1 acquisition per client)");
     println!(
-        "  {:<22} {:>8} {:>10} {:>12} {:>9} {:>13} {:>12} {:>9}",
+        "  {:<22} {:>8} {:>7} {:>10} {:>12} {:>9} {:>13} {:>12} {:>9} {:>8}",
         "config",
         "symmetry",
+        "threads",
         "schedules",
         "states",
         "time s",
         "schedules/s",
         "states/s",
-        "reduction"
+        "reduction",
+        "speed-up"
     );
     for e in exhaustive {
         let target = e.target.map_or(String::new(), |t| {
@@ -543,15 +567,17 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
             )
         });
         println!(
-            "  {:<22} {:>8} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0} {:>9}{}{}",
+            "  {:<22} {:>8} {:>7} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0} {:>9} {:>8}{}{}",
             e.config,
             if e.symmetry { "on" } else { "off" },
+            e.threads,
             e.schedules,
             e.distinct_states,
             e.total_s,
             e.schedules_per_s,
             e.states_per_s,
             e.reduction.map_or("-".to_owned(), |r| format!("{r:.2}x")),
+            e.speedup.map_or("-".to_owned(), |r| format!("{r:.2}x")),
             e.stopped_by
                 .map_or(String::new(), |limit| format!("  (incomplete: {limit})")),
             target

@@ -34,6 +34,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         },
         symmetry: a.symmetry == crate::cli::OnOff::On,
         partial_order: a.partial_order == crate::cli::OnOff::On,
+        threads: 1,
     };
     let base = Scenario {
         readers: a.readers,
@@ -71,6 +72,24 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
         );
     }
+    // Sleep sets and checkpoints follow one run after another: such a search takes one
+    // thread, and asking for more is refused rather than ignored.
+    let one_thread = if b.reduces_by_partial_order() {
+        Some("--partial-order on")
+    } else {
+        a.checkpoint.as_ref().map(|_| "--checkpoint")
+    };
+    let b = Bounds {
+        threads: match (a.threads, one_thread) {
+            (Some(n), Some(why)) if n > 1 => {
+                bail!("--threads {n}: a search with {why} runs on one thread")
+            }
+            (Some(n), _) => n,
+            (None, Some(_)) => 1,
+            (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
+        ..b
+    };
     let control = Control {
         resume: match &a.checkpoint {
             Some(path) => read_checkpoint(path)?,
@@ -106,7 +125,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     println!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}{}{}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
@@ -118,6 +137,11 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             ", partial order on"
         } else {
             ""
+        },
+        if r.threads > 1 {
+            format!(", {} threads", r.threads)
+        } else {
+            String::new()
         }
     );
     let Some(run) = r.violation else {

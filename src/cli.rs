@@ -244,6 +244,11 @@ pub struct CheckArgs {
     /// reduction by sleep sets): the same states, fewer schedules; not with --checkpoint
     #[arg(long, value_name = "ON|OFF", default_value = "off")]
     pub partial_order: OnOff,
+    /// Threads searching at once, 1 to 1024 [default: every core; 1 with --checkpoint or
+    /// --partial-order on]. Any number reports the same verdict and violation; the
+    /// schedule counts include work a thread did in vain and vary between runs
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=zklock_checker::limits::THREADS_MAX as u64))]
+    pub threads: Option<usize>,
     /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
     /// client's first acquire the timed one
     #[arg(

@@ -35,6 +35,10 @@
 //! are not explored in both orders (sleep sets): [`crate::partial_order`] gives the
 //! argument and the evidence. It saves schedules, not states.
 //!
+//! **Threads.** With [`Bounds::threads`] above one, workers share the seen states and
+//! split the tree of schedules between them; a violation is reported as the search on
+//! one thread reports it: [`crate::parallel`] gives the argument.
+//!
 //! **Resuming.** The search is fully described by the next prefix to run, the digests
 //! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
 //! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with
@@ -42,7 +46,9 @@
 
 use crate::checkpoint::{Checkpoint, CheckpointError};
 use crate::explore::Interrupt;
+use crate::limits::THREADS_MAX;
 use crate::limits::{LimitError, check_wall_time_ms};
+use crate::parallel::Search;
 use crate::partial_order::{Explored, RunSleep, SleepingStates};
 use crate::run::{CheckedRun, judge};
 use std::collections::HashSet;
@@ -86,6 +92,10 @@ pub struct Bounds {
     /// (partial-order reduction by sleep sets: see [`crate::partial_order`]); only with
     /// `prune`. Such a search takes no checkpoint and resumes none. Default false.
     pub partial_order: bool,
+    /// Threads searching at once, at most [`THREADS_MAX`] (0 runs one). The verdict and the violation reported are the same for any number
+    /// ([`crate::parallel`]); the counts of schedules are not. A search that reduces by
+    /// partial order, keeps a checkpoint or resumes one runs on one thread. Default 1.
+    pub threads: usize,
 }
 
 impl Default for Bounds {
@@ -100,6 +110,7 @@ impl Default for Bounds {
             shape: Shape::fixed(),
             symmetry: true,
             partial_order: false,
+            threads: 1,
         }
     }
 }
@@ -119,6 +130,13 @@ impl Bounds {
     /// acquisitions and faults within the scenario's bounds).
     pub fn validate(&self, base: &Scenario) -> Result<(), LimitError> {
         check_wall_time_ms("the exhaustive check's time limit (ms)", self.time_limit_ms)?;
+        if self.threads > THREADS_MAX {
+            return Err(LimitError::TooLarge {
+                what: "the exhaustive check's threads",
+                value: self.threads as u64,
+                max: THREADS_MAX as u64,
+            });
+        }
         self.scenario(base).validate()?;
         Ok(())
     }
@@ -175,6 +193,8 @@ pub struct ExhaustiveReport {
     /// Where the search stopped, when a bound or an interrupt stopped it before the end
     /// and [`Control::checkpoint`] asked for it: resume from it with [`Control::resume`].
     pub checkpoint: Option<Checkpoint>,
+    /// Threads that searched ([`Bounds::threads`], or 1 where the search runs on one).
+    pub threads: usize,
 }
 
 /// Where an exhaustive search starts, what may stop it early, and whether it keeps a
@@ -340,7 +360,7 @@ pub fn check_exhaustive_until<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
-    failing: &dyn Fn(&CheckedRun) -> bool,
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
 ) -> Result<ExhaustiveReport, LimitError> {
     check_exhaustive_with(base, recipe, bounds, failing, &|_, _| {})
 }
@@ -355,8 +375,8 @@ pub fn check_exhaustive_with<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
-    failing: &dyn Fn(&CheckedRun) -> bool,
-    progress: &dyn Fn(u64, u64),
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<ExhaustiveReport, LimitError> {
     match check_exhaustive_controlled(base, recipe, bounds, failing, progress, Control::default()) {
         Ok(r) => Ok(r),
@@ -372,8 +392,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
-    failing: &dyn Fn(&CheckedRun) -> bool,
-    progress: &dyn Fn(u64, u64),
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
     control: Control,
 ) -> Result<ExhaustiveReport, SearchError> {
     bounds.validate(base)?;
@@ -407,6 +427,62 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let visited = Arc::new(Mutex::new(seen));
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
+    let workers = bounds.threads.max(1);
+    if workers > 1 && !partial_order && resumed_at_schedules == 0 && !control.checkpoint {
+        let found = Search {
+            scenario: &scenario,
+            recipe,
+            bounds,
+            symmetry,
+            failing,
+            progress,
+            interrupt: &control.interrupt,
+            deadline,
+            final_states: control.final_states,
+        }
+        .run(workers);
+        if found.violation.is_some() {
+            // The one-thread search's first violation, so that the report does not
+            // depend on the threads' timing; it stops there, as soon as it finds it.
+            let one = Bounds {
+                threads: 1,
+                time_limit_ms: deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_millis() as u64,
+                ..bounds.clone()
+            };
+            let control = Control {
+                interrupt: control.interrupt.clone(),
+                final_states: control.final_states,
+                ..Control::default()
+            };
+            let r = check_exhaustive_controlled(base, recipe, &one, failing, progress, control)?;
+            if r.violation.is_some() {
+                return Ok(ExhaustiveReport {
+                    wall_ms: t0.elapsed().as_millis() as u64,
+                    threads: workers,
+                    ..r
+                });
+            }
+        }
+        return Ok(ExhaustiveReport {
+            scenario,
+            schedules: found.schedules,
+            pruned: found.pruned,
+            distinct_states: found.distinct_states,
+            max_depth: found.max_depth,
+            wall_ms: t0.elapsed().as_millis() as u64,
+            complete: found.complete,
+            violation: found.violation,
+            interrupted: found.interrupted,
+            symmetry,
+            partial_order,
+            final_states: found.final_states,
+            resumed_at_schedules: 0,
+            checkpoint: None,
+            threads: workers,
+        });
+    }
     let mut violation = None;
     let mut interrupted = false;
     while let Some(p) = prefix.take() {
@@ -494,6 +570,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         final_states: finals.map(|f| std::mem::take(&mut *f.lock().expect("finals lock"))),
         resumed_at_schedules,
         checkpoint,
+        threads: 1,
     })
 }
 
@@ -504,7 +581,7 @@ pub(crate) fn reduced_and_unreduced<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
-    failing: &dyn Fn(&CheckedRun) -> bool,
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
     set: fn(&mut Bounds, bool),
 ) -> Result<(ExhaustiveReport, ExhaustiveReport), LimitError> {
     let run = |on: bool| {

@@ -137,6 +137,7 @@ pub mod exhaustive;
 pub mod explore;
 pub mod holds;
 pub mod limits;
+pub mod parallel;
 pub mod partial_order;
 pub mod per_lock;
 pub mod properties;

@@ -66,7 +66,7 @@ pub trait AnyRecipe: Send + Sync {
         &self,
         base: &Scenario,
         bounds: &Bounds,
-        progress: &dyn Fn(u64, u64),
+        progress: &(dyn Fn(u64, u64) + Sync),
         control: Control,
     ) -> Result<ExhaustiveReport, SearchError>;
     /// The trace's choices run again, and judged (see [`replay()`]).
@@ -91,7 +91,7 @@ impl<R: Recipe + 'static> AnyRecipe for R {
         &self,
         base: &Scenario,
         bounds: &Bounds,
-        progress: &dyn Fn(u64, u64),
+        progress: &(dyn Fn(u64, u64) + Sync),
         control: Control,
     ) -> Result<ExhaustiveReport, SearchError> {
         let failing = &|run: &CheckedRun| run.failure().is_some();

@@ -301,6 +301,8 @@ impl<R: Recipe> Shrinker<'_, R> {
                 // that a shrink finds the trace it always found.
                 symmetry: false,
                 partial_order: false,
+                // Its schedule budget counts runs, and more threads make more of them.
+                threads: 1,
             };
             let target = self.target.clone();
             // The bounds are within their limits: the scenario was validated, the time

@@ -118,7 +118,7 @@ pub fn compare<R: Recipe>(
     base: &Scenario,
     recipe: &R,
     bounds: &Bounds,
-    failing: &dyn Fn(&CheckedRun) -> bool,
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
 ) -> Result<Evidence, LimitError> {
     let (reduced, unreduced) =
         reduced_and_unreduced(base, recipe, bounds, failing, |b, on| b.symmetry = on)?;

@@ -245,6 +245,39 @@ fn partial_order_reduction_catches_every_canary() {
     }
 }
 
+/// A search on several threads reports each canary's violation as the search on one
+/// does: the same schedule, found after the same runs, so its trace is the same.
+#[test]
+fn a_search_on_several_threads_reports_the_violation_of_one_for_every_canary() {
+    for bug in Bug::ALL {
+        let expected = bug.caught_by();
+        let one = caught_by_exhaustive(bug);
+        let b = Bounds {
+            threads: 2,
+            ..bounds(bug)
+        };
+        let many =
+            check_exhaustive_until(&scenario(bug), &Canary(bug), &b, &|r| r.violates(expected))
+                .unwrap();
+        assert_eq!(many.threads, 2, "{}", bug.name());
+        let (Some(a), Some(b)) = (&one.violation, &many.violation) else {
+            panic!("{}: one thread {one}; two threads {many}", bug.name());
+        };
+        assert_eq!(
+            a.outcome.choices,
+            b.outcome.choices,
+            "{}: another schedule reported",
+            bug.name()
+        );
+        assert_eq!(
+            (one.schedules, one.distinct_states),
+            (many.schedules, many.distinct_states),
+            "{}",
+            bug.name()
+        );
+    }
+}
+
 #[test]
 fn the_shipped_recipe_passes_the_canary_budgets() {
     let recipe = ShippedRecipe::default();

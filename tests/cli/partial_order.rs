@@ -27,9 +27,16 @@ fn check_with_partial_order_reports_it_and_refuses_a_checkpoint() {
         "{out}"
     );
     assert!(out.contains("1193 distinct states"), "{out}");
-    let (code, out, err) = check(&[]);
+    let (code, out, err) = check(&["--threads", "1"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("symmetry off: 290 schedules"), "{out}");
+    // A reduced search runs on one thread, and asking for more is refused.
+    let (code, _, err) = check(&["--partial-order", "on", "--threads", "2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--threads 2: a search with --partial-order on runs on one thread"),
+        "{err}"
+    );
     let (code, _, err) = check(&["--partial-order", "on", "--checkpoint", "c.ckpt"]);
     assert_eq!(code, 2, "{err}");
     assert!(

@@ -1,0 +1,373 @@
+//! The exhaustive search on several threads ([`Bounds::threads`]).
+//!
+//! **Jobs.** The tree of schedules is cut into jobs: a job is the subtree below a root
+//! prefix, searched depth first as the one-thread search does. When a worker is idle and
+//! nothing is queued, a busy worker splits its job: it hands over the untried
+//! alternatives at the shallowest position of its subtree, which its own search then
+//! leaves alone. Every schedule is in exactly one job.
+//!
+//! **One set of seen states.** The workers share the seen states: whichever run reaches a
+//! state first explores every continuation from it (through its job's backtracking), and
+//! any later run reaching it, in any job, stops there. That is the one-thread search's
+//! argument (see [`crate::exhaustive`]) with "first" meaning first in time rather than in
+//! search order, so a complete search reaches every state the one-thread search reaches:
+//! the same distinct states, the same final states, and a violation of a property judged
+//! on states wherever the one-thread search finds one. Which runs reach a state first
+//! depends on the threads' timing, so the counts of schedules and pruned runs vary, as
+//! does which violating run a worker meets first.
+//!
+//! **One report.** The workers stop at the first violation any of them finds; the check
+//! then reports the one-thread search's first violation, found by that search run again
+//! within what is left of the time limit
+//! ([`crate::exhaustive::check_exhaustive_controlled`]), so that the violation reported,
+//! its counts and its trace do not depend on timing. Only when that search reaches no
+//! violation in time, or none at all (a property of whole paths, judged on the runs that
+//! reach their end, which the threads' timing chooses), is the threads' own violation
+//! reported: a real schedule that violates, but not the one-thread search's.
+//!
+//! A search that reduces by partial order, keeps a checkpoint or resumes one runs on one
+//! thread: sleep sets and checkpoints follow one run after another.
+
+use crate::exhaustive::{Bounds, PROGRESS_EVERY_SCHEDULES};
+use crate::explore::Interrupt;
+use crate::run::{CheckedRun, judge};
+use std::collections::{BTreeSet, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+use zklock_sim::{
+    ChoiceKind, Chooser, GuidedChooser, Recipe, Scenario, SimError, run_scenario_with,
+};
+
+/// Digests are uniform already: a set of them needs no further hashing.
+#[derive(Default)]
+struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type DigestSet = HashSet<u128, BuildHasherDefault<DigestHasher>>;
+
+/// Shards of the seen states, so that workers seldom wait for each other.
+const SHARDS: usize = 64;
+
+/// The seen states, shared by the workers.
+struct Seen {
+    shards: Vec<Mutex<DigestSet>>,
+    states: AtomicU64,
+}
+
+impl Seen {
+    /// Whether `d` was new (and is now seen).
+    fn insert(&self, d: u128) -> bool {
+        let fresh = self.shards[(d >> 64) as usize % SHARDS]
+            .lock()
+            .expect("seen lock")
+            .insert(d);
+        if fresh {
+            self.states.fetch_add(1, Ordering::Relaxed);
+        }
+        fresh
+    }
+}
+
+/// A subtree of schedules: those whose first `root_len` choices are the root's.
+#[derive(Debug)]
+struct Job {
+    root_len: usize,
+    /// The next prefix to run.
+    next: Option<Vec<u32>>,
+    /// (position, alternatives kept): the alternatives past them were handed over.
+    caps: Vec<(usize, u32)>,
+}
+
+impl Job {
+    fn cap(&self, i: usize, n: u32) -> u32 {
+        self.caps
+            .iter()
+            .filter(|(at, _)| *at == i)
+            .fold(n, |n, (_, c)| n.min(*c))
+    }
+
+    /// The shallowest or the deepest position of the subtree with an untried
+    /// alternative.
+    fn untried(&self, made: &[(ChoiceKind, u32, u32)], deepest: bool) -> Option<usize> {
+        let open = |&i: &usize| made[i].2 + 1 < self.cap(i, made[i].1);
+        let mut range = self.root_len..made.len();
+        if deepest {
+            range.rev().find(open)
+        } else {
+            range.find(open)
+        }
+    }
+}
+
+/// The choices of `made` up to position `i`, the last one incremented.
+fn prefix_to(made: &[(ChoiceKind, u32, u32)], i: usize) -> Vec<u32> {
+    let mut p: Vec<u32> = made[..i].iter().map(|&(_, _, c)| c).collect();
+    p.push(made[i].2 + 1);
+    p
+}
+
+struct RunChooser {
+    guided: GuidedChooser,
+    prefix_len: usize,
+    seen: Arc<Seen>,
+    prune: bool,
+    symmetry: bool,
+    finals: Option<Arc<Mutex<BTreeSet<u128>>>>,
+}
+
+impl Chooser for RunChooser {
+    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
+        self.guided.choose(kind, n)
+    }
+    fn wants_digests(&self) -> bool {
+        true
+    }
+    fn at_state(&mut self, digest: u128) -> bool {
+        // Re-executing the prefix revisits its own states: never prune there.
+        if self.guided.made.len() < self.prefix_len {
+            return true;
+        }
+        self.seen.insert(digest) || !self.prune
+    }
+    fn needs_digest(&self) -> bool {
+        self.guided.made.len() >= self.prefix_len
+    }
+    fn wants_symmetry(&self) -> bool {
+        self.symmetry || self.finals.is_some()
+    }
+    fn prunes_by_symmetry(&self) -> bool {
+        self.symmetry
+    }
+    fn at_end(&mut self, digest: u128) {
+        if let Some(f) = &self.finals {
+            f.lock().expect("finals lock").insert(digest);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    /// Workers running a job.
+    active: usize,
+    stop: bool,
+    /// A bound or an interrupt stopped the search.
+    cut: bool,
+    violation: Option<CheckedRun>,
+}
+
+/// What the search found, for the report.
+pub(crate) struct Found {
+    pub(crate) schedules: u64,
+    pub(crate) pruned: u64,
+    pub(crate) distinct_states: u64,
+    pub(crate) max_depth: usize,
+    pub(crate) complete: bool,
+    pub(crate) violation: Option<CheckedRun>,
+    pub(crate) interrupted: bool,
+    pub(crate) final_states: Option<BTreeSet<u128>>,
+}
+
+/// One search's inputs.
+pub(crate) struct Search<'a, R: Recipe> {
+    pub(crate) scenario: &'a Scenario,
+    pub(crate) recipe: &'a R,
+    pub(crate) bounds: &'a Bounds,
+    pub(crate) symmetry: bool,
+    pub(crate) failing: &'a (dyn Fn(&CheckedRun) -> bool + Sync),
+    pub(crate) progress: &'a (dyn Fn(u64, u64) + Sync),
+    pub(crate) interrupt: &'a Interrupt,
+    pub(crate) deadline: Instant,
+    pub(crate) final_states: bool,
+}
+
+struct Shared {
+    seen: Arc<Seen>,
+    finals: Option<Arc<Mutex<BTreeSet<u128>>>>,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    /// Workers waiting for a job.
+    idle: AtomicUsize,
+    stop: AtomicBool,
+    schedules: AtomicU64,
+    pruned: AtomicU64,
+    max_depth: AtomicUsize,
+    interrupted: AtomicBool,
+}
+
+impl<R: Recipe> Search<'_, R> {
+    /// Searches on `workers` threads until every schedule is explored, a violation is
+    /// found, or a bound or an interrupt stops the search.
+    pub(crate) fn run(&self, workers: usize) -> Found {
+        let shared = Shared {
+            seen: Arc::new(Seen {
+                shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+                states: AtomicU64::new(0),
+            }),
+            finals: self
+                .final_states
+                .then(|| Arc::new(Mutex::new(BTreeSet::new()))),
+            queue: Mutex::new(Queue {
+                jobs: vec![Job {
+                    root_len: 0,
+                    next: Some(Vec::new()),
+                    caps: Vec::new(),
+                }],
+                ..Queue::default()
+            }),
+            wake: Condvar::new(),
+            idle: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            schedules: AtomicU64::new(0),
+            pruned: AtomicU64::new(0),
+            max_depth: AtomicUsize::new(0),
+            interrupted: AtomicBool::new(false),
+        };
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(|| self.work(&shared));
+            }
+        });
+        let q = shared.queue.into_inner().expect("queue lock");
+        Found {
+            schedules: shared.schedules.into_inner(),
+            pruned: shared.pruned.into_inner(),
+            distinct_states: shared.seen.states.load(Ordering::Relaxed),
+            max_depth: shared.max_depth.into_inner(),
+            complete: !q.cut && q.violation.is_none(),
+            violation: q.violation,
+            interrupted: shared.interrupted.into_inner(),
+            final_states: shared
+                .finals
+                .map(|f| std::mem::take(&mut *f.lock().expect("finals lock"))),
+        }
+    }
+
+    fn work(&self, sh: &Shared) {
+        while let Some(mut job) = self.take(sh) {
+            let found = self.run_job(sh, &mut job);
+            let mut q = sh.queue.lock().expect("queue lock");
+            q.active -= 1;
+            match found {
+                Some(run) => {
+                    q.violation.get_or_insert(run);
+                    q.stop = true;
+                    sh.stop.store(true, Ordering::SeqCst);
+                }
+                None if job.next.is_some() => q.jobs.push(job),
+                None => {}
+            }
+            sh.wake.notify_all();
+        }
+    }
+
+    /// A job to run, waiting while others run and none is queued; `None` once the
+    /// search is over.
+    fn take(&self, sh: &Shared) -> Option<Job> {
+        let mut q = sh.queue.lock().expect("queue lock");
+        loop {
+            if q.stop {
+                return None;
+            }
+            if let Some(job) = q.jobs.pop() {
+                q.active += 1;
+                return Some(job);
+            }
+            if q.active == 0 {
+                // Nothing queued, nothing running: every schedule is explored.
+                q.stop = true;
+                sh.wake.notify_all();
+                return None;
+            }
+            sh.idle.fetch_add(1, Ordering::SeqCst);
+            q = sh.wake.wait(q).expect("queue lock");
+            sh.idle.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Runs `job`'s schedules in order until it is done, one fails, or the search
+    /// stops (the job then keeps its next prefix).
+    fn run_job(&self, sh: &Shared, job: &mut Job) -> Option<CheckedRun> {
+        while let Some(prefix) = job.next.take() {
+            if sh.stop.load(Ordering::SeqCst) {
+                job.next = Some(prefix);
+                return None;
+            }
+            let interrupted = self.interrupt.is_set();
+            // Counted before it runs, so that no more than the bound run.
+            let n = sh.schedules.fetch_add(1, Ordering::Relaxed) + 1;
+            if interrupted || n > self.bounds.schedules_max || Instant::now() >= self.deadline {
+                sh.schedules.fetch_sub(1, Ordering::Relaxed);
+                job.next = Some(prefix);
+                sh.interrupted.fetch_or(interrupted, Ordering::SeqCst);
+                sh.stop.store(true, Ordering::SeqCst);
+                let mut q = sh.queue.lock().expect("queue lock");
+                q.stop = true;
+                q.cut = true;
+                sh.wake.notify_all();
+                return None;
+            }
+            let chooser = Arc::new(Mutex::new(RunChooser {
+                prefix_len: prefix.len(),
+                guided: GuidedChooser::new(prefix),
+                seen: sh.seen.clone(),
+                prune: self.bounds.prune,
+                symmetry: self.symmetry,
+                finals: sh.finals.clone(),
+            }));
+            let out = run_scenario_with(self.scenario, 0, Box::new(chooser.clone()), self.recipe);
+            let made = std::mem::take(&mut chooser.lock().expect("chooser lock").guided.made);
+            if n.is_multiple_of(PROGRESS_EVERY_SCHEDULES) {
+                (self.progress)(n, sh.seen.states.load(Ordering::Relaxed));
+            }
+            sh.max_depth.fetch_max(made.len(), Ordering::Relaxed);
+            if out.error == Some(SimError::Pruned) {
+                sh.pruned.fetch_add(1, Ordering::Relaxed);
+            } else {
+                let run = judge(self.scenario, out);
+                if (self.failing)(&run) {
+                    return Some(run);
+                }
+            }
+            if sh.idle.load(Ordering::SeqCst) > 0 {
+                self.split(sh, job, &made);
+            }
+            job.next = job.untried(&made, true).map(|i| prefix_to(&made, i));
+        }
+        None
+    }
+
+    /// Hands the untried alternatives at the shallowest open position of `job` to a new
+    /// job, when nothing is queued for an idle worker: the largest piece of work it has.
+    fn split(&self, sh: &Shared, job: &mut Job, made: &[(ChoiceKind, u32, u32)]) {
+        let mut q = sh.queue.lock().expect("queue lock");
+        if !q.jobs.is_empty() {
+            return;
+        }
+        let Some(i) = job.untried(made, false) else {
+            return;
+        };
+        job.caps.push((i, made[i].2 + 1));
+        q.jobs.push(Job {
+            root_len: i,
+            next: Some(prefix_to(made, i)),
+            caps: Vec::new(),
+        });
+        sh.wake.notify_all();
+    }
+}

@@ -1,0 +1,81 @@
+//! `zklock check --threads`: the search on several threads reaches the states of one
+//! thread and reports the same violation with the same trace; out-of-range counts are
+//! refused.
+
+use super::zklock;
+
+/// The "recipe ..." line's counts after `: `, from distinct states on (the schedules
+/// of a search on several threads include work done in vain).
+fn states(out: &str) -> String {
+    let line = out.lines().find(|l| l.starts_with("recipe ")).unwrap();
+    let counts = line.split(": ").nth(1).unwrap();
+    counts
+        .split(", ")
+        .filter(|p| p.contains("distinct states") || p.contains("complete"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn check_on_two_threads_reaches_the_states_of_one_and_reports_the_same_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "--clients", "2", "--faults-max", "1"];
+        args.extend_from_slice(extra);
+        zklock(&args, dir.path())
+    };
+    let (code, one, err) = check(&["--threads", "1"]);
+    assert_eq!(code, 0, "{one}{err}");
+    assert!(!one.contains("threads"), "{one}");
+    let (code, two, err) = check(&["--threads", "2"]);
+    assert_eq!(code, 0, "{two}{err}");
+    assert!(two.contains("symmetry on, 2 threads: "), "{two}");
+    assert_eq!(states(&two), states(&one));
+    assert!(states(&one).contains("77866 distinct states"), "{one}");
+
+    // A canary: the same violation, and the same trace, on one thread and on two.
+    let canary = |threads: &str, out: &str| {
+        let args = [
+            "check",
+            "--recipe",
+            "canary-deaf-holder",
+            "--threads",
+            threads,
+            "--out",
+            out,
+        ];
+        let (code, stdout, err) = zklock(&args, dir.path());
+        assert_eq!(code, 1, "{stdout}{err}");
+        let trace = std::fs::read_dir(dir.path().join(out))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        let trace: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+        trace["choices"].clone()
+    };
+    let one = canary("1", "one");
+    assert!(one.as_array().is_some_and(|c| !c.is_empty()), "{one}");
+    assert_eq!(canary("2", "two"), one);
+}
+
+#[test]
+fn check_refuses_threads_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in ["0", "1025", "many"] {
+        let (code, _, err) = zklock(&["check", "--threads", n], dir.path());
+        assert_eq!(code, 2, "--threads {n}: {err}");
+        assert!(err.contains("--threads"), "{err}");
+    }
+    let (code, _, err) = zklock(
+        &["check", "--threads", "2", "--checkpoint", "c.ckpt"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a search with --checkpoint runs on one thread"),
+        "{err}"
+    );
+    assert!(!dir.path().join("c.ckpt").exists());
+}

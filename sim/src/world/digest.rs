@@ -72,7 +72,7 @@ impl World {
     /// explorer asked for digests).
     pub(crate) fn observe(&mut self, c: usize, v: Seen<'_>) {
         self.touch_client(c);
-        if !self.digesting {
+        if !self.digesting || !self.folding() {
             return;
         }
         if self.symmetry.is_some() && c < self.clients.len() {

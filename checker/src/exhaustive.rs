@@ -10,8 +10,9 @@
 //! **Pruning, and why it is sound.** At each step the world hands the explorer a digest of
 //! its whole state: the server tree, sessions, connections and their queues, timers, the
 //! resource, the faults used, and for each client a digest of every value delivered to
-//! its actor. An actor draws no randomness and reads time only from the world, so its
-//! local state is a function of what was delivered to it; hence equal digests mean equal
+//! its actor, clock reads included. An actor draws no randomness and reads time only from
+//! the world, so its local state is a function of what was given to it; hence equal
+//! digests mean equal
 //! futures. The first schedule to reach a state explores, through backtracking, every
 //! continuation from it, so a later schedule reaching the same state stops there.
 //! This covers every property judged on states (mutual exclusion, read/write

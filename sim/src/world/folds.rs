@@ -1,7 +1,8 @@
 //! Folds taken over from an earlier run, so that replaying a prefix costs no folding.
 //!
 //! A digest holds, for each client, a fold of every value delivered to its actor (`obs`,
-//! and with symmetry `obs_sym` and `obs_sig`: see `digest` and `symmetry`). A stateless
+//! and with symmetry `obs_sym` and `obs_sig`: see `digest` and `symmetry`), and a fold
+//! of the clock reads made outside any client's handle (`outside_obs`). A stateless
 //! explorer runs each schedule from the start, replaying a prefix of choices an earlier
 //! run made, and uses digests only past that prefix. A run is a function of its choices,
 //! so its folds when it reaches its k-th choice are the folds every run that made the
@@ -148,9 +149,11 @@ impl World {
         }
     }
 
-    /// Every fold, in a fixed order: each client's `obs`, `obs_sig`, then `obs_sym`.
+    /// Every fold, in a fixed order: `outside_obs`, then each client's `obs`, `obs_sig`,
+    /// then `obs_sym`.
     fn write_folds(&self, out: &mut Folds) {
         out.0.clear();
+        out.0.push(self.outside_obs);
         for cl in &self.clients {
             out.0.extend([cl.obs, cl.obs_sig]);
             out.0.extend_from_slice(&cl.obs_sym);
@@ -160,6 +163,7 @@ impl World {
     /// Takes every fold from `f`, written by `write_folds` in a run of the same scenario.
     fn read_folds(&mut self, f: &Folds) {
         let mut it = f.0.iter().copied();
+        self.outside_obs = it.next().expect("the world's own fold");
         for cl in &mut self.clients {
             let mut next = || it.next().expect("folds of as many clients");
             cl.obs = next();
@@ -264,7 +268,8 @@ mod tests {
         let first = run(&scenario, &recipe, &[], None, false);
         let k = first.made.len() - 1;
         let (_, mut folds) = first.kept[k].clone();
-        folds.0[0] ^= 1;
+        // Client 0's fold.
+        folds.0[1] ^= 1;
         let prefix: Vec<u32> = first.made.iter().map(|m| m.1).collect();
         run(&scenario, &recipe, &prefix, Some((k, folds)), false);
     }

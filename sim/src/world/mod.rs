@@ -332,6 +332,8 @@ pub(crate) struct World {
     offers: Vec<Offer>,
     /// Folds taken over from an earlier run (see `folds`).
     reuse: folds::Reuse,
+    /// Digest of every clock read outside any client's handle (see `digest`).
+    pub(crate) outside_obs: u64,
 }
 
 impl World {
@@ -377,6 +379,7 @@ impl World {
             transition: None,
             offers: Vec::new(),
             reuse,
+            outside_obs: 0,
         }
     }
 

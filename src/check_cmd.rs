@@ -97,7 +97,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         },
         interrupt: crate::interrupt::for_sweep(),
         checkpoint: a.checkpoint.is_some(),
-        final_states: false,
+        ..Control::default()
     };
     let resuming = control.resume.is_some();
     // A count, not a bar: the search usually ends long before its schedule limit.

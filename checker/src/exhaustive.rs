@@ -10,8 +10,9 @@
 //! **Pruning, and why it is sound.** At each step the world hands the explorer a digest of
 //! its whole state: the server tree, sessions, connections and their queues, timers, the
 //! resource, the faults used, and for each client a digest of every value delivered to
-//! its actor. An actor draws no randomness and reads time only from the world, so its
-//! local state is a function of what was delivered to it; hence equal digests mean equal
+//! its actor, clock reads included. An actor draws no randomness and reads time only from
+//! the world, so its local state is a function of what was given to it; hence equal
+//! digests mean equal
 //! futures. The first schedule to reach a state explores, through backtracking, every
 //! continuation from it, so a later schedule reaching the same state stops there.
 //! This covers every property judged on states (mutual exclusion, read/write
@@ -55,8 +56,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zklock_sim::{
-    ChoiceKind, Chooser, FaultMode, Footprint, GuidedChooser, Offer, Recipe, Scenario, Shape,
-    SimError, run_scenario_with,
+    ChoiceKind, Chooser, FaultMode, Folds, Footprint, GuidedChooser, Offer, Recipe, SavedFolds,
+    Scenario, Shape, SimError, run_scenario_with,
 };
 
 /// Bounds of an exhaustive check.
@@ -214,6 +215,11 @@ pub struct Control {
     /// ([`ExhaustiveReport::final_states`]), for comparing a reduced search with an
     /// unreduced one. Default false.
     pub final_states: bool,
+    /// Fold what actors are given while a schedule replays its prefix, as the first
+    /// schedule does, rather than take over the folds the schedule before had there:
+    /// slower, with the same digests (for the evidence that they are the same). Default
+    /// false.
+    pub fold_replayed_prefix: bool,
 }
 
 /// Why an exhaustive search did not run.
@@ -278,6 +284,10 @@ struct DfsChooser {
     /// With partial-order reduction: this run's sleep sets, what was explored at the
     /// prefix's choices, and the states seen with a sleep set.
     por: Option<Por>,
+    /// The folds of earlier runs at their choices, carried from run to run, and whether
+    /// this run takes them over for its prefix (see [`SavedFolds`]).
+    folds: SavedFolds,
+    reuse_folds: bool,
 }
 
 struct Por {
@@ -343,6 +353,18 @@ impl Chooser for DfsChooser {
     }
     fn offer_requests(&mut self, offers: &[Offer]) -> bool {
         self.por.as_mut().is_none_or(|p| p.run.offer(offers))
+    }
+    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
+        self.reuse_folds
+            .then(|| self.folds.for_prefix(self.guided.prefix()))?
+    }
+    fn keeps_folds(&self) -> bool {
+        self.reuse_folds
+    }
+    fn keep_folds(&mut self, position: usize, folds: &Folds) {
+        debug_assert_eq!(position, self.guided.made.len());
+        self.folds
+            .keep(self.guided.made.iter().map(|&(_, _, c)| c), folds);
     }
 }
 
@@ -485,6 +507,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     }
     let mut violation = None;
     let mut interrupted = false;
+    let mut folds = SavedFolds::default();
     while let Some(p) = prefix.take() {
         interrupted = control.interrupt.is_set();
         if interrupted
@@ -507,6 +530,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 explored: explored.clone(),
                 sleeping: sleeping.clone(),
             }),
+            folds: std::mem::take(&mut folds),
+            reuse_folds: !control.fold_replayed_prefix,
         }));
         let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
         schedules += 1;
@@ -518,6 +543,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         }
         let (made, por) = {
             let mut c = chooser.lock().expect("chooser lock");
+            folds = std::mem::take(&mut c.folds);
             (std::mem::take(&mut c.guided.made), c.por.take())
         };
         max_depth = max_depth.max(made.len());

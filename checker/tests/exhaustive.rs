@@ -165,3 +165,74 @@ fn an_interrupted_check_resumes_and_a_foreign_checkpoint_is_refused() {
         (whole.schedules, whole.distinct_states)
     );
 }
+
+/// A search takes over, at each schedule's last replayed choice, the folds of what actors
+/// were given that the schedule before had there, rather than fold the replay again
+/// (`Control::fold_replayed_prefix` switches that off): every digest is the same, so
+/// the same schedules run, the same are pruned, and the same final states are reached,
+/// with symmetry on and off, with partial-order reduction, with clock reads (a
+/// semaphore's try and timed attempts) and with the work queue.
+#[test]
+fn taking_over_a_replayed_prefixs_folds_changes_no_count_or_final_state() {
+    use zklock_sim::{ModeKind, QueueRecipe, Recipe, SemaphoreRecipe, Shape};
+    fn both<R: Recipe>(name: &str, recipe: &R, bounds: &Bounds) {
+        let run = |fold_replayed_prefix| {
+            let control = Control {
+                final_states: true,
+                fold_replayed_prefix,
+                ..Control::default()
+            };
+            let failing = |_: &CheckedRun| false;
+            check_exhaustive_controlled(
+                &Scenario::default(),
+                recipe,
+                bounds,
+                &failing,
+                &|_, _| {},
+                control,
+            )
+            .unwrap()
+        };
+        let (taken, folded) = (run(false), run(true));
+        assert!(
+            taken.complete && folded.complete,
+            "{name}: {taken}; {folded}"
+        );
+        let counts = |r: &zklock_checker::ExhaustiveReport| {
+            (r.schedules, r.pruned, r.distinct_states, r.max_depth)
+        };
+        assert_eq!(counts(&taken), counts(&folded), "{name}");
+        assert_eq!(taken.final_states, folded.final_states, "{name}");
+        assert!(taken.pruned > 0, "{name}: nothing pruned, nothing compared");
+    }
+    let bounds = |clients, faults_max| Bounds {
+        clients,
+        faults_max,
+        ..Bounds::default()
+    };
+    let shipped = ShippedRecipe::default();
+    both("2 clients, 1 fault", &shipped, &bounds(2, 1));
+    let unreduced = Bounds {
+        symmetry: false,
+        ..bounds(2, 1)
+    };
+    both("2 clients, 1 fault, no symmetry", &shipped, &unreduced);
+    let por = Bounds {
+        partial_order: true,
+        ..bounds(3, 0)
+    };
+    both("3 clients, partial order", &shipped, &por);
+    let shaped = Bounds {
+        shape: Shape {
+            modes: vec![ModeKind::Try, ModeKind::Timed],
+            ..Shape::fixed()
+        },
+        ..bounds(2, 0)
+    };
+    both(
+        "semaphore, try and timed",
+        &SemaphoreRecipe::default(),
+        &shaped,
+    );
+    both("work queue", &QueueRecipe::default(), &bounds(2, 0));
+}

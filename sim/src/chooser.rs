@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+pub use crate::world::folds::Folds;
 pub use crate::world::footprint::{Footprint, Offer};
 
 /// What a choice decides. Carried for traces and for explorers that treat kinds
@@ -102,6 +103,25 @@ pub trait Chooser: Send {
     fn offer_requests(&mut self, _offers: &[Offer]) -> bool {
         true
     }
+    /// Asked once, as a run with digests starts: the position of a choice and every
+    /// fold of what actors were given (see [`Folds`]) as an earlier run of the same
+    /// scenario had them when it reached that choice, having made the same choices
+    /// before it as this run will. The world then folds nothing until this run reaches
+    /// that choice, and takes these folds there: digests from that choice on are the
+    /// same, and the replay before it costs no folding. Default `None`: fold everything.
+    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
+        None
+    }
+    /// Whether the world hands this chooser its folds at each choice
+    /// ([`keep_folds`](Chooser::keep_folds)), for a later run's
+    /// [`saved_folds`](Chooser::saved_folds). Only with digests. Default false.
+    fn keeps_folds(&self) -> bool {
+        false
+    }
+    /// Called before each choice at `position` (among this run's choices) from the
+    /// first whose folds are known on (every one, or from the one
+    /// [`saved_folds`](Chooser::saved_folds) named), with the folds then.
+    fn keep_folds(&mut self, _position: usize, _folds: &Folds) {}
 }
 
 /// Random mode: ChaCha8 from a seed, so a seed reproduces the run.
@@ -177,6 +197,11 @@ impl GuidedChooser {
         }
     }
 
+    /// The prefix this chooser follows.
+    pub fn prefix(&self) -> &[u32] {
+        &self.prefix
+    }
+
     /// The next prefix to explore after a run that made `made`: the last choice with an
     /// untried alternative, incremented, with everything after it dropped. `None` when
     /// every schedule has been explored.
@@ -231,6 +256,17 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
     fn offer_requests(&mut self, offers: &[Offer]) -> bool {
         self.lock().expect("chooser lock").offer_requests(offers)
     }
+    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
+        self.lock().expect("chooser lock").saved_folds()
+    }
+    fn keeps_folds(&self) -> bool {
+        self.lock().expect("chooser lock").keeps_folds()
+    }
+    fn keep_folds(&mut self, position: usize, folds: &Folds) {
+        self.lock()
+            .expect("chooser lock")
+            .keep_folds(position, folds)
+    }
 }
 
 impl Chooser for Box<dyn Chooser> {
@@ -263,6 +299,15 @@ impl Chooser for Box<dyn Chooser> {
     }
     fn offer_requests(&mut self, offers: &[Offer]) -> bool {
         (**self).offer_requests(offers)
+    }
+    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
+        (**self).saved_folds()
+    }
+    fn keeps_folds(&self) -> bool {
+        (**self).keeps_folds()
+    }
+    fn keep_folds(&mut self, position: usize, folds: &Folds) {
+        (**self).keep_folds(position, folds)
     }
 }
 

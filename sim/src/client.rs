@@ -97,7 +97,7 @@ impl Coordination for SimClient {
     }
 
     fn now(&self) -> Duration {
-        Duration::from_micros(self.shared.world().outside_read().now_us)
+        Duration::from_micros(self.shared.world().read_clock(Some(self.id)))
     }
 
     fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {

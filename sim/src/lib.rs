@@ -91,5 +91,6 @@ pub use scenario::{
     fault_durations_ms, run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
+pub use world::folds::{Folds, SavedFolds};
 pub use world::request::{REQUEST_BYTES_MAX, RequestKind};
 pub use world::{ClientId, MULTI_CREATE_STAT, ResourceReply, SYSTEM_SESSION, ServerCtl};

@@ -506,9 +506,10 @@ impl Sim {
             .len()
     }
 
-    /// Virtual time since the world began.
+    /// Virtual time since the world began. A read during a run is part of the state an
+    /// explorer digests, as a client's own reads are: the code that reads may keep it.
     pub fn now(&self) -> Duration {
-        Duration::from_micros(self.shared.world().outside_read().now_us)
+        Duration::from_micros(self.shared.world().read_clock(None))
     }
 
     /// Every choice the world has drawn so far, in order.

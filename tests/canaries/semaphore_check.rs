@@ -47,7 +47,7 @@ fn check_catches_a_lease_outside_the_inner_lock_at_three_clients_and_not_below()
     );
     assert_eq!(
         (three.schedules, three.distinct_states),
-        (10, 103),
+        (10, 107),
         "{three}"
     );
 }

@@ -1,12 +1,25 @@
 //! A digest of the whole simulated state, for explorers that prune revisited states.
 //!
-//! Soundness: an actor draws no randomness and reads time only from the world, so its
-//! local state is a deterministic function of the sequence of values the world delivered
-//! to it. Each client's actor folds those deliveries into `obs`. The world's own state
-//! (tree, sessions, connections, queues, timers, resource, faults used) plus every
-//! client's `obs` therefore determines every continuation: two schedules that reach equal
-//! digests have the same futures, and exploring one of them suffices. Epoch counters are
-//! included as they are (sound, if it merges a little less). The encoding is hashed to 128
+//! Soundness: an actor draws no randomness and learns nothing but from the world, so its
+//! local state is a deterministic function of the sequence of values the world gave it:
+//! replies, events, session states, resource answers, wake-ups, workload choices, new
+//! sessions, and the time of every clock read (`Coordination::now`), which it may keep
+//! (a timed wait's deadline) and which two schedules may give at different times. Each
+//! client's actor folds those values into `obs`, a clock read included. Code outside any
+//! client's handle (the workload's main actor and its tasks) draws on the world through
+//! `Sim`: its requests, sleeps and choices are the world's (timers, queues, the choices
+//! folded into the client they are made for); what it keeps of its reads of the clock
+//! (`Sim::now`: the work queue's time the last producer ended, which sets its consumers'
+//! deadline) is folded into `outside_obs`, one fold for all of it, in the order read.
+//! The world's own state (tree, sessions, connections, queues, timers, resource, faults
+//! used) plus every client's `obs` and `outside_obs` therefore determines every
+//! continuation: two schedules that reach equal digests have the same futures, and
+//! exploring one of them suffices. Reads of the server's state outside any request
+//! (`Sim::server_children` and the like: a work-queue consumer deciding to stop) are not
+//! folded: this argument takes it that the code that makes them acts on what it read
+//! before the world's next step, by what it stages (a request, a sleep), which the
+//! world's state holds. Epoch counters are included as they are (sound, if it merges a
+//! little less). The encoding is hashed to 128
 //! bits in one pass ([`hash128`]); a collision could hide a state with a chance of about
 //! 2^-128 per pair.
 //!
@@ -19,7 +32,7 @@
 use super::hash128::hash128;
 use super::request::Reply;
 use super::resource::ResourceReply;
-use super::{Inbound, World, timer_shape};
+use super::{ClientId, Inbound, World, timer_shape};
 use std::hash::{Hash, Hasher};
 use zklock_recipe::{SessionId, SessionState, WatchedEvent};
 
@@ -37,6 +50,9 @@ pub(crate) enum Seen<'a> {
     Chosen(usize),
     /// The new session opened, if one was: the actor's handle carries its id.
     Renewed(Option<SessionId>),
+    /// The time a clock read gave, in microseconds: an actor may keep it (a deadline),
+    /// and two schedules may give the same values at different times.
+    Clock(u64),
 }
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
@@ -72,7 +88,7 @@ impl World {
     /// explorer asked for digests).
     pub(crate) fn observe(&mut self, c: usize, v: Seen<'_>) {
         self.touch_client(c);
-        if !self.digesting {
+        if !self.digesting || !self.folding() {
             return;
         }
         if self.symmetry.is_some() && c < self.clients.len() {
@@ -86,6 +102,27 @@ impl World {
         cl.obs.hash(&mut Bytes(buf));
         v.hash(&mut Bytes(buf));
         cl.obs = hash128(buf) as u64;
+    }
+
+    /// The clock, read by client `reader`'s actor through its handle, or (`None`) by code
+    /// outside any client's handle (the workload's main actor and its tasks, through
+    /// `Sim::now`): the read is folded into the reader's fold, or into the world's
+    /// `outside_obs`, as what is delivered is.
+    pub(crate) fn read_clock(&mut self, reader: Option<ClientId>) -> u64 {
+        self.outside_read();
+        let now_us = self.now_us;
+        match reader {
+            Some(c) => self.observe(c, Seen::Clock(now_us)),
+            None if self.digesting && self.folding() => {
+                let buf = &mut self.digest_buf;
+                buf.clear();
+                self.outside_obs.hash(&mut Bytes(buf));
+                Seen::Clock(now_us).hash(&mut Bytes(buf));
+                self.outside_obs = hash128(buf) as u64;
+            }
+            None => {}
+        }
+        now_us
     }
 
     /// The digest of the current state (see the module docs).
@@ -145,5 +182,95 @@ impl World {
             self.more_resources.hash(h);
         }
         self.faults.as_ref().map(|f| f.injected).hash(h);
+        // Hashed only when something outside any client read the clock, so that a run
+        // where nothing did digests as before.
+        if self.outside_obs != 0 {
+            self.outside_obs.hash(h);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::world::recorder::Recorder;
+    use crate::{Sim, SimConfig};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+    use zklock_recipe::{Coordination, CreateMode};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    /// Runs `main` under a recorder armed by it; the digest of the first state after it
+    /// armed, and when the run ended.
+    fn first_digest_armed<F, Fut>(main: F) -> (u128, Duration)
+    where
+        F: FnOnce(Sim, Arc<AtomicBool>) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let armed = Arc::new(AtomicBool::new(false));
+        let r = Arc::new(Mutex::new(Recorder {
+            armed: Some(armed.clone()),
+            ..Recorder::default()
+        }));
+        let sim = Sim::with_chooser(SimConfig::with_seed(0), Box::new(r.clone()));
+        crate::sim::complete(sim.run(main(sim.clone(), armed))).expect("the run ends");
+        let end = sim.now();
+        let digests = &r.lock().unwrap().digests;
+        (digests.first().expect("a state after arming").1, end)
+    }
+
+    /// A client reads the clock at 1 ms or at 2 ms, then waits until 5 ms and sends a
+    /// request: the same values delivered, the same world at 5 ms. What it read sets
+    /// when it stops, so the two states have different futures: their digests must
+    /// differ, or an explorer would prune one of them as seen.
+    #[test]
+    fn clock_reads_are_part_of_the_state_digest() {
+        let run = |read_at_ms| {
+            first_digest_armed(move |sim, armed| async move {
+                let c = sim.client();
+                c.sleep(ms(read_at_ms)).await;
+                let read = c.now();
+                c.sleep(ms(5) - read).await;
+                armed.store(true, Ordering::SeqCst);
+                c.create("/x", b"", CreateMode::Persistent).await.unwrap();
+                let deadline = read + ms(10);
+                c.sleep(deadline - c.now()).await;
+            })
+        };
+        let ((one, one_end), (two, two_end)) = (run(1), run(2));
+        assert_eq!((one_end, two_end), (ms(11), ms(12)), "different futures");
+        assert_ne!(
+            one, two,
+            "a state merged with one whose client read another time"
+        );
+        assert_eq!(one, run(1).0, "digests are deterministic");
+    }
+
+    /// The same for code outside any client's handle (a workload's main actor keeping
+    /// the time for its clients, as the work queue's does): it reads the clock at 1 ms or
+    /// 2 ms, and at 5 ms the world is the same.
+    #[test]
+    fn clock_reads_outside_any_client_are_part_of_the_state_digest() {
+        let run = |read_at_ms| {
+            first_digest_armed(move |sim, armed| async move {
+                let c = sim.client();
+                sim.sleep(ms(read_at_ms)).await;
+                let read = sim.now();
+                sim.sleep(ms(5) - read).await;
+                armed.store(true, Ordering::SeqCst);
+                c.create("/x", b"", CreateMode::Persistent).await.unwrap();
+                let deadline = read + ms(10);
+                sim.sleep(deadline - sim.now()).await;
+            })
+        };
+        let ((one, one_end), (two, two_end)) = (run(1), run(2));
+        assert_eq!((one_end, two_end), (ms(11), ms(12)), "different futures");
+        assert_ne!(
+            one, two,
+            "a state merged with one whose main actor read another time"
+        );
     }
 }

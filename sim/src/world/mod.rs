@@ -11,8 +11,11 @@ pub(crate) mod delivery;
 mod detached;
 mod digest;
 mod faults;
+pub(crate) mod folds;
 pub(crate) mod footprint;
 mod hash128;
+#[cfg(test)]
+mod recorder;
 pub(crate) mod request;
 mod resource;
 mod symmetry;
@@ -327,11 +330,16 @@ pub(crate) struct World {
     transition: Option<Footprint>,
     /// Scratch list of `offer_requests`, kept to spare an allocation per step.
     offers: Vec<Offer>,
+    /// Folds taken over from an earlier run (see `folds`).
+    reuse: folds::Reuse,
+    /// Digest of every clock read outside any client's handle (see `digest`).
+    pub(crate) outside_obs: u64,
 }
 
 impl World {
-    pub(crate) fn new(cfg: SimConfig, chooser: Box<dyn Chooser>) -> Self {
+    pub(crate) fn new(cfg: SimConfig, mut chooser: Box<dyn Chooser>) -> Self {
         let digesting = chooser.wants_digests();
+        let reuse = folds::Reuse::new(&mut *chooser, digesting);
         let symmetric_wanted = digesting && chooser.wants_symmetry();
         let prunes_by_symmetry = symmetric_wanted && chooser.prunes_by_symmetry();
         let partial_order = digesting && chooser.wants_partial_order();
@@ -370,6 +378,8 @@ impl World {
             partial_order,
             transition: None,
             offers: Vec::new(),
+            reuse,
+            outside_obs: 0,
         }
     }
 
@@ -400,6 +410,9 @@ impl World {
     pub(crate) fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
         if n <= 1 {
             return 0;
+        }
+        if self.digesting {
+            self.folds_at_choice();
         }
         let c = self.chooser.choose(kind, n);
         assert!(c < n, "chooser answered {c} for a choice among {n}");
@@ -471,6 +484,7 @@ impl World {
         if !self.digesting {
             return;
         }
+        self.assert_folds_known();
         let d = match self.symmetry.is_some() {
             true => self.digest_sym(true).unwrap_or_else(|| self.digest()),
             false => self.digest(),
@@ -546,7 +560,11 @@ impl World {
             self.chooser.after_transition(t.as_ref());
         }
         if self.digesting {
-            let d = match (self.chooser.needs_digest(), self.prunes_by_symmetry) {
+            let needed = self.chooser.needs_digest();
+            if needed {
+                self.assert_folds_known();
+            }
+            let d = match (needed, self.prunes_by_symmetry) {
                 (false, _) => 0,
                 (true, true) => self.digest_sym(false).unwrap_or_else(|| self.digest()),
                 (true, false) => self.digest(),

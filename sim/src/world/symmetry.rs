@@ -487,6 +487,10 @@ impl World {
             self.more_resources.hash(&mut h);
         }
         self.faults.as_ref().map(|f| f.injected).hash(&mut h);
+        // Times name no client: the same under every permutation.
+        if self.outside_obs != 0 {
+            self.outside_obs.hash(&mut h);
+        }
     }
 }
 

@@ -37,7 +37,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 use zklock_sim::{
-    ChoiceKind, Chooser, GuidedChooser, Recipe, Scenario, SimError, run_scenario_with,
+    ChoiceKind, Chooser, Folds, GuidedChooser, Recipe, SavedFolds, Scenario, SimError,
+    run_scenario_with,
 };
 
 /// Digests are uniform already: a set of them needs no further hashing.
@@ -91,6 +92,8 @@ struct Job {
     next: Option<Vec<u32>>,
     /// (position, alternatives kept): the alternatives past them were handed over.
     caps: Vec<(usize, u32)>,
+    /// The folds the job's runs had at their choices, for the next run's replay.
+    folds: SavedFolds,
 }
 
 impl Job {
@@ -128,6 +131,7 @@ struct RunChooser {
     prune: bool,
     symmetry: bool,
     finals: Option<Arc<Mutex<BTreeSet<u128>>>>,
+    folds: SavedFolds,
 }
 
 impl Chooser for RunChooser {
@@ -157,6 +161,16 @@ impl Chooser for RunChooser {
         if let Some(f) = &self.finals {
             f.lock().expect("finals lock").insert(digest);
         }
+    }
+    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
+        self.folds.for_prefix(self.guided.prefix())
+    }
+    fn keeps_folds(&self) -> bool {
+        true
+    }
+    fn keep_folds(&mut self, _position: usize, folds: &Folds) {
+        self.folds
+            .keep(self.guided.made.iter().map(|&(_, _, c)| c), folds);
     }
 }
 
@@ -227,6 +241,7 @@ impl<R: Recipe> Search<'_, R> {
                     root_len: 0,
                     next: Some(Vec::new()),
                     caps: Vec::new(),
+                    folds: SavedFolds::default(),
                 }],
                 ..Queue::default()
             }),
@@ -329,9 +344,14 @@ impl<R: Recipe> Search<'_, R> {
                 prune: self.bounds.prune,
                 symmetry: self.symmetry,
                 finals: sh.finals.clone(),
+                folds: std::mem::take(&mut job.folds),
             }));
             let out = run_scenario_with(self.scenario, 0, Box::new(chooser.clone()), self.recipe);
-            let made = std::mem::take(&mut chooser.lock().expect("chooser lock").guided.made);
+            let made = {
+                let mut c = chooser.lock().expect("chooser lock");
+                job.folds = std::mem::take(&mut c.folds);
+                std::mem::take(&mut c.guided.made)
+            };
             if n.is_multiple_of(PROGRESS_EVERY_SCHEDULES) {
                 (self.progress)(n, sh.seen.states.load(Ordering::Relaxed));
             }
@@ -367,6 +387,8 @@ impl<R: Recipe> Search<'_, R> {
             root_len: i,
             next: Some(prefix_to(made, i)),
             caps: Vec::new(),
+            // Its first run replays the choices before `i`, as this job's runs did.
+            folds: job.folds.clone(),
         });
         sh.wake.notify_all();
     }

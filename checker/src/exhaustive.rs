@@ -12,9 +12,9 @@
 //! resource, the faults used, and for each client a digest of every value delivered to
 //! its actor, clock reads included. An actor draws no randomness and reads time only from
 //! the world, so its local state is a function of what was given to it; hence equal
-//! digests mean equal
-//! futures. The first schedule to reach a state explores, through backtracking, every
-//! continuation from it, so a later schedule reaching the same state stops there.
+//! digests mean equal futures. The first schedule to reach a state explores, through
+//! backtracking, every continuation from it, so a later schedule reaching the same state
+//! stops there.
 //! This covers every property judged on states (mutual exclusion, read/write
 //! compatibility, the fenced resource) and on final states (orphan nodes, stuck waiters).
 //! Properties of whole paths (FIFO order, herds, liveness bounds, fencing token order,

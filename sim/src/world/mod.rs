@@ -333,7 +333,7 @@ pub(crate) struct World {
     /// Folds taken over from an earlier run (see `folds`).
     reuse: folds::Reuse,
     /// Digest of every clock read outside any client's handle (see `digest`).
-    pub(crate) outside_obs: u64,
+    outside_obs: u64,
 }
 
 impl World {

@@ -289,6 +289,8 @@ fn exhaustive_figures(
         symmetry,
         threads,
         time_limit_ms: time_limit_s.saturating_mul(1000),
+        // The time limit, not a count of schedules, bounds each cell.
+        schedules_max: u64::MAX,
         ..Bounds::default()
     };
     let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)

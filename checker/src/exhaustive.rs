@@ -461,6 +461,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             interrupt: &control.interrupt,
             deadline,
             final_states: control.final_states,
+            reuse_folds: !control.fold_replayed_prefix,
         }
         .run(workers);
         if found.violation.is_some() {
@@ -476,6 +477,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             let control = Control {
                 interrupt: control.interrupt.clone(),
                 final_states: control.final_states,
+                fold_replayed_prefix: control.fold_replayed_prefix,
                 ..Control::default()
             };
             let r = check_exhaustive_controlled(base, recipe, &one, failing, progress, control)?;

@@ -132,6 +132,7 @@ struct RunChooser {
     symmetry: bool,
     finals: Option<Arc<Mutex<BTreeSet<u128>>>>,
     folds: SavedFolds,
+    reuse_folds: bool,
 }
 
 impl Chooser for RunChooser {
@@ -163,10 +164,11 @@ impl Chooser for RunChooser {
         }
     }
     fn saved_folds(&mut self) -> Option<(usize, Folds)> {
-        self.folds.for_prefix(self.guided.prefix())
+        self.reuse_folds
+            .then(|| self.folds.for_prefix(self.guided.prefix()))?
     }
     fn keeps_folds(&self) -> bool {
-        true
+        self.reuse_folds
     }
     fn keep_folds(&mut self, _position: usize, folds: &Folds) {
         self.folds
@@ -208,6 +210,8 @@ pub(crate) struct Search<'a, R: Recipe> {
     pub(crate) interrupt: &'a Interrupt,
     pub(crate) deadline: Instant,
     pub(crate) final_states: bool,
+    /// Take over the folds of a replayed prefix (see `Control::fold_replayed_prefix`).
+    pub(crate) reuse_folds: bool,
 }
 
 struct Shared {
@@ -345,6 +349,7 @@ impl<R: Recipe> Search<'_, R> {
                 symmetry: self.symmetry,
                 finals: sh.finals.clone(),
                 folds: std::mem::take(&mut job.folds),
+                reuse_folds: self.reuse_folds,
             }));
             let out = run_scenario_with(self.scenario, 0, Box::new(chooser.clone()), self.recipe);
             let made = {

@@ -108,3 +108,31 @@ fn a_search_on_several_threads_stops_at_its_schedule_bound() {
     assert_eq!(r.schedules, 500, "{r}");
     assert!(r.violation.is_none(), "{r}");
 }
+
+/// The largest configuration that completes in the suite's reach: 3 clients with a fault,
+/// on one thread and on two, the same states and final states, pinned. A minute or two
+/// in a release build: `cargo test --release -p zklock-checker --test parallel -- --ignored`.
+#[test]
+#[ignore = "minutes: run in release with --ignored"]
+fn three_clients_with_a_fault_complete_with_the_same_states_on_one_thread_and_two() {
+    let b = Bounds {
+        clients: 3,
+        faults_max: 1,
+        schedules_max: u64::MAX,
+        time_limit_ms: 3_600_000,
+        ..Bounds::default()
+    };
+    let lock = ShippedRecipe::default();
+    let plain = Scenario::default();
+    let two = search(
+        &lock,
+        &plain,
+        &Bounds {
+            threads: 2,
+            ..b.clone()
+        },
+    );
+    assert!(two.complete && two.violation.is_none(), "{two}");
+    assert_eq!(two.distinct_states, 9_809_097, "{two}");
+    same_on_every_thread_count(&lock, "3 clients, 1 fault", &plain, b);
+}

@@ -52,7 +52,7 @@ use crate::limits::{LimitError, check_wall_time_ms};
 use crate::parallel::Search;
 use crate::partial_order::{Explored, RunSleep, SleepingStates};
 use crate::run::{CheckedRun, judge};
-use std::collections::HashSet;
+use crate::seen::SeenStates;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zklock_sim::{
@@ -272,10 +272,11 @@ impl std::fmt::Display for ExhaustiveReport {
     }
 }
 
-struct DfsChooser {
-    guided: GuidedChooser,
+/// The chooser of one run of a depth-first search, on one thread or several.
+pub(crate) struct DfsChooser {
+    pub(crate) guided: GuidedChooser,
     prefix_len: usize,
-    visited: Arc<Mutex<HashSet<u128>>>,
+    visited: Arc<SeenStates>,
     prune: bool,
     /// Prune by symmetric digests.
     symmetry: bool,
@@ -286,8 +287,34 @@ struct DfsChooser {
     por: Option<Por>,
     /// The folds of earlier runs at their choices, carried from run to run, and whether
     /// this run takes them over for its prefix (see [`SavedFolds`]).
-    folds: SavedFolds,
+    pub(crate) folds: SavedFolds,
     reuse_folds: bool,
+}
+
+impl DfsChooser {
+    /// A run that follows `prefix`, then answers 0, pruning at states in `visited` (when
+    /// `prune`), without partial-order reduction.
+    pub(crate) fn new(
+        prefix: Vec<u32>,
+        visited: Arc<SeenStates>,
+        prune: bool,
+        symmetry: bool,
+        finals: Option<Arc<Mutex<std::collections::BTreeSet<u128>>>>,
+        folds: SavedFolds,
+        reuse_folds: bool,
+    ) -> DfsChooser {
+        DfsChooser {
+            prefix_len: prefix.len(),
+            guided: GuidedChooser::new(prefix),
+            visited,
+            prune,
+            symmetry,
+            finals,
+            por: None,
+            folds,
+            reuse_folds,
+        }
+    }
 }
 
 struct Por {
@@ -317,7 +344,7 @@ impl Chooser for DfsChooser {
         if self.guided.made.len() < self.prefix_len {
             return true;
         }
-        let fresh = self.visited.lock().expect("visited lock").insert(digest);
+        let fresh = self.visited.insert(digest);
         let Some(p) = &mut self.por else {
             return fresh || !self.prune;
         };
@@ -436,17 +463,17 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         .then(|| Arc::new(Mutex::new(std::collections::BTreeSet::new())));
     let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
     let mut prefix = Some(Vec::new());
-    let mut seen = HashSet::new();
+    let mut seen = Vec::new();
     if let Some(c) = control.resume {
         c.belongs_to_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
             .map_err(SearchError::Checkpoint)?;
         (schedules, pruned) = (c.schedules, c.pruned);
         max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
         prefix = Some(c.next_prefix);
-        seen = c.visited.into_iter().collect();
+        seen = c.visited;
     }
     let resumed_at_schedules = schedules;
-    let visited = Arc::new(Mutex::new(seen));
+    let visited = Arc::new(SeenStates::new(seen));
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
     let workers = bounds.threads.max(1);
@@ -521,27 +548,25 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         }
         let run_sleep = partial_order.then(|| RunSleep::new(p.clone()));
         let chooser = Arc::new(Mutex::new(DfsChooser {
-            prefix_len: p.len(),
-            guided: GuidedChooser::new(p),
-            visited: visited.clone(),
-            prune: bounds.prune,
-            symmetry,
-            finals: finals.clone(),
             por: run_sleep.map(|run| Por {
                 run,
                 explored: explored.clone(),
                 sleeping: sleeping.clone(),
             }),
-            folds: std::mem::take(&mut folds),
-            reuse_folds: !control.fold_replayed_prefix,
+            ..DfsChooser::new(
+                p,
+                visited.clone(),
+                bounds.prune,
+                symmetry,
+                finals.clone(),
+                std::mem::take(&mut folds),
+                !control.fold_replayed_prefix,
+            )
         }));
         let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
         schedules += 1;
         if schedules % PROGRESS_EVERY_SCHEDULES == 0 {
-            progress(
-                schedules,
-                visited.lock().expect("visited lock").len() as u64,
-            );
+            progress(schedules, visited.len());
         }
         let (made, por) = {
             let mut c = chooser.lock().expect("chooser lock");
@@ -566,12 +591,10 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             None => GuidedChooser::next_prefix(&made),
         };
     }
-    let visited = std::mem::take(&mut *visited.lock().expect("visited lock"));
-    let distinct_states = visited.len() as u64;
+    let distinct_states = visited.len();
     let checkpoint = match &prefix {
         Some(next) if control.checkpoint && violation.is_none() && !partial_order => {
-            let mut visited: Vec<u128> = visited.into_iter().collect();
-            visited.sort_unstable();
+            let visited = visited.sorted();
             Some(Checkpoint {
                 schedules,
                 pruned,

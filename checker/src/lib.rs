@@ -145,6 +145,7 @@ pub mod real_judge;
 pub mod registry;
 pub mod regressions;
 pub mod run;
+mod seen;
 pub mod shrink;
 pub mod sweep;
 pub mod symmetry;

@@ -28,61 +28,15 @@
 //! A search that reduces by partial order, keeps a checkpoint or resumes one runs on one
 //! thread: sleep sets and checkpoints follow one run after another.
 
-use crate::exhaustive::{Bounds, PROGRESS_EVERY_SCHEDULES};
+use crate::exhaustive::{Bounds, DfsChooser, PROGRESS_EVERY_SCHEDULES};
 use crate::explore::Interrupt;
 use crate::run::{CheckedRun, judge};
-use std::collections::{BTreeSet, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::seen::SeenStates;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
-use zklock_sim::{
-    ChoiceKind, Chooser, Folds, GuidedChooser, Recipe, SavedFolds, Scenario, SimError,
-    run_scenario_with,
-};
-
-/// Digests are uniform already: a set of them needs no further hashing.
-#[derive(Default)]
-struct DigestHasher(u64);
-
-impl Hasher for DigestHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64;
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type DigestSet = HashSet<u128, BuildHasherDefault<DigestHasher>>;
-
-/// Shards of the seen states, so that workers seldom wait for each other.
-const SHARDS: usize = 64;
-
-/// The seen states, shared by the workers.
-struct Seen {
-    shards: Vec<Mutex<DigestSet>>,
-    states: AtomicU64,
-}
-
-impl Seen {
-    /// Whether `d` was new (and is now seen).
-    fn insert(&self, d: u128) -> bool {
-        let fresh = self.shards[(d >> 64) as usize % SHARDS]
-            .lock()
-            .expect("seen lock")
-            .insert(d);
-        if fresh {
-            self.states.fetch_add(1, Ordering::Relaxed);
-        }
-        fresh
-    }
-}
+use zklock_sim::{ChoiceKind, Recipe, SavedFolds, Scenario, SimError, run_scenario_with};
 
 /// A subtree of schedules: those whose first `root_len` choices are the root's.
 #[derive(Debug)]
@@ -124,58 +78,6 @@ fn prefix_to(made: &[(ChoiceKind, u32, u32)], i: usize) -> Vec<u32> {
     p
 }
 
-struct RunChooser {
-    guided: GuidedChooser,
-    prefix_len: usize,
-    seen: Arc<Seen>,
-    prune: bool,
-    symmetry: bool,
-    finals: Option<Arc<Mutex<BTreeSet<u128>>>>,
-    folds: SavedFolds,
-    reuse_folds: bool,
-}
-
-impl Chooser for RunChooser {
-    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
-        self.guided.choose(kind, n)
-    }
-    fn wants_digests(&self) -> bool {
-        true
-    }
-    fn at_state(&mut self, digest: u128) -> bool {
-        // Re-executing the prefix revisits its own states: never prune there.
-        if self.guided.made.len() < self.prefix_len {
-            return true;
-        }
-        self.seen.insert(digest) || !self.prune
-    }
-    fn needs_digest(&self) -> bool {
-        self.guided.made.len() >= self.prefix_len
-    }
-    fn wants_symmetry(&self) -> bool {
-        self.symmetry || self.finals.is_some()
-    }
-    fn prunes_by_symmetry(&self) -> bool {
-        self.symmetry
-    }
-    fn at_end(&mut self, digest: u128) {
-        if let Some(f) = &self.finals {
-            f.lock().expect("finals lock").insert(digest);
-        }
-    }
-    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
-        self.reuse_folds
-            .then(|| self.folds.for_prefix(self.guided.prefix()))?
-    }
-    fn keeps_folds(&self) -> bool {
-        self.reuse_folds
-    }
-    fn keep_folds(&mut self, _position: usize, folds: &Folds) {
-        self.folds
-            .keep(self.guided.made.iter().map(|&(_, _, c)| c), folds);
-    }
-}
-
 #[derive(Default)]
 struct Queue {
     jobs: Vec<Job>,
@@ -215,7 +117,7 @@ pub(crate) struct Search<'a, R: Recipe> {
 }
 
 struct Shared {
-    seen: Arc<Seen>,
+    seen: Arc<SeenStates>,
     finals: Option<Arc<Mutex<BTreeSet<u128>>>>,
     queue: Mutex<Queue>,
     wake: Condvar,
@@ -233,10 +135,7 @@ impl<R: Recipe> Search<'_, R> {
     /// found, or a bound or an interrupt stops the search.
     pub(crate) fn run(&self, workers: usize) -> Found {
         let shared = Shared {
-            seen: Arc::new(Seen {
-                shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-                states: AtomicU64::new(0),
-            }),
+            seen: Arc::new(SeenStates::new([])),
             finals: self
                 .final_states
                 .then(|| Arc::new(Mutex::new(BTreeSet::new()))),
@@ -266,7 +165,7 @@ impl<R: Recipe> Search<'_, R> {
         Found {
             schedules: shared.schedules.into_inner(),
             pruned: shared.pruned.into_inner(),
-            distinct_states: shared.seen.states.load(Ordering::Relaxed),
+            distinct_states: shared.seen.len(),
             max_depth: shared.max_depth.into_inner(),
             complete: !q.cut && q.violation.is_none(),
             violation: q.violation,
@@ -341,16 +240,15 @@ impl<R: Recipe> Search<'_, R> {
                 sh.wake.notify_all();
                 return None;
             }
-            let chooser = Arc::new(Mutex::new(RunChooser {
-                prefix_len: prefix.len(),
-                guided: GuidedChooser::new(prefix),
-                seen: sh.seen.clone(),
-                prune: self.bounds.prune,
-                symmetry: self.symmetry,
-                finals: sh.finals.clone(),
-                folds: std::mem::take(&mut job.folds),
-                reuse_folds: self.reuse_folds,
-            }));
+            let chooser = Arc::new(Mutex::new(DfsChooser::new(
+                prefix,
+                sh.seen.clone(),
+                self.bounds.prune,
+                self.symmetry,
+                sh.finals.clone(),
+                std::mem::take(&mut job.folds),
+                self.reuse_folds,
+            )));
             let out = run_scenario_with(self.scenario, 0, Box::new(chooser.clone()), self.recipe);
             let made = {
                 let mut c = chooser.lock().expect("chooser lock");
@@ -358,7 +256,7 @@ impl<R: Recipe> Search<'_, R> {
                 std::mem::take(&mut c.guided.made)
             };
             if n.is_multiple_of(PROGRESS_EVERY_SCHEDULES) {
-                (self.progress)(n, sh.seen.states.load(Ordering::Relaxed));
+                (self.progress)(n, sh.seen.len());
             }
             sh.max_depth.fetch_max(made.len(), Ordering::Relaxed);
             if out.error == Some(SimError::Pruned) {

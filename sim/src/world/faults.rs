@@ -47,6 +47,9 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// The fault table's denominator at most.
+const DENOM_MAX: u64 = 1 << 40;
+
 impl FaultPlan {
     pub(crate) fn new(
         f: &Faults,
@@ -65,14 +68,21 @@ impl FaultPlan {
             (Kind::LocalExpiry, f.local_expiry),
         ];
         let on: Vec<(Kind, Rate)> = rates.into_iter().filter(|(_, r)| !r.is_never()).collect();
-        // The least common multiple keeps every integer ratio exact.
-        let denom = on
-            .iter()
-            .fold(1u64, |l, (_, r)| l / gcd(l, r.den as u64) * r.den as u64)
-            .min(1 << 40);
+        // The least common multiple keeps every integer ratio exact, up to 2^40 (capped
+        // at each step, so that a file's large denominators cannot overflow it).
+        let denom = on.iter().fold(1u64, |l, (_, r)| {
+            (l / gcd(l, r.den as u64))
+                .saturating_mul(r.den as u64)
+                .min(DENOM_MAX)
+        });
+        // In 128 bits: a numerator up to 2^32 times a denominator up to 2^40. A rate
+        // above one strikes at every step.
         let table: Vec<(Kind, u64)> = on
             .iter()
-            .map(|(k, r)| (*k, (r.num as u64 * denom / r.den as u64).min(denom)))
+            .map(|(k, r)| {
+                let w = u128::from(r.num) * u128::from(denom) / u128::from(r.den.max(1));
+                (*k, w.min(u128::from(denom)) as u64)
+            })
             .collect();
         let quiet = table.iter().fold(denom, |hi, &(_, w)| hi.saturating_sub(w));
         FaultPlan {
@@ -249,5 +259,29 @@ impl World {
 
     pub(crate) fn record_fault(&mut self, c: ClientId, fault: FaultKind) {
         self.record(c, zklock_recipe::history::EventKind::Fault { fault });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace may give any rate: a numerator of 2^32 - 1 over a small denominator, with
+    /// other rates' denominators making the table's 2^40, once overflowed the table.
+    #[test]
+    fn a_huge_rate_with_large_denominators_does_not_overflow_the_fault_table() {
+        let f = Faults {
+            connection_loss: Rate::new(u32::MAX, 1001),
+            pause: Rate::new(1, 21_501),
+            crash: Rate::new(1, u32::MAX),
+            partition: Rate::new(1, u32::MAX - 2),
+            ..Faults::default()
+        };
+        let plan = FaultPlan::new(&f, FaultMode::Random, 1000, false);
+        assert_eq!(plan.denom, DENOM_MAX);
+        // The rate above one strikes at every step: nothing is left quiet.
+        assert_eq!(plan.quiet, 0);
+        let loss = plan.table.iter().find(|(k, _)| *k == Kind::ConnectionLoss);
+        assert_eq!(loss.map(|(_, w)| *w), Some(DENOM_MAX));
     }
 }

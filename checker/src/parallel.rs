@@ -36,7 +36,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
-use zklock_sim::{ChoiceKind, Recipe, SavedFolds, Scenario, SimError, run_scenario_with};
+use zklock_sim::{
+    ChoiceKind, GuidedChooser, Recipe, SavedFolds, Scenario, SimError, run_scenario_with,
+};
 
 /// A subtree of schedules: those whose first `root_len` choices are the root's.
 #[derive(Debug)]
@@ -71,19 +73,11 @@ impl Job {
     }
 }
 
-/// The choices of `made` up to position `i`, the last one incremented.
-fn prefix_to(made: &[(ChoiceKind, u32, u32)], i: usize) -> Vec<u32> {
-    let mut p: Vec<u32> = made[..i].iter().map(|&(_, _, c)| c).collect();
-    p.push(made[i].2 + 1);
-    p
-}
-
 #[derive(Default)]
 struct Queue {
     jobs: Vec<Job>,
     /// Workers running a job.
     active: usize,
-    stop: bool,
     /// A bound or an interrupt stopped the search.
     cut: bool,
     violation: Option<CheckedRun>,
@@ -184,7 +178,6 @@ impl<R: Recipe> Search<'_, R> {
             match found {
                 Some(run) => {
                     q.violation.get_or_insert(run);
-                    q.stop = true;
                     sh.stop.store(true, Ordering::SeqCst);
                 }
                 None if job.next.is_some() => q.jobs.push(job),
@@ -199,7 +192,7 @@ impl<R: Recipe> Search<'_, R> {
     fn take(&self, sh: &Shared) -> Option<Job> {
         let mut q = sh.queue.lock().expect("queue lock");
         loop {
-            if q.stop {
+            if sh.stop.load(Ordering::SeqCst) {
                 return None;
             }
             if let Some(job) = q.jobs.pop() {
@@ -208,7 +201,7 @@ impl<R: Recipe> Search<'_, R> {
             }
             if q.active == 0 {
                 // Nothing queued, nothing running: every schedule is explored.
-                q.stop = true;
+                sh.stop.store(true, Ordering::SeqCst);
                 sh.wake.notify_all();
                 return None;
             }
@@ -233,9 +226,9 @@ impl<R: Recipe> Search<'_, R> {
                 sh.schedules.fetch_sub(1, Ordering::Relaxed);
                 job.next = Some(prefix);
                 sh.interrupted.fetch_or(interrupted, Ordering::SeqCst);
-                sh.stop.store(true, Ordering::SeqCst);
+                // Set under the queue's lock, so that no waiting worker misses it.
                 let mut q = sh.queue.lock().expect("queue lock");
-                q.stop = true;
+                sh.stop.store(true, Ordering::SeqCst);
                 q.cut = true;
                 sh.wake.notify_all();
                 return None;
@@ -270,7 +263,9 @@ impl<R: Recipe> Search<'_, R> {
             if sh.idle.load(Ordering::SeqCst) > 0 {
                 self.split(sh, job, &made);
             }
-            job.next = job.untried(&made, true).map(|i| prefix_to(&made, i));
+            job.next = job
+                .untried(&made, true)
+                .map(|i| GuidedChooser::prefix_to(&made, i));
         }
         None
     }
@@ -288,7 +283,7 @@ impl<R: Recipe> Search<'_, R> {
         job.caps.push((i, made[i].2 + 1));
         q.jobs.push(Job {
             root_len: i,
-            next: Some(prefix_to(made, i)),
+            next: Some(GuidedChooser::prefix_to(made, i)),
             caps: Vec::new(),
             // Its first run replays the choices before `i`, as this job's runs did.
             folds: job.folds.clone(),

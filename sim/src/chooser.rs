@@ -207,9 +207,15 @@ impl GuidedChooser {
     /// every schedule has been explored.
     pub fn next_prefix(made: &[(ChoiceKind, u32, u32)]) -> Option<Vec<u32>> {
         let i = made.iter().rposition(|&(_, n, c)| c + 1 < n)?;
+        Some(Self::prefix_to(made, i))
+    }
+
+    /// The choices of `made` before position `i`, then the one after `made`'s at `i`:
+    /// the prefix of the next alternative at `i`.
+    pub fn prefix_to(made: &[(ChoiceKind, u32, u32)], i: usize) -> Vec<u32> {
         let mut p: Vec<u32> = made[..i].iter().map(|&(_, _, c)| c).collect();
         p.push(made[i].2 + 1);
-        Some(p)
+        p
     }
 }
 

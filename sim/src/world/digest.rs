@@ -222,55 +222,42 @@ mod tests {
         (digests.first().expect("a state after arming").1, end)
     }
 
-    /// A client reads the clock at 1 ms or at 2 ms, then waits until 5 ms and sends a
-    /// request: the same values delivered, the same world at 5 ms. What it read sets
-    /// when it stops, so the two states have different futures: their digests must
-    /// differ, or an explorer would prune one of them as seen.
-    #[test]
-    fn clock_reads_are_part_of_the_state_digest() {
-        let run = |read_at_ms| {
-            first_digest_armed(move |sim, armed| async move {
-                let c = sim.client();
-                c.sleep(ms(read_at_ms)).await;
-                let read = c.now();
-                c.sleep(ms(5) - read).await;
-                armed.store(true, Ordering::SeqCst);
-                c.create("/x", b"", CreateMode::Persistent).await.unwrap();
-                let deadline = read + ms(10);
-                c.sleep(deadline - c.now()).await;
-            })
-        };
-        let ((one, one_end), (two, two_end)) = (run(1), run(2));
-        assert_eq!((one_end, two_end), (ms(11), ms(12)), "different futures");
-        assert_ne!(
-            one, two,
-            "a state merged with one whose client read another time"
-        );
-        assert_eq!(one, run(1).0, "digests are deterministic");
+    /// A client's actor (or, `outside`, code outside any client's handle: a workload's
+    /// main actor keeping the time for its clients, as the work queue's does) reads the
+    /// clock at 1 ms or at 2 ms, then waits until 5 ms and the client sends a request:
+    /// the same values delivered, the same world at 5 ms. What was read sets when the
+    /// run stops: (first digest once armed, end time).
+    fn read_then_meet(outside: bool, read_at_ms: u64) -> (u128, Duration) {
+        first_digest_armed(move |sim, armed| async move {
+            let c = sim.client();
+            let now = || if outside { sim.now() } else { c.now() };
+            sim.sleep(ms(read_at_ms)).await;
+            let read = now();
+            sim.sleep(ms(5) - read).await;
+            armed.store(true, Ordering::SeqCst);
+            c.create("/x", b"", CreateMode::Persistent).await.unwrap();
+            let deadline = read + ms(10);
+            sim.sleep(deadline - now()).await;
+        })
     }
 
-    /// The same for code outside any client's handle (a workload's main actor keeping
-    /// the time for its clients, as the work queue's does): it reads the clock at 1 ms or
-    /// 2 ms, and at 5 ms the world is the same.
+    /// The two states have different futures: their digests must differ, or an
+    /// explorer would prune one of them as seen.
     #[test]
-    fn clock_reads_outside_any_client_are_part_of_the_state_digest() {
-        let run = |read_at_ms| {
-            first_digest_armed(move |sim, armed| async move {
-                let c = sim.client();
-                sim.sleep(ms(read_at_ms)).await;
-                let read = sim.now();
-                sim.sleep(ms(5) - read).await;
-                armed.store(true, Ordering::SeqCst);
-                c.create("/x", b"", CreateMode::Persistent).await.unwrap();
-                let deadline = read + ms(10);
-                sim.sleep(deadline - sim.now()).await;
-            })
-        };
-        let ((one, one_end), (two, two_end)) = (run(1), run(2));
-        assert_eq!((one_end, two_end), (ms(11), ms(12)), "different futures");
-        assert_ne!(
-            one, two,
-            "a state merged with one whose main actor read another time"
-        );
+    fn clock_reads_are_part_of_the_state_digest() {
+        for outside in [false, true] {
+            let ((one, one_end), (two, two_end)) =
+                (read_then_meet(outside, 1), read_then_meet(outside, 2));
+            assert_eq!((one_end, two_end), (ms(11), ms(12)), "different futures");
+            assert_ne!(
+                one, two,
+                "a state merged with one whose reader (outside: {outside}) read another time"
+            );
+            assert_eq!(
+                one,
+                read_then_meet(outside, 1).0,
+                "digests are deterministic"
+            );
+        }
     }
 }

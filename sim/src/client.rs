@@ -47,6 +47,21 @@ impl SimClient {
         self.id
     }
 
+    /// Whether the virtual clock has passed `t`. Only the answer becomes part of the
+    /// state an exhaustive check tells apart, where [`Coordination::now`]'s whole time
+    /// does: a stop rule that compares the clock with a deadline should ask this.
+    pub fn now_past(&self, t: Duration) -> bool {
+        let t_us = u64::try_from(t.as_micros()).unwrap_or(u64::MAX);
+        self.shared.world().clock_past(self.id, t_us)
+    }
+
+    /// The later of the virtual clock and `floor`. The time is part of the state an
+    /// exhaustive check tells apart only when it is past `floor`.
+    pub fn now_at_least(&self, floor: Duration) -> Duration {
+        let floor_us = u64::try_from(floor.as_micros()).unwrap_or(u64::MAX);
+        Duration::from_micros(self.shared.world().clock_at_least(self.id, floor_us))
+    }
+
     /// Sends `req` and awaits its reply; `read` takes the expected answer apart (or
     /// hands back an unexpected one). A plain future rather than an `async fn` around the
     /// wait, as are the methods below: requests are the simulation's busiest await.

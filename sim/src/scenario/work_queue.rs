@@ -55,11 +55,13 @@ impl std::fmt::Debug for WorkQueue {
 /// How often an idle consumer looks at the workload's stop rule, in ms.
 const STOP_POLL_MS: u64 = 250;
 
-/// The workload's shared progress: producers still at work, and when the last ended.
+/// The workload's shared progress: producers still at work, and when the last ended or
+/// the faults healed, whichever is later (the time only when past the heal, so that a
+/// bounded check, whose heal is its time limit, tells no two states apart by it).
 #[derive(Debug, Default)]
 struct Progress {
     producers_left: u32,
-    last_producer_end_us: u64,
+    producers_end_us: u64,
 }
 
 /// Runs the work-queue workload of `scenario` on `sim`.
@@ -72,7 +74,7 @@ pub(super) fn run(sim: Sim, scenario: &Scenario, queue: WorkQueue) -> super::Run
     prepare_world(&sim, scenario, &dirs, &roles);
     let progress = Arc::new(Mutex::new(Progress {
         producers_left: producers,
-        last_producer_end_us: 0,
+        producers_end_us: scenario.heal_ms * 1000,
     }));
     let main = {
         let sim = sim.clone();
@@ -84,12 +86,12 @@ pub(super) fn run(sim: Sim, scenario: &Scenario, queue: WorkQueue) -> super::Run
                 let t = if i < producers {
                     let p = producer(sim.clone(), c.clone(), sc.clone(), queue.clone());
                     let progress = progress.clone();
-                    let sim2 = sim.clone();
+                    let (c2, heal) = (c.clone(), Duration::from_millis(sc.heal_ms));
                     sim.spawn(async move {
                         p.await;
                         let mut g = progress.lock().expect("progress lock");
                         g.producers_left -= 1;
-                        g.last_producer_end_us = sim2.now().as_micros() as u64;
+                        g.producers_end_us = c2.now_at_least(heal).as_micros() as u64;
                     })
                 } else {
                     let w = consumer(
@@ -113,7 +115,8 @@ pub(super) fn run(sim: Sim, scenario: &Scenario, queue: WorkQueue) -> super::Run
                             // A crashed producer produces no more.
                             let mut g = progress.lock().expect("progress lock");
                             g.producers_left -= 1;
-                            g.last_producer_end_us = sim.now().as_micros() as u64;
+                            let heal = Duration::from_millis(sc.heal_ms);
+                            g.producers_end_us = c.now_at_least(heal).as_micros() as u64;
                         }
                     }
                 }
@@ -198,15 +201,15 @@ async fn consumer(
 ) {
     let hold = Duration::from_millis(sc.hold_ms);
     let mut q = (queue.consumer)(c.clone());
-    let stop = |sim: &Sim| {
+    // The clock is compared, not kept: only the answer is part of the state.
+    let stop = |sim: &Sim, c: &SimClient| {
         let g = progress.lock().expect("progress lock");
-        let deadline_us =
-            (sc.heal_ms * 1000).max(g.last_producer_end_us) + sc.liveness_bound_ms * 1000;
+        let deadline_us = g.producers_end_us + sc.liveness_bound_ms * 1000;
         let done = g.producers_left == 0 && sim.server_children(&queue.paths.queue).is_empty();
-        done || (g.producers_left == 0 && sim.now().as_micros() as u64 > deadline_us)
+        done || (g.producers_left == 0 && c.now_past(Duration::from_micros(deadline_us)))
     };
     loop {
-        if stop(&sim) {
+        if stop(&sim, &c) {
             break;
         }
         if c.session_state().is_terminal() {
@@ -218,7 +221,7 @@ async fn consumer(
             let poll = pin!(async {
                 loop {
                     c.sleep(Duration::from_millis(STOP_POLL_MS)).await;
-                    if stop(&sim) {
+                    if stop(&sim, &c) {
                         break;
                     }
                 }

@@ -5,12 +5,14 @@
 //! replies, events, session states, resource answers, wake-ups, workload choices, new
 //! sessions, and the time of every clock read (`Coordination::now`), which it may keep
 //! (a timed wait's deadline) and which two schedules may give at different times. Each
-//! client's actor folds those values into `obs`, a clock read included. Code outside any
-//! client's handle (the workload's main actor and its tasks) draws on the world through
-//! `Sim`: its requests, sleeps and choices are the world's (timers, queues, the choices
-//! folded into the client they are made for); what it keeps of its reads of the clock
-//! (`Sim::now`: the work queue's time the last producer ended, which sets its consumers'
-//! deadline) is folded into `outside_obs`, one fold for all of it, in the order read.
+//! client's actor folds those values into `obs`, a clock read included; a comparing read
+//! (`SimClient::now_past`, `SimClient::now_at_least`: the work queue's stop rule) folds
+//! only what it told, so that reads at different times that told the same stay one
+//! state. Code outside any client's handle (the workload's main actor and its tasks)
+//! draws on the world through `Sim`: its requests, sleeps and choices are the world's
+//! (timers, queues, the choices folded into the client they are made for); its reads of
+//! the clock (`Sim::now`) are folded into `outside_obs`, one fold for all of them, in the
+//! order read.
 //! The world's own state (tree, sessions, connections, queues, timers, resource, faults
 //! used) plus every client's `obs` and `outside_obs` therefore determines every
 //! continuation: two schedules that reach equal digests have the same futures, and
@@ -53,6 +55,10 @@ pub(crate) enum Seen<'a> {
     /// The time a clock read gave, in microseconds: an actor may keep it (a deadline),
     /// and two schedules may give the same values at different times.
     Clock(u64),
+    /// What a comparing clock read told: whether the clock had passed the time asked.
+    Past(bool),
+    /// A clock read bounded below told the bound: the clock had not passed it.
+    NotPast,
 }
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
@@ -123,6 +129,27 @@ impl World {
             None => {}
         }
         now_us
+    }
+
+    /// Whether the clock has passed `t_us`, read by client `c`'s code: only the answer is
+    /// folded, so schedules that reach the same state at different times before (or
+    /// after) `t_us` stay one state.
+    pub(crate) fn clock_past(&mut self, c: ClientId, t_us: u64) -> bool {
+        self.outside_read();
+        let past = self.now_us > t_us;
+        self.observe(c, Seen::Past(past));
+        past
+    }
+
+    /// The later of the clock and `floor_us`, read by client `c`'s code: the time is
+    /// folded only when it is past the floor (the caller learns only the floor otherwise).
+    pub(crate) fn clock_at_least(&mut self, c: ClientId, floor_us: u64) -> u64 {
+        if self.now_us > floor_us {
+            return self.read_clock(Some(c));
+        }
+        self.outside_read();
+        self.observe(c, Seen::NotPast);
+        floor_us
     }
 
     /// The digest of the current state (see the module docs).
@@ -259,5 +286,47 @@ mod tests {
                 "digests are deterministic"
             );
         }
+    }
+
+    /// Client code reads the clock through `read` at `read_at_ms`, then the world meets
+    /// at 5 ms (a request); the first digest there, and what was read.
+    fn compare_then_meet(
+        read_at_ms: u64,
+        read: fn(&crate::SimClient) -> Duration,
+    ) -> (u128, Duration) {
+        let seen = Arc::new(Mutex::new(Duration::ZERO));
+        let kept = seen.clone();
+        let (digest, _) = first_digest_armed(move |sim, armed| async move {
+            let c = sim.client();
+            sim.sleep(ms(read_at_ms)).await;
+            *kept.lock().unwrap() = read(&c);
+            sim.sleep(ms(5 - read_at_ms)).await;
+            armed.store(true, Ordering::SeqCst);
+            c.create("/x", b"", CreateMode::Persistent).await.unwrap();
+        });
+        let read = *seen.lock().unwrap();
+        (digest, read)
+    }
+
+    /// A stop rule's comparing read (`now_past`) and a bounded read (`now_at_least`) fold
+    /// only what they tell: reads at different times that tell the same are one state,
+    /// and reads that tell different things are two.
+    #[test]
+    fn comparing_clock_reads_fold_only_their_answer() {
+        let past = |c: &crate::SimClient| ms(u64::from(c.now_past(ms(3))));
+        let at_least = |c: &crate::SimClient| c.now_at_least(ms(3));
+        for read in [past, at_least] {
+            let (before_1, told_1) = compare_then_meet(1, read);
+            let (before_2, told_2) = compare_then_meet(2, read);
+            assert_eq!(told_1, told_2, "both reads come before 3 ms");
+            assert_eq!(before_1, before_2, "reads that told the same split a state");
+            let (after_4, told_4) = compare_then_meet(4, read);
+            assert_ne!(told_1, told_4);
+            assert_ne!(before_1, after_4, "reads that told apart were merged");
+        }
+        let (after_4, _) = compare_then_meet(4, at_least);
+        let (after_5, told) = compare_then_meet(5, at_least);
+        assert_eq!(told, ms(5));
+        assert_ne!(after_4, after_5, "times past the floor were merged");
     }
 }

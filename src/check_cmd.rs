@@ -72,13 +72,10 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
         );
     }
-    // Sleep sets and checkpoints follow one run after another: such a search takes one
-    // thread, and asking for more is refused rather than ignored.
-    let one_thread = if b.reduces_by_partial_order() {
-        Some("--partial-order on")
-    } else {
-        a.checkpoint.as_ref().map(|_| "--checkpoint")
-    };
+    // Sleep sets follow one run after another: such a search takes one thread, and
+    // asking for more is refused rather than ignored. A checkpoint keeps the work left on
+    // every thread, and resumes on any number.
+    let one_thread = b.reduces_by_partial_order().then_some("--partial-order on");
     let b = Bounds {
         threads: match (a.threads, one_thread) {
             (Some(n), Some(why)) if n > 1 => {

@@ -9,7 +9,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 use zklock_checker::{
-    Bounds, CheckedRun, Checkpoint, Control, ExhaustiveReport, Subtree, check_exhaustive_controlled,
+    Bounds, CheckedRun, Checkpoint, Control, ExhaustiveReport, Interrupt, PROGRESS_EVERY_SCHEDULES,
+    Subtree, check_exhaustive_controlled,
 };
 use zklock_recipe::history::LockRole;
 use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient};
@@ -87,7 +88,6 @@ fn in_parts<R: Recipe>(
             "{:?}",
             c.work.len()
         );
-        eprintln!("stop {stops}: {} subtrees, {r}", c.work.len());
         resume = Some(Checkpoint::from_bytes(&c.to_bytes()).unwrap());
     }
 }
@@ -141,6 +141,60 @@ fn a_search_on_two_threads_stopped_and_resumed_reaches_the_states_of_one_go() {
         let by_turns = in_parts(&lock, &bounds, None, step, |i| 2 - i % 2);
         same_as_in_one_go(&format!("{name}, by turns"), &whole, &by_turns);
     }
+}
+
+/// An interrupt (Ctrl-C) stops the threads between two runs as a bound does, and their
+/// checkpoint resumes: set at the first progress report, so that the stop does not hang
+/// on the machine's speed, after that many schedules at least.
+#[test]
+fn an_interrupted_search_on_two_threads_keeps_its_work_and_resumes_to_the_states_of_one_go() {
+    let lock = ShippedRecipe::default();
+    let bounds = Bounds {
+        clients: 2,
+        faults_max: 1,
+        threads: 2,
+        ..Bounds::default()
+    };
+    let whole = search(
+        &lock,
+        &Bounds {
+            threads: 1,
+            ..bounds.clone()
+        },
+        None,
+    );
+    let interrupt = Interrupt::new();
+    let control = Control {
+        interrupt: interrupt.clone(),
+        checkpoint: true,
+        final_states: true,
+        ..Control::default()
+    };
+    let stopped = check_exhaustive_controlled(
+        &Scenario::default(),
+        &lock,
+        &bounds,
+        &failing,
+        &|_, _| interrupt.set(),
+        control,
+    )
+    .unwrap();
+    assert!(stopped.interrupted && !stopped.complete, "{stopped}");
+    assert!(stopped.schedules >= PROGRESS_EVERY_SCHEDULES, "{stopped}");
+    let c = stopped
+        .checkpoint
+        .expect("a checkpoint of the interrupted search");
+    assert_eq!(c.schedules, stopped.schedules);
+    let resumed = search(
+        &lock,
+        &bounds,
+        Some(Checkpoint::from_bytes(&c.to_bytes()).unwrap()),
+    );
+    assert!(resumed.complete && resumed.violation.is_none(), "{resumed}");
+    assert_eq!(resumed.distinct_states, whole.distinct_states, "{resumed}");
+    let mut final_states = stopped.final_states.unwrap();
+    final_states.extend(resumed.final_states.unwrap());
+    assert_eq!(Some(final_states), whole.final_states);
 }
 
 /// The work of two threads, made by hand so that it does not hang on their timing: the

@@ -1,6 +1,6 @@
 //! `zklock check --threads`: the search on several threads reaches the states of one
-//! thread and reports the same violation with the same trace; out-of-range counts are
-//! refused.
+//! thread and reports the same violation with the same trace, stops and resumes through
+//! its checkpoint; out-of-range counts are refused.
 
 use super::zklock;
 
@@ -68,14 +68,49 @@ fn check_refuses_threads_out_of_range() {
         assert_eq!(code, 2, "--threads {n}: {err}");
         assert!(err.contains("--threads"), "{err}");
     }
-    let (code, _, err) = zklock(
-        &["check", "--threads", "2", "--checkpoint", "c.ckpt"],
-        dir.path(),
-    );
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("a search with --checkpoint runs on one thread"),
-        "{err}"
-    );
-    assert!(!dir.path().join("c.ckpt").exists());
+}
+
+/// `--threads 2 --checkpoint F` is accepted: stopped by `--schedules-max`, the check
+/// writes F, and the same command resumes it (on two threads, then on one) until it
+/// completes with the states of the check run in one go.
+#[test]
+fn check_on_two_threads_with_a_checkpoint_stops_writes_it_and_resumes_to_the_states_of_one_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = |threads: &str| {
+        let args = [
+            "check",
+            "--clients",
+            "2",
+            "--faults-max",
+            "1",
+            "--schedules-max",
+            "4000",
+            "--checkpoint",
+            "c.ckpt",
+            "--threads",
+            threads,
+        ];
+        zklock(&args, dir.path())
+    };
+    let (code, out, err) = part("2");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("symmetry on, 2 threads: "), "{out}");
+    assert!(out.contains("checkpoint: c.ckpt"), "{out}");
+    assert!(dir.path().join("c.ckpt").exists());
+    let (code, out, err) = part("2");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("resumed after 4000 schedules"), "{out}");
+    let mut stops = 2;
+    let last = loop {
+        let (code, out, err) = part("1");
+        if code == 0 {
+            break out;
+        }
+        assert_eq!(code, 3, "{out}{err}");
+        stops += 1;
+        assert!(stops < 100, "{out}");
+    };
+    assert!(last.contains("resumed after "), "{last}");
+    assert!(last.contains("ok: every property held"), "{last}");
+    assert_eq!(states(&last), "77866 distinct states, complete", "{last}");
 }

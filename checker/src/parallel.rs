@@ -20,10 +20,12 @@
 //! then reports the one-thread search's first violation, found by that search run again
 //! within what is left of the time limit
 //! ([`crate::exhaustive::check_exhaustive_controlled`]), so that the violation reported,
-//! its counts and its trace do not depend on timing. Only when that search reaches no
-//! violation in time, or none at all (a property of whole paths, judged on the runs that
-//! reach their end, which the threads' timing chooses), is the threads' own violation
-//! reported: a real schedule that violates, but not the one-thread search's.
+//! its counts and its trace do not depend on timing (a resumed search's too: that search
+//! runs from the start, as where a checkpoint's work was split depends on timing). Only
+//! when that search reaches no violation in time, or none at all (a property of whole
+//! paths, judged on the runs that reach their end, which the threads' timing chooses), is
+//! the threads' own violation reported: a real schedule that violates, but not the
+//! one-thread search's.
 //!
 //! **Stopping and resuming.** A bound or an interrupt stops the workers between two
 //! runs: each puts its job back with its next prefix, so that the queue then holds every

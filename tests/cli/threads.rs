@@ -114,3 +114,45 @@ fn check_on_two_threads_with_a_checkpoint_stops_writes_it_and_resumes_to_the_sta
     assert!(last.contains("ok: every property held"), "{last}");
     assert_eq!(states(&last), "77866 distinct states, complete", "{last}");
 }
+
+/// A canary stopped on two threads after its first schedule, before its violation, and
+/// resumed on two from its checkpoint reports the violation of the search on one thread,
+/// with its trace, and says where it comes from.
+#[test]
+fn a_canary_resumed_on_two_threads_from_its_checkpoint_reports_the_one_thread_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str], out: &str| {
+        let mut args = vec!["check", "--recipe", "canary-deaf-holder", "--out", out];
+        args.extend_from_slice(extra);
+        zklock(&args, dir.path())
+    };
+    let trace = |out: &str| {
+        let path = std::fs::read_dir(dir.path().join(out))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        let t: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        t["choices"].clone()
+    };
+    let (code, one, err) = check(&["--threads", "1"], "one");
+    assert_eq!(code, 1, "{one}{err}");
+    let parts = ["--threads", "2", "--checkpoint", "c.ckpt"];
+    let first: Vec<&str> = parts
+        .iter()
+        .copied()
+        .chain(["--schedules-max", "1"])
+        .collect();
+    let (code, out, err) = check(&first, "two");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("checkpoint: c.ckpt"), "{out}");
+    let (code, out, err) = check(&parts, "two");
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("resumed after 1 schedules"), "{out}");
+    assert!(
+        out.contains("the violation is the first of the search on one thread"),
+        "{out}"
+    );
+    assert_eq!(trace("two"), trace("one"));
+}

@@ -483,8 +483,9 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
     let workers = bounds.threads.max(1);
-    // The work of one thread is one subtree of the whole tree; any other (a checkpoint of
-    // several threads) runs as jobs, one after another on one thread.
+    // One thread's work is the whole tree from a prefix, which the loop below runs as in
+    // one go; any other (a checkpoint of several threads) runs as jobs, one after
+    // another on one thread.
     let one_prefix = matches!(work.as_slice(), [w] if w.is_whole_tree());
     if !partial_order && (workers > 1 || !one_prefix) {
         let found = Search {
@@ -499,7 +500,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             final_states: control.final_states,
             reuse_folds: !control.fold_replayed_prefix,
             start: work,
-            seen,
+            // Moved in, so that the checkpoint's digests are not held twice.
+            seen: Arc::new(SeenStates::new(seen)),
             schedules_before: resumed_at_schedules,
             keep_left: control.checkpoint,
         }

@@ -150,8 +150,8 @@ pub(crate) struct Search<'a, R: Recipe> {
     pub(crate) reuse_folds: bool,
     /// The work to do: the whole tree, or the work a checkpoint left.
     pub(crate) start: Vec<Subtree>,
-    /// The states seen before (a checkpoint's).
-    pub(crate) seen: Vec<u128>,
+    /// The states seen before (a checkpoint's), then by this search.
+    pub(crate) seen: Arc<SeenStates>,
     /// Schedules run before (a checkpoint's), for the progress display.
     pub(crate) schedules_before: u64,
     /// Keep the work left and the seen states when a bound or an interrupt stops it.
@@ -177,7 +177,7 @@ impl<R: Recipe> Search<'_, R> {
     /// found, or a bound or an interrupt stops the search.
     pub(crate) fn run(&self, workers: usize) -> Found {
         let shared = Shared {
-            seen: Arc::new(SeenStates::new(self.seen.iter().copied())),
+            seen: self.seen.clone(),
             finals: self
                 .final_states
                 .then(|| Arc::new(Mutex::new(BTreeSet::new()))),
@@ -209,18 +209,19 @@ impl<R: Recipe> Search<'_, R> {
         let keep = self.keep_left && q.cut && q.violation.is_none();
         Found {
             // In the order they would be taken.
-            left: match keep {
-                true => q
-                    .jobs
+            left: if keep {
+                q.jobs
                     .into_iter()
                     .rev()
                     .filter_map(Job::into_subtree)
-                    .collect(),
-                false => Vec::new(),
+                    .collect()
+            } else {
+                Vec::new()
             },
-            seen: match keep {
-                true => shared.seen.sorted(),
-                false => Vec::new(),
+            seen: if keep {
+                shared.seen.sorted()
+            } else {
+                Vec::new()
             },
             schedules: shared.schedules.into_inner(),
             pruned: shared.pruned.into_inner(),

@@ -72,13 +72,10 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
         );
     }
-    // Sleep sets and checkpoints follow one run after another: such a search takes one
-    // thread, and asking for more is refused rather than ignored.
-    let one_thread = if b.reduces_by_partial_order() {
-        Some("--partial-order on")
-    } else {
-        a.checkpoint.as_ref().map(|_| "--checkpoint")
-    };
+    // Sleep sets follow one run after another: such a search takes one thread, and
+    // asking for more is refused rather than ignored. A checkpoint keeps the work left on
+    // every thread, and resumes on any number.
+    let one_thread = b.reduces_by_partial_order().then_some("--partial-order on");
     let b = Bounds {
         threads: match (a.threads, one_thread) {
             (Some(n), Some(why)) if n > 1 => {
@@ -100,6 +97,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         ..Control::default()
     };
     let resuming = control.resume.is_some();
+    let resumed_from = control.resume.as_ref().map_or(0, |c| c.schedules);
     // A count, not a bar: the search usually ends long before its schedule limit.
     let spinner = ProgressBar::new_spinner().with_style(
         ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"),
@@ -120,9 +118,15 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
     if r.resumed_at_schedules > 0 || resuming {
         println!(
             "resumed after {} schedules, from {}",
-            r.resumed_at_schedules,
+            resumed_from,
             a.checkpoint.as_deref().unwrap_or(Path::new("")).display()
         );
+        // Its counts are then of that search alone (see `ExhaustiveReport`).
+        if r.resumed_at_schedules != resumed_from {
+            println!(
+                "the violation is the first of the search on one thread, run again from the start"
+            );
+        }
     }
     println!(
         "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}{}{}: {r}",

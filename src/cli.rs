@@ -244,8 +244,8 @@ pub struct CheckArgs {
     /// reduction by sleep sets): the same states, fewer schedules; not with --checkpoint
     #[arg(long, value_name = "ON|OFF", default_value = "off")]
     pub partial_order: OnOff,
-    /// Threads searching at once, 1 to 1024 [default: every core; 1 with --checkpoint or
-    /// --partial-order on]. Any number reports the same verdict and violation; the
+    /// Threads searching at once, 1 to 1024 [default: every core; 1 with --partial-order
+    /// on]. Any number reports the same verdict and violation; the
     /// schedule counts include work a thread did in vain and vary between runs
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=zklock_checker::limits::THREADS_MAX as u64))]
     pub threads: Option<usize>,
@@ -283,7 +283,7 @@ pub struct CheckArgs {
     pub force: bool,
     /// Resume the check from FILE if it exists (a checkpoint of this very check, else
     /// refused), and write FILE when a limit or Ctrl-C stops the check before the end
-    /// (replacing only the checkpoint it resumed from)
+    /// (replacing only the checkpoint it resumed from); on any number of threads
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
     #[command(flatten)]

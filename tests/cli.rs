@@ -299,7 +299,7 @@ fn an_incomplete_check_exits_3_and_a_complete_one_0() {
 fn a_check_in_parts_through_its_checkpoint_ends_as_one_run_in_one_go() {
     let dir = tempfile::tempdir().unwrap();
     let check = ["check", "--clients", "2", "--faults-max", "0"];
-    // One thread, as a checkpointed search runs, for the same counts.
+    // One thread, in one go and in parts, for the same counts of schedules.
     let whole_args: Vec<&str> = check.iter().copied().chain(["--threads", "1"]).collect();
     let (code, whole, _) = zklock(&whole_args, dir.path());
     assert_eq!(code, 0, "{whole}");
@@ -316,7 +316,14 @@ fn a_check_in_parts_through_its_checkpoint_ends_as_one_run_in_one_go() {
     let parts: Vec<&str> = check
         .iter()
         .copied()
-        .chain(["--schedules-max", "40", "--checkpoint", "c.ckpt"])
+        .chain([
+            "--schedules-max",
+            "40",
+            "--checkpoint",
+            "c.ckpt",
+            "--threads",
+            "1",
+        ])
         .collect();
     let mut stops = 0;
     let last = loop {

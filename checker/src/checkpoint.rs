@@ -2,21 +2,43 @@
 //! when interrupted) and resume later, in another process or another CI job, as loom's
 //! `LOOM_CHECKPOINT_FILE` does.
 //!
-//! The depth-first search is fully described by the next schedule prefix to run, the set
-//! of state digests seen, and its counters: resuming from them runs exactly the schedules
-//! the uninterrupted search would have run next, with the same pruning, so the verdict and
-//! the counts of a resumed check equal those of one run in one go (a test pins this).
+//! **What it holds.** The search is fully described by the work left, the set of state
+//! digests seen, and its counters. The work left is a list of [`Subtree`]s: on one
+//! thread, a single one, the whole tree from the next schedule prefix on; on several
+//! threads ([`crate::parallel`]), every job queued and every worker's job where it
+//! stopped, each with its next prefix and the positions where alternatives were handed
+//! to other jobs (its caps). Workers stop only between two runs, so every schedule is
+//! either run or in exactly one subtree left.
+//!
+//! **Why resuming is exact.** On one thread, resuming runs exactly the schedules the
+//! uninterrupted search would have run next, with the same pruning, so the verdict and
+//! the counts of a resumed check equal those of one run in one go (a test pins this). On
+//! several threads the argument is the one of [`crate::parallel`]: a state in the seen
+//! set was reached first by a run whose continuations are explored by its job's
+//! backtracking or by jobs split from it, and each of those is either done or in a
+//! subtree left; so the work left, searched with that seen set, explores every
+//! continuation of every seen state, and pruning at a seen state loses nothing. A resumed
+//! search (on any number of threads, one included) therefore reaches the same distinct
+//! states, final states and verdict as a search run in one go; only the schedule counts
+//! vary, as they do on several threads.
 //!
 //! A checkpoint names what it checks (recipe, scenario, pruning) and the zklock that wrote
 //! it (version and commit): the choices of a prefix and the encoding of a digest mean
 //! something only to the same simulation, so any difference is refused
 //! ([`CheckpointError::Mismatch`]) rather than resumed unsoundly.
 //!
-//! The format is binary, little-endian: a magic line, the format version, the identity
-//! (lengths then bytes), the counters, the prefix, the digests (sorted, so equal searches
-//! write equal files), and a checksum over everything before it. A checkpoint holds at
-//! most [`CHECKPOINT_STATES_MAX`] digests (16 bytes each) and a prefix of at most
-//! [`CHECKPOINT_PREFIX_MAX`] choices; a file is refused unread past
+//! **Format.** Binary, little-endian: a magic line, the format version, the identity
+//! (lengths then bytes), the counters, the work left, the digests (sorted, so equal
+//! searches write equal files), and a checksum over everything before it. Format 1 holds
+//! the work of one thread, a single prefix; format 2 a list of subtrees, each its root's
+//! length, its next prefix and its caps (position, alternatives kept; at most one a
+//! position, from the root's length to the prefix's). A checkpoint whose
+//! work is a single prefix is written in format 1, so one-thread checkpoints read in
+//! older zklocks too; both formats are read. A checkpoint holds at most
+//! [`CHECKPOINT_STATES_MAX`] digests (16 bytes each), at most [`CHECKPOINT_SUBTREES_MAX`]
+//! subtrees, at most [`CHECKPOINT_PREFIX_MAX`] choices in all its prefixes together, and
+//! at most one cap more in a subtree than choices in its prefix; a file is refused unread
+//! past
 //! [`CHECKPOINT_BYTES_MAX`].
 
 use crate::trace::{ZKLOCK_COMMIT, ZKLOCK_VERSION};
@@ -25,19 +47,59 @@ use zklock_sim::Scenario;
 
 /// The first bytes of every checkpoint file.
 pub const CHECKPOINT_MAGIC: &[u8; 18] = b"zklock checkpoint\n";
-/// The format this zklock writes and reads.
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
+/// The newest format this zklock writes and reads (it reads format 1 too).
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 2;
+/// The format of a checkpoint whose work is a single prefix.
+const FORMAT_ONE_PREFIX: u32 = 1;
 /// Distinct states a checkpoint holds at most: 2^28, a file of 4 GiB.
 pub const CHECKPOINT_STATES_MAX: u64 = 1 << 28;
-/// Choices in a checkpoint's prefix at most (a schedule is far shorter).
+/// Choices in a checkpoint's prefixes at most, all its subtrees together (a schedule is
+/// far shorter).
 pub const CHECKPOINT_PREFIX_MAX: u32 = 1 << 20;
+/// Subtrees of work left in a checkpoint at most: a search on
+/// [`THREADS_MAX`](crate::limits::THREADS_MAX) threads
+/// leaves at most one per thread and one queued.
+pub const CHECKPOINT_SUBTREES_MAX: u32 = 1 << 16;
 /// Identity strings (version, commit, recipe, scenario) at most, in bytes each.
 const IDENTITY_BYTES_MAX: u32 = 1 << 16;
-/// A checkpoint file at most, in bytes: the most states and prefix, plus the identity.
+/// A checkpoint file at most, in bytes: the most states, choices (each with a cap at
+/// most) and subtrees, plus the identity.
 pub const CHECKPOINT_BYTES_MAX: u64 = CHECKPOINT_STATES_MAX * 16
-    + CHECKPOINT_PREFIX_MAX as u64 * 4
+    + CHECKPOINT_PREFIX_MAX as u64 * (4 + 8)
+    + CHECKPOINT_SUBTREES_MAX as u64 * (12 + 8)
     + 4 * IDENTITY_BYTES_MAX as u64
     + 1024;
+
+/// A subtree of schedules left to search: those that start with the first `root_len`
+/// choices of `next_prefix`, from `next_prefix` on in depth-first order, without the
+/// alternatives that `caps` hands to other subtrees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subtree {
+    /// The choices shared by every schedule of the subtree, at most `next_prefix`'s.
+    pub root_len: u32,
+    /// The next schedule to run: its prefix of choices.
+    pub next_prefix: Vec<u32>,
+    /// (position, alternatives kept), by increasing position, each at least `root_len`
+    /// and at most `next_prefix`'s length: the alternatives past those kept at a position
+    /// belong to another subtree.
+    pub caps: Vec<(u32, u32)>,
+}
+
+impl Subtree {
+    /// Every schedule from `next_prefix` on, depth first: the work left on one thread.
+    pub fn from_prefix(next_prefix: Vec<u32>) -> Subtree {
+        Subtree {
+            root_len: 0,
+            next_prefix,
+            caps: Vec::new(),
+        }
+    }
+
+    /// Whether this is [`from_prefix`](Subtree::from_prefix)'s kind of subtree.
+    pub fn is_whole_tree(&self) -> bool {
+        self.root_len == 0 && self.caps.is_empty()
+    }
+}
 
 /// Where an exhaustive check stopped: enough to run the rest of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,8 +123,9 @@ pub struct Checkpoint {
     pub pruned: u64,
     /// The most choices any schedule made.
     pub max_depth: u64,
-    /// The next schedule to run: its prefix of choices.
-    pub next_prefix: Vec<u32>,
+    /// The work left: one [`Subtree`] from a search on one thread, one per unfinished job
+    /// from a search on several.
+    pub work: Vec<Subtree>,
     /// Every state digest seen, sorted.
     pub visited: Vec<u128>,
 }
@@ -73,7 +136,7 @@ pub struct Checkpoint {
 pub enum CheckpointError {
     /// Not a checkpoint: the magic line is missing.
     NotACheckpoint,
-    /// Written in a format this zklock does not know.
+    /// Written in a format this zklock does not know (it reads 1 to `supported`).
     Format { found: u32, supported: u32 },
     /// Truncated, or damaged: the checksum or a length does not agree.
     Corrupt { what: &'static str },
@@ -97,7 +160,7 @@ impl fmt::Display for CheckpointError {
             CheckpointError::NotACheckpoint => write!(f, "not a zklock checkpoint"),
             CheckpointError::Format { found, supported } => write!(
                 f,
-                "checkpoint format {found}, but this zklock reads format {supported}"
+                "checkpoint format {found}, but this zklock reads formats 1 to {supported}"
             ),
             CheckpointError::Corrupt { what } => {
                 write!(f, "corrupt or truncated checkpoint: {what}")
@@ -144,7 +207,7 @@ impl Checkpoint {
             schedules: 0,
             pruned: 0,
             max_depth: 0,
-            next_prefix: Vec::new(),
+            work: vec![Subtree::from_prefix(Vec::new())],
             visited: Vec::new(),
         }
     }
@@ -211,9 +274,19 @@ impl Checkpoint {
 
     /// The file's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(256 + self.visited.len() * 16 + self.next_prefix.len() * 4);
+        let choices: usize = self.work.iter().map(|w| w.next_prefix.len()).sum();
+        let mut b = Vec::with_capacity(256 + self.visited.len() * 16 + choices * 12);
+        let one_prefix = match self.work.as_slice() {
+            [w] if w.is_whole_tree() => Some(&w.next_prefix),
+            _ => None,
+        };
         b.extend_from_slice(CHECKPOINT_MAGIC);
-        b.extend_from_slice(&CHECKPOINT_FORMAT_VERSION.to_le_bytes());
+        let format = if one_prefix.is_some() {
+            FORMAT_ONE_PREFIX
+        } else {
+            CHECKPOINT_FORMAT_VERSION
+        };
+        b.extend_from_slice(&format.to_le_bytes());
         for s in [
             &self.version,
             &self.commit,
@@ -228,9 +301,26 @@ impl Checkpoint {
         for n in [self.schedules, self.pruned, self.max_depth] {
             b.extend_from_slice(&n.to_le_bytes());
         }
-        b.extend_from_slice(&(self.next_prefix.len() as u32).to_le_bytes());
-        for c in &self.next_prefix {
-            b.extend_from_slice(&c.to_le_bytes());
+        let prefix = |b: &mut Vec<u8>, p: &[u32]| {
+            b.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            for c in p {
+                b.extend_from_slice(&c.to_le_bytes());
+            }
+        };
+        match one_prefix {
+            Some(p) => prefix(&mut b, p),
+            None => {
+                b.extend_from_slice(&(self.work.len() as u32).to_le_bytes());
+                for w in &self.work {
+                    b.extend_from_slice(&w.root_len.to_le_bytes());
+                    prefix(&mut b, &w.next_prefix);
+                    b.extend_from_slice(&(w.caps.len() as u32).to_le_bytes());
+                    for (at, kept) in &w.caps {
+                        b.extend_from_slice(&at.to_le_bytes());
+                        b.extend_from_slice(&kept.to_le_bytes());
+                    }
+                }
+            }
         }
         b.extend_from_slice(&(self.visited.len() as u64).to_le_bytes());
         for d in &self.visited {
@@ -255,10 +345,10 @@ impl Checkpoint {
             return Err(CheckpointError::NotACheckpoint);
         };
         let mut r = Reader(body);
-        let version = r.u32()?;
-        if version != CHECKPOINT_FORMAT_VERSION {
+        let format = r.u32()?;
+        if !(FORMAT_ONE_PREFIX..=CHECKPOINT_FORMAT_VERSION).contains(&format) {
             return Err(CheckpointError::Format {
-                found: version,
+                found: format,
                 supported: CHECKPOINT_FORMAT_VERSION,
             });
         }
@@ -288,19 +378,11 @@ impl Checkpoint {
             }
         };
         let (schedules, pruned, max_depth) = (r.u64()?, r.u64()?, r.u64()?);
-        let prefix_len = r.u32()?;
-        if prefix_len > CHECKPOINT_PREFIX_MAX {
-            return Err(CheckpointError::TooLarge {
-                what: "the prefix (choices)",
-                value: prefix_len.into(),
-                max: CHECKPOINT_PREFIX_MAX.into(),
-            });
-        }
-        let next_prefix = r
-            .take(prefix_len as usize * 4)?
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect();
+        let work = if format == FORMAT_ONE_PREFIX {
+            vec![Subtree::from_prefix(r.prefix(&mut 0)?)]
+        } else {
+            r.work()?
+        };
         let states = r.u64()?;
         if states > CHECKPOINT_STATES_MAX {
             return Err(CheckpointError::TooLarge {
@@ -334,7 +416,7 @@ impl Checkpoint {
             schedules,
             pruned,
             max_depth,
-            next_prefix,
+            work,
             visited,
         })
     }
@@ -386,6 +468,72 @@ impl<'a> Reader<'a> {
     fn u64(&mut self) -> Result<u64, CheckpointError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8")))
     }
+    /// A prefix of choices, counting them into `choices` (all prefixes together are
+    /// bounded).
+    fn prefix(&mut self, choices: &mut u64) -> Result<Vec<u32>, CheckpointError> {
+        let n = self.u32()?;
+        *choices += u64::from(n);
+        if *choices > CHECKPOINT_PREFIX_MAX.into() {
+            return Err(CheckpointError::TooLarge {
+                what: "the prefixes (choices)",
+                value: *choices,
+                max: CHECKPOINT_PREFIX_MAX.into(),
+            });
+        }
+        Ok(self
+            .take(n as usize * 4)?
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect())
+    }
+
+    /// Format 2's list of subtrees.
+    fn work(&mut self) -> Result<Vec<Subtree>, CheckpointError> {
+        let n = self.u32()?;
+        if n > CHECKPOINT_SUBTREES_MAX {
+            return Err(CheckpointError::TooLarge {
+                what: "the subtrees of work left",
+                value: n.into(),
+                max: CHECKPOINT_SUBTREES_MAX.into(),
+            });
+        }
+        let mut choices = 0;
+        let mut work = Vec::new();
+        for _ in 0..n {
+            let root_len = self.u32()?;
+            let next_prefix = self.prefix(&mut choices)?;
+            let len = next_prefix.len() as u32;
+            if root_len > len {
+                return Err(CheckpointError::Corrupt {
+                    what: "a subtree's root is longer than its prefix",
+                });
+            }
+            let caps_len = self.u32()?;
+            // Positions increase within [root_len, len]: at most one cap a choice, and one.
+            if caps_len > len - root_len + 1 {
+                return Err(CheckpointError::Corrupt {
+                    what: "a subtree has more caps than choices",
+                });
+            }
+            let mut caps = Vec::with_capacity(caps_len as usize);
+            for _ in 0..caps_len {
+                let (at, kept) = (self.u32()?, self.u32()?);
+                if at < root_len || at > len || caps.last().is_some_and(|&(p, _)| p >= at) {
+                    return Err(CheckpointError::Corrupt {
+                        what: "a subtree's cap is out of place",
+                    });
+                }
+                caps.push((at, kept));
+            }
+            work.push(Subtree {
+                root_len,
+                next_prefix,
+                caps,
+            });
+        }
+        Ok(work)
+    }
+
     fn string(&mut self) -> Result<String, CheckpointError> {
         let n = self.u32()?;
         if n > IDENTITY_BYTES_MAX {
@@ -425,7 +573,7 @@ mod tests {
             schedules: 7,
             pruned: 3,
             max_depth: 12,
-            next_prefix: vec![0, 2, 1],
+            work: vec![Subtree::from_prefix(vec![0, 2, 1])],
             visited: vec![1, 5, u128::MAX],
             ..Checkpoint::start("zklock", &Scenario::default(), true)
         }
@@ -437,9 +585,133 @@ mod tests {
         assert_eq!(Checkpoint::from_bytes(&c.to_bytes()), Ok(c));
     }
 
+    /// The work of a search on several threads: three subtrees, one of them capped.
+    fn sample_of_threads() -> Checkpoint {
+        Checkpoint {
+            work: vec![
+                Subtree {
+                    root_len: 1,
+                    next_prefix: vec![0, 2, 1, 1],
+                    caps: vec![(1, 3), (3, 2)],
+                },
+                Subtree::from_prefix(vec![1]),
+                Subtree {
+                    root_len: 2,
+                    next_prefix: vec![0, 0, 0],
+                    caps: Vec::new(),
+                },
+            ],
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_of_several_subtrees_reads_back_as_written_in_format_2() {
+        let c = sample_of_threads();
+        let bytes = c.to_bytes();
+        assert_eq!(bytes[CHECKPOINT_MAGIC.len()..][..4], 2u32.to_le_bytes());
+        assert_eq!(Checkpoint::from_bytes(&bytes), Ok(c));
+    }
+
+    /// Format 1, as zklock wrote it before subtrees, by hand: it reads as the work of one
+    /// thread, and a single prefix is still written so, byte for byte.
+    #[test]
+    fn a_one_thread_checkpoint_of_format_1_still_loads() {
+        let c = sample();
+        let mut b = CHECKPOINT_MAGIC.to_vec();
+        b.extend_from_slice(&1u32.to_le_bytes());
+        for s in [&c.version, &c.commit, &c.recipe, &c.scenario_json] {
+            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            b.extend_from_slice(s.as_bytes());
+        }
+        b.push(1);
+        for n in [7u64, 3, 12] {
+            b.extend_from_slice(&n.to_le_bytes());
+        }
+        b.extend_from_slice(&3u32.to_le_bytes());
+        for choice in [0u32, 2, 1] {
+            b.extend_from_slice(&choice.to_le_bytes());
+        }
+        b.extend_from_slice(&3u64.to_le_bytes());
+        for d in [1u128, 5, u128::MAX] {
+            b.extend_from_slice(&d.to_le_bytes());
+        }
+        let sum = checksum(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(Checkpoint::from_bytes(&b), Ok(c.clone()));
+        assert_eq!(c.to_bytes(), b);
+    }
+
+    /// A subtree that cannot come from a search (its root past its prefix, a cap outside
+    /// the subtree or out of order) is refused, checksum or not.
+    #[test]
+    fn a_subtree_out_of_shape_is_refused() {
+        let bad = |w: Subtree| {
+            let c = Checkpoint {
+                work: vec![w, Subtree::from_prefix(vec![1])],
+                ..sample()
+            };
+            Checkpoint::from_bytes(&c.to_bytes())
+        };
+        let w = |root_len, caps: &[(u32, u32)]| Subtree {
+            root_len,
+            next_prefix: vec![0, 1, 0],
+            caps: caps.to_vec(),
+        };
+        assert!(bad(w(1, &[(1, 2), (2, 1), (3, 1)])).is_ok());
+        for (root_len, caps) in [
+            (4, &[][..]),
+            (1, &[(0, 1)][..]),
+            (1, &[(4, 1)][..]),
+            (1, &[(2, 1), (1, 1)][..]),
+            (1, &[(1, 1), (1, 1)][..]),
+        ] {
+            assert!(
+                matches!(bad(w(root_len, caps)), Err(CheckpointError::Corrupt { .. })),
+                "root {root_len}, caps {caps:?}"
+            );
+        }
+    }
+
+    /// More subtrees, or more choices in all prefixes together, than the bounds.
+    #[test]
+    fn a_checkpoint_past_its_subtree_or_choice_bounds_is_refused() {
+        let bytes = (CHECKPOINT_SUBTREES_MAX + 1).to_le_bytes();
+        assert!(matches!(
+            Reader(&bytes).work(),
+            Err(CheckpointError::TooLarge {
+                what: "the subtrees of work left",
+                ..
+            })
+        ));
+        // Two subtrees of half the choices and one more.
+        let mut bytes = 2u32.to_le_bytes().to_vec();
+        for _ in 0..2 {
+            bytes.extend_from_slice(&0u32.to_le_bytes());
+            bytes.extend_from_slice(&(CHECKPOINT_PREFIX_MAX / 2 + 1).to_le_bytes());
+            bytes.extend(std::iter::repeat_n(
+                0u8,
+                (CHECKPOINT_PREFIX_MAX / 2 + 1) as usize * 4,
+            ));
+            bytes.extend_from_slice(&0u32.to_le_bytes());
+        }
+        assert!(matches!(
+            Reader(&bytes).work(),
+            Err(CheckpointError::TooLarge {
+                what: "the prefixes (choices)",
+                ..
+            })
+        ));
+    }
+
     #[test]
     fn every_truncation_and_every_flipped_byte_is_refused() {
-        let bytes = sample().to_bytes();
+        for c in [sample(), sample_of_threads()] {
+            refused_when_damaged(&c.to_bytes());
+        }
+    }
+
+    fn refused_when_damaged(bytes: &[u8]) {
         for n in 0..bytes.len() {
             assert!(
                 Checkpoint::from_bytes(&bytes[..n]).is_err(),
@@ -447,7 +719,7 @@ mod tests {
             );
         }
         for i in 0..bytes.len() {
-            let mut b = bytes.clone();
+            let mut b = bytes.to_vec();
             b[i] ^= 0x10;
             assert!(Checkpoint::from_bytes(&b).is_err(), "byte {i} flipped");
         }

@@ -40,12 +40,15 @@
 //! split the tree of schedules between them; a violation is reported as the search on
 //! one thread reports it: [`crate::parallel`] gives the argument.
 //!
-//! **Resuming.** The search is fully described by the next prefix to run, the digests
-//! seen and its counters: a [`Checkpoint`] of them, taken when a bound or an interrupt
-//! stops the search ([`Control::checkpoint`]), resumes it ([`Control::resume`]) with
-//! exactly the schedules and pruning the search would have had in one go.
+//! **Resuming.** The search is fully described by the work left, the digests seen and its
+//! counters: a [`Checkpoint`] of them, taken when a bound or an interrupt stops the
+//! search ([`Control::checkpoint`]), resumes it ([`Control::resume`]). On one thread the
+//! work left is the next prefix to run, and the resumed search has exactly the schedules
+//! and pruning the search would have had in one go; on several it is every unfinished
+//! job, and the resumed search (on any number of threads) reaches the same states and
+//! verdict as one run in one go ([`crate::checkpoint`], [`crate::parallel`]).
 
-use crate::checkpoint::{Checkpoint, CheckpointError};
+use crate::checkpoint::{Checkpoint, CheckpointError, Subtree};
 use crate::explore::Interrupt;
 use crate::limits::THREADS_MAX;
 use crate::limits::{LimitError, check_wall_time_ms};
@@ -93,9 +96,10 @@ pub struct Bounds {
     /// (partial-order reduction by sleep sets: see [`crate::partial_order`]); only with
     /// `prune`. Such a search takes no checkpoint and resumes none. Default false.
     pub partial_order: bool,
-    /// Threads searching at once, at most [`THREADS_MAX`] (0 runs one). The verdict and the violation reported are the same for any number
-    /// ([`crate::parallel`]); the counts of schedules are not. A search that reduces by
-    /// partial order, keeps a checkpoint or resumes one runs on one thread. Default 1.
+    /// Threads searching at once, at most [`THREADS_MAX`] (0 runs one). The verdict and
+    /// the violation reported are the same for any number ([`crate::parallel`]); the
+    /// counts of schedules are not. A checkpoint taken on any number resumes on any
+    /// number. A search that reduces by partial order runs on one thread. Default 1.
     pub threads: usize,
 }
 
@@ -189,7 +193,9 @@ pub struct ExhaustiveReport {
     /// permutation of clients, when [`Control::final_states`] asked for them.
     pub final_states: Option<std::collections::BTreeSet<u128>>,
     /// Schedules run before this search resumed (0 when it started afresh); `schedules`
-    /// and `pruned` count them too.
+    /// and `pruned` count them too. A violation found on several threads is reported
+    /// from the search on one thread run again from the start: then 0, as the counts are
+    /// of that search.
     pub resumed_at_schedules: u64,
     /// Where the search stopped, when a bound or an interrupt stopped it before the end
     /// and [`Control::checkpoint`] asked for it: resume from it with [`Control::resume`].
@@ -207,9 +213,10 @@ pub struct Control {
     pub resume: Option<Checkpoint>,
     /// Stops the search between two schedules, leaving it incomplete. Default: none.
     pub interrupt: Interrupt,
-    /// Keep a checkpoint in the report when the search stops early; never with
-    /// partial-order reduction, whose sleep sets a checkpoint does not hold. Default
-    /// false (it holds every digest seen: 16 bytes a state).
+    /// Keep a checkpoint in the report when a bound or an interrupt stops the search
+    /// early, on any number of threads; never with partial-order reduction, whose sleep
+    /// sets a checkpoint does not hold. Default false (it holds every digest seen: 16
+    /// bytes a state).
     pub checkpoint: bool,
     /// Collect the final states' digests up to symmetry in the report
     /// ([`ExhaustiveReport::final_states`]), for comparing a reduced search with an
@@ -462,22 +469,25 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         .final_states
         .then(|| Arc::new(Mutex::new(std::collections::BTreeSet::new())));
     let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
-    let mut prefix = Some(Vec::new());
+    let mut work = vec![Subtree::from_prefix(Vec::new())];
     let mut seen = Vec::new();
     if let Some(c) = control.resume {
         c.belongs_to_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
             .map_err(SearchError::Checkpoint)?;
         (schedules, pruned) = (c.schedules, c.pruned);
         max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
-        prefix = Some(c.next_prefix);
+        work = c.work;
         seen = c.visited;
     }
     let resumed_at_schedules = schedules;
-    let visited = Arc::new(SeenStates::new(seen));
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
     let workers = bounds.threads.max(1);
-    if workers > 1 && !partial_order && resumed_at_schedules == 0 && !control.checkpoint {
+    // One thread's work is the whole tree from a prefix, which the loop below runs as in
+    // one go; any other (a checkpoint of several threads) runs as jobs, one after
+    // another on one thread.
+    let one_prefix = matches!(work.as_slice(), [w] if w.is_whole_tree());
+    if !partial_order && (workers > 1 || !one_prefix) {
         let found = Search {
             scenario: &scenario,
             recipe,
@@ -489,11 +499,18 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             deadline,
             final_states: control.final_states,
             reuse_folds: !control.fold_replayed_prefix,
+            start: work,
+            // Moved in, so that the checkpoint's digests are not held twice.
+            seen: Arc::new(SeenStates::new(seen)),
+            schedules_before: resumed_at_schedules,
+            keep_left: control.checkpoint,
         }
         .run(workers);
         if found.violation.is_some() {
             // The one-thread search's first violation, so that the report does not
-            // depend on the threads' timing; it stops there, as soon as it finds it.
+            // depend on the threads' timing; it stops there, as soon as it finds it. A
+            // resumed search runs it from the start too: where the threads' work was
+            // split depends on their timing.
             let one = Bounds {
                 threads: 1,
                 time_limit_ms: deadline
@@ -516,12 +533,20 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 });
             }
         }
+        let checkpoint = (control.checkpoint && !found.left.is_empty()).then(|| Checkpoint {
+            schedules: schedules + found.schedules,
+            pruned: pruned + found.pruned,
+            max_depth: max_depth.max(found.max_depth) as u64,
+            work: found.left,
+            visited: found.seen,
+            ..Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
+        });
         return Ok(ExhaustiveReport {
             scenario,
-            schedules: found.schedules,
-            pruned: found.pruned,
+            schedules: schedules + found.schedules,
+            pruned: pruned + found.pruned,
             distinct_states: found.distinct_states,
-            max_depth: found.max_depth,
+            max_depth: max_depth.max(found.max_depth),
             wall_ms: t0.elapsed().as_millis() as u64,
             complete: found.complete,
             violation: found.violation,
@@ -529,11 +554,13 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             symmetry,
             partial_order,
             final_states: found.final_states,
-            resumed_at_schedules: 0,
-            checkpoint: None,
+            resumed_at_schedules,
+            checkpoint,
             threads: workers,
         });
     }
+    let visited = Arc::new(SeenStates::new(seen));
+    let mut prefix = work.pop().map(|w| w.next_prefix);
     let mut violation = None;
     let mut interrupted = false;
     let mut folds = SavedFolds::default();
@@ -599,7 +626,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 schedules,
                 pruned,
                 max_depth: max_depth as u64,
-                next_prefix: next.clone(),
+                work: vec![Subtree::from_prefix(next.clone())],
                 visited,
                 ..Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
             })

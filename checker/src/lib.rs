@@ -155,7 +155,7 @@ pub mod trace;
 #[cfg(test)]
 mod testkit;
 
-pub use checkpoint::{Checkpoint, CheckpointError};
+pub use checkpoint::{Checkpoint, CheckpointError, Subtree};
 pub use exhaustive::{
     Bounds, Control, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, SearchError, check_exhaustive,
     check_exhaustive_controlled, check_exhaustive_until, check_exhaustive_with,

@@ -20,14 +20,30 @@
 //! then reports the one-thread search's first violation, found by that search run again
 //! within what is left of the time limit
 //! ([`crate::exhaustive::check_exhaustive_controlled`]), so that the violation reported,
-//! its counts and its trace do not depend on timing. Only when that search reaches no
-//! violation in time, or none at all (a property of whole paths, judged on the runs that
-//! reach their end, which the threads' timing chooses), is the threads' own violation
-//! reported: a real schedule that violates, but not the one-thread search's.
+//! its counts and its trace do not depend on timing (a resumed search's too: that search
+//! runs from the start, as where a checkpoint's work was split depends on timing). Only
+//! when that search reaches no violation in time, or none at all (a property of whole
+//! paths, judged on the runs that reach their end, which the threads' timing chooses), is
+//! the threads' own violation reported: a real schedule that violates, but not the
+//! one-thread search's.
 //!
-//! A search that reduces by partial order, keeps a checkpoint or resumes one runs on one
-//! thread: sleep sets and checkpoints follow one run after another.
+//! **Stopping and resuming.** A bound or an interrupt stops the workers between two
+//! runs: each puts its job back with its next prefix, so that the queue then holds every
+//! unfinished piece of work, and a checkpoint ([`crate::checkpoint`]) keeps it, with the
+//! seen states and the counters. A search resumed from it starts with those jobs and that
+//! seen set. The argument above carries over the stop: a seen state was reached first by
+//! a run of some job, and every continuation of it is either explored already or in the
+//! work of that job or of a job split from it, all of which the checkpoint holds; so the
+//! resumed search explores every continuation of every seen state, and a complete
+//! resumed search, on any number of threads (one runs the jobs one after another),
+//! reaches the same states as the search run in one go. The jobs' caps are kept with
+//! them, so that no schedule is in two jobs; the folds a job carries from run to run are
+//! not (its first run after resuming folds its prefix again, with the same digests).
+//!
+//! A search that reduces by partial order runs on one thread: its sleep sets follow one
+//! run after another.
 
+use crate::checkpoint::Subtree;
 use crate::exhaustive::{Bounds, DfsChooser, PROGRESS_EVERY_SCHEDULES};
 use crate::explore::Interrupt;
 use crate::run::{CheckedRun, judge};
@@ -53,6 +69,25 @@ struct Job {
 }
 
 impl Job {
+    fn from_subtree(w: Subtree) -> Job {
+        Job {
+            root_len: w.root_len as usize,
+            next: Some(w.next_prefix),
+            caps: w.caps.iter().map(|&(at, c)| (at as usize, c)).collect(),
+            folds: SavedFolds::default(),
+        }
+    }
+
+    /// The work left of a job stopped between two runs.
+    fn into_subtree(self) -> Option<Subtree> {
+        Some(Subtree {
+            root_len: self.root_len as u32,
+            next_prefix: self.next?,
+            // A job splits at increasing positions: its caps are in order.
+            caps: self.caps.iter().map(|&(at, c)| (at as u32, c)).collect(),
+        })
+    }
+
     fn cap(&self, i: usize, n: u32) -> u32 {
         self.caps
             .iter()
@@ -83,7 +118,7 @@ struct Queue {
     violation: Option<CheckedRun>,
 }
 
-/// What the search found, for the report.
+/// What the search found, for the report (the counts of this search only).
 pub(crate) struct Found {
     pub(crate) schedules: u64,
     pub(crate) pruned: u64,
@@ -93,6 +128,11 @@ pub(crate) struct Found {
     pub(crate) violation: Option<CheckedRun>,
     pub(crate) interrupted: bool,
     pub(crate) final_states: Option<BTreeSet<u128>>,
+    /// When a bound or an interrupt stopped the search: every job left, each where its
+    /// worker stopped.
+    pub(crate) left: Vec<Subtree>,
+    /// Every state digest seen, sorted, when the work left is kept.
+    pub(crate) seen: Vec<u128>,
 }
 
 /// One search's inputs.
@@ -108,6 +148,14 @@ pub(crate) struct Search<'a, R: Recipe> {
     pub(crate) final_states: bool,
     /// Take over the folds of a replayed prefix (see `Control::fold_replayed_prefix`).
     pub(crate) reuse_folds: bool,
+    /// The work to do: the whole tree, or the work a checkpoint left.
+    pub(crate) start: Vec<Subtree>,
+    /// The states seen before (a checkpoint's), then by this search.
+    pub(crate) seen: Arc<SeenStates>,
+    /// Schedules run before (a checkpoint's), for the progress display.
+    pub(crate) schedules_before: u64,
+    /// Keep the work left and the seen states when a bound or an interrupt stops it.
+    pub(crate) keep_left: bool,
 }
 
 struct Shared {
@@ -129,17 +177,19 @@ impl<R: Recipe> Search<'_, R> {
     /// found, or a bound or an interrupt stops the search.
     pub(crate) fn run(&self, workers: usize) -> Found {
         let shared = Shared {
-            seen: Arc::new(SeenStates::new([])),
+            seen: self.seen.clone(),
             finals: self
                 .final_states
                 .then(|| Arc::new(Mutex::new(BTreeSet::new()))),
             queue: Mutex::new(Queue {
-                jobs: vec![Job {
-                    root_len: 0,
-                    next: Some(Vec::new()),
-                    caps: Vec::new(),
-                    folds: SavedFolds::default(),
-                }],
+                // Reversed, as workers take the last: the first subtree goes first.
+                jobs: self
+                    .start
+                    .iter()
+                    .rev()
+                    .cloned()
+                    .map(Job::from_subtree)
+                    .collect(),
                 ..Queue::default()
             }),
             wake: Condvar::new(),
@@ -156,7 +206,23 @@ impl<R: Recipe> Search<'_, R> {
             }
         });
         let q = shared.queue.into_inner().expect("queue lock");
+        let keep = self.keep_left && q.cut && q.violation.is_none();
         Found {
+            // In the order they would be taken.
+            left: if keep {
+                q.jobs
+                    .into_iter()
+                    .rev()
+                    .filter_map(Job::into_subtree)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            seen: if keep {
+                shared.seen.sorted()
+            } else {
+                Vec::new()
+            },
             schedules: shared.schedules.into_inner(),
             pruned: shared.pruned.into_inner(),
             distinct_states: shared.seen.len(),
@@ -248,8 +314,9 @@ impl<R: Recipe> Search<'_, R> {
                 job.folds = std::mem::take(&mut c.folds);
                 std::mem::take(&mut c.guided.made)
             };
-            if n.is_multiple_of(PROGRESS_EVERY_SCHEDULES) {
-                (self.progress)(n, sh.seen.len());
+            let total = self.schedules_before + n;
+            if total.is_multiple_of(PROGRESS_EVERY_SCHEDULES) {
+                (self.progress)(total, sh.seen.len());
             }
             sh.max_depth.fetch_max(made.len(), Ordering::Relaxed);
             if out.error == Some(SimError::Pruned) {

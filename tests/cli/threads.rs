@@ -1,6 +1,6 @@
 //! `zklock check --threads`: the search on several threads reaches the states of one
-//! thread and reports the same violation with the same trace; out-of-range counts are
-//! refused.
+//! thread and reports the same violation with the same trace, stops and resumes through
+//! its checkpoint; out-of-range counts are refused.
 
 use super::zklock;
 
@@ -68,14 +68,91 @@ fn check_refuses_threads_out_of_range() {
         assert_eq!(code, 2, "--threads {n}: {err}");
         assert!(err.contains("--threads"), "{err}");
     }
-    let (code, _, err) = zklock(
-        &["check", "--threads", "2", "--checkpoint", "c.ckpt"],
-        dir.path(),
-    );
-    assert_eq!(code, 2, "{err}");
+}
+
+/// `--threads 2 --checkpoint F` is accepted: stopped by `--schedules-max`, the check
+/// writes F, and the same command resumes it (on two threads, then on one) until it
+/// completes with the states of the check run in one go.
+#[test]
+fn check_on_two_threads_with_a_checkpoint_stops_writes_it_and_resumes_to_the_states_of_one_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = |threads: &str| {
+        let args = [
+            "check",
+            "--clients",
+            "2",
+            "--faults-max",
+            "1",
+            "--schedules-max",
+            "4000",
+            "--checkpoint",
+            "c.ckpt",
+            "--threads",
+            threads,
+        ];
+        zklock(&args, dir.path())
+    };
+    let (code, out, err) = part("2");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("symmetry on, 2 threads: "), "{out}");
+    assert!(out.contains("checkpoint: c.ckpt"), "{out}");
+    assert!(dir.path().join("c.ckpt").exists());
+    let (code, out, err) = part("2");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("resumed after 4000 schedules"), "{out}");
+    let mut stops = 2;
+    let last = loop {
+        let (code, out, err) = part("1");
+        if code == 0 {
+            break out;
+        }
+        assert_eq!(code, 3, "{out}{err}");
+        stops += 1;
+        assert!(stops < 100, "{out}");
+    };
+    assert!(last.contains("resumed after "), "{last}");
+    assert!(last.contains("ok: every property held"), "{last}");
+    assert_eq!(states(&last), "77866 distinct states, complete", "{last}");
+}
+
+/// A canary stopped on two threads after its first schedule, before its violation, and
+/// resumed on two from its checkpoint reports the violation of the search on one thread,
+/// with its trace, and says where it comes from.
+#[test]
+fn a_canary_resumed_on_two_threads_from_its_checkpoint_reports_the_one_thread_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |extra: &[&str], out: &str| {
+        let mut args = vec!["check", "--recipe", "canary-deaf-holder", "--out", out];
+        args.extend_from_slice(extra);
+        zklock(&args, dir.path())
+    };
+    let trace = |out: &str| {
+        let path = std::fs::read_dir(dir.path().join(out))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        let t: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        t["choices"].clone()
+    };
+    let (code, one, err) = check(&["--threads", "1"], "one");
+    assert_eq!(code, 1, "{one}{err}");
+    let parts = ["--threads", "2", "--checkpoint", "c.ckpt"];
+    let first: Vec<&str> = parts
+        .iter()
+        .copied()
+        .chain(["--schedules-max", "1"])
+        .collect();
+    let (code, out, err) = check(&first, "two");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("checkpoint: c.ckpt"), "{out}");
+    let (code, out, err) = check(&parts, "two");
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("resumed after 1 schedules"), "{out}");
     assert!(
-        err.contains("a search with --checkpoint runs on one thread"),
-        "{err}"
+        out.contains("the violation is the first of the search on one thread"),
+        "{out}"
     );
-    assert!(!dir.path().join("c.ckpt").exists());
+    assert_eq!(trace("two"), trace("one"));
 }

@@ -117,8 +117,9 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
     spinner.finish_and_clear();
     if r.resumed_at_schedules > 0 || resuming {
         println!(
-            "resumed after {} schedules, from {}",
+            "resumed after {} schedule{}, from {}",
             resumed_from,
+            if resumed_from == 1 { "" } else { "s" },
             a.checkpoint.as_deref().unwrap_or(Path::new("")).display()
         );
         // Its counts are then of that search alone (see `ExhaustiveReport`).

@@ -149,7 +149,7 @@ fn a_canary_resumed_on_two_threads_from_its_checkpoint_reports_the_one_thread_tr
     assert!(out.contains("checkpoint: c.ckpt"), "{out}");
     let (code, out, err) = check(&parts, "two");
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("resumed after 1 schedules"), "{out}");
+    assert!(out.contains("resumed after 1 schedule,"), "{out}");
     assert!(
         out.contains("the violation is the first of the search on one thread"),
         "{out}"

@@ -2,52 +2,11 @@
 //! unplugged), holding longer than a session: `mutual_exclusion` must catch two
 //! believers, while the shipped lock passes the same runs.
 
-use std::time::Duration;
+mod common;
+
+use common::Deaf;
 use zklock_checker::{CheckConfig, Report, check_all};
-use zklock_recipe::history::LockRole;
-use zklock_sim::{
-    Faults, LockUnderTest, Rate, Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient,
-    run_scenario,
-};
-
-struct Deaf(ShippedRecipe);
-struct DeafLock(ShippedLock);
-
-impl Recipe for Deaf {
-    type Lock = DeafLock;
-    fn name(&self) -> String {
-        "deaf-holder".into()
-    }
-    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> DeafLock {
-        DeafLock(self.0.lock(client, role, path))
-    }
-}
-
-impl LockUnderTest for DeafLock {
-    type Guard = <ShippedLock as LockUnderTest>::Guard;
-    async fn acquire(&self) -> Result<Self::Guard, String> {
-        self.0.acquire().await
-    }
-    async fn try_acquire(&self) -> Result<Option<Self::Guard>, String> {
-        self.0.try_acquire().await
-    }
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Self::Guard>, String> {
-        self.0.acquire_timeout(timeout).await
-    }
-    fn token(&self, guard: &Self::Guard) -> i64 {
-        self.0.token(guard)
-    }
-    fn node(&self, guard: &Self::Guard) -> String {
-        self.0.node(guard)
-    }
-    async fn lost<'a>(&'a self, _guard: &'a Self::Guard) -> String {
-        // The bug: never stop believing.
-        std::future::pending().await
-    }
-    async fn release(&self, guard: Self::Guard) -> Result<(), String> {
-        self.0.release(guard).await
-    }
-}
+use zklock_sim::{Faults, Rate, Recipe, Scenario, ShippedRecipe, run_scenario};
 
 /// Long holds and session-ending faults, no pauses.
 fn scenario() -> Scenario {

@@ -6,14 +6,15 @@
 //! threads vary between runs (work done in vain), so only states are compared; every
 //! stop is by `schedules_max`, never by the clock.
 
+mod common;
+
+use common::Deaf;
 use std::collections::BTreeSet;
-use std::time::Duration;
 use zklock_checker::{
     Bounds, CheckedRun, Checkpoint, Control, ExhaustiveReport, Interrupt, PROGRESS_EVERY_SCHEDULES,
     Subtree, check_exhaustive_controlled,
 };
-use zklock_recipe::history::LockRole;
-use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedLock, ShippedRecipe, SimClient};
+use zklock_sim::{Recipe, Scenario, ShippedRecipe};
 
 fn failing(run: &CheckedRun) -> bool {
     run.failure().is_some()
@@ -239,46 +240,6 @@ fn a_checkpoint_of_several_subtrees_resumes_on_one_thread_or_two() {
         assert!(r.complete, "{r}");
         assert_eq!(r.distinct_states, whole.distinct_states, "{threads}: {r}");
         assert_eq!(r.final_states, whole.final_states, "{threads}: {r}");
-    }
-}
-
-/// A holder that ignores Disconnected and Expired (the deaf-holder canary): two believers
-/// after its session ends.
-struct Deaf(ShippedRecipe);
-struct DeafLock(ShippedLock);
-
-impl Recipe for Deaf {
-    type Lock = DeafLock;
-    fn name(&self) -> String {
-        "deaf-holder".into()
-    }
-    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> DeafLock {
-        DeafLock(self.0.lock(client, role, path))
-    }
-}
-
-impl LockUnderTest for DeafLock {
-    type Guard = <ShippedLock as LockUnderTest>::Guard;
-    async fn acquire(&self) -> Result<Self::Guard, String> {
-        self.0.acquire().await
-    }
-    async fn try_acquire(&self) -> Result<Option<Self::Guard>, String> {
-        self.0.try_acquire().await
-    }
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Self::Guard>, String> {
-        self.0.acquire_timeout(timeout).await
-    }
-    fn token(&self, guard: &Self::Guard) -> i64 {
-        self.0.token(guard)
-    }
-    fn node(&self, guard: &Self::Guard) -> String {
-        self.0.node(guard)
-    }
-    async fn lost<'a>(&'a self, _guard: &'a Self::Guard) -> String {
-        std::future::pending().await
-    }
-    async fn release(&self, guard: Self::Guard) -> Result<(), String> {
-        self.0.release(guard).await
     }
 }
 

@@ -44,6 +44,15 @@ fn search<R: Recipe>(recipe: &R, bounds: &Bounds, resume: Option<Checkpoint>) ->
     r
 }
 
+/// The search on one thread, run in one go: what every search in parts must match.
+fn in_one_go<R: Recipe>(recipe: &R, bounds: &Bounds) -> ExhaustiveReport {
+    let one = Bounds {
+        threads: 1,
+        ..bounds.clone()
+    };
+    search(recipe, &one, None)
+}
+
 /// What a search in parts ended with: its last report, the union of every part's final
 /// states, and how many times a bound stopped it.
 struct Parts {
@@ -124,14 +133,7 @@ fn a_search_on_two_threads_stopped_and_resumed_reaches_the_states_of_one_go() {
             symmetry: true,
             ..Bounds::default()
         };
-        let whole = search(
-            &lock,
-            &Bounds {
-                threads: 1,
-                ..bounds.clone()
-            },
-            None,
-        );
+        let whole = in_one_go(&lock, &bounds);
         assert!(whole.complete && whole.symmetry, "{whole}");
         let name = format!("{clients}c/{faults_max}f");
         let on_two = in_parts(&lock, &bounds, None, step, |_| 2);
@@ -156,14 +158,7 @@ fn an_interrupted_search_on_two_threads_keeps_its_work_and_resumes_to_the_states
         threads: 2,
         ..Bounds::default()
     };
-    let whole = search(
-        &lock,
-        &Bounds {
-            threads: 1,
-            ..bounds.clone()
-        },
-        None,
-    );
+    let whole = in_one_go(&lock, &bounds);
     let interrupt = Interrupt::new();
     let control = Control {
         interrupt: interrupt.clone(),
@@ -211,14 +206,7 @@ fn a_checkpoint_of_several_subtrees_resumes_on_one_thread_or_two() {
         faults_max: 0,
         ..Bounds::default()
     };
-    let whole = search(
-        &lock,
-        &Bounds {
-            threads: 1,
-            ..bounds.clone()
-        },
-        None,
-    );
+    let whole = in_one_go(&lock, &bounds);
     let split = Checkpoint {
         work: vec![
             Subtree {
@@ -247,14 +235,7 @@ fn a_checkpoint_of_several_subtrees_resumes_on_one_thread_or_two() {
 fn a_canary_stopped_before_its_violation_and_resumed_on_two_threads_reports_the_same_one() {
     let deaf = Deaf(ShippedRecipe::default());
     let bounds = Bounds::default();
-    let one = search(
-        &deaf,
-        &Bounds {
-            threads: 1,
-            ..bounds.clone()
-        },
-        None,
-    );
+    let one = in_one_go(&deaf, &bounds);
     let v = one
         .violation
         .as_ref()

@@ -35,6 +35,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         symmetry: a.symmetry == crate::cli::OnOff::On,
         partial_order: a.partial_order == crate::cli::OnOff::On,
         threads: 1,
+        request_time_us: a.request_time_us,
     };
     let base = Scenario {
         readers: a.readers,
@@ -130,12 +131,16 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         }
     }
     println!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}, symmetry {}{}{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}, symmetry {}{}{}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
         non_default_knobs(&base),
+        match b.request_time_us {
+            0 => String::new(),
+            us => format!(", requests of {us} us"),
+        },
         describe(&b.shape),
         if r.symmetry { "on" } else { "off" },
         if r.partial_order {

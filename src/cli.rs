@@ -266,6 +266,12 @@ pub struct CheckArgs {
         allow_negative_numbers = true
     )]
     pub sequence_start: i32,
+    /// Virtual time each request takes, in microseconds, 0 to 1000000. At 0 the clock
+    /// moves only to the next timer, once no request is ready, so schedules that differ
+    /// only in how many requests came before a fault meet as one state; explore's
+    /// simulation takes 100
+    #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us)]
+    pub request_time_us: u64,
     /// Lock directories, as for explore (each acquisition's lock is a branch)
     #[arg(
         long,

@@ -11,8 +11,8 @@
 //! which makes it dependent on everything. Two transitions are independent when neither
 //! writes what the other reads or writes, at most one writes the tree at all (each write
 //! takes the next zxid), they deliver to disjoint clients, and neither is global. Both then
-//! take `request_time_us` with no timer due between them, so either order ends in the
-//! same state.
+//! take `request_time_us` (0 by default: [`Bounds::request_time_us`]) with no timer due
+//! between them, so either order ends in the same state.
 //!
 //! **Sleep sets.** Each state carries a sleep set: request transitions that need not be
 //! taken there. At a state with sleep set `Z`, the search takes the enabled requests not

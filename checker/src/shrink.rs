@@ -303,6 +303,8 @@ impl<R: Recipe> Shrinker<'_, R> {
                 partial_order: false,
                 // Its schedule budget counts runs, and more threads make more of them.
                 threads: 1,
+                // The failing run's model of time, whichever it was.
+                request_time_us: self.best_sc.request_time_us,
             };
             let target = self.target.clone();
             // The bounds are within their limits: the scenario was validated, the time

@@ -95,7 +95,7 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 clients, 0 faults", 2, 0, 0, 1, false, 1_193, (223, 290)),
+            case("2 clients, 0 faults", 2, 0, 0, 1, false, 625, (185, 214)),
             case(
                 "2 clients, 1 fault",
                 2,
@@ -103,8 +103,8 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
                 0,
                 1,
                 false,
-                155_729,
-                (26_115, 26_412),
+                46_933,
+                (13_715, 13_400),
             ),
         ],
     );
@@ -122,8 +122,8 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
                 2,
                 1,
                 false,
-                140_805,
-                (26_140, 26_310),
+                36_205,
+                (14_525, 13_886),
             ),
             case(
                 "1 reader 1 writer, 1 fault",
@@ -132,8 +132,8 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
                 1,
                 1,
                 false,
-                155_729,
-                (26_115, 26_412),
+                46_933,
+                (13_715, 13_400),
             ),
         ],
     );
@@ -152,8 +152,8 @@ fn partial_order_with_symmetry_keeps_two_clients_verdicts_and_states() {
             0,
             1,
             true,
-            77_866,
-            (13_060, 13_240),
+            23_468,
+            (7_381, 6_734),
         )],
     );
 }
@@ -174,8 +174,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 2,
                 false,
-                480_608,
-                (86_096, 87_136),
+                126_748,
+                (42_420, 40_932),
             ),
             case(
                 "3 clients, 0 faults",
@@ -184,8 +184,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 1,
                 false,
-                250_404,
-                (72_365, 141_820),
+                87_348,
+                (40_079, 62_872),
             ),
             case(
                 "3 clients, 0 faults, symmetric",
@@ -194,8 +194,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 1,
                 true,
-                41_786,
-                (12_735, 23_724),
+                14_586,
+                (11_784, 10_530),
             ),
         ],
     );
@@ -213,8 +213,8 @@ fn partial_order_reduction_keeps_the_semaphores_verdicts_and_states() {
             0,
             1,
             false,
-            1_853_283,
-            (219_424, 224_612),
+            892_767,
+            (206_057, 206_134),
         )],
     );
 }

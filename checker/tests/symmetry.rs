@@ -73,27 +73,13 @@ fn symmetry_reduction_keeps_the_shipped_locks_verdicts_and_final_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 clients, 0 faults", 2, 0, 0, 1, (598, 1_193)),
-            case("2 clients, 1 fault", 2, 1, 0, 1, (77_866, 155_729)),
-            case("2 readers, 1 fault", 2, 1, 2, 1, (70_404, 140_805)),
-            case("1 reader 1 writer, 1 fault", 2, 1, 1, 1, (155_729, 155_729)),
-            case(
-                "2 clients, 2 locks, 1 fault",
-                2,
-                1,
-                0,
-                2,
-                (240_307, 480_608),
-            ),
-            case("3 clients, 0 faults", 3, 0, 0, 1, (41_786, 250_404)),
-            case(
-                "1 reader 2 writers, 0 faults",
-                3,
-                0,
-                1,
-                1,
-                (125_253, 250_404),
-            ),
+            case("2 clients, 0 faults", 2, 0, 0, 1, (314, 625)),
+            case("2 clients, 1 fault", 2, 1, 0, 1, (23_468, 46_933)),
+            case("2 readers, 1 fault", 2, 1, 2, 1, (18_104, 36_205)),
+            case("1 reader 1 writer, 1 fault", 2, 1, 1, 1, (46_933, 46_933)),
+            case("2 clients, 2 locks, 1 fault", 2, 1, 0, 2, (63_377, 126_748)),
+            case("3 clients, 0 faults", 3, 0, 0, 1, (14_586, 87_348)),
+            case("1 reader 2 writers, 0 faults", 3, 0, 1, 1, (43_701, 87_348)),
         ],
     );
 }
@@ -108,7 +94,7 @@ fn symmetry_reduction_keeps_the_semaphores_verdicts_and_final_states() {
             faults_max: 1,
             readers: 0,
             locks: 1,
-            states: (926_642, 1_853_283),
+            states: (446_384, 892_767),
         }],
     );
 }
@@ -135,7 +121,7 @@ fn a_recipe_not_declared_symmetric_is_searched_unreduced() {
         faults_max: 0,
         readers: 0,
         locks: 1,
-        states: (1_193, 1_193),
+        states: (625, 625),
     };
     let e = evidence(&Asymmetric, &c);
     assert!(!e.reduced.symmetry);

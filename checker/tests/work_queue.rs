@@ -115,8 +115,8 @@ fn a_sole_consumer_that_crashes_mid_item_is_no_violation_but_every_schedule_is_j
         ..Bounds::default()
     };
     for (recipe, schedules) in [
-        (QueueRecipe::default(), 27_831),
-        (QueueRecipe::naive(), 13_809),
+        (QueueRecipe::default(), 18_801),
+        (QueueRecipe::naive(), 10_245),
     ] {
         let r = check_exhaustive(&Scenario::default(), &recipe, &bounds).unwrap();
         assert!(r.complete && r.violation.is_none(), "{r}");

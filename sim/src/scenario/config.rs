@@ -99,6 +99,13 @@ impl Faults {
     }
 }
 
+/// [`Scenario::request_time_us`] by default, in microseconds.
+pub const REQUEST_TIME_US_DEFAULT: u64 = 100;
+
+fn is_default_request_time(us: &u64) -> bool {
+    *us == REQUEST_TIME_US_DEFAULT
+}
+
 /// How faults are drawn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FaultMode {
@@ -138,6 +145,14 @@ pub struct Scenario {
     pub hold_ms: u64,
     /// Timeout of the timed acquire mode, in milliseconds. Default 3000.
     pub acquire_timeout_ms: u64,
+    /// Virtual time the server takes to apply each request, in microseconds: the clock
+    /// moves by it at every request. Default 100 (written only when it differs), at most
+    /// [`REQUEST_TIME_US_MAX`](super::limits::REQUEST_TIME_US_MAX). At 0 the clock moves
+    /// only to the next timer, once no request is ready: the exhaustive check's model
+    /// (`Bounds::request_time_us` in zklock-checker), where states then differ by what
+    /// happened in what order, not by how many requests came before.
+    #[serde(skip_serializing_if = "is_default_request_time")]
+    pub request_time_us: u64,
     /// Every `drop_every`-th acquire attempt of a client is a blocking acquire whose
     /// future the client drops after a delay, unless it finished first (as
     /// `tokio::time::timeout` does): a recipe must leave no node behind. 0: never.
@@ -188,6 +203,7 @@ impl Default for Scenario {
             session_timeout_ms: 6000,
             hold_ms: 5,
             acquire_timeout_ms: 3000,
+            request_time_us: REQUEST_TIME_US_DEFAULT,
             drop_every: 4,
             mix_offset: 0,
             drop_after_ms_max: 20,

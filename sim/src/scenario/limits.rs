@@ -33,6 +33,11 @@ pub const TIME_LIMIT_MS_MAX: u64 = 3_600_000;
 /// their conversions to microseconds far from overflowing.
 pub const DURATION_MS_MAX: u64 = TIME_LIMIT_MS_MAX;
 
+/// A request's virtual time ([`Scenario::request_time_us`]) at most, in microseconds:
+/// one second, far slower than any server; over a run's steps at most
+/// ([`SCENARIO_STEPS_MAX`]) the clock stays far from overflowing.
+pub const REQUEST_TIME_US_MAX: u64 = 1_000_000;
+
 /// The longest delay before a dropped acquire is dropped, in milliseconds: the chooser
 /// draws it among 65,536 values.
 pub const DROP_AFTER_MS_MAX: u64 = 65_535;
@@ -170,6 +175,7 @@ impl Scenario {
         ] {
             at_most(field, value, DURATION_MS_MAX)?;
         }
+        at_most("request_time_us", self.request_time_us, REQUEST_TIME_US_MAX)?;
         at_most(
             "drop_after_ms_max",
             self.drop_after_ms_max,
@@ -236,7 +242,7 @@ mod tests {
 
     #[test]
     fn each_bound_is_checked() {
-        let too_large: [fn(&mut Scenario); 9] = [
+        let too_large: [fn(&mut Scenario); 10] = [
             |s| s.clients = CLIENTS_MAX + 1,
             |s| s.locks = LOCKS_MAX + 1,
             |s| s.acquisitions_per_client = ACQUISITIONS_PER_CLIENT_MAX + 1,
@@ -245,6 +251,7 @@ mod tests {
             |s| s.session_timeout_ms = DURATION_MS_MAX + 1,
             |s| s.faults.pause_ms_max = DURATION_MS_MAX + 1,
             |s| s.drop_after_ms_max = DROP_AFTER_MS_MAX + 1,
+            |s| s.request_time_us = REQUEST_TIME_US_MAX + 1,
             |s| {
                 s.fault_mode = FaultMode::Bounded {
                     faults_max: BOUNDED_FAULTS_MAX + 1,
@@ -275,6 +282,7 @@ mod tests {
             time_limit_ms: TIME_LIMIT_MS_MAX,
             heal_ms: DURATION_MS_MAX,
             drop_after_ms_max: DROP_AFTER_MS_MAX,
+            request_time_us: REQUEST_TIME_US_MAX,
             ..Scenario::default()
         };
         assert_eq!(sc.validate(), Ok(()));

@@ -74,6 +74,7 @@ pub fn run_scenario_with<R: Recipe>(
         session_timeout_ms: scenario.session_timeout_ms,
         time_limit_ms: scenario.time_limit_ms,
         steps_max: SCENARIO_STEPS_MAX,
+        request_time_us: scenario.request_time_us,
         ..SimConfig::default()
     };
     let sim = Sim::with_chooser(cfg, chooser);

@@ -15,6 +15,8 @@ use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 mod partial_order;
 #[path = "cli/readme.rs"]
 mod readme;
+#[path = "cli/request_time.rs"]
+mod request_time;
 #[path = "cli/shape.rs"]
 mod shape;
 #[path = "cli/threads.rs"]

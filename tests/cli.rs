@@ -37,6 +37,20 @@ fn zklock<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> (i32, String, St
     )
 }
 
+/// The trace a failing check in `dir` printed as `trace: PATH` in `out`, after checking
+/// that `zklock replay` runs it again to the same history (and the same failure).
+fn replayed_trace(dir: &Path, out: &str) -> Trace {
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: "))
+        .expect("the trace's path");
+    let trace = Trace::read(&dir.join(path)).unwrap();
+    let (code, out, err) = zklock(&["replay", path], dir);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("replay: identical history"), "{out}");
+    trace
+}
+
 /// A passing run of the shipped lock, written as a trace at `dir/name`.
 fn passing_trace(dir: &Path, name: &str) -> (PathBuf, Trace) {
     let sc = Scenario {

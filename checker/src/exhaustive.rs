@@ -17,10 +17,17 @@
 //! stops there.
 //! This covers every property judged on states (mutual exclusion, read/write
 //! compatibility, the fenced resource) and on final states (orphan nodes, stuck waiters).
-//! Properties of whole paths (FIFO order, herds, liveness bounds, fencing token order,
-//! whether a refused writer's hold was still valid) are judged on every schedule that
-//! runs to the end; a path that is pruned shares its future with one that ran, but its
-//! own past is judged only up to the pruning point.
+//! Every schedule is judged as far as it runs: one that runs to the end on its whole
+//! history, one stopped at a seen state on its history up to there, on every property
+//! a run that goes on cannot mend (all but `liveness_after_heal`: its final state is no
+//! run's, and an open wait may yet be served). When a stopped schedule's history breaks
+//! one, the same schedule runs again to its end without pruning, and that whole run is
+//! judged and reported, so that its trace replays as it ran. Properties of whole paths
+//! (FIFO order, herds, liveness bounds, fencing token order, whether a refused writer's
+//! hold was still valid) are thus judged on each schedule's own past; a stopped
+//! schedule's future is the one explored from the state's first visit, judged with that
+//! visit's past, so a violation that needs the stopped schedule's past together with that
+//! future is not seen.
 //!
 //! **Time.** Requests take no virtual time by default ([`Bounds::request_time_us`]): the
 //! clock moves only when no request is ready, to the next timer (a sleep's end, a
@@ -67,13 +74,13 @@ use crate::limits::THREADS_MAX;
 use crate::limits::{LimitError, check_wall_time_ms};
 use crate::parallel::Search;
 use crate::partial_order::{Explored, RunSleep, SleepingStates};
-use crate::run::{CheckedRun, judge};
+use crate::run::{CheckedRun, judge, prefix_broke_a_property};
 use crate::seen::SeenStates;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use zklock_sim::{
-    ChoiceKind, Chooser, FaultMode, Folds, Footprint, GuidedChooser, Offer, Recipe, SavedFolds,
-    Scenario, Shape, SimError, run_scenario_with,
+    ChoiceKind, Chooser, FaultMode, Folds, Footprint, GuidedChooser, Offer, Recipe, RunOutcome,
+    SavedFolds, Scenario, Shape, SimError, run_scenario_with,
 };
 
 /// Bounds of an exhaustive check.
@@ -623,6 +630,10 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         max_depth = max_depth.max(made.len());
         if out.error == Some(SimError::Pruned) {
             pruned += 1;
+            if let Some(run) = judge_pruned(&scenario, recipe, out, &made, failing) {
+                violation = Some(run);
+                break;
+            }
         } else {
             let run = judge(&scenario, out);
             if failing(&run) {
@@ -670,6 +681,26 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         checkpoint,
         threads: 1,
     })
+}
+
+/// Judges a run stopped at a seen state: its history as far as it went, and when that
+/// broke a property already, the same schedule run to its end without pruning, so that a
+/// violation is reported, and its trace replays, as a whole run. That run, if `failing`
+/// accepts it.
+pub(crate) fn judge_pruned<R: Recipe>(
+    scenario: &Scenario,
+    recipe: &R,
+    out: RunOutcome,
+    made: &[(ChoiceKind, u32, u32)],
+    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
+) -> Option<CheckedRun> {
+    if !prefix_broke_a_property(scenario, out) {
+        return None;
+    }
+    let choices = made.iter().map(|&(_, _, c)| c).collect();
+    let whole = run_scenario_with(scenario, 0, Box::new(GuidedChooser::new(choices)), recipe);
+    let run = judge(scenario, whole);
+    failing(&run).then_some(run)
 }
 
 /// Runs `bounds` twice, with a reduction that `set` switches on in the first run and off

@@ -44,7 +44,7 @@
 //! run after another.
 
 use crate::checkpoint::Subtree;
-use crate::exhaustive::{Bounds, DfsChooser, PROGRESS_EVERY_SCHEDULES};
+use crate::exhaustive::{Bounds, DfsChooser, PROGRESS_EVERY_SCHEDULES, judge_pruned};
 use crate::explore::Interrupt;
 use crate::run::{CheckedRun, judge};
 use crate::seen::SeenStates;
@@ -321,6 +321,10 @@ impl<R: Recipe> Search<'_, R> {
             sh.max_depth.fetch_max(made.len(), Ordering::Relaxed);
             if out.error == Some(SimError::Pruned) {
                 sh.pruned.fetch_add(1, Ordering::Relaxed);
+                let run = judge_pruned(self.scenario, self.recipe, out, &made, self.failing);
+                if run.is_some() {
+                    return run;
+                }
             } else {
                 let run = judge(self.scenario, out);
                 if (self.failing)(&run) {

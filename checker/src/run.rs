@@ -122,6 +122,21 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
     CheckedRun { outcome, report }
 }
 
+/// Whether the history of a run an exploring search stopped at a seen state broke a
+/// property already, as far as it goes: every property but `liveness_after_heal`, since
+/// the run goes on (its final state is no run's final state, and a wait still open may
+/// yet be served). A work queue's run is judged whole only: `false`.
+pub(crate) fn prefix_broke_a_property(scenario: &Scenario, outcome: RunOutcome) -> bool {
+    if outcome.work_queue.is_some() {
+        return false;
+    }
+    judge(scenario, outcome)
+        .report
+        .verdicts
+        .iter()
+        .any(|v| !v.ok && v.property != crate::properties::liveness_after_heal::NAME)
+}
+
 /// Runs `scenario` from `seed` with the random Chooser, then judges it.
 pub fn check_seed<R: Recipe>(scenario: &Scenario, seed: u64, recipe: &R) -> CheckedRun {
     let o = run_scenario_with(scenario, seed, Box::new(RandomChooser::new(seed)), recipe);
@@ -136,3 +151,6 @@ pub fn replay<R: Recipe>(trace: &Trace, recipe: &R) -> Result<CheckedRun, Scenar
     let o = run_scenario_with(&trace.scenario, trace.seed, Box::new(chooser), recipe);
     Ok(judge(&trace.scenario, o))
 }
+
+#[cfg(test)]
+mod tests;

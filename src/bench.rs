@@ -293,9 +293,6 @@ fn exhaustive_figures(
         schedules_max: u64::MAX,
         ..Bounds::default()
     };
-    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)
-        .expect("the bench's bounds are within the limits (its time limit is checked)");
-    let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
     // The targets: 3 clients complete with 1 fault within 10 s and with 2 within
     // 60 s; 4 clients with 1 fault complete.
     let target = match (clients, faults_max) {
@@ -308,13 +305,44 @@ fn exhaustive_figures(
         (4, 1) => Some(Target { within_s: None }),
         _ => None,
     };
+    let config = format!("{clients} clients, {faults_max} faults");
+    search_figures(&bounds, config, target.filter(|_| symmetry))
+}
+
+/// The search the check made before it had any reduction, for its states per second per
+/// core: 3 clients with 1 fault, requests of 100 µs, no symmetry reduction, one thread,
+/// the first 2,000,000 schedules (its default bound then). The same search, schedule for
+/// schedule, as `zklock check --clients 3 --faults-max 1` of that version, so that their
+/// rates compare the engines (docs/figures.md).
+fn first_search_figures(time_limit_s: u64) -> ExhaustiveFigures {
+    let bounds = Bounds {
+        clients: 3,
+        faults_max: 1,
+        symmetry: false,
+        threads: 1,
+        request_time_us: FIRST_SEARCH_REQUEST_TIME_US,
+        schedules_max: FIRST_SEARCH_SCHEDULES,
+        time_limit_ms: time_limit_s.saturating_mul(1000),
+        ..Bounds::default()
+    };
+    search_figures(&bounds, "3 clients, 1 fault, 100 us".to_owned(), None)
+}
+
+/// The request time and the schedules of [`first_search_figures`].
+const FIRST_SEARCH_REQUEST_TIME_US: u64 = 100;
+const FIRST_SEARCH_SCHEDULES: u64 = 2_000_000;
+
+fn search_figures(bounds: &Bounds, config: String, target: Option<Target>) -> ExhaustiveFigures {
+    let r = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), bounds)
+        .expect("the bench's bounds are within the limits (its time limit is checked)");
+    let secs = (r.wall_ms as f64 / 1000.0).max(1e-9);
     ExhaustiveFigures {
-        config: format!("{clients} clients, {faults_max} faults"),
+        config,
         symmetry: r.symmetry,
         reduction: None,
         threads: r.threads,
         speedup: None,
-        target: target.filter(|_| symmetry),
+        target,
         schedules: r.schedules,
         distinct_states: r.distinct_states,
         complete: r.complete,
@@ -436,6 +464,8 @@ pub fn run(a: BenchArgs) -> Result<Status> {
             f.exhaustive.push(reduced);
             f.exhaustive.extend(every_core);
         }
+        eprintln!("exhaustive: the first search (3 clients, 1 fault, requests of 100 us)...");
+        f.exhaustive.push(first_search_figures(exhaustive_limit_s));
     }
     if real {
         f.real = Some(bench_real::run(&real_opts)?);

@@ -275,6 +275,17 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
     assert_eq!(sim["drop_every"], 0);
     assert!(text.contains("no dropped acquires"), "{text}");
 
+    // The search the check first made, for its rate per core: unreduced, on one thread,
+    // within its 2,000,000 schedules.
+    let cells = figures["exhaustive"].as_array().unwrap();
+    let first = cells.last().unwrap();
+    assert_eq!(first["config"], "3 clients, 1 fault, 100 us", "{json}");
+    assert_eq!(
+        (&first["symmetry"], &first["threads"]),
+        (&false.into(), &1.into())
+    );
+    assert!(first["schedules"].as_u64().unwrap() <= 2_000_000, "{json}");
+
     let (ok, out) = zklock(&["bench", "--sim-only", "--sim-rounds", "0"], dir.path());
     assert!(!ok);
     assert!(out.contains("--sim-rounds: 0 is not 1 to 100"), "{out}");

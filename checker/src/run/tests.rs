@@ -117,6 +117,30 @@ impl Chooser for StopAt {
     }
 }
 
+/// `sc` with the lock that never waits, every choice its first, run to its end and then
+/// again stopped at its last state, as if an explorer had seen it: (the whole run, the
+/// stopped run, the stopped run's choices).
+fn whole_and_stopped(sc: &Scenario) -> (RunOutcome, RunOutcome, Vec<(ChoiceKind, u32, u32)>) {
+    let run = |stop_at| {
+        let chooser = std::sync::Arc::new(std::sync::Mutex::new(StopAt {
+            stop_at,
+            ..StopAt::default()
+        }));
+        let out = run_scenario_with(sc, 0, Box::new(chooser.clone()), &Open);
+        let c = std::mem::take(&mut *chooser.lock().unwrap());
+        (out, c)
+    };
+    let (whole, counted) = run(None);
+    assert!(
+        whole.error.is_none() && counted.states > 0,
+        "{:?}",
+        whole.error
+    );
+    let (stopped, c) = run(Some(counted.states));
+    assert_eq!(stopped.error, Some(SimError::Pruned));
+    (whole, stopped, c.made)
+}
+
 #[test]
 fn a_violation_on_a_run_stopped_at_a_seen_state_is_reported_as_its_whole_run() {
     let sc = Scenario {
@@ -124,21 +148,9 @@ fn a_violation_on_a_run_stopped_at_a_seen_state_is_reported_as_its_whole_run() {
         faults: zklock_sim::Faults::none(),
         ..Scenario::default()
     };
-    let count = std::sync::Arc::new(std::sync::Mutex::new(StopAt::default()));
-    let whole = run_scenario_with(&sc, 0, Box::new(count.clone()), &Open);
-    let last = count.lock().unwrap().states;
-    assert!(whole.error.is_none() && last > 0, "{:?}", whole.error);
-    // The same schedule, stopped at its last state, as if an explorer had seen it.
-    let stop = std::sync::Arc::new(std::sync::Mutex::new(StopAt {
-        stop_at: Some(last),
-        ..StopAt::default()
-    }));
-    let out = run_scenario_with(&sc, 0, Box::new(stop.clone()), &Open);
-    assert_eq!(out.error, Some(SimError::Pruned));
-    let made = std::mem::take(&mut stop.lock().unwrap().made);
-
+    let (whole, stopped, made) = whole_and_stopped(&sc);
     let failing = |r: &CheckedRun| r.failure().is_some();
-    let run = judge_pruned(&sc, &Open, out, &made, &failing).expect("reported");
+    let run = judge_pruned(&sc, &Open, stopped, &made, &failing).expect("reported");
     assert_eq!(run.outcome.error, None, "reported as the whole run");
     assert_eq!(run.outcome.history, whole.history);
     assert!(
@@ -148,14 +160,6 @@ fn a_violation_on_a_run_stopped_at_a_seen_state_is_reported_as_its_whole_run() {
     );
 
     // The whole run decides: a prefix's violation that `failing` does not take is not one.
-    let out = run_scenario_with(
-        &sc,
-        0,
-        Box::new(std::sync::Arc::new(std::sync::Mutex::new(StopAt {
-            stop_at: Some(last),
-            ..StopAt::default()
-        }))),
-        &Open,
-    );
-    assert!(judge_pruned(&sc, &Open, out, &made, &|_| false).is_none());
+    let (_, stopped, made) = whole_and_stopped(&sc);
+    assert!(judge_pruned(&sc, &Open, stopped, &made, &|_| false).is_none());
 }

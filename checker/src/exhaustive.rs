@@ -9,10 +9,12 @@
 //!
 //! **Pruning, and why it is sound.** At each step the world hands the explorer a digest of
 //! its whole state: the server tree, sessions, connections and their queues, timers, the
-//! resource, the faults used, and for each client a digest of every value delivered to
-//! its actor, clock reads included. An actor draws no randomness and reads time only from
-//! the world, so its local state is a function of what was given to it; hence equal
-//! digests mean equal futures. The first schedule to reach a state explores, through
+//! resource, the faults used, and for each client still running its workload a digest
+//! of every value delivered to its actor, clock reads included. An actor draws no
+//! randomness and reads time only from the world, so its local state is a function of
+//! what was given to it; a client whose workload has returned has no code left to read
+//! anything, so only the world's state of it counts. Hence equal digests mean equal
+//! futures. The first schedule to reach a state explores, through
 //! backtracking, every continuation from it, so a later schedule reaching the same state
 //! stops there.
 //! This covers every property judged on states (mutual exclusion, read/write
@@ -27,7 +29,9 @@
 //! hold was still valid) are thus judged on each schedule's own past; a stopped
 //! schedule's future is the one explored from the state's first visit, judged with that
 //! visit's past, so a violation that needs the stopped schedule's past together with that
-//! future is not seen.
+//! future is not seen. Two pasts that meet as one state may differ in the order of
+//! events of clients that never observed each other, and in everything a client whose
+//! workload is over was given.
 //!
 //! **Time.** Requests take no virtual time by default ([`Bounds::request_time_us`]): the
 //! clock moves only when no request is ready, to the next timer (a sleep's end, a

@@ -133,6 +133,6 @@ fn three_clients_with_a_fault_complete_with_the_same_states_on_one_thread_and_tw
         },
     );
     assert!(two.complete && two.violation.is_none(), "{two}");
-    assert_eq!(two.distinct_states, 1_444_412, "{two}");
+    assert_eq!(two.distinct_states, 602_835, "{two}");
     same_on_every_thread_count(&lock, "3 clients, 1 fault", &plain, b);
 }

@@ -126,7 +126,7 @@ fn same_as_in_one_go(name: &str, whole: &ExhaustiveReport, parts: &Parts) {
 #[test]
 fn a_search_on_two_threads_stopped_and_resumed_reaches_the_states_of_one_go() {
     let lock = ShippedRecipe::default();
-    for (clients, faults_max, step) in [(2, 1, 3_000), (3, 0, 1_500)] {
+    for (clients, faults_max, step) in [(2, 1, 2_000), (3, 0, 1_500)] {
         let bounds = Bounds {
             clients,
             faults_max,

@@ -95,7 +95,7 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 clients, 0 faults", 2, 0, 0, 1, false, 625, (185, 214)),
+            case("2 clients, 0 faults", 2, 0, 0, 1, false, 502, (185, 214)),
             case(
                 "2 clients, 1 fault",
                 2,
@@ -103,8 +103,8 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
                 0,
                 1,
                 false,
-                46_933,
-                (13_715, 13_400),
+                27_574,
+                (11_453, 11_138),
             ),
         ],
     );
@@ -122,8 +122,8 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
                 2,
                 1,
                 false,
-                36_205,
-                (14_525, 13_886),
+                22_970,
+                (13_181, 12_542),
             ),
             case(
                 "1 reader 1 writer, 1 fault",
@@ -132,8 +132,8 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
                 1,
                 1,
                 false,
-                46_933,
-                (13_715, 13_400),
+                27_567,
+                (11_453, 11_138),
             ),
         ],
     );
@@ -152,8 +152,8 @@ fn partial_order_with_symmetry_keeps_two_clients_verdicts_and_states() {
             0,
             1,
             true,
-            23_468,
-            (7_381, 6_734),
+            13_792,
+            (6_258, 5_611),
         )],
     );
 }
@@ -174,8 +174,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 2,
                 false,
-                126_748,
-                (42_420, 40_932),
+                84_250,
+                (37_320, 35_832),
             ),
             case(
                 "3 clients, 0 faults",
@@ -184,7 +184,7 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 1,
                 false,
-                87_348,
+                66_889,
                 (40_079, 62_872),
             ),
             case(
@@ -194,7 +194,7 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 1,
                 true,
-                14_586,
+                11_177,
                 (11_784, 10_530),
             ),
         ],
@@ -213,8 +213,8 @@ fn partial_order_reduction_keeps_the_semaphores_verdicts_and_states() {
             0,
             1,
             false,
-            892_767,
-            (206_057, 206_134),
+            486_645,
+            (169_313, 169_390),
         )],
     );
 }

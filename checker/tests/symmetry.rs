@@ -73,13 +73,13 @@ fn symmetry_reduction_keeps_the_shipped_locks_verdicts_and_final_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 clients, 0 faults", 2, 0, 0, 1, (314, 625)),
-            case("2 clients, 1 fault", 2, 1, 0, 1, (23_468, 46_933)),
-            case("2 readers, 1 fault", 2, 1, 2, 1, (18_104, 36_205)),
-            case("1 reader 1 writer, 1 fault", 2, 1, 1, 1, (46_933, 46_933)),
-            case("2 clients, 2 locks, 1 fault", 2, 1, 0, 2, (63_377, 126_748)),
-            case("3 clients, 0 faults", 3, 0, 0, 1, (14_586, 87_348)),
-            case("1 reader 2 writers, 0 faults", 3, 0, 1, 1, (43_701, 87_348)),
+            case("2 clients, 0 faults", 2, 0, 0, 1, (253, 502)),
+            case("2 clients, 1 fault", 2, 1, 0, 1, (13_792, 27_574)),
+            case("2 readers, 1 fault", 2, 1, 2, 1, (11_489, 22_970)),
+            case("1 reader 1 writer, 1 fault", 2, 1, 1, 1, (27_567, 27_567)),
+            case("2 clients, 2 locks, 1 fault", 2, 1, 0, 2, (42_163, 84_250)),
+            case("3 clients, 0 faults", 3, 0, 0, 1, (11_177, 66_889)),
+            case("1 reader 2 writers, 0 faults", 3, 0, 1, 1, (33_472, 66_889)),
         ],
     );
 }
@@ -94,7 +94,7 @@ fn symmetry_reduction_keeps_the_semaphores_verdicts_and_final_states() {
             faults_max: 1,
             readers: 0,
             locks: 1,
-            states: (446_384, 892_767),
+            states: (243_326, 486_645),
         }],
     );
 }
@@ -121,7 +121,7 @@ fn a_recipe_not_declared_symmetric_is_searched_unreduced() {
         faults_max: 0,
         readers: 0,
         locks: 1,
-        states: (625, 625),
+        states: (502, 502),
     };
     let e = evidence(&Asymmetric, &c);
     assert!(!e.reduced.symmetry);

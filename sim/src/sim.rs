@@ -564,6 +564,15 @@ impl Sim {
         )
     }
 
+    /// Marks `client`'s workload over: no code of the client's will read what the world
+    /// gives it any more, so an explorer's digest leaves out its fold (see `World::digest`).
+    /// A workload that still uses the client after this breaks the digest's argument.
+    pub(crate) fn finish(&self, client: &SimClient) {
+        self.shared.stage(Staged::Finished {
+            client: client.index(),
+        });
+    }
+
     /// Resolves when the client crashes (never, if it does not).
     pub async fn until_crashed(&self, client: &SimClient) {
         let (tx, rx) = oneshot::channel();

@@ -74,11 +74,11 @@ const SMALLEST: &[(&str, Size, u64)] = &[
         5,
     ),
     ("canary-dropped-create", size(1, 1, 1, false), 70),
-    ("canary-dropped-create", size(1, 1, 1, true), 557),
+    ("canary-dropped-create", size(1, 1, 1, true), 524),
     ("canary-restart-forgets-node", size(2, 1, 1, false), 81),
     ("canary-restart-forgets-node", size(2, 1, 1, true), 135),
     ("canary-deadline-on-wake", size(2, 1, 1, false), 86),
-    ("canary-deadline-on-wake", size(2, 1, 1, true), 20_918),
+    ("canary-deadline-on-wake", size(2, 1, 1, true), 16_470),
     ("canary-order-blind-to-wrap", size(2, 0, 1, false), 1),
     ("canary-order-blind-to-wrap", size(2, 0, 1, true), 1),
     ("canary-unordered-token", size(1, 0, 2, false), 1),
@@ -91,7 +91,7 @@ const SMALLEST: &[(&str, Size, u64)] = &[
     // (nothing found in the 1,088,052 schedules of 30 s), as are those of two clients
     // and a fault or a second acquisition; the fixed shape's smaller bounds all hold (two
     // faults and one acquisition: every one of 216,865 schedules).
-    ("canary-guid-outlives-session", size(2, 2, 2, false), 45_242),
+    ("canary-guid-outlives-session", size(2, 2, 2, false), 38_297),
 ];
 
 const fn size(clients: u32, faults_max: u32, acquisitions_per_client: u32, shapes: bool) -> Size {

@@ -115,7 +115,12 @@ pub fn run_scenario_with<R: Recipe>(
             for (c, role, locks) in workers {
                 let renew = renew_tx.clone();
                 let w = worker(sim.clone(), c.clone(), role, locks, scenario.clone(), renew);
-                let t = sim.spawn(w);
+                let (finisher, client) = (sim.clone(), c.clone());
+                // Once the worker returns, nothing reads what this client is given.
+                let t = sim.spawn(async move {
+                    w.await;
+                    finisher.finish(&client);
+                });
                 tasks.push((t, c));
             }
             drop(renew_tx);

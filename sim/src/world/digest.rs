@@ -16,7 +16,12 @@
 //! The world's own state (tree, sessions, connections, queues, timers, resource, faults
 //! used) plus every client's `obs` and `outside_obs` therefore determines every
 //! continuation: two schedules that reach equal digests have the same futures, and
-//! exploring one of them suffices. Reads of the server's state outside any request
+//! exploring one of them suffices. A client whose workload has returned (`Sim::finish`,
+//! which the scenario runner calls when a client's worker returns; the recipe API has no
+//! way to spawn code that outlives it) has no code left to read what it is given, so
+//! its fold leaves the digest (`ClientState::live_fold`); the world's state of it stays,
+//! since its session, connection, queues and background cleanup still act. A crashed
+//! client's fold stays: its worker is stopped only when the runner gets to it. Reads of the server's state outside any request
 //! (`Sim::server_children` and the like: a work-queue consumer deciding to stop) are not
 //! folded: this argument takes it that the code that makes them acts on what it read
 //! before the world's next step, by what it stages (a request, a sleep), which the
@@ -169,7 +174,7 @@ impl World {
         tree.hash(h);
         self.clients.len().hash(h);
         for cl in &self.clients {
-            cl.obs.hash(h);
+            cl.live_fold(cl.obs).hash(h);
             (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
             (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
             (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
@@ -328,5 +333,44 @@ mod tests {
         let (after_5, told) = compare_then_meet(5, at_least);
         assert_eq!(told, ms(5));
         assert_ne!(after_4, after_5, "times past the floor were merged");
+    }
+
+    /// Client `a` reads the clock at `read_at_ms` (so its fold differs with the time),
+    /// its workload ends there if `finished`, and at 5 ms client `b` sends a request: the
+    /// first digest there.
+    fn read_finish_then_meet(read_at_ms: u64, finished: bool) -> u128 {
+        let (digest, _) = first_digest_armed(move |sim, armed| async move {
+            let (a, b) = (sim.client(), sim.client());
+            sim.sleep(ms(read_at_ms)).await;
+            let _ = a.now();
+            if finished {
+                sim.finish(&a);
+            }
+            sim.sleep(ms(5 - read_at_ms)).await;
+            armed.store(true, Ordering::SeqCst);
+            b.create("/x", b"", CreateMode::Persistent).await.unwrap();
+        });
+        digest
+    }
+
+    /// Once a client's workload is over, nothing reads what it was given: states that
+    /// differ only in that are one state. While it runs, they are two.
+    #[test]
+    fn a_finished_clients_fold_leaves_the_digest() {
+        assert_ne!(
+            read_finish_then_meet(1, false),
+            read_finish_then_meet(2, false),
+            "a running client's reads at different times were merged"
+        );
+        assert_eq!(
+            read_finish_then_meet(1, true),
+            read_finish_then_meet(2, true),
+            "a finished client's fold split a state"
+        );
+        assert_ne!(
+            read_finish_then_meet(1, true),
+            read_finish_then_meet(1, false),
+            "a finished client is merged with a running one"
+        );
     }
 }

@@ -89,6 +89,10 @@ pub(crate) enum Staged {
         client: ClientId,
         reply: SlotId,
     },
+    /// The client's workload is over: no code of its will run again (see `digest`).
+    Finished {
+        client: ClientId,
+    },
     /// A decision of the workload (such as when to drop an acquire), drawn from the
     /// chooser in `0..n` like the world's own, so that replay and the explorer see it.
     Choose {
@@ -178,6 +182,9 @@ pub(crate) struct ClientState {
     pub(crate) deferred_resource: Vec<(ResourceOp, SlotId)>,
     pub(crate) crash_watchers: Vec<futures_channel::oneshot::Sender<()>>,
     pub(crate) crashed: bool,
+    /// The client's workload returned: no code reads what it is given any more, so its
+    /// fold leaves the digest (see `digest`).
+    pub(crate) finished: bool,
     /// Background cleanup the client library still has to do.
     pub(crate) detached: Detached,
     /// Digest of everything delivered to this client's actor (see `digest`).
@@ -192,6 +199,12 @@ pub(crate) struct ClientState {
 }
 
 impl ClientState {
+    /// The fold `obs` of what the client was given, as a digest holds it: none once the
+    /// client's workload is over, since no code of the client's reads it any more.
+    pub(crate) fn live_fold(&self, obs: u64) -> Option<u64> {
+        (!self.finished).then_some(obs)
+    }
+
     /// Whether this client has given `session` up: it crashed, its library declared the
     /// session over on its own (a local expiry, or a close the server may not have
     /// heard), or it went on with a new session. The server holds such a session until it
@@ -447,6 +460,7 @@ impl World {
             deferred_resource: Vec::new(),
             crash_watchers: Vec::new(),
             crashed: false,
+            finished: false,
             detached: Detached::default(),
             obs: 0,
             obs_sym: vec![0; self.symmetry.as_ref().map_or(0, |s| s.perms.len())],
@@ -713,6 +727,7 @@ impl World {
                         self.add_detached(client, what);
                     }
                 }
+                Staged::Finished { client } => self.clients[client].finished = true,
                 Staged::Renew { client, reply } => {
                     let renewed = self.renew_session(client);
                     self.observe(client, Seen::Renewed(renewed));

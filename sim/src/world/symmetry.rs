@@ -498,7 +498,7 @@ impl World {
     /// Client `c`'s own parts, its fold of what it was given being `obs`.
     fn encode_client<H: Hasher>(&self, c: usize, obs: u64, h: &mut Renamed<'_, H>) {
         let cl = &self.clients[c];
-        obs.hash(h);
+        cl.live_fold(obs).hash(h);
         (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
         (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
         (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);

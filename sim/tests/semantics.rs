@@ -428,6 +428,43 @@ fn pause_longer_than_the_session_resumes_believing_then_learns_expired() {
     .unwrap();
 }
 
+/// A paused process's client library runs no more than its code: a partition's read
+/// timeout that passes during the pause is noticed at the resume, not while paused, and
+/// a process that crashes behind a partition never hears of it.
+#[test]
+fn a_paused_client_notices_a_partition_only_when_it_resumes() {
+    run(cfg(16), |sim| async move {
+        let a = sim.client();
+        let mut events = a.session_events();
+        let t0 = sim.now();
+        sim.partition(&a, Duration::from_millis(3 * T_MS));
+        // The read timeout passes at 2/3 of the session timeout, inside the pause, which
+        // alone is too short for the library to drop the connection at its end.
+        sim.sleep(Duration::from_millis(T_MS / 2)).await;
+        sim.pause(&a, Duration::from_millis(T_MS / 3));
+        assert_eq!(events.next().await, Some(SessionState::Disconnected));
+        assert_eq!(sim.now() - t0, Duration::from_millis(T_MS / 2 + T_MS / 3));
+    })
+    .unwrap();
+    run(cfg(17), |sim| async move {
+        let a = sim.client();
+        let b = sim.client();
+        a.create("/c", b"", CreateMode::Ephemeral).await.unwrap();
+        let (_, w) = b.exists_watch("/c").await.unwrap();
+        let mut events = a.session_events();
+        sim.partition(&a, Duration::from_millis(3 * T_MS));
+        sim.crash(&a);
+        assert_eq!(w.await.unwrap().event_type, EventType::NodeDeleted);
+        sim.sleep(Duration::from_millis(4 * T_MS)).await;
+        assert_eq!(
+            events.try_next(),
+            None,
+            "a crashed client heard of its session"
+        );
+    })
+    .unwrap();
+}
+
 #[test]
 fn crashed_client_session_expires_after_its_timeout() {
     run(cfg(15), |sim| async move {

@@ -3,9 +3,10 @@
 //!
 //! Pings are modelled by their effect rather than as messages: while a client is connected
 //! and neither frozen nor partitioned, the server hears from it and never expires it; when
-//! that stops at time t, the server expires it at t + timeout, and the client (if not
-//! frozen) declares itself Disconnected at t + 2/3 of the timeout, as ZooKeeper's client
-//! does when its read timeout passes without a reply.
+//! that stops at time t, the server expires it at t + timeout, and the client declares
+//! itself Disconnected at t + 2/3 of the timeout, as ZooKeeper's client does when its read
+//! timeout passes without a reply: a paused client when it resumes, since its library is
+//! paused too, and a crashed one never.
 
 use super::{ClientId, Conn, Inbound, Timer, World};
 use crate::chooser::ChoiceKind;

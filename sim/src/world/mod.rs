@@ -168,7 +168,8 @@ pub(crate) struct ClientState {
     pub(crate) partitioned_until: Option<u64>,
     /// Replies and events to this client are held until this time (a slow link).
     pub(crate) delayed_until: Option<u64>,
-    /// The server closed this connection (forced expiry) while the client was frozen.
+    /// The connection broke while the client was frozen (the server closed it at a forced
+    /// expiry, or a partition outlasted the read timeout): the client notices at resume.
     pub(crate) conn_broken: bool,
     pub(crate) outbound: VecDeque<Outbound>,
     pub(crate) inbound: VecDeque<Inbound>,
@@ -1170,9 +1171,15 @@ impl World {
             Timer::Expire { session, epoch } => self.expire_timer(session, epoch),
             Timer::Reconnect { client, epoch } => self.reconnect(client, epoch),
             Timer::DetectDisconnect { client, epoch } => {
-                let cl = &self.clients[client];
+                let cl = &mut self.clients[client];
                 if cl.conn_epoch == epoch && cl.conn == Conn::Connected {
-                    self.drop_connection(client);
+                    if cl.frozen_until.is_some() {
+                        // A paused library notices the silence when it resumes; a crashed
+                        // one never does, and its code never hears of it.
+                        cl.conn_broken = true;
+                    } else {
+                        self.drop_connection(client);
+                    }
                 }
             }
             Timer::Resume { client, at } => {

@@ -40,7 +40,7 @@
 //! first would be due first. With requests taking time, two schedules that run the same
 //! requests around a fault differ in every timer the fault sets by a multiple of the
 //! request time, so they never meet as one state; at 0 they do, and the 3-client search
-//! with a fault has about a seventh of the states. What this model leaves out: a timer
+//! with a fault has about a tenth of the states. What this model leaves out: a timer
 //! firing while a request is ready, which with the simulation's 100 µs requests needs a
 //! timer closer than the requests still to run (a check's shortest, a dropped acquire's
 //! delay of 1 ms or more, is ten requests away or more). Every canary is caught in both

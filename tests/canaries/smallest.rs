@@ -88,9 +88,9 @@ const SMALLEST: &[(&str, Size, u64)] = &[
     ("canary-lease-outside-lock", size(3, 0, 1, true), 24),
     // Two faults (a client-side expiry, a lost create reply) and a second acquisition:
     // about a second of a release build. With chosen shapes this bound is past reach
-    // (nothing found in the 1,088,052 schedules of 30 s), as are those of two clients
+    // (nothing found in the 605,395 schedules of 30 s), as are those of two clients
     // and a fault or a second acquisition; the fixed shape's smaller bounds all hold (two
-    // faults and one acquisition: every one of 216,865 schedules).
+    // faults and one acquisition: every one of 154,159 schedules).
     ("canary-guid-outlives-session", size(2, 2, 2, false), 38_247),
 ];
 

@@ -21,7 +21,9 @@
 //! way to spawn code that outlives it) has no code left to read what it is given, so
 //! its fold leaves the digest (`ClientState::live_fold`); the world's state of it stays,
 //! since its session, connection, queues and background cleanup still act. A crashed
-//! client's fold stays: its worker is stopped only when the runner gets to it. Reads of the server's state outside any request
+//! client's fold stays: the runner stops its worker only when it gets to it, so this
+//! argument does not lean on the world never waking a crashed client's code.
+//! Reads of the server's state outside any request
 //! (`Sim::server_children` and the like: a work-queue consumer deciding to stop) are not
 //! folded: this argument takes it that the code that makes them acts on what it read
 //! before the world's next step, by what it stages (a request, a sleep), which the

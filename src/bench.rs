@@ -478,13 +478,13 @@ pub fn run(a: BenchArgs) -> Result<Status> {
     let path = dir.join("bench.json");
     std::fs::write(&path, serde_json::to_string_pretty(&f)?)
         .with_context(|| format!("writing {}", path.display()))?;
-    println!("\nfigures: {}", path.display());
+    outln!("\nfigures: {}", path.display());
     Ok(Status::Held)
 }
 
 fn print_table(f: &Figures) {
-    println!("machine: {}", f.machine);
-    println!("build: {}", f.build);
+    outln!("machine: {}", f.machine);
+    outln!("build: {}", f.build);
     if let Some(s) = &f.simulation {
         print_sim_table(s, &f.exhaustive);
     }
@@ -494,15 +494,16 @@ fn print_table(f: &Figures) {
 }
 
 fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
-    println!();
+    outln!();
     let drops = match s.drop_every {
         0 => "no dropped acquires".to_owned(),
         n => format!("one acquire in {n} dropped"),
     };
-    println!("simulation (5 clients x 20 acquisitions, all faults on, {drops}, every run checked)");
-    println!(
+    outln!("simulation (5 clients x 20 acquisitions, all faults on, {drops}, every run checked)");
+    outln!(
         "  {} seeds per sweep in {} interleaved rounds; pooled, then per round lowest-highest",
-        s.seeds, s.rounds
+        s.seeds,
+        s.rounds
     );
     // (what, pooled figure, each round's lowest-highest where kept)
     let rows = [
@@ -549,10 +550,10 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
     ];
     for (what, pooled, spread) in rows {
         let line = format!("  {what:<36} {pooled:>12} {spread:>17}");
-        println!("{}", line.trim_end());
+        outln!("{}", line.trim_end());
     }
     let per_core = s.checked_acquisitions_per_s_one_core;
-    println!(
+    outln!(
         "  targets: one core >= {SIM_PER_CORE_TARGET:.0}/s: {}; one core / ceiling >= \
          {SIM_CEILING_RATIO_TARGET}: {}",
         if per_core >= SIM_PER_CORE_TARGET {
@@ -574,8 +575,8 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
             "MISS"
         }
     );
-    println!("\nexhaustive (shipped recipe, 1 acquisition per client)");
-    println!(
+    outln!("\nexhaustive (shipped recipe, 1 acquisition per client)");
+    outln!(
         "  {:<22} {:>8} {:>7} {:>10} {:>12} {:>9} {:>13} {:>12} {:>9} {:>8}",
         "config",
         "symmetry",
@@ -598,7 +599,7 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
                 if t.met(e) { "ok" } else { "MISS" }
             )
         });
-        println!(
+        outln!(
             "  {:<22} {:>8} {:>7} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0} {:>9} {:>8}{}{}",
             e.config,
             if e.symmetry { "on" } else { "off" },

@@ -662,31 +662,32 @@ pub(super) fn range(values: &[f64], decimals: usize) -> String {
 }
 
 pub fn print_table(f: &RealFigures) {
-    println!("\nreal ZooKeeper");
+    outln!("\nreal ZooKeeper");
     if let Some(why) = &f.skipped {
-        println!("  skipped: {why}");
+        outln!("  skipped: {why}");
         return;
     }
-    println!(
+    outln!(
         "  {:.1} s per cell in {} interleaved rounds, on each server setting",
-        f.cell_s, f.rounds
+        f.cell_s,
+        f.rounds
     );
-    println!("  {}", f.clients_note);
+    outln!("  {}", f.clients_note);
     match &f.kazoo_skipped {
-        Some(why) => println!("  Kazoo: skipped: {why}"),
-        None if !f.kazoo.is_empty() => println!("  {}", f.kazoo),
+        Some(why) => outln!("  Kazoo: skipped: {why}"),
+        None if !f.kazoo.is_empty() => outln!("  {}", f.kazoo),
         None => {}
     }
     match &f.curator_skipped {
-        Some(why) => println!("  Curator: skipped: {why}"),
-        None if !f.curator.is_empty() => println!("  {}", f.curator),
+        Some(why) => outln!("  Curator: skipped: {why}"),
+        None if !f.curator.is_empty() => outln!("  {}", f.curator),
         None => {}
     }
     for run in &f.runs {
         print_run(f, run);
     }
     for t in &TARGETS {
-        println!(
+        outln!(
             "  target: {} / {} >= {:.2}: {}",
             t.ours.key(),
             t.theirs.key(),
@@ -694,40 +695,41 @@ pub fn print_table(f: &RealFigures) {
             t.why
         );
     }
-    println!(
+    outln!(
         "  ok: met in every round; pooled only: the pooled ratio meets it, some round does \
          not, so the rounds do not support the lead; MISS: the pooled ratio misses it"
     );
-    println!(
+    outln!(
         "  handoff: from a release's invocation to the next hold's acquisition (any client; \
          with 1 client its own next one), on one monotonic clock"
     );
-    println!(
+    outln!(
         "  floor: the chain of requests a lock cannot avoid, timed alone on the same server \
          in the same rounds; a lock's fraction of it is its rate over the floor's (1 client: \
          create -> getChildren; more: delete -> watch event -> getChildren)"
     );
-    println!("  real part took {:.1} s", f.total_s);
+    outln!("  real part took {:.1} s", f.total_s);
 }
 
 fn print_run(f: &RealFigures, run: &ServerRun) {
-    println!("\n  server: {}", run.server);
-    println!("  after {:.1} s of warm-up", run.warmup_s);
+    outln!("\n  server: {}", run.server);
+    outln!("  after {:.1} s of warm-up", run.warmup_s);
     let w = &run.raw_writes;
-    println!(
+    outln!(
         "  raw writes/s, setData pipelined ({} in flight, 1 session) {:>10.0}",
-        w.pipelined_in_flight, w.pipelined_writes_per_s
+        w.pipelined_in_flight,
+        w.pipelined_writes_per_s
     );
-    println!(
+    outln!(
         "  raw writes/s, one setData at a time (1 session)          {:>10.0}",
         w.sequential_writes_per_s
     );
-    println!(
+    outln!(
         "  limit: acquisitions/s at 2 writes each (pipelined / 2)   {:>10.0}",
         w.acquisition_limit_per_s
     );
     for fl in &run.floors {
-        println!(
+        outln!(
             "  {}: {}: p50 {} us, p99 {} us, {} /s back to back at the mean (per round {})",
             fl.floor,
             fl.chain,
@@ -747,9 +749,9 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
             .into_iter()
             .map(|c| format!("{:>24}", cell(c)))
             .collect();
-        println!("  {first:>7}{}", cols.concat());
+        outln!("  {first:>7}{}", cols.concat());
     };
-    println!("\n  acquisitions/s");
+    outln!("\n  acquisitions/s");
     locks_row("clients", &|c| c.key().to_owned());
     for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
@@ -757,7 +759,7 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
         });
     }
     if f.rounds > 1 {
-        println!("  per round, lowest-highest:");
+        outln!("  per round, lowest-highest:");
         for cmp in &run.comparisons {
             locks_row(&cmp.clients.to_string(), &|c| {
                 find(c, cmp.clients).map_or("-".into(), |r| range(&r.rounds_per_s, 0))
@@ -765,7 +767,7 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
         }
     }
 
-    println!("\n  fraction of the floor (per round, lowest-highest)");
+    outln!("\n  fraction of the floor (per round, lowest-highest)");
     locks_row("clients", &|c| c.key().to_owned());
     for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
@@ -776,10 +778,10 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
         });
     }
 
-    println!("\n  like for like, ours / theirs (per round, lowest-highest)");
+    outln!("\n  like for like, ours / theirs (per round, lowest-highest)");
     let pair = |t: &Target| format!("{} / {}", t.ours.key(), t.theirs.key());
     let header: Vec<String> = TARGETS.iter().map(|t| format!("{:>38}", pair(t))).collect();
-    println!("  {:>7}{}", "clients", header.concat());
+    outln!("  {:>7}{}", "clients", header.concat());
     for cmp in &run.comparisons {
         let cols: Vec<String> = cmp
             .ratios
@@ -800,10 +802,10 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
                 format!("{text:>38}")
             })
             .collect();
-        println!("  {:>7}{}", cmp.clients, cols.concat());
+        outln!("  {:>7}{}", cmp.clients, cols.concat());
     }
 
-    println!("\n  handoff p50 / p99, us (the floor's p50 over the handoff's)");
+    outln!("\n  handoff p50 / p99, us (the floor's p50 over the handoff's)");
     locks_row("clients", &|c| c.key().to_owned());
     for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
@@ -819,7 +821,7 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
         });
     }
 
-    println!("\n  client CPU per acquisition, us (this process, all threads)");
+    outln!("\n  client CPU per acquisition, us (this process, all threads)");
     locks_row("clients", &|c| c.key().to_owned());
     for cmp in &run.comparisons {
         locks_row(&cmp.clients.to_string(), &|c| {
@@ -828,6 +830,6 @@ fn print_run(f: &RealFigures, run: &ServerRun) {
     }
     let overlaps: u64 = run.cells.iter().map(|c| c.overlaps).sum();
     if overlaps > 0 {
-        println!("  WARNING: {overlaps} hold(s) acquired before the previous release (see JSON)");
+        outln!("  WARNING: {overlaps} hold(s) acquired before the previous release (see JSON)");
     }
 }

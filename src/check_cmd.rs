@@ -117,7 +117,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
     };
     spinner.finish_and_clear();
     if r.resumed_at_schedules > 0 || resuming {
-        println!(
+        outln!(
             "resumed after {} schedule{}, from {}",
             resumed_from,
             if resumed_from == 1 { "" } else { "s" },
@@ -125,12 +125,12 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
         // Its counts are then of that search alone (see `ExhaustiveReport`).
         if r.resumed_at_schedules != resumed_from {
-            println!(
+            outln!(
                 "the violation is the first of the search on one thread, run again from the start"
             );
         }
     }
-    println!(
+    outln!(
         "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}, symmetry {}{}{}: {r}",
         a.recipe,
         b.clients,
@@ -156,23 +156,23 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
     );
     let Some(run) = r.violation else {
         if r.complete {
-            println!("ok: every property held on every schedule");
+            outln!("ok: every property held on every schedule");
             return Ok(Status::Held);
         }
         if r.interrupted {
-            println!("interrupted");
+            outln!("interrupted");
         }
         let resume = match (&r.checkpoint, &a.checkpoint) {
             (Some(c), Some(path)) => {
                 // Only the checkpoint this check resumed from is replaced.
                 write_private(path, &c.to_bytes(), resuming)?;
-                println!("checkpoint: {}", path.display());
+                outln!("checkpoint: {}", path.display());
                 "; the same command resumes from the checkpoint"
             }
             _ => "",
         };
         // Not a pass: the schedules left unexplored may hold a violation.
-        println!(
+        outln!(
             "incomplete: every property held on the {} schedules explored, but a bound \
              stopped the search before the rest; raise --schedules-max or --time-limit-s \
              for a complete check{resume}",
@@ -180,14 +180,14 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         );
         return Ok(Status::Inconclusive);
     };
-    println!("\nFAILED {}\n", failure_text(&run));
-    println!("{}", run.report_text());
+    outln!("\nFAILED {}\n", failure_text(&run));
+    outln!("{}", run.report_text());
     create_private_dir(&a.out)?;
     let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
     let path = trace_path(&a.out, &stem, a.force)?;
     run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
-    println!("trace: {}", path.display());
-    println!(
+    outln!("trace: {}", path.display());
+    outln!(
         "reproduce: cargo run --release -- replay {}",
         path.display()
     );

@@ -88,7 +88,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     // Summaries and traces name the recipe as it is registered, which is what
     // `--recipe` and `replay` look up.
     s.recipe = a.recipe.clone();
-    println!(
+    outln!(
         "{} seeds run (seeds {}..{}, shard {}/{}) of recipe {} on {} threads in {:.2} s{}",
         s.seeds_run,
         budget.seed_start,
@@ -112,7 +112,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     };
     if s.counters.queue.is_some() {
         // The work queue's workload: one producer of that many items, the rest consume.
-        println!(
+        outln!(
             "scenario: {} clients (1 producer of {} items, the rest consumers){}, faults on \
              until {} ms",
             sc.clients.max(2),
@@ -121,7 +121,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             sc.heal_ms
         );
     } else {
-        println!(
+        outln!(
             "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults on until {} ms",
             sc.clients,
             sc.readers,
@@ -130,11 +130,11 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             sc.heal_ms
         );
     }
-    println!("{}", s.counters);
+    outln!("{}", s.counters);
     if let Some(p) = &a.summary {
         let text = serde_json::to_string_pretty(&s)?;
         write_private(p, text.as_bytes(), a.force).context("--summary")?;
-        println!("summary: {}", p.display());
+        outln!("summary: {}", p.display());
     }
     let Some((seed, run)) = explored.failure else {
         if s.seeds_run == 0 {
@@ -144,11 +144,11 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             } else {
                 "the time limit came before the first seed finished; raise --time-limit-s"
             };
-            println!("inconclusive: no seed ran, so nothing was checked: {why}");
+            outln!("inconclusive: no seed ran, so nothing was checked: {why}");
             return Ok(Status::Inconclusive);
         }
         if s.interrupted {
-            println!(
+            outln!(
                 "inconclusive: every property held on the {} seeds run, but the sweep was \
                  interrupted before the rest",
                 s.seeds_run
@@ -156,21 +156,21 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             return Ok(Status::Inconclusive);
         }
         let (checked, what) = s.counters.checked();
-        println!(
+        outln!(
             "ok: every property held on every seed ({:.0} checked {what}/s)",
             checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
         );
         print_what_next(&s.counters, &sc, &a.recipe);
         return Ok(Status::Held);
     };
-    println!("\nseed {seed}: FAILED {}\n", failure_text(&run));
-    println!("{}", run.report_text());
+    outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
+    outln!("{}", run.report_text());
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
     let trace = run.trace(&sc, seed, &a.recipe);
     trace.write(&path)?;
-    println!("trace: {}", path.display());
-    println!(
+    outln!("trace: {}", path.display());
+    outln!(
         "reproduce: cargo run --release -- replay {}{}",
         path.display(),
         at_commit(&trace.zklock_commit)
@@ -180,7 +180,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         let spath = min_path(&path);
         refuse_existing(&spath, true, a.force)?;
         shrunk.trace.write(&spath)?;
-        println!(
+        outln!(
             "shrunk in {} runs: {:?} -> {:?}\nshrunk trace: {} (seed {})",
             shrunk.runs,
             shrunk.before,
@@ -188,7 +188,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             spath.display(),
             shrunk.trace.seed
         );
-        println!(
+        outln!(
             "reproduce: cargo run --release -- replay {}{}",
             spath.display(),
             at_commit(&shrunk.trace.zklock_commit)
@@ -232,21 +232,21 @@ pub fn failure_text(run: &CheckedRun) -> String {
 /// The closing lines of a sweep that held: what the counters that look like errors
 /// are, and what to run next.
 fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
-    println!("\nwhat the counters mean (none of them is an error):");
+    outln!("\nwhat the counters mean (none of them is an error):");
     if c.queue.is_some() {
-        println!(
+        outln!(
             "  trust lost while processing ({}): consumers that stopped believing in an \
              item's lock as the faults cut or expired their sessions, and gave the item back",
             c.lost
         );
-        println!(
+        outln!(
             "  listings and notifications per completed item: what a take costs the server; \
              queue_no_herd judges the wakes, these are its figures"
         );
     } else {
         print_lock_counters(c, sc);
     }
-    println!(
+    outln!(
         "  faults ({}): injected on purpose; a violated property stops the sweep and says \
          FAILED",
         c.total_faults()
@@ -257,21 +257,21 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
         format!(" --recipe {recipe_name}")
     };
     if c.queue.is_some() {
-        println!(
+        outln!(
             "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
              --acquisitions N: items produced)"
         );
     } else {
-        println!(
+        outln!(
             "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
              --readers 2: the read/write lock)"
         );
     }
-    println!(
+    outln!(
         "      cargo run --release -- check{recipe} --clients 2 --faults-max 1    (every \
          schedule of a small case)"
     );
-    println!("      cargo run --release -- --help");
+    outln!("      cargo run --release -- --help");
 }
 
 /// What a lock's counters that look like errors are.
@@ -280,20 +280,21 @@ fn print_lock_counters(c: &Counters, sc: &Scenario) {
         0 => String::new(),
         n => format!(", and the acquires the workload drops on purpose (one in {n})"),
     };
-    println!(
+    outln!(
         "  acquire failures ({}): try and timed acquires that found the lock held or ran \
          out of time, acquires a fault's session error ended{drops}",
         c.acquire_failures
     );
-    println!(
+    outln!(
         "  lost ({}): holders told they can no longer trust the lock, as the faults cut or \
          expire their sessions",
         c.lost
     );
-    println!(
+    outln!(
         "  fenced rejections ({}): stale writes the fenced resource refused; unfenced lost \
          updates ({}): what it would have lost without fencing",
-        c.fenced_rejections, c.unfenced_lost_updates
+        c.fenced_rejections,
+        c.unfenced_lost_updates
     );
 }
 
@@ -401,17 +402,17 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
         }
     }
     let m = merged.context("no summary given")?;
-    println!(
+    outln!(
         "{} seeds run over {} summaries",
         m.seeds_run,
         a.summaries.len()
     );
-    println!("{}", m.counters);
+    outln!("{}", m.counters);
     for (seed, f) in &m.failures {
-        println!("seed {seed}: FAILED {f}");
+        outln!("seed {seed}: FAILED {f}");
     }
     if !without_range.is_empty() {
-        println!(
+        outln!(
             "note: {} record no seed range (written by an older zklock), so a shard given \
              twice or missing cannot be told there",
             without_range.join(", ")
@@ -430,7 +431,7 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
     }
     if !missing.is_empty() {
         let shown: Vec<&str> = missing.iter().take(20).map(String::as_str).collect();
-        println!(
+        outln!(
             "incomplete: shard{} {}{} missing: their seeds were not checked",
             if missing.len() == 1 { "" } else { "s" },
             shown.join(", "),
@@ -447,6 +448,6 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
     } else {
         ""
     };
-    println!("ok: every property held on every seed{cut} of every shard");
+    outln!("ok: every property held on every seed{cut} of every shard");
     Ok(Status::Held)
 }

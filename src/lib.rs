@@ -26,6 +26,8 @@
 //! did not finish, or a replay did not reproduce its trace), 2 for a usage error or bad
 //! input, 3 when nothing was violated but the check did not finish.
 
+#[macro_use]
+mod out;
 mod bench;
 mod check_cmd;
 mod cli;
@@ -147,7 +149,7 @@ where
 fn list_recipes(recipes: &Recipes) -> Status {
     let width = recipes.names().map(str::len).max().unwrap_or(0);
     for e in recipes {
-        println!("{:<width$}  {}", e.name(), e.description());
+        outln!("{:<width$}  {}", e.name(), e.description());
     }
     Status::Held
 }

@@ -303,14 +303,14 @@ pub fn run(a: RealArgs) -> Result<Status> {
     };
     let w = &opts.workload;
     if let (None, Some(property)) = (&driver, opts.recipe.must_violate()) {
-        println!(
+        outln!(
             "canary {}: a known bug; the run catches it if it violates {property}",
             opts.recipe
         );
     }
     if opts.recipe.is_queue() && driver.is_none() {
         let paths = queue_paths(&w.lock_path);
-        println!(
+        outln!(
             "zklock real: {} {} clients for at least {} ms on {}, faults {} from {} until {} \
              ms, seed {}",
             opts.recipe,
@@ -322,7 +322,7 @@ pub fn run(a: RealArgs) -> Result<Status> {
             opts.faults.heal_ms,
             opts.faults.seed,
         );
-        println!(
+        outln!(
             "queue: {} producer(s) of {} items each, spread over the first half of the run, \
              and {} consumers, on {} (item locks in {}); the run ends once every item is \
              completed after the heal, or --drain-timeout-ms after the heal and the last \
@@ -334,7 +334,7 @@ pub fn run(a: RealArgs) -> Result<Status> {
             paths.locks
         );
     } else {
-        println!(
+        outln!(
             "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from \
              {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
             match (&mixed, &driver) {
@@ -371,7 +371,7 @@ pub fn run(a: RealArgs) -> Result<Status> {
     let started = Instant::now();
     let mut status = driver.as_ref().map(DriverRecipe::status);
     if let Some(m) = &mixed {
-        println!("{}", mix_line(m.locks(), w.clients));
+        outln!("{}", mix_line(m.locks(), w.clients));
         status = m.status();
     }
     let run = match (driver, mixed) {
@@ -390,7 +390,7 @@ pub fn run(a: RealArgs) -> Result<Status> {
     let elapsed = started.elapsed();
     if let Some(status) = &status {
         if let Some(hello) = status.hello() {
-            println!("driver: {hello}");
+            outln!("driver: {hello}");
         }
         // A driver that broke the protocol or hung leaves no verdict to trust.
         if let Some(why) = status.failure() {
@@ -456,22 +456,22 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         history,
         reordered,
     } = judged;
-    print!("{report}");
-    println!("{}", run.faults);
+    out!("{report}");
+    outln!("{}", run.faults);
     let left: Vec<usize> = run
         .final_children_by_lock
         .iter()
         .map(|(_, left)| left.len())
         .collect();
     match run.queue {
-        Some(_) => println!(
+        Some(_) => outln!(
             "sessions opened {}, {} events, items left {}, item lock nodes left {}",
             run.sessions_opened,
             history.events.len(),
             left.first().copied().unwrap_or(0),
             left.get(1).copied().unwrap_or(0)
         ),
-        None => println!(
+        None => outln!(
             "sessions opened {}, {} events, lock nodes left {}",
             run.sessions_opened,
             history.events.len(),
@@ -480,12 +480,12 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     }
     if let (None, Some(property)) = (opts.driver, opts.recipe.must_violate()) {
         if report.violated().contains(&property) {
-            println!(
+            outln!(
                 "canary {}: caught ({property} violated, as it must be)",
                 opts.recipe
             );
         } else {
-            println!(
+            outln!(
                 "canary {}: NOT caught in this run ({property} held: the schedule that \
                  shows the bug did not happen)",
                 opts.recipe
@@ -493,14 +493,14 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         }
     }
     if reordered > 0 {
-        println!(
+        outln!(
             "note: {reordered} request(s) of waiters caught mid-step were judged at the \
              release they raced (within {CONCURRENCY_TOLERANCE_US} µs)"
         );
     }
     let (checked, what) = report.counters.checked();
     if report.ok() && !run.interrupted {
-        println!(
+        outln!(
             "ok: every property held ({:.1} s, {checked} checked {what})",
             elapsed.as_secs_f64(),
         );
@@ -534,7 +534,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     let html = opts.out_dir.join(format!("real-{stamp}.timeline.html"));
     crate::files::write_private(&html, page.as_bytes(), false)?;
     if report.ok() {
-        println!(
+        outln!(
             "inconclusive: every property held on what ran ({:.1} s, {checked} checked \
              {what}), but the run was interrupted (faults healed then); the run's \
              timelines: {} and {}",
@@ -544,7 +544,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         );
         return Ok(true);
     }
-    println!(
+    outln!(
         "FAILED: {} (seed {}); the run's timelines: {} and {}",
         report.violated().join(", "),
         opts.faults.seed,

@@ -18,22 +18,22 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
     let run = lock
         .replay(&trace)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
-    print!("{}", render_timeline(&run.outcome.history));
-    println!();
-    println!("{}", run.report_text());
+    out!("{}", render_timeline(&run.outcome.history));
+    outln!();
+    outln!("{}", run.report_text());
     let unfinished = unfinished(&run);
     if let Some(why) = &unfinished {
-        println!("replay: {why}");
+        outln!("replay: {why}");
     }
     let same = trace.same_history(&run.outcome.history);
     if same {
-        println!(
+        outln!(
             "replay: identical history ({} events)",
             trace.history.events.len()
         );
         let clamped = clamped(&trace.choices, &run.outcome.choices);
         if let Some(first) = clamped.first() {
-            println!(
+            outln!(
                 "replay: note: {} recorded choice(s) were out of range for what the run \
                  asked (the first, choice #{first}), and were taken as the last option: the \
                  trace's choices were edited, yet lead to the recorded history",
@@ -41,24 +41,24 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
             );
         }
     } else {
-        println!("{}", divergence(&trace, &run));
+        outln!("{}", divergence(&trace, &run));
     }
     let failure = run.failure();
     if let Some(out) = &a.save {
         save(&trace, &run, same, out, a.force)?;
     }
     match (&trace.violation, &failure) {
-        (Some(recorded), None) => println!(
+        (Some(recorded), None) => outln!(
             "replay: the trace recorded a failure ({recorded}), this replay violates nothing"
         ),
         (Some(recorded), Some(now)) if recorded != now && !run.violates(recorded) => {
-            println!("replay: the trace recorded {recorded}, this replay fails otherwise")
+            outln!("replay: the trace recorded {recorded}, this replay fails otherwise")
         }
         _ => {}
     }
     Ok(match failure {
         Some(_) => {
-            println!("FAILED: {}", failure_text(&run));
+            outln!("FAILED: {}", failure_text(&run));
             Status::Violated
         }
         None if !same => Status::Violated,
@@ -80,7 +80,7 @@ fn save(trace: &Trace, run: &CheckedRun, same: bool, out: &Path, force: bool) ->
         saved.choices = trace.choices.clone();
     }
     saved.write(out)?;
-    println!(
+    outln!(
         "replay: saved as {} (timelines: {}, {})",
         out.display(),
         Trace::timeline_path(out).display(),

@@ -35,29 +35,32 @@ pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
     refuse_existing(&out, true, a.force)?;
     shrunk.trace.write(&out)?;
-    println!(
+    outln!(
         "shrunk in {} runs and {} exhaustive schedules: {:?} -> {:?}",
-        shrunk.runs, shrunk.exhaustive_schedules, shrunk.before, shrunk.after
+        shrunk.runs,
+        shrunk.exhaustive_schedules,
+        shrunk.before,
+        shrunk.after
     );
     if shrunk.time_limit_hit {
-        println!(
+        outln!(
             "stopped by the time limit ({} s): the result depends on this machine's speed, \
              and a longer run may shrink further (--time-limit-s raises it; within it, the \
              same trace and limits always shrink the same way)",
             limits.time_limit_ms / 1000
         );
     }
-    println!(
+    outln!(
         "violation: {}",
         shrunk.trace.violation.as_deref().unwrap_or("?")
     );
     // A fresh seed, or the exhaustive search's scenario, may have replaced the trace's own
     // (see `zklock_checker::shrink`).
-    println!(
+    outln!(
         "shrunk trace: {} (seed {})",
         out.display(),
         shrunk.trace.seed
     );
-    println!("reproduce: cargo run --release -- replay {}", out.display());
+    outln!("reproduce: cargo run --release -- replay {}", out.display());
     Ok(Status::Held)
 }

@@ -16,6 +16,6 @@ pub fn run(a: TimelineArgs) -> Result<Status> {
     }
     let trace = Trace::read(&a.trace)?;
     write_private(&out, trace.timeline_html().as_bytes(), a.force)?;
-    println!("timeline: {}", out.display());
+    outln!("timeline: {}", out.display());
     Ok(Status::Held)
 }

@@ -11,6 +11,8 @@ use zklock_checker::{Summary, Trace, check_seed};
 use zklock_recipe::history::LockRole;
 use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
+#[path = "cli/output.rs"]
+mod output;
 #[path = "cli/partial_order.rs"]
 mod partial_order;
 #[path = "cli/readme.rs"]

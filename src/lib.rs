@@ -135,7 +135,11 @@ where
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {
             let mut cmd = cli::command();
-            clap_complete::generate(shell, &mut cmd, &bin, &mut std::io::stdout());
+            // Into memory first: `generate` panics when its writer fails, as stdout does
+            // for a reader gone early.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, &bin, &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
             Ok(Status::Held)
         }
     };

@@ -70,3 +70,18 @@ fn a_reader_gone_early_loses_no_file_and_keeps_the_exit_status() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn completions_into_a_reader_gone_early_do_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = zklock_into_a_closed_pipe(&["completions", "bash"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // Read, the script is whole.
+    let (code, out, err) = zklock(&["completions", "bash"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("_zklock() {") && out.contains("complete -F _zklock"),
+        "{out}"
+    );
+}

@@ -2,7 +2,7 @@
 //! JSON under target/zklock-bench/. Targets are judged by reading the figures, never by a
 //! timed test.
 
-// The real part (issue 7, item 3) lives in src/bench_real.rs, a child of this module.
+// The real part (real ZooKeeper's figures) lives in src/bench_real.rs, a child of this module.
 #[path = "bench_real.rs"]
 mod bench_real;
 
@@ -91,7 +91,25 @@ impl Target {
     fn met(&self, e: &ExhaustiveFigures) -> bool {
         e.complete && self.within_s.is_none_or(|s| e.total_s <= s)
     }
+
+    /// `ok`, `MISS`, or, when the cell's time limit stopped the search before the
+    /// target's time (or the target has none), that the cell cannot tell: `zklock check`
+    /// with a longer limit judges it.
+    fn verdict(&self, e: &ExhaustiveFigures) -> &'static str {
+        let cut_short =
+            e.stopped_by == Some(TIME_LIMIT) && self.within_s.is_none_or(|s| e.total_s < s);
+        if self.met(e) {
+            "ok"
+        } else if cut_short {
+            "not judged within the cell's limit"
+        } else {
+            "MISS"
+        }
+    }
 }
+
+/// Why a cell's search stopped, when its time limit stopped it.
+const TIME_LIMIT: &str = "time limit";
 
 #[derive(Debug, Default, Serialize)]
 pub struct Figures {
@@ -103,7 +121,7 @@ pub struct Figures {
     pub simulation: Option<SimFigures>,
     /// Empty with `--real-only`.
     pub exhaustive: Vec<ExhaustiveFigures>,
-    /// Real ZooKeeper (issue 7, item 3); `None` with `--sim-only`.
+    /// Real ZooKeeper's figures; `None` with `--sim-only`.
     pub real: Option<RealFigures>,
 }
 
@@ -349,7 +367,7 @@ fn search_figures(bounds: &Bounds, config: String, target: Option<Target>) -> Ex
         stopped_by: (!r.complete).then_some(if r.schedules >= bounds.schedules_max {
             "schedule limit"
         } else {
-            "time limit"
+            TIME_LIMIT
         }),
         total_s: secs,
         schedules_per_s: r.schedules as f64 / secs,
@@ -594,10 +612,7 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
             let within = t
                 .within_s
                 .map_or("complete".to_owned(), |s| format!("<= {s:.0} s"));
-            format!(
-                "  target {within}: {}",
-                if t.met(e) { "ok" } else { "MISS" }
-            )
+            format!("  target {within}: {}", t.verdict(e))
         });
         outln!(
             "  {:<22} {:>8} {:>7} {:>10} {:>12} {:>9.2} {:>13.0} {:>12.0} {:>9} {:>8}{}{}",
@@ -615,5 +630,57 @@ fn print_sim_table(s: &SimFigures, exhaustive: &[ExhaustiveFigures]) {
                 .map_or(String::new(), |limit| format!("  (incomplete: {limit})")),
             target
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(complete: bool, stopped_by: Option<&'static str>, total_s: f64) -> ExhaustiveFigures {
+        ExhaustiveFigures {
+            config: "3 clients, 1 faults".into(),
+            symmetry: true,
+            reduction: None,
+            threads: 2,
+            speedup: None,
+            target: None,
+            schedules: 1,
+            distinct_states: 1,
+            complete,
+            stopped_by,
+            total_s,
+            schedules_per_s: 1.0,
+            states_per_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_cell_cut_short_by_its_limit_does_not_judge_a_target_it_could_still_meet() {
+        let within_10 = Target {
+            within_s: Some(10.0),
+        };
+        let complete = Target { within_s: None };
+        assert_eq!(within_10.verdict(&cell(true, None, 9.0)), "ok");
+        assert_eq!(within_10.verdict(&cell(true, None, 11.0)), "MISS");
+        // Stopped at the target's time or past it: missed.
+        assert_eq!(
+            within_10.verdict(&cell(false, Some(TIME_LIMIT), 10.0)),
+            "MISS"
+        );
+        // Stopped before it: the cell cannot tell.
+        let short = "not judged within the cell's limit";
+        assert_eq!(
+            within_10.verdict(&cell(false, Some(TIME_LIMIT), 2.0)),
+            short
+        );
+        assert_eq!(
+            complete.verdict(&cell(false, Some(TIME_LIMIT), 60.0)),
+            short
+        );
+        assert_eq!(complete.verdict(&cell(true, None, 600.0)), "ok");
+        // A schedule limit is a bound of the cell's own choosing: missed.
+        let schedules = cell(false, Some("schedule limit"), 2.0);
+        assert_eq!(complete.verdict(&schedules), "MISS");
     }
 }

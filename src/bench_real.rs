@@ -1,4 +1,4 @@
-//! The real part of `zklock bench` (issue 7, item 3): lock throughput and handoff latency
+//! The real part of `zklock bench`: lock throughput and handoff latency
 //! on one freshly started ZooKeeper server (the harness's), for the shipped recipe,
 //! zookeeper-client's `Client::lock` and Kazoo's `Lock`, at several client counts, with
 //! the server's raw write rate as the limit. The measurements themselves are in

@@ -110,6 +110,8 @@ impl Target {
 
 /// Why a cell's search stopped, when its time limit stopped it.
 const TIME_LIMIT: &str = "time limit";
+/// Why a cell's search stopped, when its count of schedules stopped it.
+const SCHEDULE_LIMIT: &str = "schedule limit";
 
 #[derive(Debug, Default, Serialize)]
 pub struct Figures {
@@ -365,7 +367,7 @@ fn search_figures(bounds: &Bounds, config: String, target: Option<Target>) -> Ex
         distinct_states: r.distinct_states,
         complete: r.complete,
         stopped_by: (!r.complete).then_some(if r.schedules >= bounds.schedules_max {
-            "schedule limit"
+            SCHEDULE_LIMIT
         } else {
             TIME_LIMIT
         }),
@@ -680,7 +682,7 @@ mod tests {
         );
         assert_eq!(complete.verdict(&cell(true, None, 600.0)), "ok");
         // A schedule limit is a bound of the cell's own choosing: missed.
-        let schedules = cell(false, Some("schedule limit"), 2.0);
+        let schedules = cell(false, Some(SCHEDULE_LIMIT), 2.0);
         assert_eq!(complete.verdict(&schedules), "MISS");
     }
 }

@@ -42,6 +42,10 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
         locks: a.locks,
+        faults: match crate::fault_args::faults_of(&a.faults) {
+            Ok(f) => f,
+            Err(e) => bail!("{e}"),
+        },
         ..Scenario::default()
     };
     if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {
@@ -131,11 +135,12 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         }
     }
     outln!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}, symmetry {}{}{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}{}, symmetry {}{}{}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
         b.faults_max,
+        crate::fault_args::describe(&base.faults),
         non_default_knobs(&base),
         match b.request_time_us {
             0 => String::new(),
@@ -168,6 +173,10 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
                 write_private(path, &c.to_bytes(), resuming)?;
                 outln!("checkpoint: {}", path.display());
                 "; the same command resumes from the checkpoint"
+            }
+            // Where it stopped is lost: say how to keep it next time.
+            (_, None) if !r.partial_order => {
+                ", or add --checkpoint FILE to keep where it stops and resume from there"
             }
             _ => "",
         };

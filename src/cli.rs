@@ -292,6 +292,11 @@ pub struct CheckArgs {
     /// (replacing only the checkpoint it resumed from); on any number of threads
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
+    /// The kinds of fault the search places, a comma-separated list of connection-loss,
+    /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
+    /// local-expiry (each at most once), or `all`: fewer kinds, fewer schedules
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault, default_value = "all")]
+    pub faults: Vec<crate::fault_args::FaultArg>,
     #[command(flatten)]
     pub shape: crate::shape_args::ShapeArgs,
 }

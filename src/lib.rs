@@ -32,6 +32,7 @@ mod bench;
 mod check_cmd;
 mod cli;
 mod explore;
+mod fault_args;
 mod files;
 mod interrupt;
 mod real_cmd;

@@ -11,6 +11,8 @@ use zklock_checker::{Summary, Trace, check_seed};
 use zklock_recipe::history::LockRole;
 use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
+#[path = "cli/faults.rs"]
+mod faults;
 #[path = "cli/output.rs"]
 mod output;
 #[path = "cli/partial_order.rs"]
@@ -306,6 +308,11 @@ fn an_incomplete_check_exits_3_and_a_complete_one_0() {
         out.contains("incomplete: every property held on the 20"),
         "{out}"
     );
+    // Where it stopped is lost without a checkpoint: the output says how to keep it.
+    assert!(
+        out.contains("or add --checkpoint FILE to keep where it stops and resume from there"),
+        "{out}"
+    );
     let (code, out, _) = zklock(&["check", "--clients=1", "--faults-max=0"], dir.path());
     assert_eq!(code, 0, "{out}");
 }
@@ -351,6 +358,11 @@ fn a_check_in_parts_through_its_checkpoint_ends_as_one_run_in_one_go() {
         }
         assert_eq!(code, 3, "{out}{err}");
         assert!(out.contains("checkpoint: c.ckpt"), "{out}");
+        assert!(
+            out.contains("the same command resumes from the checkpoint"),
+            "{out}"
+        );
+        assert!(!out.contains("add --checkpoint"), "{out}");
         stops += 1;
         assert!(stops < 1000, "{out}");
     };

@@ -1,0 +1,161 @@
+//! `zklock check`'s `--faults`: which kinds of fault the exhaustive search places. Each
+//! kind left out takes its placements out of the search, so that more clients or more
+//! faults of the kinds that matter to a lock come within reach.
+
+use zklock_sim::{Faults, Rate};
+
+/// One item of `--faults`.
+#[derive(Clone, Copy, Debug)]
+pub enum FaultArg {
+    Kind(Kind),
+    All,
+}
+
+/// A kind of fault, by its name on the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct Kind {
+    pub name: &'static str,
+    rate: fn(&mut Faults) -> &mut Rate,
+}
+
+/// Every kind, in the order the search offers them.
+pub const KINDS: [Kind; 8] = [
+    Kind {
+        name: "connection-loss",
+        rate: |f| &mut f.connection_loss,
+    },
+    Kind {
+        name: "lost-create-response",
+        rate: |f| &mut f.lost_create_response,
+    },
+    Kind {
+        name: "forced-expiry",
+        rate: |f| &mut f.forced_expiry,
+    },
+    Kind {
+        name: "partition",
+        rate: |f| &mut f.partition,
+    },
+    Kind {
+        name: "pause",
+        rate: |f| &mut f.pause,
+    },
+    Kind {
+        name: "crash",
+        rate: |f| &mut f.crash,
+    },
+    Kind {
+        name: "delayed-delivery",
+        rate: |f| &mut f.delayed_delivery,
+    },
+    Kind {
+        name: "local-expiry",
+        rate: |f| &mut f.local_expiry,
+    },
+];
+
+pub fn parse_fault(s: &str) -> Result<FaultArg, String> {
+    if s == "all" {
+        return Ok(FaultArg::All);
+    }
+    KINDS
+        .iter()
+        .find(|k| k.name == s)
+        .map(|&k| FaultArg::Kind(k))
+        .ok_or_else(|| {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+            format!("unknown fault {s:?}: {} or all", names.join(", "))
+        })
+}
+
+/// The faults `list` names: only those kinds on (at their default rates: the search
+/// places them at every step whatever their rate); a kind listed twice, or `all` beside
+/// others, is refused.
+pub fn faults_of(list: &[FaultArg]) -> Result<Faults, String> {
+    if let [FaultArg::All] = list {
+        return Ok(Faults::default());
+    }
+    let (mut faults, mut all) = (Faults::none(), Faults::default());
+    let mut seen: Vec<&str> = Vec::new();
+    for f in list {
+        let FaultArg::Kind(k) = *f else {
+            return Err("--faults: `all` stands alone".into());
+        };
+        if seen.contains(&k.name) {
+            return Err(format!("--faults lists {} twice", k.name));
+        }
+        seen.push(k.name);
+        *(k.rate)(&mut faults) = *(k.rate)(&mut all);
+    }
+    Ok(faults)
+}
+
+/// The kinds on, for the check's report line, when not every kind is: empty otherwise.
+pub fn describe(faults: &Faults) -> String {
+    let mut f = faults.clone();
+    let on: Vec<&str> = KINDS
+        .iter()
+        .filter(|k| !(k.rate)(&mut f).is_never())
+        .map(|k| k.name)
+        .collect();
+    if on.len() == KINDS.len() {
+        String::new()
+    } else {
+        format!(" of kinds {}", on.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(s: &str) -> Result<Faults, String> {
+        let items: Result<Vec<FaultArg>, String> = s.split(',').map(parse_fault).collect();
+        faults_of(&items?)
+    }
+
+    #[test]
+    fn a_list_turns_on_only_its_kinds_at_their_default_rates() {
+        let f = list("crash,connection-loss").unwrap();
+        let d = Faults::default();
+        assert_eq!(f.crash, d.crash);
+        assert_eq!(f.connection_loss, d.connection_loss);
+        assert!(f.pause.is_never() && f.partition.is_never() && f.local_expiry.is_never());
+        assert_eq!(describe(&f), " of kinds connection-loss,crash");
+        assert_eq!(list("all").unwrap(), Faults::default());
+        assert_eq!(describe(&Faults::default()), "");
+    }
+
+    #[test]
+    fn a_kind_twice_all_beside_others_and_an_unknown_kind_are_refused() {
+        assert_eq!(
+            list("crash,crash").unwrap_err(),
+            "--faults lists crash twice"
+        );
+        assert_eq!(
+            list("all,crash").unwrap_err(),
+            "--faults: `all` stands alone"
+        );
+        let e = list("crsh").unwrap_err();
+        assert!(
+            e.starts_with("unknown fault \"crsh\": connection-loss, "),
+            "{e}"
+        );
+    }
+
+    /// Every kind of the simulator's faults has a name here: a kind added there and not
+    /// here would stay on whatever `--faults` says.
+    #[test]
+    fn every_kind_is_named() {
+        let mut f = Faults::none();
+        for k in KINDS {
+            *(k.rate)(&mut f) = Rate::new(1, 2);
+        }
+        let mut expected = Faults::default();
+        for k in KINDS {
+            *(k.rate)(&mut expected) = Rate::new(1, 2);
+        }
+        assert_eq!(f, expected);
+        assert_eq!(list("all").unwrap(), Faults::default());
+    }
+}

@@ -39,6 +39,10 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
         locks: a.locks,
+        faults: match crate::fault_args::faults_of(&a.faults) {
+            Ok(f) => f,
+            Err(e) => bail!("{e}"),
+        },
         ..Scenario::default()
     };
     // A sweep of nothing would print "every property held" having checked nothing.
@@ -113,20 +117,23 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     if s.counters.queue.is_some() {
         // The work queue's workload: one producer of that many items, the rest consume.
         outln!(
-            "scenario: {} clients (1 producer of {} items, the rest consumers){}, faults on \
-             until {} ms",
+            "scenario: {} clients (1 producer of {} items, the rest consumers){}, faults{} \
+             on until {} ms",
             sc.clients.max(2),
             sc.acquisitions_per_client,
             non_default_knobs(&sc),
+            crate::fault_args::describe(&sc.faults),
             sc.heal_ms
         );
     } else {
         outln!(
-            "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults on until {} ms",
+            "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults{} on until {} \
+             ms",
             sc.clients,
             sc.readers,
             sc.acquisitions_per_client,
             non_default_knobs(&sc),
+            crate::fault_args::describe(&sc.faults),
             sc.heal_ms
         );
     }
@@ -256,6 +263,8 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
     } else {
         format!(" --recipe {recipe_name}")
     };
+    // The same kinds of fault next, when the sweep had only some.
+    let recipe = format!("{recipe}{}", crate::fault_args::flag(&sc.faults));
     if c.queue.is_some() {
         outln!(
             "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \

@@ -54,13 +54,26 @@ pub const KINDS: [Kind; 8] = [
     },
 ];
 
+/// `zklock real --faults`'s names of the same kinds, accepted too: (real's, this one's).
+const REAL_NAMES: [(&str, &str); 5] = [
+    ("cut", "connection-loss"),
+    ("lost-create", "lost-create-response"),
+    ("expire", "forced-expiry"),
+    ("black-hole", "partition"),
+    ("local-expire", "local-expiry"),
+];
+
 pub fn parse_fault(s: &str) -> Result<FaultArg, String> {
     if s == "all" {
         return Ok(FaultArg::All);
     }
+    let name = REAL_NAMES
+        .iter()
+        .find(|(real, _)| *real == s)
+        .map_or(s, |(_, name)| name);
     KINDS
         .iter()
-        .find(|k| k.name == s)
+        .find(|k| k.name == name)
         .map(|&k| FaultArg::Kind(k))
         .ok_or_else(|| {
             let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
@@ -90,19 +103,26 @@ pub fn faults_of(list: &[FaultArg]) -> Result<Faults, String> {
     Ok(faults)
 }
 
-/// The kinds on, for the check's report line, when not every kind is: empty otherwise.
-pub fn describe(faults: &Faults) -> String {
+/// The kinds on, comma-separated, when not every kind is.
+fn kinds_on(faults: &Faults) -> Option<String> {
     let mut f = faults.clone();
     let on: Vec<&str> = KINDS
         .iter()
         .filter(|k| !(k.rate)(&mut f).is_never())
         .map(|k| k.name)
         .collect();
-    if on.len() == KINDS.len() {
-        String::new()
-    } else {
-        format!(" of kinds {}", on.join(","))
-    }
+    (on.len() != KINDS.len()).then(|| on.join(","))
+}
+
+/// The kinds on, for a report line, when not every kind is: empty otherwise.
+pub fn describe(faults: &Faults) -> String {
+    kinds_on(faults).map_or(String::new(), |on| format!(" of kinds {on}"))
+}
+
+/// The `--faults` flag that asks for these kinds, for a command to suggest: empty when
+/// every kind is on.
+pub fn flag(faults: &Faults) -> String {
+    kinds_on(faults).map_or(String::new(), |on| format!(" --faults {on}"))
 }
 
 #[cfg(test)]
@@ -122,8 +142,21 @@ mod tests {
         assert_eq!(f.connection_loss, d.connection_loss);
         assert!(f.pause.is_never() && f.partition.is_never() && f.local_expiry.is_never());
         assert_eq!(describe(&f), " of kinds connection-loss,crash");
+        assert_eq!(flag(&f), " --faults connection-loss,crash");
+        assert_eq!(flag(&Faults::default()), "");
         assert_eq!(list("all").unwrap(), Faults::default());
         assert_eq!(describe(&Faults::default()), "");
+        // `zklock real`'s names of the same kinds.
+        let real = list("cut,lost-create,expire,black-hole,local-expire,pause,crash").unwrap();
+        assert_eq!(
+            describe(&real),
+            " of kinds connection-loss,lost-create-response,forced-expiry,partition,pause,\
+             crash,local-expiry"
+        );
+        assert_eq!(
+            list("cut,connection-loss").unwrap_err(),
+            "--faults lists connection-loss twice"
+        );
     }
 
     #[test]

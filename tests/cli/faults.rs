@@ -74,3 +74,33 @@ fn faults_refuse_a_repeated_or_unknown_kind_all_beside_others_and_a_checkpoint_o
     assert!(err.contains("another check"), "{err}");
     assert_eq!(std::fs::read(dir.path().join("c.ckpt")).unwrap(), before);
 }
+
+/// A sweep draws only the kinds listed, says so, and suggests its next commands with them.
+#[test]
+fn explore_draws_only_the_listed_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["explore", "--seeds", "50", "--faults", "crash,pause"];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(", faults of kinds pause,crash on until "),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("faults: "))
+        .expect("the faults' counts");
+    // Some of each kind listed, and nothing else: "faults: N (crash C, pause P)".
+    let kinds: Vec<&str> = line
+        .split_once('(')
+        .and_then(|(_, k)| k.strip_suffix(')'))
+        .expect("kinds in parentheses")
+        .split(", ")
+        .map(|k| k.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(kinds, ["crash", "pause"], "{line}");
+    assert!(
+        out.contains("-- check --faults pause,crash --clients 2 --faults-max 1"),
+        "{out}"
+    );
+}

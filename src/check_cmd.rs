@@ -42,10 +42,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
         locks: a.locks,
-        faults: match crate::fault_args::faults_of(&a.faults) {
-            Ok(f) => f,
-            Err(e) => bail!("{e}"),
-        },
+        faults: crate::fault_args::faults_of(&a.faults).map_err(anyhow::Error::msg)?,
         ..Scenario::default()
     };
     if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {

@@ -20,39 +20,21 @@ pub struct Kind {
 
 /// Every kind, in the order the search offers them.
 pub const KINDS: [Kind; 8] = [
-    Kind {
-        name: "connection-loss",
-        rate: |f| &mut f.connection_loss,
-    },
-    Kind {
-        name: "lost-create-response",
-        rate: |f| &mut f.lost_create_response,
-    },
-    Kind {
-        name: "forced-expiry",
-        rate: |f| &mut f.forced_expiry,
-    },
-    Kind {
-        name: "partition",
-        rate: |f| &mut f.partition,
-    },
-    Kind {
-        name: "pause",
-        rate: |f| &mut f.pause,
-    },
-    Kind {
-        name: "crash",
-        rate: |f| &mut f.crash,
-    },
-    Kind {
-        name: "delayed-delivery",
-        rate: |f| &mut f.delayed_delivery,
-    },
-    Kind {
-        name: "local-expiry",
-        rate: |f| &mut f.local_expiry,
-    },
+    Kind::new("connection-loss", |f| &mut f.connection_loss),
+    Kind::new("lost-create-response", |f| &mut f.lost_create_response),
+    Kind::new("forced-expiry", |f| &mut f.forced_expiry),
+    Kind::new("partition", |f| &mut f.partition),
+    Kind::new("pause", |f| &mut f.pause),
+    Kind::new("crash", |f| &mut f.crash),
+    Kind::new("delayed-delivery", |f| &mut f.delayed_delivery),
+    Kind::new("local-expiry", |f| &mut f.local_expiry),
 ];
+
+impl Kind {
+    const fn new(name: &'static str, rate: fn(&mut Faults) -> &mut Rate) -> Kind {
+        Kind { name, rate }
+    }
+}
 
 /// `zklock real --faults`'s names of the same kinds, accepted too: (real's, this one's).
 const REAL_NAMES: [(&str, &str); 5] = [

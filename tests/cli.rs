@@ -55,6 +55,24 @@ fn replayed_trace(dir: &Path, out: &str) -> Trace {
     trace
 }
 
+/// A check of 2 clients without a fault with `extra` flags, stopped after 20 schedules
+/// with its checkpoint at `dir/c.ckpt` (or refused by the one there).
+fn check_part(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "check",
+        "--clients",
+        "2",
+        "--faults-max",
+        "0",
+        "--schedules-max",
+        "20",
+        "--checkpoint",
+        "c.ckpt",
+    ];
+    args.extend_from_slice(extra);
+    zklock(&args, dir)
+}
+
 /// A passing run of the shipped lock, written as a trace at `dir/name`.
 fn passing_trace(dir: &Path, name: &str) -> (PathBuf, Trace) {
     let sc = Scenario {

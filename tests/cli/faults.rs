@@ -1,7 +1,7 @@
 //! `zklock check --faults`: the search places only the kinds of fault listed, a failure's
 //! trace replays with them, and the flag refuses what it cannot mean.
 
-use super::{replayed_trace, zklock};
+use super::{check_part, replayed_trace, zklock};
 use zklock_sim::Faults;
 
 /// canary-blind-retry's bug needs a ConnectionLoss: the search finds it with that kind
@@ -54,18 +54,8 @@ fn faults_refuse_a_repeated_or_unknown_kind_all_beside_others_and_a_checkpoint_o
         assert!(err.contains(says), "{list}: {err}");
     }
     // A checkpoint holds the kinds too: another list is another check.
-    let part = |faults: &str| {
-        let args = [
-            "check",
-            "--schedules-max",
-            "20",
-            "--checkpoint",
-            "c.ckpt",
-            "--faults",
-            faults,
-        ];
-        zklock(&args, dir.path())
-    };
+    // Without a fault placed, the kinds are still the scenario's.
+    let part = |faults: &str| check_part(dir.path(), &["--faults", faults]);
     let (code, out, err) = part("all");
     assert_eq!(code, 3, "{out}{err}");
     let before = std::fs::read(dir.path().join("c.ckpt")).unwrap();

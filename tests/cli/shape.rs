@@ -1,7 +1,7 @@
 //! `zklock check`'s shape flags: a check that chooses the workload's shape writes a trace
 //! that replays through the binary, and the flags refuse what they cannot mean.
 
-use super::{replayed_trace, zklock};
+use super::{check_part, replayed_trace, zklock};
 use zklock_sim::Shape;
 
 #[test]
@@ -39,22 +39,7 @@ fn shape_flags_refuse_a_repeated_or_unknown_mode_and_a_checkpoint_of_another_sha
     let (code, _, err) = zklock(&["check", "--modes", "sometimes"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown mode"), "{err}");
-    let part = |shapes: &str| {
-        let args = [
-            "check",
-            "--clients",
-            "2",
-            "--faults-max",
-            "0",
-            "--schedules-max",
-            "20",
-            "--checkpoint",
-            "c.ckpt",
-            "--shapes",
-            shapes,
-        ];
-        zklock(&args, dir.path())
-    };
+    let part = |shapes: &str| check_part(dir.path(), &["--shapes", shapes]);
     let (code, out, err) = part("fixed");
     assert_eq!(code, 3, "{out}{err}");
     let before = std::fs::read(dir.path().join("c.ckpt")).unwrap();

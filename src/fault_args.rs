@@ -63,9 +63,9 @@ pub fn parse_fault(s: &str) -> Result<FaultArg, String> {
         })
 }
 
-/// The faults `list` names: only those kinds on (at their default rates: the search
-/// places them at every step whatever their rate); a kind listed twice, or `all` beside
-/// others, is refused.
+/// The faults `list` names: only those kinds on, at their default rates (a sweep draws
+/// them at those rates; a check places them at every step whatever their rate); a kind
+/// listed twice, or `all` beside others, is refused.
 pub fn faults_of(list: &[FaultArg]) -> Result<Faults, String> {
     if let [FaultArg::All] = list {
         return Ok(Faults::default());

@@ -788,8 +788,16 @@ impl DataTree {
 
     /// Every watch of one kind as (path, sessions), in path order: ZooKeeper's own view.
     fn watches(&self, data: bool) -> Vec<(&str, &[SessionId])> {
-        let mut all: Vec<(&str, &[SessionId])> = self
-            .logical()
+        self.watches_in(self.logical(), data)
+    }
+
+    /// [`Self::watches`], of the nodes `logical` (the logical tree, in path order).
+    fn watches_in<'a>(
+        &'a self,
+        logical: impl Iterator<Item = (&'a str, &'a Node)>,
+        data: bool,
+    ) -> Vec<(&'a str, &'a [SessionId])> {
+        let mut all: Vec<(&str, &[SessionId])> = logical
             .map(|(p, n)| {
                 let sessions = if data {
                     &n.data_watches
@@ -864,8 +872,10 @@ impl Eq for DataTree {}
 /// counter and child names, the last zxid, then both kinds of watches in path order.
 impl std::hash::Hash for DataTree {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // The nodes in path order, sorted once for the nodes and both kinds of watch.
+        let logical: Vec<(&str, &Node)> = self.logical().collect();
         self.index.len().hash(h);
-        for (path, node) in self.logical() {
+        for &(path, node) in &logical {
             (path, &node.data, node.stat, node.child_creates).hash(h);
             node.children.len().hash(h);
             for &c in &node.children {
@@ -874,7 +884,7 @@ impl std::hash::Hash for DataTree {
         }
         self.last_zxid.hash(h);
         for data in [true, false] {
-            let watches = self.watches(data);
+            let watches = self.watches_in(logical.iter().copied(), data);
             watches.len().hash(h);
             for (path, sessions) in watches {
                 (path, sessions).hash(h);

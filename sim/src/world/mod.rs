@@ -16,6 +16,7 @@ pub(crate) mod footprint;
 mod hash128;
 #[cfg(test)]
 mod recorder;
+mod remembered;
 pub(crate) mod request;
 mod resource;
 mod symmetry;
@@ -331,7 +332,7 @@ pub(crate) struct World {
     /// the chooser wants symmetric digests.
     symmetry: Option<symmetry::Symmetry>,
     /// The sessions' renaming under each of its permutations (see `symmetry`).
-    renamings: Vec<symmetry::Renaming>,
+    renamings: Arc<[symmetry::Renaming]>,
     /// The clock of the madsim runtime hosting the run, if any (see `Sim::run`).
     #[cfg(madsim)]
     pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,
@@ -385,7 +386,7 @@ impl World {
             symmetric_wanted,
             prunes_by_symmetry,
             symmetry: None,
-            renamings: Vec::new(),
+            renamings: Arc::default(),
             #[cfg(madsim)]
             madsim_clock: None,
             digest_buf: Vec::new(),

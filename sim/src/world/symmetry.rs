@@ -22,8 +22,9 @@
 //!
 //! The digest is the least of these encodings' hashes over the permutations consistent
 //! with the clients' signatures, not over all of them (n! encodings a state: 6 with 3
-//! clients, 24 with 4). A client's signature hashes what is its own: its fold of what it
-//! was given, connection, queues, watches, cleanup, its sessions and the timers that name
+//! clients, 24 with 4). A client's signature hashes a summary of what is its own: its
+//! fold of what it was given, its connection's and session's states and flags, the
+//! lengths of its queues and of its past sessions, its sessions and the timers that name
 //! it (with their places among all timers), through a neutral renaming in which its own
 //! sessions are labelled by rank and every other client's session, guid included, is one
 //! label. Nothing in it names a client's index or a session's number, so renaming the
@@ -35,8 +36,12 @@
 //! encodings, the same least hash. The digest is a function of the state up to renaming,
 //! as the least over all n! permutations was, and (being the hash of one of the state's
 //! renamed encodings) tells apart exactly the states that one did: a search prunes the
-//! same states with either. Clients in distinct positions mostly differ in signature, so
-//! most states are encoded once; only states whose clients look alike take more.
+//! same states with either. The argument asks only that signatures be invariant, not
+//! that they tell clients apart: a summary that ties two clients more often than their
+//! whole parts would makes more permutations consistent, so more encodings, never another
+//! set of states. The fold of what a client was given tells clients in distinct positions
+//! apart nearly always (its queues and watches follow from it), so most states are
+//! encoded once; only states whose clients look alike take more.
 //!
 //! Two states with equal digests are therefore one state renamed: their clients,
 //! sessions and guids correspond one to one.
@@ -63,9 +68,11 @@
 
 use super::digest::{Bytes, Seen};
 use super::hash128::hash128;
+use super::remembered;
 use super::request::{Answer, Reply};
 use super::{Inbound, Timer, World};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use zklock_recipe::SessionId;
 
 /// The permutations of clients that keep each client in its class: `perms[i][c]` is
@@ -134,7 +141,57 @@ fn permutations(v: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
 /// One permutation's renaming of sessions: (session, label, session in hex, label in
 /// hex).
 pub(crate) struct Renaming {
-    sessions: Vec<(i64, i64, String, String)>,
+    sessions: Vec<(i64, i64, Hex, Hex)>,
+    /// A hash of the pairs of session and label: the renaming's key among renamed trees
+    /// remembered (`remembered`).
+    key: u128,
+}
+
+impl Renaming {
+    fn new(sessions: Vec<(i64, i64, Hex, Hex)>) -> Renaming {
+        let mut bytes = Vec::with_capacity(16 * sessions.len());
+        for (from, to, ..) in &sessions {
+            bytes.extend_from_slice(&from.to_le_bytes());
+            bytes.extend_from_slice(&to.to_le_bytes());
+        }
+        Renaming {
+            key: hash128(&bytes),
+            sessions,
+        }
+    }
+}
+
+/// A number's lowercase hex digits, as a guid spells a session, kept inline: renamings
+/// are made again at every session a run opens, and a `String` each cost an allocation.
+#[derive(Clone, Copy)]
+struct Hex {
+    digits: [u8; 16],
+    len: u8,
+}
+
+impl Hex {
+    fn new(v: i64) -> Hex {
+        let mut v = v as u64;
+        let mut digits = [0u8; 16];
+        let mut len = 0;
+        loop {
+            digits[len] = b"0123456789abcdef"[(v & 0xf) as usize];
+            len += 1;
+            v >>= 4;
+            if v == 0 {
+                break;
+            }
+        }
+        digits[..len].reverse();
+        Hex {
+            digits,
+            len: len as u8,
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.digits[..usize::from(self.len)]
+    }
 }
 
 impl Renaming {
@@ -226,10 +283,6 @@ impl<H: Hasher> Hasher for Renamed<'_, H> {
     }
 }
 
-fn hex(v: i64) -> String {
-    format!("{:x}", v as u64)
-}
-
 impl World {
     /// Whether the symmetric digest can tell sessions from other numbers now (see the
     /// module docs); when not, states are digested plainly.
@@ -245,17 +298,20 @@ impl World {
     /// The renamings of sessions under each permutation, then each client's neutral
     /// renaming (see `neutral`), made again only when a session was opened (sessions are
     /// never forgotten, and their owners and ranks never change).
-    fn renamings(&mut self, sym: &Symmetry) -> Vec<Renaming> {
-        let mut cached = std::mem::take(&mut self.renamings);
-        if cached.len() != sym.perms.len() + self.clients.len()
-            || cached
+    fn renamings(&mut self, sym: &Symmetry) -> Arc<[Renaming]> {
+        let cached = std::mem::take(&mut self.renamings);
+        if cached.len() == sym.perms.len() + self.clients.len()
+            && cached
                 .first()
-                .is_none_or(|r| r.sessions.len() != self.sessions.len())
+                .is_some_and(|r| r.sessions.len() == self.sessions.len())
         {
-            cached = sym.perms.iter().map(|p| self.renaming(p)).collect();
-            cached.extend((0..self.clients.len()).map(|c| self.neutral(c)));
+            return cached;
         }
-        cached
+        remembered::renamings(&sym.roles, self.owners().collect(), || {
+            let mut made: Vec<Renaming> = sym.perms.iter().map(|p| self.renaming(p)).collect();
+            made.extend((0..self.clients.len()).map(|c| self.neutral(c)));
+            made
+        })
     }
 
     /// Each session's owner and its place among the owner's sessions, by number.
@@ -280,10 +336,10 @@ impl World {
             .owners()
             .map(|(id, owner, k)| {
                 let label = LABEL_BASE + ((perm[owner] as i64) << 8) + k;
-                (id, label, hex(id), hex(label))
+                (id, label, Hex::new(id), Hex::new(label))
             })
             .collect();
-        Renaming { sessions }
+        Renaming::new(sessions)
     }
 
     /// Client `c`'s neutral renaming, for its signature: its own sessions by rank, every
@@ -298,10 +354,10 @@ impl World {
                 } else {
                     OTHER_LABEL
                 };
-                (id, label, hex(id), hex(label))
+                (id, label, Hex::new(id), Hex::new(label))
             })
             .collect();
-        Renaming { sessions }
+        Renaming::new(sessions)
     }
 
     /// Folds a value delivered to client `c` into its folds under every permutation, and
@@ -361,16 +417,19 @@ impl World {
             })
             .collect();
         let mut best = u128::MAX;
-        for (i, (perm, r)) in sym.perms.iter().zip(&renamings).enumerate() {
+        for (i, (perm, r)) in sym.perms.iter().zip(renamings.iter()).enumerate() {
             if !sym.consistent(perm, &sigs) {
                 continue;
             }
             let tree = match self.tree.renamed[i] {
                 Some(d) => d,
                 None => {
-                    buf.clear();
-                    encode_tree(self, r, &mut Bytes(&mut buf));
-                    let d = hash128(&buf);
+                    let plain = self.tree.digest(&mut buf);
+                    let d = remembered::renamed_tree(plain, r.key, || {
+                        buf.clear();
+                        encode_tree(self, r, &mut Bytes(&mut buf));
+                        hash128(&buf)
+                    });
                     self.tree.renamed[i] = Some(d);
                     d
                 }
@@ -385,10 +444,12 @@ impl World {
         Some(best)
     }
 
-    /// Client `c`'s signature: what is its own (its neutral fold, connection, queues,
-    /// watches, cleanup, sessions, and the timers that name it, with their places among
-    /// all timers), through its neutral renaming, so that it does not depend on which
-    /// client is which or on session numbers.
+    /// Client `c`'s signature: a summary of what is its own (its neutral fold, states,
+    /// flags, queues' lengths, sessions, and the timers that name it, with their places
+    /// among all timers), through its neutral renaming, so that it does not depend on
+    /// which client is which or on session numbers. Its queues' contents and watches are
+    /// left to the encoding: hashing them here cost a tenth of a check, and a summary
+    /// only has to be invariant (see the module docs).
     fn encode_signature(&self, c: usize, r: &Renaming, ended: bool, out: &mut Bytes<'_>) {
         let mut h = Renamed {
             inner: out,
@@ -396,7 +457,12 @@ impl World {
             scratch: Vec::new(),
             hit: false,
         };
-        self.encode_client(c, self.clients[c].obs_sig, &mut h);
+        let cl = &self.clients[c];
+        cl.live_fold(cl.obs_sig).hash(&mut h);
+        (cl.conn, cl.state, cl.conn_epoch).hash(&mut h);
+        (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(&mut h);
+        (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(&mut h);
+        (cl.outbound.len(), cl.inbound.len(), cl.ended.len()).hash(&mut h);
         let mut sessions: Vec<_> = self
             .sessions
             .iter()
@@ -664,5 +730,28 @@ fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
             .collect();
         watches.sort_unstable();
         watches.hash(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hex;
+
+    /// A guid spells its session as `format!("{:x}")` does; a renaming must match it.
+    #[test]
+    fn hex_spells_a_number_as_format_does() {
+        for v in [
+            0,
+            1,
+            0xf,
+            0x10,
+            0x5000_0000,
+            0x7fff_ffff_ffff_ffff,
+            -1,
+            i64::MIN,
+        ] {
+            let h = Hex::new(v);
+            assert_eq!(h.as_bytes(), format!("{:x}", v as u64).as_bytes(), "{v}");
+        }
     }
 }

@@ -15,9 +15,9 @@
 //!
 //! These are caches and nothing else: a hit gives what working it out again would give
 //! (for a tree, up to a collision of 128-bit keys, as for every digest), so no run, and no
-//! explorer's verdict, depends on what they hold. They are per thread, so the threads of
-//! a parallel check never wait on each other for them, and bounded: each is emptied when
-//! full.
+//! explorer's verdict, depends on what they hold; they are looked up, never iterated, so
+//! their order is nothing. They are per thread, so the threads of a parallel check never
+//! wait on each other for them, and bounded: each is emptied when full.
 
 use super::symmetry::Renaming;
 use std::cell::RefCell;

@@ -147,22 +147,8 @@ pub(crate) struct Renaming {
     key: u128,
 }
 
-impl Renaming {
-    fn new(sessions: Vec<(i64, i64, Hex, Hex)>) -> Renaming {
-        let mut bytes = Vec::with_capacity(16 * sessions.len());
-        for (from, to, ..) in &sessions {
-            bytes.extend_from_slice(&from.to_le_bytes());
-            bytes.extend_from_slice(&to.to_le_bytes());
-        }
-        Renaming {
-            key: hash128(&bytes),
-            sessions,
-        }
-    }
-}
-
-/// A number's lowercase hex digits, as a guid spells a session, kept inline: renamings
-/// are made again at every session a run opens, and a `String` each cost an allocation.
+/// A number's lowercase hex digits, as a guid spells a session, kept inline: a renaming
+/// holds two for each session, and a `String` each cost an allocation.
 #[derive(Clone, Copy)]
 struct Hex {
     digits: [u8; 16],
@@ -195,6 +181,18 @@ impl Hex {
 }
 
 impl Renaming {
+    fn new(sessions: Vec<(i64, i64, Hex, Hex)>) -> Renaming {
+        let mut bytes = Vec::with_capacity(16 * sessions.len());
+        for (from, to, ..) in &sessions {
+            bytes.extend_from_slice(&from.to_le_bytes());
+            bytes.extend_from_slice(&to.to_le_bytes());
+        }
+        Renaming {
+            key: hash128(&bytes),
+            sessions,
+        }
+    }
+
     fn session(&self, s: i64) -> i64 {
         self.sessions
             .iter()
@@ -296,8 +294,9 @@ impl World {
     }
 
     /// The renamings of sessions under each permutation, then each client's neutral
-    /// renaming (see `neutral`), made again only when a session was opened (sessions are
-    /// never forgotten, and their owners and ranks never change).
+    /// renaming (see `neutral`), looked up again only when a session was opened (sessions
+    /// are never forgotten, and their owners and ranks never change), and made only when
+    /// no earlier run of this thread met the same sessions (`remembered`).
     fn renamings(&mut self, sym: &Symmetry) -> Arc<[Renaming]> {
         let cached = std::mem::take(&mut self.renamings);
         if cached.len() == sym.perms.len() + self.clients.len()

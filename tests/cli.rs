@@ -55,22 +55,19 @@ fn replayed_trace(dir: &Path, out: &str) -> Trace {
     trace
 }
 
-/// A check of 2 clients without a fault with `extra` flags, stopped after 20 schedules
-/// with its checkpoint at `dir/c.ckpt` (or refused by the one there).
-fn check_part(dir: &Path, extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec![
-        "check",
-        "--clients",
-        "2",
-        "--faults-max",
-        "0",
-        "--schedules-max",
-        "20",
-        "--checkpoint",
-        "c.ckpt",
-    ];
+/// A check of 2 clients without a fault, with `extra` flags, run in `dir`.
+fn check_two(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["check", "--clients", "2", "--faults-max", "0"];
     args.extend_from_slice(extra);
     zklock(&args, dir)
+}
+
+/// [`check_two`] stopped after 20 schedules with its checkpoint at `dir/c.ckpt` (or
+/// refused by the one there).
+fn check_part(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["--schedules-max", "20", "--checkpoint", "c.ckpt"];
+    args.extend_from_slice(extra);
+    check_two(dir, &args)
 }
 
 /// A passing run of the shipped lock, written as a trace at `dir/name`.

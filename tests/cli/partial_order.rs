@@ -2,23 +2,15 @@
 //! (the same states as without it, fewer schedules), and a checkpoint, which does not
 //! hold sleep sets, is refused with it.
 
-use super::zklock;
+use super::check_two;
 
 #[test]
 fn check_with_partial_order_reports_it_and_refuses_a_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let check = |extra: &[&str]| {
-        let mut args = vec![
-            "check",
-            "--clients",
-            "2",
-            "--faults-max",
-            "0",
-            "--symmetry",
-            "off",
-        ];
+        let mut args = vec!["--symmetry", "off"];
         args.extend_from_slice(extra);
-        zklock(&args, dir.path())
+        check_two(dir.path(), &args)
     };
     let (code, out, err) = check(&["--partial-order", "on"]);
     assert_eq!(code, 0, "{out}{err}");

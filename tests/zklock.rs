@@ -1,8 +1,12 @@
 //! Integration tests of the `zklock` command line and the trace round trip, and the
-//! canaries the suite must catch.
+//! canaries the suite must catch: one test binary (`cargo test --test zklock`; a module's
+//! tests alone: `cargo test --test zklock cli::`). A new file joins it here: the package
+//! lists its test targets (`autotests = false`).
 
 mod browser;
 mod canaries;
+mod cli;
+mod limits;
 
 use std::path::Path;
 use std::process::Command;

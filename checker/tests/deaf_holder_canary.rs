@@ -2,9 +2,7 @@
 //! unplugged), holding longer than a session: `mutual_exclusion` must catch two
 //! believers, while the shipped lock passes the same runs.
 
-mod common;
-
-use common::Deaf;
+use crate::common::Deaf;
 use zklock_checker::{CheckConfig, Report, check_all};
 use zklock_sim::{Faults, Rate, Recipe, Scenario, ShippedRecipe, run_scenario};
 

@@ -111,7 +111,7 @@ fn a_search_on_several_threads_stops_at_its_schedule_bound() {
 
 /// The largest configuration that completes in the suite's reach: 3 clients with a fault,
 /// on one thread and on two, the same states and final states, pinned. A minute or two
-/// in a release build: `cargo test --release -p zklock-checker --test parallel -- --ignored`.
+/// in a release build: `cargo test --release -p zklock-checker --test suite parallel:: -- --ignored`.
 #[test]
 #[ignore = "minutes: run in release with --ignored"]
 fn three_clients_with_a_fault_complete_with_the_same_states_on_one_thread_and_two() {

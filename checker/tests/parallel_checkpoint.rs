@@ -6,9 +6,7 @@
 //! threads vary between runs (work done in vain), so only states are compared; every
 //! stop is by `schedules_max`, never by the clock.
 
-mod common;
-
-use common::Deaf;
+use crate::common::Deaf;
 use std::collections::BTreeSet;
 use zklock_checker::{
     Bounds, CheckedRun, Checkpoint, Control, ExhaustiveReport, Interrupt, PROGRESS_EVERY_SCHEDULES,

@@ -159,7 +159,7 @@ fn partial_order_with_symmetry_keeps_two_clients_verdicts_and_states() {
 }
 
 // The larger configurations take minutes in a debug build:
-// `cargo test --release -p zklock-checker --test partial_order -- --ignored`.
+// `cargo test --release -p zklock-checker --test suite partial_order:: -- --ignored`.
 
 #[test]
 #[ignore = "minutes in a debug build; run with --release -- --ignored"]

@@ -8,7 +8,7 @@ use zklock_sim::{Scenario, ShippedRecipe};
 
 /// Set in the child process.
 const CHILD: &str = "ZKLOCK_SEED_ENV_TEST_CHILD";
-const NAME: &str = "a_seed_env_that_is_not_a_seed_fails_the_sweep";
+const NAME: &str = "seed_env::a_seed_env_that_is_not_a_seed_fails_the_sweep";
 
 #[test]
 fn a_seed_env_that_is_not_a_seed_fails_the_sweep() {

@@ -48,7 +48,7 @@ fn sweep(recipe: &QueueRecipe) -> Vec<(u64, bool, String)> {
 
 /// The herd figures of a sweep: (most consumers woken by one change, notifications per
 /// completed item, listings per completed item), each as (min, mean, max), from the
-/// verdicts' notes. `cargo test -p zklock-checker --test work_queue -- --nocapture`
+/// verdicts' notes. `cargo test -p zklock-checker --test suite work_queue:: -- --nocapture`
 /// prints them (docs/recipes.md quotes them).
 fn figures(name: &str, notes: &[String]) -> [(f64, f64, f64); 3] {
     let parse = |note: &str| -> [f64; 3] {

@@ -6,9 +6,7 @@
 //! Needs Java and ZooKeeper (`apt-get install -y zookeeper`); without them each test prints
 //! "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-mod common;
-
-use common::zookeeper_available;
+use crate::common::zookeeper_available;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -6,9 +6,7 @@
 //! Needs Java and ZooKeeper (and python3-kazoo for Kazoo's cell); without them each test
 //! prints "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-mod common;
-
-use common::{kazoo_python, zookeeper_available};
+use crate::common::{kazoo_python, zookeeper_available};
 use std::time::Duration;
 use tokio::task::block_in_place;
 use zklock_real::bench::{

@@ -8,13 +8,12 @@
 //! deadline only a hang reaches: a JVM's start on a loaded machine changes how long a run
 //! takes, never what it proves.
 
-mod common;
 #[path = "drivers/expiry.rs"]
 mod expiry;
 #[path = "drivers/mixed.rs"]
 mod mixed;
 
-use common::{assert_ok, check_run, until_counters};
+use crate::common::{assert_ok, check_run, until_counters};
 use zklock_real::RealError;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::FaultConfig;
@@ -29,7 +28,7 @@ const LOCK_PATH: &str = "/zklock/lock";
 /// The driver of `kind`, or None (after a notice) when its library is missing; under CI
 /// a missing library fails the test.
 fn driver(kind: DriverKind) -> Option<DriverRecipe> {
-    if !common::zookeeper_available() {
+    if !crate::common::zookeeper_available() {
         return None;
     }
     match DriverRecipe::prepare(kind) {

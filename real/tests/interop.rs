@@ -9,9 +9,7 @@
 //! Needs Java, ZooKeeper and python3-kazoo (`apt-get install -y zookeeper python3-kazoo`);
 //! without them each test prints "skipping: ..." and passes, except under `CI=true`.
 
-mod common;
-
-use common::{assert_ok, check, kazoo_python, zookeeper_available};
+use crate::common::{assert_ok, check, kazoo_python, zookeeper_available};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -6,9 +6,7 @@
 //! Needs Java and ZooKeeper (`apt-get install -y zookeeper`); without them each test prints
 //! "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-mod common;
-
-use common::{assert_ok, check, check_run, until_counters, zookeeper_available};
+use crate::common::{assert_ok, check, check_run, until_counters, zookeeper_available};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::block_in_place;

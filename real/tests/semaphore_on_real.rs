@@ -5,9 +5,7 @@
 //! Needs Java and ZooKeeper (`apt-get install -y zookeeper`); without them each test prints
 //! "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-mod common;
-
-use common::{assert_ok, check_run_shaped, zookeeper_available};
+use crate::common::{assert_ok, check_run_shaped, zookeeper_available};
 use std::collections::BTreeSet;
 use tokio::task::block_in_place;
 use zklock_checker::CheckConfig;

@@ -1,6 +1,7 @@
 //! A user's own `#[madsim::test]` suite drives the world from `MADSIM_TEST_SEED`, and
-//! `MADSIM_TEST_NUM` sweeps seeds: try `MADSIM_TEST_NUM=20 cargo test --test madsim_seed`. Only with madsim
-//! turned on (`--cfg madsim`, as the workspace's `.cargo/config.toml` does).
+//! `MADSIM_TEST_NUM` sweeps seeds: try
+//! `MADSIM_TEST_NUM=20 cargo test -p zklock-sim --test suite madsim_seed`. Only with
+//! madsim turned on (`--cfg madsim`, as the workspace's `.cargo/config.toml` does).
 #![cfg(madsim)]
 
 use zklock_recipe::lock::{Lock, LockOptions};

@@ -1,6 +1,6 @@
 //! Runs a sequence on any `Coordination` and records what its clients saw.
 
-use crate::ops::{Req, Step};
+use super::ops::{Req, Step};
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
 use std::fmt;

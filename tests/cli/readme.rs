@@ -83,7 +83,7 @@ fn readme_tour_runs_as_written() {
             // The main job, the tests and the user's crate: .ci/run runs each.
             let covered = match c.line.as_str() {
                 "cargo run --release" => ci.lines().any(|l| l.trim() == "cargo run --release"),
-                // Run as written, or with its status kept for after the background job.
+                // Run as written, or with its status kept until the background jobs end.
                 "cargo test --workspace" => ci.lines().any(|l| {
                     let l = l.trim();
                     l == "cargo test --workspace" || l.starts_with("cargo test --workspace || ")

@@ -1,6 +1,6 @@
-//! Helpers shared by the real-server test binaries.
+//! Helpers shared by the real-server tests.
 
-// Each test binary uses a different subset.
+// Kept whole for the tests to come, though today's use a subset.
 #![allow(dead_code)]
 
 use std::path::PathBuf;

@@ -47,8 +47,11 @@ public final class ZklockCuratorDriver {
         return t;
     });
     volatile Thread ownerThread;
-    // The acquire running on the owner thread, if any (guarded by `this`).
+    // The acquire sent and not yet ended, if any, and whether the owner thread has started
+    // it; a cancel that comes before it starts is kept in `cancelEarly` (guarded by `this`).
     Long acquiring = null;
+    boolean started = false;
+    boolean cancelEarly = false;
     // The acquire whose hold is current, and whether its loss was reported.
     Long holding = null;
     boolean lostSent = false;
@@ -113,11 +116,23 @@ public final class ZklockCuratorDriver {
         return lease == null ? null : path + "/leases/" + lease.getNodeName();
     }
 
+    /** On the reading thread, before the acquire is handed to the owner thread. */
+    synchronized void sent(long id) {
+        acquiring = id;
+        started = false;
+        cancelEarly = false;
+    }
+
     void acquire(long id, String mode, long timeoutMs) {
         synchronized (this) {
             Thread.interrupted(); // a cancel that came too late for an earlier acquire
             ownerThread = Thread.currentThread();
-            acquiring = id;
+            started = true;
+            if (cancelEarly && acquiring != null && acquiring == id) {
+                acquiring = null;
+                emit(obj("event", "not_acquired", "id", id, "reason", "cancelled"));
+                return;
+            }
         }
         try {
             boolean got;
@@ -133,15 +148,25 @@ public final class ZklockCuratorDriver {
             // Held: a cancel from now on comes too late, and must not interrupt the reading
             // of the token (that would report a held lock as not acquired).
             synchronized (this) {
-                acquiring = null;
+                if (acquiring != null && acquiring == id) acquiring = null;
                 Thread.interrupted();
             }
             String node = heldNode();
             Stat stat = null;
             try {
+                // No node, no stat: the token is -1, a grant the checker judges.
                 stat = node == null ? null : client.checkExists().forPath(node);
             } catch (Exception e) {
-                // The token stays unknown (-1); the hold is reported all the same.
+                // Held, but the token cannot be read: the hold is given back and the acquire
+                // reported as failed, rather than a hold with a token that is not its own.
+                try {
+                    lock.release();
+                } catch (Exception again) {
+                    // Curator keeps what it keeps; its next acquire says so.
+                }
+                emit(obj("event", "error", "id", id, "message",
+                        "acquired, but its token could not be read (" + e + "); released"));
+                return;
             }
             synchronized (this) {
                 holding = id;
@@ -159,14 +184,20 @@ public final class ZklockCuratorDriver {
             }
         } finally {
             synchronized (this) {
-                acquiring = null;
+                // The next acquire may have been sent already: it is not this one's to end.
+                if (acquiring != null && acquiring == id) acquiring = null;
                 Thread.interrupted();
             }
         }
     }
 
     synchronized void cancel(long id) {
-        if (acquiring != null && acquiring == id && ownerThread != null) ownerThread.interrupt();
+        if (acquiring == null || acquiring != id) return;
+        if (started) {
+            ownerThread.interrupt();
+        } else {
+            cancelEarly = true;
+        }
     }
 
     void release(long id) {
@@ -217,6 +248,7 @@ public final class ZklockCuratorDriver {
             if ("acquire".equals(op)) {
                 String mode = String.valueOf(req.getOrDefault("mode", "blocking"));
                 long timeoutMs = req.get("timeout_ms") instanceof Long ? (Long) req.get("timeout_ms") : 0L;
+                d.sent(id);
                 d.owner.execute(() -> d.acquire(id, mode, timeoutMs));
             } else if ("release".equals(op)) {
                 d.owner.execute(() -> d.release(id));

@@ -77,7 +77,8 @@ class Driver:
             emit(event="lost", id=hold, reason="kazoo state " + str(state))
 
     def hold_of(self):
-        """The token and node of the hold just taken."""
+        """The token and node of the hold just taken: -1 when the node is gone (a grant
+        the checker judges); raises when the node cannot be read."""
         if self.kind == "semaphore":
             node = self.lock.create_path
         else:
@@ -88,9 +89,12 @@ class Driver:
 
     def acquire(self, rid, mode, timeout_ms):
         try:
-            # Kazoo keeps a cancel that came after its acquire ended for the next one;
-            # zklock's cancel is for one acquire only.
-            self.lock.cancelled = False
+            if self.lock.is_acquired:
+                # Kazoo's blocking acquire of a Lock that believes it holds waits forever,
+                # deaf to a cancel: say so rather than hang.
+                emit(event="error", id=rid, message="Kazoo's %s still holds an earlier "
+                     "acquire's lock" % type(self.lock).__name__)
+                return
             if mode == "blocking":
                 got = self.lock.acquire()
             elif mode == "try":
@@ -103,7 +107,15 @@ class Driver:
             if not got:
                 emit(event="not_acquired", id=rid, reason="timeout" if mode == "timed" else "held")
                 return
-            token, node = self.hold_of()
+            try:
+                token, node = self.hold_of()
+            except Exception as e:
+                # Held, but without a token: an acquired report carries one, so the hold
+                # is given back and the acquire reported as failed.
+                self.give_back()
+                emit(event="error", id=rid, message="acquired, but its token could not be "
+                     "read (%s: %s); released" % (type(e).__name__, e))
+                return
             with self.state:
                 self.holding, self.lost_sent = rid, False
             emit(event="acquired", id=rid, token=token, node=node)
@@ -115,6 +127,12 @@ class Driver:
             with self.state:
                 if self.acquiring == rid:
                     self.acquiring = None
+
+    def give_back(self):
+        try:
+            self.lock.release()
+        except Exception:
+            pass  # the library keeps what it keeps; a later acquire says so
 
     def release(self, rid):
         try:
@@ -130,6 +148,38 @@ class Driver:
             pending = self.acquiring == rid
         if pending:
             self.lock.cancel()
+
+
+def start(target, *args):
+    """Runs target(*args) on a thread of its own (the driver's tests defer it)."""
+    threading.Thread(target=target, args=args, daemon=True).start()
+
+
+def handle(driver, op, rid, req):
+    """Acts on one request; False for close."""
+    if op == "acquire":
+        try:
+            mode, timeout_ms = req.get("mode", "blocking"), int(req.get("timeout_ms", 0))
+        except (ValueError, TypeError) as e:
+            emit(event="error", id=rid, message="bad acquire: %s" % e)
+            return True
+        with driver.state:
+            driver.acquiring = rid
+            # Here, not on the acquire's thread, so that a cancel read next is kept even
+            # if that thread has not started yet. Kazoo would keep a cancel that came
+            # after its acquire ended for the next one; zklock's cancel is for one
+            # acquire only.
+            driver.lock.cancelled = False
+        start(driver.acquire, rid, mode, timeout_ms)
+    elif op == "release":
+        start(driver.release, rid)
+    elif op == "cancel":
+        driver.cancel(rid)
+    elif op == "close":
+        return False
+    else:
+        emit(event="error", id=rid, message="unknown op %r" % op)
+    return True
 
 
 def main():
@@ -157,22 +207,8 @@ def main():
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             emit(event="error", id=None, message="bad request %r: %s" % (line[:200], e))
             continue
-        if op == "acquire":
-            with driver.state:
-                driver.acquiring = rid
-            threading.Thread(
-                target=driver.acquire,
-                args=(rid, req.get("mode", "blocking"), int(req.get("timeout_ms", 0))),
-                daemon=True,
-            ).start()
-        elif op == "release":
-            threading.Thread(target=driver.release, args=(rid,), daemon=True).start()
-        elif op == "cancel":
-            driver.cancel(rid)
-        elif op == "close":
+        if not handle(driver, op, rid, req):
             break
-        else:
-            emit(event="error", id=rid, message="unknown op %r" % op)
     try:
         driver.client.stop()
         driver.client.close()

@@ -10,6 +10,8 @@
 
 #[path = "drivers/expiry.rs"]
 mod expiry;
+#[path = "drivers/kazoo_cases.rs"]
+mod kazoo_cases;
 #[path = "drivers/mixed.rs"]
 mod mixed;
 
@@ -146,6 +148,48 @@ async fn kazoos_lock_and_the_shipped_lock_survive_a_lost_delete_reply() {
         .unwrap();
     assert!(struck_then_contended(&shipped.history));
     assert_ok(&check_run(&shipped));
+}
+
+/// The reply to client 0's first existence check under the lock directory is withheld
+/// and its connection cut. Kazoo's Lock makes none; its driver reads a hold's token (its
+/// node's czxid) with one, so Kazoo holds the lock and the driver cannot read the token.
+fn cut_token_read() -> FaultConfig {
+    FaultConfig {
+        aimed: vec![(
+            0,
+            AimedFault {
+                ops: op::by_name("exists").unwrap().to_vec(),
+                under: format!("{LOCK_PATH}/"),
+                action: AimedAction::WithholdReply,
+            },
+        )],
+        ..FaultConfig::default()
+    }
+}
+
+/// A hold whose token cannot be read is given back and reported as a failed acquire.
+/// Kazoo's driver once reported the error and kept the hold: Kazoo's Lock then believed
+/// it held, everyone else waited behind its node, and its next blocking acquire waited
+/// forever, deaf to a cancel, until zklock gave up on the driver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoos_driver_gives_back_a_hold_whose_token_read_is_cut() {
+    let Some(recipe) = driver(DriverKind::KazooLock) else {
+        return;
+    };
+    let status = recipe.status();
+    let config = workload(Some(RunGoal::new(|h, _| struck_then_contended(h))));
+    let run = run(recipe, &config, &cut_token_read()).await.unwrap();
+    assert_eq!(status.failure(), None, "the driver failed");
+    assert!(
+        struck_then_contended(&run.history),
+        "the fault never struck"
+    );
+    let given_back = run.history.events.iter().any(|e| {
+        matches!(&e.kind, EventKind::AcquireFailed { reason }
+            if reason.contains("token could not be read"))
+    });
+    assert!(given_back, "no acquire reported its hold given back");
+    assert_ok(&check_run(&run));
 }
 
 /// A blocking acquire has waited past the liveness bound, with nothing else of its

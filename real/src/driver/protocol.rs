@@ -71,7 +71,8 @@ pub enum Report {
         session_id: i64,
     },
     /// Acquire `id` holds the lock, with a fencing token (the lock node's czxid, or -1
-    /// when the driver has none) and the node's name.
+    /// when the node is gone) and the node's name. A driver whose read of the token
+    /// fails gives the hold back and answers `Error` instead.
     Acquired { id: u64, token: i64, node: String },
     /// Acquire `id` ended without the lock (held, timeout, cancelled).
     NotAcquired { id: u64, reason: String },

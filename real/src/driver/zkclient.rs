@@ -236,7 +236,17 @@ impl Driver {
                 let path = hold.lock_path().to_owned();
                 let token = match client.check_stat(&path).await {
                     Ok(Some(stat)) => stat.czxid,
-                    _ => -1,
+                    // No node: -1, a grant the checker judges.
+                    Ok(None) => -1,
+                    Err(e) => {
+                        // Held, but the token cannot be read: the hold is given back (its
+                        // drop deletes the node) and the acquire reported as failed.
+                        drop(hold);
+                        let message =
+                            format!("acquired, but its token could not be read ({e}); released");
+                        self.emit(json!({"event": "error", "id": id, "message": message}));
+                        return;
+                    }
                 };
                 let node = path.rsplit('/').next().unwrap_or_default().to_owned();
                 self.state().holds.insert(id, hold);

@@ -1,8 +1,5 @@
 //! Helpers shared by the real-server tests.
 
-// Kept whole for the tests to come, though today's use a subset.
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::process::Command;
 use zklock_checker::CheckConfig;

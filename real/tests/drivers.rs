@@ -95,21 +95,26 @@ async fn curators_mutex_passes_a_contended_fault_free_run() {
     passes_a_contended_fault_free_run(DriverKind::CuratorMutex).await;
 }
 
-/// The reply to client 0's first delete under the lock directory (its first release, or
-/// the cleanup of a try) is withheld and its connection cut: the delete was applied, the
-/// library saw ConnectionLoss.
-fn lost_delete_reply() -> FaultConfig {
+/// Client 0's first request of `op_name` under the lock directory meets `action`.
+fn aimed_at_first(op_name: &str, action: AimedAction) -> FaultConfig {
     FaultConfig {
         aimed: vec![(
             0,
             AimedFault {
-                ops: op::by_name("delete").unwrap().to_vec(),
+                ops: op::by_name(op_name).unwrap().to_vec(),
                 under: format!("{LOCK_PATH}/"),
-                action: AimedAction::WithholdReply,
+                action,
             },
         )],
         ..FaultConfig::default()
     }
+}
+
+/// The reply to client 0's first delete under the lock directory (its first release, or
+/// the cleanup of a try) is withheld and its connection cut: the delete was applied, the
+/// library saw ConnectionLoss.
+fn lost_delete_reply() -> FaultConfig {
+    aimed_at_first("delete", AimedAction::WithholdReply)
 }
 
 /// The aimed fault struck, and contention followed it.
@@ -154,17 +159,7 @@ async fn kazoos_lock_and_the_shipped_lock_survive_a_lost_delete_reply() {
 /// and its connection cut. Kazoo's Lock makes none; its driver reads a hold's token (its
 /// node's czxid) with one, so Kazoo holds the lock and the driver cannot read the token.
 fn cut_token_read() -> FaultConfig {
-    FaultConfig {
-        aimed: vec![(
-            0,
-            AimedFault {
-                ops: op::by_name("exists").unwrap().to_vec(),
-                under: format!("{LOCK_PATH}/"),
-                action: AimedAction::WithholdReply,
-            },
-        )],
-        ..FaultConfig::default()
-    }
+    aimed_at_first("exists", AimedAction::WithholdReply)
 }
 
 /// A hold whose token cannot be read is given back and reported as a failed acquire.

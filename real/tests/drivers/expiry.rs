@@ -2,7 +2,7 @@
 //! exactly when its request aimed at reaches the proxy, so that a "session expired while
 //! acquiring" schedule is scripted, not hoped for.
 
-use super::{LOCK_PATH, run, workload};
+use super::{LOCK_PATH, aimed_at_first, run, workload};
 use crate::common::{assert_ok, check_run};
 use zklock_real::faults::FaultConfig;
 use zklock_real::proxy::{AimedAction, AimedFault, op};
@@ -83,17 +83,7 @@ async fn an_aimed_expiry_expires_the_session_and_the_shipped_lock_passes() {
 /// Client 0's first delete under the lock directory never reaches the server: its
 /// session is expired there instead.
 fn expired_at_first_delete() -> FaultConfig {
-    FaultConfig {
-        aimed: vec![(
-            0,
-            AimedFault {
-                ops: op::by_name("delete").unwrap().to_vec(),
-                under: format!("{LOCK_PATH}/"),
-                action: AimedAction::Expire,
-            },
-        )],
-        ..FaultConfig::default()
-    }
+    aimed_at_first("delete", AimedAction::Expire)
 }
 
 /// Curator 5.4.0's `InterProcessSemaphoreMutex` takes a lease, then releases its internal

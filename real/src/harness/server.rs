@@ -9,6 +9,15 @@ use std::path::Path;
 use std::time::Instant;
 use tempfile::TempDir;
 
+/// How many ports a server's start tries, when the port it was given is taken before the
+/// server binds it.
+const PORT_TRIES: u32 = 3;
+
+/// Whether nothing listens on loopback `port` (a listener of ours binds it, and goes).
+fn port_is_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
 /// A standalone ZooKeeper server on a free loopback port, in a temporary directory.
 ///
 /// Dropping it SIGKILLs the server and removes the directory.
@@ -27,29 +36,55 @@ impl TestServer {
         TestServer::start_with(ServerOptions::default())
     }
 
-    /// Starts a server and waits until it serves (at most `options.start_timeout`).
+    /// Starts a server and waits until it serves (at most `options.start_timeout` a try).
+    ///
+    /// The port is free when chosen, but another process (a test beside this one, an
+    /// outgoing connection) may take it before the JVM binds it: a start that fails with
+    /// its port taken meanwhile is tried again on another, three tries in all.
     pub fn start_with(options: ServerOptions) -> Result<TestServer, RealError> {
+        Self::start_on(options, || Ok(free_ports(1)?[0]))
+    }
+
+    /// [`start_with`](Self::start_with), on the ports `next_port` picks.
+    fn start_on(
+        options: ServerOptions,
+        mut next_port: impl FnMut() -> Result<u16, RealError>,
+    ) -> Result<TestServer, RealError> {
         let install = Installation::detect()?;
-        let dir = super::temp_dir("zklock-zookeeper-")?;
-        let port = free_ports(1)?[0];
-        let orphan_dir = super::orphan_dir(&dir);
-        let node = Node::create(
-            dir.path(),
-            orphan_dir,
-            "server".to_string(),
-            1,
-            port,
-            &[],
-            &options,
-        )?;
-        let mut server = TestServer {
-            node,
-            install,
-            options,
-            dir,
-        };
-        server.launch()?;
-        Ok(server)
+        let mut dir = super::temp_dir("zklock-zookeeper-")?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let port = next_port()?;
+            let node = Node::create(
+                dir.path(),
+                super::orphan_dir(&dir),
+                "server".to_string(),
+                1,
+                port,
+                &[],
+                &options,
+            )?;
+            let mut server = TestServer {
+                node,
+                install: install.clone(),
+                options: options.clone(),
+                dir,
+            };
+            match server.launch() {
+                Ok(()) => return Ok(server),
+                // The server is down; its directory serves the next try.
+                Err(_) if tries < PORT_TRIES && !port_is_free(port) => dir = server.into_dir(),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The directory, the server killed.
+    fn into_dir(self) -> TempDir {
+        let TestServer { node, dir, .. } = self;
+        drop(node);
+        dir
     }
 
     fn launch(&mut self) -> Result<(), RealError> {
@@ -98,5 +133,57 @@ impl TestServer {
     /// [`super::kill_session`].
     pub async fn expire_session(&self, client: &ZkClient) -> Result<(), RealError> {
         super::expire_session(&self.connect_string(), client, EXPIRE_TIMEOUT).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Ports: first `taken` (bound by a listener here), then free ones.
+    fn taken_then_free(taken: u16, count: &mut u32) -> impl FnMut() -> Result<u16, RealError> {
+        move || {
+            *count += 1;
+            match *count {
+                1 => Ok(taken),
+                _ => Ok(free_ports(1)?[0]),
+            }
+        }
+    }
+
+    /// A port taken between its choice and the server's bind: the start goes on another.
+    #[test]
+    fn a_server_whose_port_is_taken_before_it_binds_starts_on_another() {
+        if !super::super::available_for_tests() {
+            return;
+        }
+        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = squatter.local_addr().unwrap().port();
+        let mut count = 0;
+        let server =
+            TestServer::start_on(ServerOptions::default(), taken_then_free(taken, &mut count))
+                .unwrap();
+        assert_ne!(server.addr().port(), taken);
+        drop(server);
+        assert_eq!(count, 2, "one try on the taken port, one on a free one");
+    }
+
+    /// Every port given is taken: the start fails after its tries, with the server's error.
+    #[test]
+    fn a_server_start_gives_up_after_its_tries_on_taken_ports() {
+        if !super::super::available_for_tests() {
+            return;
+        }
+        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = squatter.local_addr().unwrap().port();
+        let mut tries = 0;
+        let err = TestServer::start_on(ServerOptions::default(), || {
+            tries += 1;
+            Ok(taken)
+        })
+        .unwrap_err();
+        assert_eq!(tries, PORT_TRIES);
+        assert!(matches!(err, RealError::ServerStart { .. }), "{err:?}");
     }
 }

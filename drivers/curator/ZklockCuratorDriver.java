@@ -57,22 +57,35 @@ public final class ZklockCuratorDriver {
     boolean lostSent = false;
 
     ZklockCuratorDriver(String kind, String connect, String path, int sessionTimeoutMs) {
-        this.kind = kind;
-        this.path = path;
-        this.client = CuratorFrameworkFactory.builder()
+        this(kind, path, CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(sessionTimeoutMs)
                 .connectionTimeoutMs(Math.max(1000, sessionTimeoutMs))
                 .retryPolicy(new ExponentialBackoffRetry(50, 10, 1000))
-                .build();
+                .build());
+    }
+
+    ZklockCuratorDriver(String kind, String path, CuratorFramework client) {
+        this(kind, path, client, lockOf(kind, client, path));
+    }
+
+    /** With any lock: the driver's tests give it a stand-in. */
+    ZklockCuratorDriver(String kind, String path, CuratorFramework client, InterProcessLock lock) {
+        this.kind = kind;
+        this.path = path;
+        this.client = client;
+        this.lock = lock;
+        client.getConnectionStateListenable().addListener((c, state) -> onState(state));
+    }
+
+    static InterProcessLock lockOf(String kind, CuratorFramework client, String path) {
         switch (kind) {
-            case "mutex": lock = new InterProcessMutex(client, path); break;
-            case "read": lock = new InterProcessReadWriteLock(client, path).readLock(); break;
-            case "write": lock = new InterProcessReadWriteLock(client, path).writeLock(); break;
-            case "semaphore-mutex": lock = new InterProcessSemaphoreMutex(client, path); break;
+            case "mutex": return new InterProcessMutex(client, path);
+            case "read": return new InterProcessReadWriteLock(client, path).readLock();
+            case "write": return new InterProcessReadWriteLock(client, path).writeLock();
+            case "semaphore-mutex": return new InterProcessSemaphoreMutex(client, path);
             default: throw new IllegalArgumentException("unknown kind " + kind);
         }
-        client.getConnectionStateListenable().addListener((c, state) -> onState(state));
     }
 
     long sessionId() {

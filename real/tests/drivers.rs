@@ -8,6 +8,8 @@
 //! deadline only a hang reaches: a JVM's start on a loaded machine changes how long a run
 //! takes, never what it proves.
 
+#[path = "drivers/curator_cases.rs"]
+mod curator_cases;
 #[path = "drivers/expiry.rs"]
 mod expiry;
 #[path = "drivers/kazoo_cases.rs"]

@@ -1,0 +1,68 @@
+//! Curator's driver against a stand-in for Curator's lock (`CuratorDriverCases.java`,
+//! beside this file, compiled against the driver as zklock builds it): each case scripts
+//! an order of events a real server makes only by chance, so that it happens every time.
+//! Needs what the Curator driver needs; without it a case prints "skipping: ..." and
+//! passes, except under `CI=true`.
+
+use std::path::Path;
+use std::process::Command;
+use zklock_real::driver::DriverKind;
+use zklock_real::driver::locate::{JAVAC_ENV, Launcher};
+
+/// What the driver reported in case `name`, one line a report; None when skipped.
+fn case(name: &str) -> Option<Vec<String>> {
+    super::driver(DriverKind::CuratorMutex)?;
+    let Ok(Launcher::Java { java, classpath }) = Launcher::prepare(DriverKind::CuratorMutex) else {
+        panic!("Curator's driver runs in a JVM");
+    };
+    let javac = std::env::var_os(JAVAC_ENV)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "/usr/bin/javac".into());
+    let dir = tempfile::tempdir().unwrap();
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/CuratorDriverCases.java");
+    let built = Command::new(javac)
+        .arg("-d")
+        .arg(dir.path())
+        .args(["-cp", &classpath])
+        .arg(source)
+        .output()
+        .expect("javac runs");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(java)
+        .arg("-cp")
+        .arg(format!("{}:{classpath}", dir.path().display()))
+        .args(["CuratorDriverCases", name])
+        .output()
+        .expect("java runs");
+    assert!(
+        out.status.success(),
+        "case {name} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// A dropped acquire's cancel can reach the driver before the owner thread starts the
+/// acquire; the driver once looked for the acquire to interrupt only once it had started,
+/// losing the cancel.
+#[test]
+fn curators_driver_keeps_a_cancel_sent_before_its_acquire_starts() {
+    let Some(reports) = case("cancel_sent_before_its_acquire_starts") else {
+        return;
+    };
+    assert_eq!(
+        reports,
+        [r#"{"event":"not_acquired","id":1,"reason":"cancelled"}"#],
+    );
+}

@@ -171,7 +171,7 @@ public final class ZklockCuratorDriver {
                 stat = node == null ? null : client.checkExists().forPath(node);
             } catch (Exception e) {
                 // Held, but the token cannot be read: the hold is given back and the acquire
-                // reported as failed, rather than a hold with a token that is not its own.
+                // reported as failed, rather than reported without a token.
                 try {
                     lock.release();
                 } catch (Exception again) {

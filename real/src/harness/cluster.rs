@@ -1,6 +1,6 @@
 //! [`TestCluster`]: a ZooKeeper ensemble on loopback.
 
-use super::process::{Node, Peer, free_ports};
+use super::process::{Node, PORT_TRIES, Peer, free_ports, port_is_free};
 use super::{EXPIRE_TIMEOUT, Installation, ServerOptions};
 use crate::client::ZkClient;
 use crate::error::RealError;
@@ -36,8 +36,21 @@ impl TestCluster {
     }
 
     /// Starts `n` servers (1 to [`MAX_ENSEMBLE_SIZE`]) and waits until all serve and one
-    /// leads, within `options.start_timeout`.
+    /// leads, within `options.start_timeout` a try.
+    ///
+    /// As a [`TestServer`](super::TestServer)'s, a start that fails with one of its ports
+    /// taken before its server bound it is tried again on other ports, three tries in all.
     pub fn start_with(n: usize, options: ServerOptions) -> Result<TestCluster, RealError> {
+        Self::start_on(n, options, || free_ports(3 * n))
+    }
+
+    /// [`start_with`](Self::start_with), on the ports `next_ports` picks: each member's
+    /// client, quorum and election port, member after member.
+    fn start_on(
+        n: usize,
+        options: ServerOptions,
+        mut next_ports: impl FnMut() -> Result<Vec<u16>, RealError>,
+    ) -> Result<TestCluster, RealError> {
         if !(1..=MAX_ENSEMBLE_SIZE).contains(&n) {
             return Err(RealError::ServerStart {
                 server: format!("ensemble of {n}"),
@@ -46,8 +59,26 @@ impl TestCluster {
             });
         }
         let install = Installation::detect()?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let ports = next_ports()?;
+            match Self::start_once(n, &install, &options, &ports) {
+                Ok(cluster) => return Ok(cluster),
+                // The failed try's servers are down: their ports are free unless taken.
+                Err(_) if tries < PORT_TRIES && !ports.iter().all(|&p| port_is_free(p)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn start_once(
+        n: usize,
+        install: &Installation,
+        options: &ServerOptions,
+        ports: &[u16],
+    ) -> Result<TestCluster, RealError> {
         let dir = super::temp_dir("zklock-ensemble-")?;
-        let ports = free_ports(3 * n)?;
         let peers: Vec<Peer> = (0..n)
             .map(|i| Peer {
                 id: i + 1,
@@ -65,14 +96,14 @@ impl TestCluster {
                     i + 1,
                     ports[3 * i],
                     &peers,
-                    &options,
+                    options,
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut cluster = TestCluster {
             nodes,
-            install,
-            options,
+            install: install.clone(),
+            options: options.clone(),
             dir,
         };
         // All JVMs start together: an ensemble serves only once a quorum is up.
@@ -167,5 +198,35 @@ impl TestCluster {
     /// [`super::kill_session`].
     pub async fn expire_session(&self, client: &ZkClient) -> Result<(), RealError> {
         super::expire_session(&self.connect_string(), client, EXPIRE_TIMEOUT).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A client port taken between its choice and its server's bind: the ensemble starts
+    /// on other ports.
+    #[test]
+    fn an_ensemble_whose_port_is_taken_before_it_binds_starts_on_others() {
+        if !super::super::available_for_tests() {
+            return;
+        }
+        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = squatter.local_addr().unwrap().port();
+        let mut tries = 0;
+        let cluster = TestCluster::start_on(3, ServerOptions::default(), || {
+            tries += 1;
+            let mut ports = free_ports(9)?;
+            if tries == 1 {
+                ports[0] = taken;
+            }
+            Ok(ports)
+        })
+        .unwrap();
+        assert_ne!(cluster.addr(0).port(), taken);
+        drop(cluster);
+        assert_eq!(tries, 2, "one try with the taken port, one on free ones");
     }
 }

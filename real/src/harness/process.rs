@@ -56,8 +56,18 @@ pub fn four_letter_word(
     Ok(answer)
 }
 
+/// How many sets of ports a start tries, when a port it was given is taken before its
+/// server binds it: [`free_ports`] frees its ports before the servers bind them.
+pub(crate) const PORT_TRIES: u32 = 3;
+
+/// Whether nothing listens on loopback `port` (a listener of ours binds it, and goes).
+pub(crate) fn port_is_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
 /// Picks `n` distinct free loopback ports by binding them all at once. The server binds them
-/// a moment later; another process could take one in between, which start reports.
+/// a moment later; another process could take one in between, and the start then tries
+/// again on others ([`PORT_TRIES`]).
 pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>, RealError> {
     let listeners = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0"))

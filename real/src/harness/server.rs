@@ -1,6 +1,6 @@
 //! [`TestServer`]: one standalone ZooKeeper server.
 
-use super::process::{Node, free_ports};
+use super::process::{Node, PORT_TRIES, free_ports, port_is_free};
 use super::{EXPIRE_TIMEOUT, Installation, ServerOptions};
 use crate::client::ZkClient;
 use crate::error::RealError;
@@ -8,15 +8,6 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Instant;
 use tempfile::TempDir;
-
-/// How many ports a server's start tries, when the port it was given is taken before the
-/// server binds it.
-const PORT_TRIES: u32 = 3;
-
-/// Whether nothing listens on loopback `port` (a listener of ours binds it, and goes).
-fn port_is_free(port: u16) -> bool {
-    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
-}
 
 /// A standalone ZooKeeper server on a free loopback port, in a temporary directory.
 ///

@@ -204,17 +204,15 @@ impl TestCluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
+    use crate::harness::process::held_port;
 
     /// A client port taken between its choice and its server's bind: the ensemble starts
     /// on other ports.
     #[test]
     fn an_ensemble_whose_port_is_taken_before_it_binds_starts_on_others() {
-        if !super::super::available_for_tests() {
+        let Some((_holder, taken)) = held_port() else {
             return;
-        }
-        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
-        let taken = squatter.local_addr().unwrap().port();
+        };
         let mut tries = 0;
         let cluster = TestCluster::start_on(3, ServerOptions::default(), || {
             tries += 1;

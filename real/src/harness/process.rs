@@ -65,6 +65,18 @@ pub(crate) fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
+/// A loopback port held by the listener returned with it, for the tests of a start whose
+/// port is taken; None (after a notice) where no server can run.
+#[cfg(test)]
+pub(crate) fn held_port() -> Option<(TcpListener, u16)> {
+    if !super::available_for_tests() {
+        return None;
+    }
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    Some((holder, port))
+}
+
 /// Picks `n` distinct free loopback ports by binding them all at once. The server binds them
 /// a moment later; another process could take one in between, and the start then tries
 /// again on others ([`PORT_TRIES`]).

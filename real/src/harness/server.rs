@@ -130,44 +130,35 @@ impl TestServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
-
-    /// Ports: first `taken` (bound by a listener here), then free ones.
-    fn taken_then_free(taken: u16, count: &mut u32) -> impl FnMut() -> Result<u16, RealError> {
-        move || {
-            *count += 1;
-            match *count {
-                1 => Ok(taken),
-                _ => Ok(free_ports(1)?[0]),
-            }
-        }
-    }
+    use crate::harness::process::held_port;
 
     /// A port taken between its choice and the server's bind: the start goes on another.
     #[test]
     fn a_server_whose_port_is_taken_before_it_binds_starts_on_another() {
-        if !super::super::available_for_tests() {
+        let Some((_holder, taken)) = held_port() else {
             return;
-        }
-        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
-        let taken = squatter.local_addr().unwrap().port();
-        let mut count = 0;
-        let server =
-            TestServer::start_on(ServerOptions::default(), taken_then_free(taken, &mut count))
-                .unwrap();
+        };
+        let mut tries = 0;
+        let server = TestServer::start_on(ServerOptions::default(), || {
+            tries += 1;
+            if tries == 1 {
+                Ok(taken)
+            } else {
+                Ok(free_ports(1)?[0])
+            }
+        })
+        .unwrap();
         assert_ne!(server.addr().port(), taken);
         drop(server);
-        assert_eq!(count, 2, "one try on the taken port, one on a free one");
+        assert_eq!(tries, 2, "one try on the taken port, one on a free one");
     }
 
     /// Every port given is taken: the start fails after its tries, with the server's error.
     #[test]
     fn a_server_start_gives_up_after_its_tries_on_taken_ports() {
-        if !super::super::available_for_tests() {
+        let Some((_holder, taken)) = held_port() else {
             return;
-        }
-        let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
-        let taken = squatter.local_addr().unwrap().port();
+        };
         let mut tries = 0;
         let err = TestServer::start_on(ServerOptions::default(), || {
             tries += 1;

@@ -66,3 +66,22 @@ fn curators_driver_keeps_a_cancel_sent_before_its_acquire_starts() {
         [r#"{"event":"not_acquired","id":1,"reason":"cancelled"}"#],
     );
 }
+
+/// A hold whose token cannot be read was once reported as an error and kept, so the
+/// workload believed it held nothing while everyone else waited behind its node.
+#[test]
+fn curators_driver_gives_back_a_hold_whose_token_read_fails() {
+    let Some(reports) = case("token_read_fails") else {
+        return;
+    };
+    // The release comes first: the report is written once the hold is given back.
+    let [released, error] = reports.as_slice() else {
+        panic!("two lines expected: {reports:?}");
+    };
+    assert_eq!(released, "stand-in released");
+    let head = r#"{"event":"error","id":1,"message":"acquired, but its token could not be read ("#;
+    assert!(
+        error.starts_with(head) && error.ends_with(r#"); released"}"#),
+        "{error}"
+    );
+}

@@ -1,6 +1,6 @@
 //! [`TestCluster`]: a ZooKeeper ensemble on loopback.
 
-use super::process::{Node, PORT_TRIES, Peer, free_ports, port_is_free};
+use super::process::{Node, Peer, free_ports, start_retrying_taken_ports};
 use super::{EXPIRE_TIMEOUT, Installation, ServerOptions};
 use crate::client::ZkClient;
 use crate::error::RealError;
@@ -49,7 +49,7 @@ impl TestCluster {
     fn start_on(
         n: usize,
         options: ServerOptions,
-        mut next_ports: impl FnMut() -> Result<Vec<u16>, RealError>,
+        next_ports: impl FnMut() -> Result<Vec<u16>, RealError>,
     ) -> Result<TestCluster, RealError> {
         if !(1..=MAX_ENSEMBLE_SIZE).contains(&n) {
             return Err(RealError::ServerStart {
@@ -59,17 +59,9 @@ impl TestCluster {
             });
         }
         let install = Installation::detect()?;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let ports = next_ports()?;
-            match Self::start_once(n, &install, &options, &ports) {
-                Ok(cluster) => return Ok(cluster),
-                // The failed try's servers are down: their ports are free unless taken.
-                Err(_) if tries < PORT_TRIES && !ports.iter().all(|&p| port_is_free(p)) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        start_retrying_taken_ports(next_ports, |ports| {
+            Self::start_once(n, &install, &options, ports)
+        })
     }
 
     fn start_once(

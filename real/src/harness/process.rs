@@ -60,6 +60,28 @@ pub fn four_letter_word(
 /// server binds it: [`free_ports`] frees its ports before the servers bind them.
 pub(crate) const PORT_TRIES: u32 = 3;
 
+/// Starts something (a server, an ensemble) with `start` on the ports `next_ports` picks,
+/// and again on the next ports while a start fails with one of its ports taken, at most
+/// [`PORT_TRIES`] starts in all; any other failure, or the last, is returned. A failed
+/// start is dropped whole, its servers killed and its directory removed, so `start` makes
+/// a fresh directory each time.
+pub(crate) fn start_retrying_taken_ports<P: AsRef<[u16]>, T>(
+    mut next_ports: impl FnMut() -> Result<P, RealError>,
+    mut start: impl FnMut(&P) -> Result<T, RealError>,
+) -> Result<T, RealError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let ports = next_ports()?;
+        match start(&ports) {
+            Ok(started) => return Ok(started),
+            // The failed start's servers are down: their ports are free unless taken.
+            Err(_) if tries < PORT_TRIES && !ports.as_ref().iter().all(|&p| port_is_free(p)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Whether nothing listens on loopback `port` (a listener of ours binds it, and goes).
 pub(crate) fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
@@ -336,5 +358,26 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A start that fails with its ports free failed for another reason: no retry hides it.
+    #[test]
+    fn a_start_that_fails_on_free_ports_is_not_tried_again() {
+        let mut tries = 0;
+        let err = start_retrying_taken_ports(
+            || free_ports(2),
+            |_| -> Result<(), RealError> {
+                tries += 1;
+                Err(RealError::io("starting", std::io::ErrorKind::Other.into()))
+            },
+        )
+        .unwrap_err();
+        assert_eq!(tries, 1);
+        assert!(matches!(err, RealError::Io { .. }), "{err:?}");
     }
 }

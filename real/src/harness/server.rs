@@ -1,6 +1,6 @@
 //! [`TestServer`]: one standalone ZooKeeper server.
 
-use super::process::{Node, PORT_TRIES, free_ports, port_is_free};
+use super::process::{Node, free_ports, start_retrying_taken_ports};
 use super::{EXPIRE_TIMEOUT, Installation, ServerOptions};
 use crate::client::ZkClient;
 use crate::error::RealError;
@@ -42,40 +42,35 @@ impl TestServer {
         mut next_port: impl FnMut() -> Result<u16, RealError>,
     ) -> Result<TestServer, RealError> {
         let install = Installation::detect()?;
-        let mut dir = super::temp_dir("zklock-zookeeper-")?;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let port = next_port()?;
-            let node = Node::create(
-                dir.path(),
-                super::orphan_dir(&dir),
-                "server".to_string(),
-                1,
-                port,
-                &[],
-                &options,
-            )?;
-            let mut server = TestServer {
-                node,
-                install: install.clone(),
-                options: options.clone(),
-                dir,
-            };
-            match server.launch() {
-                Ok(()) => return Ok(server),
-                // The server is down; its directory serves the next try.
-                Err(_) if tries < PORT_TRIES && !port_is_free(port) => dir = server.into_dir(),
-                Err(e) => return Err(e),
-            }
-        }
+        start_retrying_taken_ports(
+            || Ok([next_port()?]),
+            |&[port]| Self::start_once(port, &install, &options),
+        )
     }
 
-    /// The directory, the server killed.
-    fn into_dir(self) -> TempDir {
-        let TestServer { node, dir, .. } = self;
-        drop(node);
-        dir
+    fn start_once(
+        port: u16,
+        install: &Installation,
+        options: &ServerOptions,
+    ) -> Result<TestServer, RealError> {
+        let dir = super::temp_dir("zklock-zookeeper-")?;
+        let node = Node::create(
+            dir.path(),
+            super::orphan_dir(&dir),
+            "server".to_string(),
+            1,
+            port,
+            &[],
+            options,
+        )?;
+        let mut server = TestServer {
+            node,
+            install: install.clone(),
+            options: options.clone(),
+            dir,
+        };
+        server.launch()?;
+        Ok(server)
     }
 
     fn launch(&mut self) -> Result<(), RealError> {
@@ -130,7 +125,7 @@ impl TestServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::process::held_port;
+    use crate::harness::process::{PORT_TRIES, held_port};
 
     /// A port taken between its choice and the server's bind: the start goes on another.
     #[test]

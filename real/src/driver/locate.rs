@@ -65,7 +65,7 @@ impl Launcher {
         };
         match kind {
             DriverKind::KazooLock | DriverKind::KazooRw | DriverKind::KazooSemaphore => {
-                let python = env_path(PYTHON_ENV, "/usr/bin/python3");
+                let python = python();
                 let probe = std::process::Command::new(&python)
                     .args(["-c", "import kazoo.recipe.lock"])
                     .stdin(Stdio::null())
@@ -161,6 +161,18 @@ impl Launcher {
     }
 }
 
+/// The Python that runs Kazoo's driver: [`PYTHON_ENV`] if set and not empty, else
+/// `/usr/bin/python3`. Whether it has Kazoo is not checked here.
+pub fn python() -> PathBuf {
+    env_path(PYTHON_ENV, "/usr/bin/python3")
+}
+
+/// The `javac` that builds Curator's driver: [`JAVAC_ENV`] if set and not empty, else
+/// `/usr/bin/javac`. Whether it exists is not checked here.
+pub fn javac() -> PathBuf {
+    env_path(JAVAC_ENV, "/usr/bin/javac")
+}
+
 fn env_path(var: &str, default: &str) -> PathBuf {
     std::env::var_os(var)
         .filter(|v| !v.is_empty())
@@ -242,7 +254,7 @@ pub fn curator_program(class: &str, source: &str) -> Result<String, String> {
 /// Compiles `class` against Curator into `dir`, through a private build directory renamed
 /// into place, so a concurrent run sees the class whole or not at all.
 fn compile_curator(dir: &Path, classpath: &str, class: &str, source: &str) -> Result<(), String> {
-    let javac = env_path(JAVAC_ENV, "/usr/bin/javac");
+    let javac = javac();
     if !javac.is_file() {
         return Err(format!(
             "{} is missing (Curator's driver is compiled on first use): {CURATOR_HINT}, or \

@@ -4,12 +4,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{Judged, judge_parallel};
+use zklock_real::driver::locate::{self, PYTHON_ENV};
 use zklock_real::harness;
 use zklock_real::workload::RealRun;
 use zklock_recipe::history::History;
-
-/// Overrides the Python that runs Kazoo (default `/usr/bin/python3`).
-pub const PYTHON_ENV: &str = "ZKLOCK_PYTHON";
 
 fn under_ci() -> bool {
     std::env::var("CI").as_deref() == Ok("true")
@@ -23,9 +21,7 @@ pub fn zookeeper_available() -> bool {
 
 /// The Python that has Kazoo, if any. Under CI a missing one panics.
 pub fn kazoo_python() -> Option<PathBuf> {
-    let python = std::env::var_os(PYTHON_ENV)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from("/usr/bin/python3"), PathBuf::from);
+    let python = locate::python();
     let ok = Command::new(&python)
         .args(["-c", "import kazoo.recipe.lock"])
         .output()

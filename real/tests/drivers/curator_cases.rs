@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 use zklock_real::driver::DriverKind;
-use zklock_real::driver::locate::{JAVAC_ENV, Launcher};
+use zklock_real::driver::locate::{self, Launcher};
 
 /// What the driver reported in case `name`, one line a report; None when skipped.
 fn case(name: &str) -> Option<Vec<String>> {
@@ -15,13 +15,10 @@ fn case(name: &str) -> Option<Vec<String>> {
     let Ok(Launcher::Java { java, classpath }) = Launcher::prepare(DriverKind::CuratorMutex) else {
         panic!("Curator's driver runs in a JVM");
     };
-    let javac = std::env::var_os(JAVAC_ENV)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "/usr/bin/javac".into());
     let dir = tempfile::tempdir().unwrap();
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/CuratorDriverCases.java");
-    let built = Command::new(javac)
+    let built = Command::new(locate::javac())
         .arg("-d")
         .arg(dir.path())
         .args(["-cp", &classpath])

@@ -56,9 +56,8 @@ pub use floor::{Floor, FloorResult, floor_cell};
 /// The Kazoo contender, run as `python3 -c KAZOO_SCRIPT ...` (kept in
 /// `real/bench/kazoo_bench.py`, which documents its protocol).
 pub const KAZOO_SCRIPT: &str = include_str!("../bench/kazoo_bench.py");
-/// Overrides the Python that runs Kazoo (default `/usr/bin/python3`).
-pub const PYTHON_ENV: &str = "ZKLOCK_PYTHON";
-const DEFAULT_PYTHON: &str = "/usr/bin/python3";
+/// Overrides the Python that runs Kazoo, here as for Kazoo's driver (default `/usr/bin/python3`).
+pub const PYTHON_ENV: &str = crate::driver::locate::PYTHON_ENV;
 
 /// A lock implementation under measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -594,9 +593,7 @@ pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellR
 /// The Python that has Kazoo ([`PYTHON_ENV`] or `/usr/bin/python3`) and Kazoo's version,
 /// or why not, naming what to install.
 pub fn kazoo_python() -> Result<(PathBuf, String), String> {
-    let python = std::env::var_os(PYTHON_ENV)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from(DEFAULT_PYTHON), PathBuf::from);
+    let python = crate::driver::locate::python();
     let probe = Command::new(&python)
         .args([
             "-c",

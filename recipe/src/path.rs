@@ -7,6 +7,15 @@ use crate::ZkError;
 /// Validates a znode path. For a sequential create, the server appends the suffix
 /// before validating, so a trailing `/` is allowed there (`sequential = true`).
 pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
+    if plainly_valid(path, sequential) {
+        return Ok(());
+    }
+    validate_each_character(path, sequential)
+}
+
+/// [`validate_path`]'s full check, character by character, as ZooKeeper's
+/// `PathUtils.validatePath`.
+fn validate_each_character(path: &str, sequential: bool) -> Result<(), ZkError> {
     let bad = |why: &str| {
         Err(ZkError::BadArguments(format!(
             "invalid path {path:?}: {why}"
@@ -63,6 +72,42 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), ZkError> {
     Ok(())
 }
 
+/// Whether `path` is printable ASCII that [`validate_path`] accepts: true only for
+/// paths it accepts, so that it may answer for them without looking at each character's
+/// code (every path a recipe under test sends, in the simulation's inner loop). False
+/// leaves the judgement, and the error's wording, to the full check.
+fn plainly_valid(path: &str, sequential: bool) -> bool {
+    let b = path.as_bytes();
+    if b.first() != Some(&b'/') {
+        return false;
+    }
+    if b.len() == 1 {
+        // "/" alone (the server refuses to create it, sequential or not).
+        return true;
+    }
+    // Bytes, not chars: a byte outside printable ASCII sends the path to the full check.
+    let mut start = 1;
+    for i in 1..=b.len() {
+        if let Some(&c) = b.get(i) {
+            if !(0x20..0x7f).contains(&c) {
+                return false;
+            }
+            if c != b'/' {
+                continue;
+            }
+        } else if sequential {
+            // A sequential create's last name gets the server's digits: any will do.
+            return true;
+        }
+        let name = &b[start..i];
+        if name.is_empty() || name == b"." || name == b".." {
+            return false;
+        }
+        start = i + 1;
+    }
+    true
+}
+
 /// The parent of a valid path ("/" for a top-level node). `None` for "/".
 pub fn parent(path: &str) -> Option<&str> {
     split(path).map(|(parent, _)| parent)
@@ -105,6 +150,43 @@ pub fn join(parent: &str, child: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut answers only for paths the full check accepts, and for every
+    /// printable ASCII path it accepts: every string of up to 7 characters over `/`, `.`,
+    /// `a` and a space, and each with a control character, a DEL or an accent inserted.
+    #[test]
+    fn the_plain_path_shortcut_agrees_with_the_full_check() {
+        let alphabet = ['/', '.', 'a', ' '];
+        let mut paths = vec![String::new()];
+        for len in 1..=7 {
+            let longer: Vec<String> = paths
+                .iter()
+                .filter(|p| p.len() == len - 1)
+                .flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}")))
+                .collect();
+            paths.extend(longer);
+        }
+        let odd: Vec<String> = paths
+            .iter()
+            .filter(|p| p.len() == 4)
+            .flat_map(|p| ["\0", "\x1f", "\x7f", "é"].map(|c| format!("{}{c}{}", &p[..2], &p[2..])))
+            .collect();
+        paths.extend(odd);
+        let mut plain = 0;
+        for p in &paths {
+            for sequential in [false, true] {
+                let full = validate_each_character(p, sequential).is_ok();
+                let shortcut = plainly_valid(p, sequential);
+                assert!(!shortcut || full, "{p:?} (sequential {sequential})");
+                if p.is_ascii() && !p.bytes().any(|b| b < 0x20 || b == 0x7f) {
+                    assert_eq!(shortcut, full, "{p:?} (sequential {sequential})");
+                }
+                plain += usize::from(shortcut);
+            }
+        }
+        // Valid paths were among them: the comparison was not of refusals only.
+        assert!(plain > 1000, "{plain}");
+    }
 
     #[test]
     fn accepts_zookeeper_valid_paths() {

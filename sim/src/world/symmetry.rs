@@ -79,9 +79,15 @@ use zklock_recipe::SessionId;
 /// client `c`'s position under the i-th (the first is the identity).
 #[derive(Debug, Clone)]
 pub(crate) struct Symmetry {
-    pub(crate) perms: Vec<Vec<usize>>,
+    pub(crate) perms: Arc<[Vec<usize>]>,
     /// Each client's class.
-    roles: Vec<u32>,
+    roles: Arc<[u32]>,
+}
+
+thread_local! {
+    /// The last symmetry made on this thread: every run of a search has the same roles,
+    /// and working the permutations out again cost a fiftieth of a check.
+    static LAST: std::cell::RefCell<Option<Symmetry>> = const { std::cell::RefCell::new(None) };
 }
 
 /// The first number a session label takes: above every session number the server gives
@@ -97,6 +103,13 @@ const OTHER_LABEL: i64 = LABEL_BASE + (0xFF << 8);
 impl Symmetry {
     /// The permutations within classes: clients with equal `roles[c]` are interchangeable.
     pub(crate) fn new(roles: &[u32]) -> Symmetry {
+        LAST.with_borrow_mut(|last| match last {
+            Some(s) if *s.roles == *roles => s.clone(),
+            _ => last.insert(Symmetry::work_out(roles)).clone(),
+        })
+    }
+
+    fn work_out(roles: &[u32]) -> Symmetry {
         let n = roles.len();
         let mut perms = Vec::new();
         let mut current: Vec<usize> = (0..n).collect();
@@ -108,8 +121,8 @@ impl Symmetry {
         // The identity first, then the rest in a fixed order.
         perms.sort();
         Symmetry {
-            perms,
-            roles: roles.to_vec(),
+            perms: perms.into(),
+            roles: roles.into(),
         }
     }
 

@@ -153,7 +153,8 @@ mod tests {
 
     /// The shortcut answers only for paths the full check accepts, and for every
     /// printable ASCII path it accepts: every string of up to 7 characters over `/`, `.`,
-    /// `a` and a space, and each with a control character, a DEL or an accent inserted.
+    /// `a` and a space, and those of 4 with a NUL, a control character, a DEL or an
+    /// accent inserted.
     #[test]
     fn the_plain_path_shortcut_agrees_with_the_full_check() {
         let alphabet = ['/', '.', 'a', ' '];

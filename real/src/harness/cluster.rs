@@ -196,7 +196,8 @@ impl TestCluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::process::held_port;
+    use crate::harness::process::{held_port, taken_on_first_try};
+    use std::cell::Cell;
 
     /// A client port taken between its choice and its server's bind: the ensemble starts
     /// on other ports.
@@ -205,18 +206,15 @@ mod tests {
         let Some((_holder, taken)) = held_port() else {
             return;
         };
-        let mut tries = 0;
-        let cluster = TestCluster::start_on(3, ServerOptions::default(), || {
-            tries += 1;
-            let mut ports = free_ports(9)?;
-            if tries == 1 {
-                ports[0] = taken;
-            }
-            Ok(ports)
-        })
-        .unwrap();
+        let tries = Cell::new(0);
+        let next = taken_on_first_try(taken, 9, &tries);
+        let cluster = TestCluster::start_on(3, ServerOptions::default(), next).unwrap();
         assert_ne!(cluster.addr(0).port(), taken);
         drop(cluster);
-        assert_eq!(tries, 2, "one try with the taken port, one on free ones");
+        assert_eq!(
+            tries.get(),
+            2,
+            "one try with the taken port, one on free ones"
+        );
     }
 }

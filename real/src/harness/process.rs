@@ -99,6 +99,24 @@ pub(crate) fn held_port() -> Option<(TcpListener, u16)> {
     Some((holder, port))
 }
 
+/// Ports for the tries of a start, counted in `tries`: `n` free ones each time, the first
+/// of them `taken` on the first try.
+#[cfg(test)]
+pub(crate) fn taken_on_first_try(
+    taken: u16,
+    n: usize,
+    tries: &std::cell::Cell<u32>,
+) -> impl FnMut() -> Result<Vec<u16>, RealError> + '_ {
+    move || {
+        tries.set(tries.get() + 1);
+        let mut ports = free_ports(n)?;
+        if tries.get() == 1 {
+            ports[0] = taken;
+        }
+        Ok(ports)
+    }
+}
+
 /// Picks `n` distinct free loopback ports by binding them all at once. The server binds them
 /// a moment later; another process could take one in between, and the start then tries
 /// again on others ([`PORT_TRIES`]).

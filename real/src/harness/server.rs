@@ -125,7 +125,8 @@ impl TestServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::process::{PORT_TRIES, held_port};
+    use crate::harness::process::{PORT_TRIES, held_port, taken_on_first_try};
+    use std::cell::Cell;
 
     /// A port taken between its choice and the server's bind: the start goes on another.
     #[test]
@@ -133,19 +134,16 @@ mod tests {
         let Some((_holder, taken)) = held_port() else {
             return;
         };
-        let mut tries = 0;
-        let server = TestServer::start_on(ServerOptions::default(), || {
-            tries += 1;
-            if tries == 1 {
-                Ok(taken)
-            } else {
-                Ok(free_ports(1)?[0])
-            }
-        })
-        .unwrap();
+        let tries = Cell::new(0);
+        let mut next = taken_on_first_try(taken, 1, &tries);
+        let server = TestServer::start_on(ServerOptions::default(), || Ok(next()?[0])).unwrap();
         assert_ne!(server.addr().port(), taken);
         drop(server);
-        assert_eq!(tries, 2, "one try on the taken port, one on a free one");
+        assert_eq!(
+            tries.get(),
+            2,
+            "one try on the taken port, one on a free one"
+        );
     }
 
     /// Every port given is taken: the start fails after its tries, with the server's error.

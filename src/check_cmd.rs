@@ -33,6 +33,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             Err(e) => bail!("{e}"),
         },
         symmetry: a.symmetry == crate::cli::OnOff::On,
+        keep_only: a.keep_only == crate::cli::OnOff::On,
         partial_order: a.partial_order == crate::cli::OnOff::On,
         threads: 1,
         request_time_us: a.request_time_us,
@@ -132,7 +133,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         }
     }
     outln!(
-        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}{}, symmetry {}{}{}: {r}",
+        "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}{}, symmetry {}{}{}{}: {r}",
         a.recipe,
         b.clients,
         b.acquisitions_per_client,
@@ -145,6 +146,11 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         },
         describe(&b.shape),
         if r.symmetry { "on" } else { "off" },
+        if r.keep_only || !b.prune {
+            ""
+        } else {
+            ", keep-only off"
+        },
         if r.partial_order {
             ", partial order on"
         } else {

@@ -244,6 +244,11 @@ pub struct CheckArgs {
     /// every permutation
     #[arg(long, value_name = "ON|OFF", default_value = "on")]
     pub symmetry: OnOff,
+    /// Treat states that differ only in what a recipe says it does not keep of a reply
+    /// as one (the shipped lock keeps only its place in a listing); off tells apart
+    /// everything the recipe was given
+    #[arg(long, value_name = "ON|OFF", default_value = "on")]
+    pub keep_only: OnOff,
     /// Run only one order of requests of different clients that commute (partial-order
     /// reduction by sleep sets): the same states, fewer schedules; not with --checkpoint
     #[arg(long, value_name = "ON|OFF", default_value = "off")]

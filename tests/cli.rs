@@ -13,6 +13,8 @@ use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
 #[path = "cli/faults.rs"]
 mod faults;
+#[path = "cli/keep_only.rs"]
+mod keep_only;
 #[path = "cli/output.rs"]
 mod output;
 #[path = "cli/partial_order.rs"]
@@ -358,7 +360,7 @@ fn a_check_in_parts_through_its_checkpoint_ends_as_one_run_in_one_go() {
         .copied()
         .chain([
             "--schedules-max",
-            "40",
+            "20",
             "--checkpoint",
             "c.ckpt",
             "--threads",

@@ -117,6 +117,9 @@ pub struct Checkpoint {
     /// Whether they are pruned up to a permutation of clients (see
     /// [`Bounds::symmetry`](crate::Bounds::symmetry)); only with `prune`.
     pub symmetry: bool,
+    /// Whether states are counted by what recipes keep of replies (see
+    /// [`Bounds::keep_only`](crate::Bounds::keep_only)); only with `prune`.
+    pub keep_only: bool,
     /// Schedules run before the checkpoint.
     pub schedules: u64,
     /// Of those, how many stopped at a seen state.
@@ -186,16 +189,18 @@ impl std::error::Error for CheckpointError {}
 impl Checkpoint {
     /// The identity of a check of `recipe` on `scenario` by this zklock, with no progress.
     pub fn start(recipe: &str, scenario: &Scenario, prune: bool) -> Checkpoint {
-        Checkpoint::start_reduced(recipe, scenario, prune, false)
+        Checkpoint::start_reduced(recipe, scenario, prune, false, false)
     }
 
     /// As [`start`](Checkpoint::start), of a check that prunes states up to a permutation
-    /// of clients when `symmetry` (and `prune`) says so.
+    /// of clients when `symmetry` (and `prune`) says so, and counts them by what recipes
+    /// keep of replies when `keep_only` (and `prune`) does.
     pub fn start_reduced(
         recipe: &str,
         scenario: &Scenario,
         prune: bool,
         symmetry: bool,
+        keep_only: bool,
     ) -> Checkpoint {
         Checkpoint {
             version: ZKLOCK_VERSION.to_string(),
@@ -204,6 +209,7 @@ impl Checkpoint {
             scenario_json: serde_json::to_string(scenario).expect("a scenario serializes"),
             prune,
             symmetry: prune && symmetry,
+            keep_only: prune && keep_only,
             schedules: 0,
             pruned: 0,
             max_depth: 0,
@@ -252,22 +258,29 @@ impl Checkpoint {
     }
 
     /// As [`belongs_to`](Checkpoint::belongs_to), for a check that prunes up to a
-    /// permutation of clients when `symmetry` says so: a checkpoint's states are digests
-    /// of one kind, and never mix with the other's.
+    /// permutation of clients when `symmetry` says so, and by what recipes keep of replies
+    /// when `keep_only` does: a checkpoint's states are digests of one kind, and never mix
+    /// with another's.
     pub fn belongs_to_reduced(
         &self,
         recipe: &str,
         scenario: &Scenario,
         prune: bool,
         symmetry: bool,
+        keep_only: bool,
     ) -> Result<(), CheckpointError> {
         self.belongs_to(recipe, scenario, prune)?;
-        if self.symmetry != (prune && symmetry) {
-            return Err(CheckpointError::Mismatch {
-                what: "symmetry",
-                checkpoint: self.symmetry.to_string(),
-                this: (prune && symmetry).to_string(),
-            });
+        for (what, theirs, ours) in [
+            ("symmetry", self.symmetry, prune && symmetry),
+            ("keep-only", self.keep_only, prune && keep_only),
+        ] {
+            if theirs != ours {
+                return Err(CheckpointError::Mismatch {
+                    what,
+                    checkpoint: theirs.to_string(),
+                    this: ours.to_string(),
+                });
+            }
         }
         Ok(())
     }
@@ -296,8 +309,12 @@ impl Checkpoint {
             b.extend_from_slice(&(s.len() as u32).to_le_bytes());
             b.extend_from_slice(s.as_bytes());
         }
-        // 2: pruned up to a permutation of clients.
-        b.push(u8::from(self.prune) + u8::from(self.prune && self.symmetry));
+        // 2: pruned up to a permutation of clients; plus 4: by what recipes keep.
+        b.push(
+            u8::from(self.prune)
+                + u8::from(self.prune && self.symmetry)
+                + 4 * u8::from(self.prune && self.keep_only),
+        );
         for n in [self.schedules, self.pruned, self.max_depth] {
             b.extend_from_slice(&n.to_le_bytes());
         }
@@ -367,10 +384,12 @@ impl Checkpoint {
         let mut r = Reader(&covered[CHECKPOINT_MAGIC.len() + 4..]);
         let mut string = || r.string();
         let (version, commit, recipe, scenario_json) = (string()?, string()?, string()?, string()?);
-        let (prune, symmetry) = match r.take(1)?[0] {
-            0 => (false, false),
-            1 => (true, false),
-            2 => (true, true),
+        let (prune, symmetry, keep_only) = match r.take(1)?[0] {
+            0 => (false, false, false),
+            1 => (true, false, false),
+            2 => (true, true, false),
+            5 => (true, false, true),
+            6 => (true, true, true),
             _ => {
                 return Err(CheckpointError::Corrupt {
                     what: "pruning flag",
@@ -413,6 +432,7 @@ impl Checkpoint {
             scenario_json,
             prune,
             symmetry,
+            keep_only,
             schedules,
             pruned,
             max_depth,
@@ -583,6 +603,39 @@ mod tests {
     fn a_checkpoint_reads_back_as_written() {
         let c = sample();
         assert_eq!(Checkpoint::from_bytes(&c.to_bytes()), Ok(c));
+    }
+
+    /// A search that counts states by what recipes keep of replies digests them
+    /// otherwise: its checkpoint says so, and resumes only such a search.
+    #[test]
+    fn a_checkpoint_by_what_recipes_keep_resumes_only_a_search_that_counts_so() {
+        let scenario = Scenario::default();
+        for symmetry in [false, true] {
+            let c = Checkpoint {
+                ..Checkpoint::start_reduced("zklock", &scenario, true, symmetry, true)
+            };
+            assert!(c.keep_only);
+            assert_eq!(Checkpoint::from_bytes(&c.to_bytes()), Ok(c.clone()));
+            assert_eq!(
+                c.belongs_to_reduced("zklock", &scenario, true, symmetry, true),
+                Ok(())
+            );
+            assert!(matches!(
+                c.belongs_to_reduced("zklock", &scenario, true, symmetry, false),
+                Err(CheckpointError::Mismatch {
+                    what: "keep-only",
+                    ..
+                })
+            ));
+        }
+        let plain = Checkpoint::start_reduced("zklock", &scenario, true, true, false);
+        assert!(matches!(
+            plain.belongs_to_reduced("zklock", &scenario, true, true, true),
+            Err(CheckpointError::Mismatch {
+                what: "keep-only",
+                ..
+            })
+        ));
     }
 
     /// The work of a search on several threads: three subtrees, one of them capped.

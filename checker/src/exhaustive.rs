@@ -56,6 +56,11 @@
 //! role, so a permutation of a seen state is pruned too: [`crate::symmetry`] gives the
 //! argument and the evidence.
 //!
+//! **What recipes keep.** With [`Bounds::keep_only`], a reply of which the recipe said it
+//! keeps only a part ([`Coordination::keep_only`](zklock_recipe::Coordination::keep_only))
+//! is folded as that part, so states that differ only in the rest are one:
+//! [`crate::keep_only`] gives the argument and the evidence.
+//!
 //! **Partial order.** With [`Bounds::partial_order`], request transitions that commute
 //! are not explored in both orders (sleep sets): [`crate::partial_order`] gives the
 //! argument and the evidence. It saves schedules, not states.
@@ -116,6 +121,11 @@ pub struct Bounds {
     /// symmetric ([`Recipe::symmetric`]); else, and without `prune`, no effect. Default
     /// true.
     pub symmetry: bool,
+    /// Count as one the states that differ only in what a recipe said it does not keep
+    /// of a reply ([`Coordination::keep_only`](zklock_recipe::Coordination::keep_only):
+    /// the shipped lock keeps only its place of a listing); only with `prune`. Default
+    /// true.
+    pub keep_only: bool,
     /// Skip schedules that only reorder commuting requests of different clients
     /// (partial-order reduction by sleep sets: see [`crate::partial_order`]); only with
     /// `prune`. Such a search takes no checkpoint and resumes none. Default false.
@@ -143,6 +153,7 @@ impl Default for Bounds {
             prune: true,
             shape: Shape::fixed(),
             symmetry: true,
+            keep_only: true,
             partial_order: false,
             threads: 1,
             request_time_us: 0,
@@ -154,6 +165,12 @@ impl Bounds {
     /// Whether a search of `recipe` within these bounds prunes up to symmetry.
     pub fn reduces_by_symmetry<R: Recipe>(&self, recipe: &R) -> bool {
         self.prune && self.symmetry && recipe.symmetric()
+    }
+
+    /// Whether a search within these bounds counts states by what recipes keep of
+    /// replies ([`Bounds::keep_only`]).
+    pub fn reduces_by_keep_only(&self) -> bool {
+        self.prune && self.keep_only
     }
 
     /// Whether a search within these bounds reduces by partial order.
@@ -217,6 +234,9 @@ pub struct ExhaustiveReport {
     /// Whether states were pruned up to a permutation of clients
     /// ([`Bounds::reduces_by_symmetry`]).
     pub symmetry: bool,
+    /// Whether states were counted by what recipes keep of replies
+    /// ([`Bounds::reduces_by_keep_only`]).
+    pub keep_only: bool,
     /// Whether commuting requests were explored in one order only
     /// ([`Bounds::reduces_by_partial_order`]).
     pub partial_order: bool,
@@ -318,6 +338,8 @@ pub(crate) struct DfsChooser {
     prune: bool,
     /// Prune by symmetric digests.
     symmetry: bool,
+    /// Fold what recipes keep of replies in the replies' place (see [`Bounds::keep_only`]).
+    keep_only: bool,
     /// Collect final states up to symmetry (so every digest is symmetric where it can be).
     finals: Option<Arc<Mutex<std::collections::BTreeSet<u128>>>>,
     /// With partial-order reduction: this run's sleep sets, what was explored at the
@@ -347,11 +369,18 @@ impl DfsChooser {
             visited,
             prune,
             symmetry,
+            keep_only: false,
             finals,
             por: None,
             folds,
             reuse_folds,
         }
+    }
+
+    /// The same, folding what recipes keep of replies in the replies' place when
+    /// `keep_only` (see [`Bounds::keep_only`]).
+    pub(crate) fn keeping_only(self, keep_only: bool) -> DfsChooser {
+        DfsChooser { keep_only, ..self }
     }
 }
 
@@ -410,6 +439,9 @@ impl Chooser for DfsChooser {
     }
     fn wants_partial_order(&self) -> bool {
         self.por.is_some()
+    }
+    fn honours_keep_only(&self) -> bool {
+        self.keep_only
     }
     fn after_transition(&mut self, transition: Option<&Footprint>) {
         if let Some(p) = &mut self.por {
@@ -486,7 +518,11 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     bounds.validate(base)?;
     let scenario = bounds.scenario(base);
     let symmetry = bounds.reduces_by_symmetry(recipe);
+    let keep_only = bounds.reduces_by_keep_only();
     let partial_order = bounds.reduces_by_partial_order();
+    // A checkpoint of this search, with no progress yet.
+    let checkpoint_start =
+        || Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry, keep_only);
     if partial_order && control.resume.is_some() {
         return Err(SearchError::Checkpoint(CheckpointError::Mismatch {
             what: "partial-order reduction",
@@ -503,7 +539,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let mut work = vec![Subtree::from_prefix(Vec::new())];
     let mut seen = Vec::new();
     if let Some(c) = control.resume {
-        c.belongs_to_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
+        c.belongs_to_reduced(&recipe.name(), &scenario, bounds.prune, symmetry, keep_only)
             .map_err(SearchError::Checkpoint)?;
         (schedules, pruned) = (c.schedules, c.pruned);
         max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
@@ -570,7 +606,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             max_depth: max_depth.max(found.max_depth) as u64,
             work: found.left,
             visited: found.seen,
-            ..Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
+            ..checkpoint_start()
         });
         return Ok(ExhaustiveReport {
             scenario,
@@ -583,6 +619,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             violation: found.violation,
             interrupted: found.interrupted,
             symmetry,
+            keep_only,
             partial_order,
             final_states: found.final_states,
             resumed_at_schedules,
@@ -611,6 +648,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 explored: explored.clone(),
                 sleeping: sleeping.clone(),
             }),
+            keep_only,
             ..DfsChooser::new(
                 p,
                 visited.clone(),
@@ -663,7 +701,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 max_depth: max_depth as u64,
                 work: vec![Subtree::from_prefix(next.clone())],
                 visited,
-                ..Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry)
+                ..checkpoint_start()
             })
         }
         _ => None,
@@ -679,6 +717,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         violation,
         interrupted,
         symmetry,
+        keep_only,
         partial_order,
         final_states: finals.map(|f| std::mem::take(&mut *f.lock().expect("finals lock"))),
         resumed_at_schedules,

@@ -136,6 +136,7 @@ pub mod concurrent;
 pub mod exhaustive;
 pub mod explore;
 pub mod holds;
+pub mod keep_only;
 pub mod limits;
 pub mod parallel;
 pub mod partial_order;

@@ -299,15 +299,18 @@ impl<R: Recipe> Search<'_, R> {
                 sh.wake.notify_all();
                 return None;
             }
-            let chooser = Arc::new(Mutex::new(DfsChooser::new(
-                prefix,
-                sh.seen.clone(),
-                self.bounds.prune,
-                self.symmetry,
-                sh.finals.clone(),
-                std::mem::take(&mut job.folds),
-                self.reuse_folds,
-            )));
+            let chooser = Arc::new(Mutex::new(
+                DfsChooser::new(
+                    prefix,
+                    sh.seen.clone(),
+                    self.bounds.prune,
+                    self.symmetry,
+                    sh.finals.clone(),
+                    std::mem::take(&mut job.folds),
+                    self.reuse_folds,
+                )
+                .keeping_only(self.bounds.reduces_by_keep_only()),
+            ));
             let out = run_scenario_with(self.scenario, 0, Box::new(chooser.clone()), self.recipe);
             let made = {
                 let mut c = chooser.lock().expect("chooser lock");

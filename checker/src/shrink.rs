@@ -300,6 +300,7 @@ impl<R: Recipe> Shrinker<'_, R> {
                 // The first violation in search order, as before symmetry reduction, so
                 // that a shrink finds the trace it always found.
                 symmetry: false,
+                keep_only: false,
                 partial_order: false,
                 // Its schedule budget counts runs, and more threads make more of them.
                 threads: 1,

@@ -124,7 +124,7 @@ fn same_as_in_one_go(name: &str, whole: &ExhaustiveReport, parts: &Parts) {
 #[test]
 fn a_search_on_two_threads_stopped_and_resumed_reaches_the_states_of_one_go() {
     let lock = ShippedRecipe::default();
-    for (clients, faults_max, step) in [(2, 1, 2_000), (3, 0, 1_500)] {
+    for (clients, faults_max, step) in [(2, 1, 900), (3, 0, 500)] {
         let bounds = Bounds {
             clients,
             faults_max,
@@ -214,7 +214,13 @@ fn a_checkpoint_of_several_subtrees_resumes_on_one_thread_or_two() {
             },
             Subtree::from_prefix(vec![1]),
         ],
-        ..Checkpoint::start_reduced("zklock", &bounds.scenario(&Scenario::default()), true, true)
+        ..Checkpoint::start_reduced(
+            "zklock",
+            &bounds.scenario(&Scenario::default()),
+            true,
+            true,
+            true,
+        )
     };
     let split = Checkpoint::from_bytes(&split.to_bytes()).unwrap();
     for threads in [1, 2] {

@@ -5,6 +5,7 @@
 //! its examples': a change to the world, the recipe or the independence relation shows
 //! up here. Update them knowingly.
 
+use crate::common::evidence::scenario_and_bounds;
 use zklock_checker::Bounds;
 use zklock_checker::partial_order::{Evidence, compare};
 use zklock_sim::{Recipe, Scenario, SemaphoreRecipe, ShippedRecipe};
@@ -22,16 +23,10 @@ struct Case {
 }
 
 fn evidence<R: Recipe>(recipe: &R, c: &Case) -> Evidence {
-    let base = Scenario {
-        readers: c.readers,
-        locks: c.locks,
-        ..Scenario::default()
-    };
+    let (base, bounds) = scenario_and_bounds(c.clients, c.faults_max, c.readers, c.locks);
     let bounds = Bounds {
-        clients: c.clients,
-        faults_max: c.faults_max,
         symmetry: c.symmetry,
-        ..Bounds::default()
+        ..bounds
     };
     compare(&base, recipe, &bounds, &|r| r.failure().is_some()).unwrap()
 }
@@ -95,7 +90,7 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
     check_all(
         &ShippedRecipe::default(),
         &[
-            case("2 clients, 0 faults", 2, 0, 0, 1, false, 502, (185, 214)),
+            case("2 clients, 0 faults", 2, 0, 0, 1, false, 252, (112, 120)),
             case(
                 "2 clients, 1 fault",
                 2,
@@ -103,8 +98,8 @@ fn partial_order_reduction_keeps_two_clients_verdicts_and_states() {
                 0,
                 1,
                 false,
-                27_574,
-                (11_453, 11_138),
+                14_520,
+                (6_105, 5_756),
             ),
         ],
     );
@@ -122,8 +117,8 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
                 2,
                 1,
                 false,
-                22_970,
-                (13_181, 12_542),
+                12_226,
+                (6_893, 6_442),
             ),
             case(
                 "1 reader 1 writer, 1 fault",
@@ -132,8 +127,8 @@ fn partial_order_reduction_keeps_readers_and_writers_verdicts_and_states() {
                 1,
                 1,
                 false,
-                27_567,
-                (11_453, 11_138),
+                14_513,
+                (6_105, 5_756),
             ),
         ],
     );
@@ -152,8 +147,8 @@ fn partial_order_with_symmetry_keeps_two_clients_verdicts_and_states() {
             0,
             1,
             true,
-            13_792,
-            (6_258, 5_611),
+            7_265,
+            (3_380, 2_920),
         )],
     );
 }
@@ -174,8 +169,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 2,
                 false,
-                84_250,
-                (37_320, 35_832),
+                58_142,
+                (26_624, 25_068),
             ),
             case(
                 "3 clients, 0 faults",
@@ -184,8 +179,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 1,
                 false,
-                66_889,
-                (40_079, 62_872),
+                8_026,
+                (8_585, 9_010),
             ),
             case(
                 "3 clients, 0 faults, symmetric",
@@ -194,8 +189,8 @@ fn partial_order_reduction_keeps_three_clients_and_two_locks_verdicts_and_states
                 0,
                 1,
                 true,
-                11_177,
-                (11_784, 10_530),
+                1_356,
+                (7_061, 1_535),
             ),
         ],
     );
@@ -213,8 +208,8 @@ fn partial_order_reduction_keeps_the_semaphores_verdicts_and_states() {
             0,
             1,
             false,
-            486_645,
-            (169_313, 169_390),
+            250_237,
+            (80_557, 79_054),
         )],
     );
 }

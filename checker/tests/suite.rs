@@ -9,6 +9,7 @@ mod deaf_holder_canary;
 mod docs_snippets;
 mod exhaustive;
 mod herd_canary;
+mod keep_only;
 mod parallel;
 mod parallel_checkpoint;
 mod partial_order;

@@ -389,9 +389,47 @@ pub trait Coordination: Send + Sync {
     ///
     /// It never blocks, and may be called from `Drop`, inside or outside a task.
     fn cleanup_detached(&self, what: DetachedCleanup);
+
+    /// Says that of the answer to the request the caller awaited last, it keeps only
+    /// `kept` (any bytes that tell apart what it keeps): from here on it acts on that
+    /// answer only through them. Call it right after that await, before any other.
+    ///
+    /// An exhaustive check then counts two states as one when they differ only in what
+    /// the caller was given and dropped, such as the names in a listing of which a lock
+    /// keeps only its place in the queue: far fewer states to search. It is a promise:
+    /// a caller that keeps more than it says may have a bug the check does not see.
+    /// Everywhere else, as on a real server, it does nothing (the default).
+    ///
+    /// ```
+    /// use zklock_recipe::{Coordination, CreateMode, ZkError};
+    ///
+    /// /// Whether `name` is the first of `dir`'s children: all this keeps of the listing.
+    /// async fn first<C: Coordination>(c: &C, dir: &str, name: &str) -> Result<bool, ZkError> {
+    ///     let children = c.get_children(dir).await?;
+    ///     let first = children.iter().min() == Some(name);
+    ///     c.keep_only(&[u8::from(first)]);
+    ///     Ok(first)
+    /// }
+    ///
+    /// let first = zklock_sim::run(zklock_sim::SimConfig::with_seed(1), |sim| async move {
+    ///     let c = sim.client();
+    ///     for path in ["/d", "/d/a", "/d/b"] {
+    ///         c.create(path, b"", CreateMode::Persistent).await.unwrap();
+    ///     }
+    ///     first(&c, "/d", "a").await.unwrap()
+    /// })
+    /// .unwrap();
+    /// assert!(first);
+    /// ```
+    fn keep_only(&self, kept: &[u8]) {
+        let _ = kept;
+    }
 }
 
 impl<T: Coordination + ?Sized> Coordination for Arc<T> {
+    fn keep_only(&self, kept: &[u8]) {
+        (**self).keep_only(kept)
+    }
     fn session_id(&self) -> SessionId {
         (**self).session_id()
     }

@@ -93,6 +93,12 @@ pub trait Chooser: Send {
     fn wants_partial_order(&self) -> bool {
         false
     }
+    /// Whether the world folds what an actor says it keeps of a reply in that reply's
+    /// place ([`Coordination::keep_only`](zklock_recipe::Coordination::keep_only)).
+    /// Only with digests. Default false.
+    fn honours_keep_only(&self) -> bool {
+        false
+    }
     /// Called at each state, before [`at_state`](Chooser::at_state), with what the
     /// request transition since the last state touched, or `None` when what happened
     /// since was not one request transition (a fault, time passing, the start).
@@ -254,6 +260,9 @@ impl<C: Chooser> Chooser for std::sync::Arc<std::sync::Mutex<C>> {
     fn wants_partial_order(&self) -> bool {
         self.lock().expect("chooser lock").wants_partial_order()
     }
+    fn honours_keep_only(&self) -> bool {
+        self.lock().expect("chooser lock").honours_keep_only()
+    }
     fn after_transition(&mut self, transition: Option<&Footprint>) {
         self.lock()
             .expect("chooser lock")
@@ -299,6 +308,9 @@ impl Chooser for Box<dyn Chooser> {
     }
     fn wants_partial_order(&self) -> bool {
         (**self).wants_partial_order()
+    }
+    fn honours_keep_only(&self) -> bool {
+        (**self).honours_keep_only()
     }
     fn after_transition(&mut self, transition: Option<&Footprint>) {
         (**self).after_transition(transition)

@@ -115,6 +115,10 @@ impl Coordination for SimClient {
         Duration::from_micros(self.shared.world().read_clock(Some(self.id)))
     }
 
+    fn keep_only(&self, kept: &[u8]) {
+        self.shared.world().keep_only(self.id, kept)
+    }
+
     fn sleep(&self, duration: Duration) -> impl Future<Output = ()> + Send {
         let client = self.id;
         self.shared.awaited(

@@ -155,6 +155,7 @@ where
         }
         match w.slots.poll(this.slot, cx) {
             Poll::Ready(v) => {
+                w.took(this.slot);
                 drop(w);
                 this.done = true;
                 Poll::Ready((this.read)(v))

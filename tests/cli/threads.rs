@@ -31,7 +31,7 @@ fn check_on_two_threads_reaches_the_states_of_one_and_reports_the_same_trace() {
     assert_eq!(code, 0, "{two}{err}");
     assert!(two.contains("symmetry on, 2 threads: "), "{two}");
     assert_eq!(states(&two), states(&one));
-    assert!(states(&one).contains("13792 distinct states"), "{one}");
+    assert!(states(&one).contains("7265 distinct states"), "{one}");
 
     // A canary: the same violation, and the same trace, on one thread and on two.
     let canary = |threads: &str, out: &str| {
@@ -118,7 +118,7 @@ fn check_on_two_threads_with_a_checkpoint_stops_writes_it_and_resumes_to_the_sta
     };
     assert!(last.contains("resumed after "), "{last}");
     assert!(last.contains("ok: every property held"), "{last}");
-    assert_eq!(states(&last), "60244 distinct states, complete", "{last}");
+    assert_eq!(states(&last), "39673 distinct states, complete", "{last}");
 }
 
 /// A canary stopped on two threads after its first schedule, before its violation, and

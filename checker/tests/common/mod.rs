@@ -1,4 +1,6 @@
-//! Recipes shared by the checker's integration tests.
+//! Recipes and evidence runs shared by the checker's integration tests.
+
+pub mod evidence;
 
 use std::time::Duration;
 use zklock_recipe::history::LockRole;

@@ -214,6 +214,13 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                 Some(k) => standing(&children, &own.name, k),
                 None => Standing::Absent,
             };
+            // Of the listing, only our place in it is kept (no contender is named
+            // "absent" or "holds": a contender's name ends in its sequence number).
+            match place {
+                Standing::Absent => client.keep_only(b"absent"),
+                Standing::Holds => client.keep_only(b"holds"),
+                Standing::Behind(name) => client.keep_only(name.as_bytes()),
+            }
             let ahead = match place {
                 Standing::Absent => return Err(vanished(client, policy, &own.path).await),
                 Standing::Holds => None,

@@ -213,6 +213,10 @@ async fn create_loop<C: Coordination>(
         } else {
             (create.await, None)
         };
+        if list && created.is_err() {
+            // The listing goes unread: nothing of it is kept.
+            client.keep_only(b"");
+        }
         match created {
             Ok((path, stat)) => return Ok((OwnNode::new(path, stat.czxid)?, listing)),
             Err(ZkError::NoNode) if spec.create_parents && !parents_made => {

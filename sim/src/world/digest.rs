@@ -66,6 +66,9 @@ pub(crate) enum Seen<'a> {
     Past(bool),
     /// A clock read bounded below told the bound: the clock had not passed it.
     NotPast,
+    /// What the actor keeps of the reply it took last, in that reply's place (see
+    /// `kept`).
+    Kept(&'a [u8]),
 }
 
 /// Collects what `Hash` feeds it as bytes, little-endian whatever the machine, so the
@@ -104,6 +107,7 @@ impl World {
         if !self.digesting || !self.folding() {
             return;
         }
+        self.forget_before_reply(c);
         if self.symmetry.is_some() && c < self.clients.len() {
             self.observe_sym(c, &v);
         }

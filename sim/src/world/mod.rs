@@ -14,6 +14,7 @@ mod faults;
 pub(crate) mod folds;
 pub(crate) mod footprint;
 mod hash128;
+mod kept;
 #[cfg(test)]
 mod recorder;
 mod remembered;
@@ -195,6 +196,9 @@ pub(crate) struct ClientState {
     pub(crate) obs_sym: Vec<u64>,
     /// The same through its neutral renaming, for its signature (see `symmetry`).
     pub(crate) obs_sig: u64,
+    /// Its folds before the last reply folded, while `keep_only` may replace that reply
+    /// (see `kept`).
+    pub(crate) before_reply: kept::BeforeReply,
     /// The client's earlier sessions and how each ended, oldest first (see
     /// `renew_session`).
     pub(crate) ended: Vec<(SessionId, SessionState)>,
@@ -349,6 +353,10 @@ pub(crate) struct World {
     reuse: folds::Reuse,
     /// Digest of every clock read outside any client's handle (see `digest`).
     outside_obs: u64,
+    /// Whether `keep_only` replaces replies in folds (see `kept`).
+    honours_keep_only: bool,
+    /// The wait an actor took last since the last choice (see `kept`).
+    last_taken: Option<delivery::SlotId>,
 }
 
 impl World {
@@ -358,6 +366,7 @@ impl World {
         let symmetric_wanted = digesting && chooser.wants_symmetry();
         let prunes_by_symmetry = symmetric_wanted && chooser.prunes_by_symmetry();
         let partial_order = digesting && chooser.wants_partial_order();
+        let honours_keep_only = digesting && chooser.honours_keep_only();
         World {
             cfg,
             now_us: 0,
@@ -395,6 +404,8 @@ impl World {
             offers: Vec::new(),
             reuse,
             outside_obs: 0,
+            honours_keep_only,
+            last_taken: None,
         }
     }
 
@@ -428,6 +439,7 @@ impl World {
         }
         if self.digesting {
             self.folds_at_choice();
+            self.forget_every_before_reply();
         }
         let c = self.chooser.choose(kind, n);
         assert!(c < n, "chooser answered {c} for a choice among {n}");
@@ -467,6 +479,7 @@ impl World {
             obs: 0,
             obs_sym: vec![0; self.symmetry.as_ref().map_or(0, |s| s.perms.len())],
             obs_sig: 0,
+            before_reply: kept::BeforeReply::default(),
             ended: Vec::new(),
         });
         Some((id, session))
@@ -495,16 +508,24 @@ impl World {
     }
 
     /// Tells the chooser the digest of the state a run ended in: symmetric when it wants
-    /// those, else plain.
+    /// those, else plain. No actor runs after the end, so what each was given is left
+    /// out, as a finished client's is from every digest: the final state is the world's.
     pub(crate) fn report_final_state(&mut self) {
         if !self.digesting {
             return;
         }
         self.assert_folds_known();
+        let finished: Vec<bool> = self.clients.iter().map(|cl| cl.finished).collect();
+        for cl in &mut self.clients {
+            cl.finished = true;
+        }
         let d = match self.symmetry.is_some() {
             true => self.digest_sym(true).unwrap_or_else(|| self.digest()),
             false => self.digest(),
         };
+        for (cl, f) in self.clients.iter_mut().zip(finished) {
+            cl.finished = f;
+        }
         self.chooser.at_end(d);
     }
 
@@ -1149,7 +1170,13 @@ impl World {
                 error: e.clone(),
             },
         };
-        self.observe(c, Seen::Reply(&result));
+        if let ReplyTo::Actor(slot) = &reply {
+            self.before_reply(c);
+            self.observe(c, Seen::Reply(&result));
+            self.arm_before_reply(c, *slot);
+        } else {
+            self.observe(c, Seen::Reply(&result));
+        }
         self.answer(c, reply, result);
         self.record(c, kind);
     }

@@ -66,6 +66,9 @@ impl Chooser for Recorder {
     fn keeps_folds(&self) -> bool {
         true
     }
+    fn honours_keep_only(&self) -> bool {
+        true
+    }
     fn keep_folds(&mut self, position: usize, folds: &Folds) {
         self.kept.push((position, folds.clone()));
     }

@@ -611,9 +611,7 @@ mod tests {
     fn a_checkpoint_by_what_recipes_keep_resumes_only_a_search_that_counts_so() {
         let scenario = Scenario::default();
         for symmetry in [false, true] {
-            let c = Checkpoint {
-                ..Checkpoint::start_reduced("zklock", &scenario, true, symmetry, true)
-            };
+            let c = Checkpoint::start_reduced("zklock", &scenario, true, symmetry, true);
             assert!(c.keep_only);
             assert_eq!(Checkpoint::from_bytes(&c.to_bytes()), Ok(c.clone()));
             assert_eq!(

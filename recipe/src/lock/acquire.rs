@@ -216,15 +216,19 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
             };
             // Of the listing, only our place in it is kept (no contender is named
             // "absent" or "holds": a contender's name ends in its sequence number).
-            match place {
-                Standing::Absent => client.keep_only(b"absent"),
-                Standing::Holds => client.keep_only(b"holds"),
-                Standing::Behind(name) => client.keep_only(name.as_bytes()),
-            }
             let ahead = match place {
-                Standing::Absent => return Err(vanished(client, policy, &own.path).await),
-                Standing::Holds => None,
-                Standing::Behind(name) => Some(join(dir, name)),
+                Standing::Absent => {
+                    client.keep_only(b"absent");
+                    return Err(vanished(client, policy, &own.path).await);
+                }
+                Standing::Holds => {
+                    client.keep_only(b"holds");
+                    None
+                }
+                Standing::Behind(name) => {
+                    client.keep_only(name.as_bytes());
+                    Some(join(dir, name))
+                }
             };
             drop(children);
             if let Some(ahead) = ahead {

@@ -20,8 +20,13 @@
 //! ```
 
 mod queue;
+mod semaphore;
 
 pub use queue::{QueueBug, QueueCanary};
+pub use semaphore::{
+    HandsOverLostLease, LEASE_HANDED_OVER_LOST, LEASE_HANDED_OVER_LOST_CAUGHT_BY,
+    LeaseHandedOverLost, lost_before_granted_faults,
+};
 
 use futures_util::future::{Either, select};
 use std::pin::pin;
@@ -62,6 +67,13 @@ pub fn register_all(recipes: &mut Recipes) -> Result<(), RegistryError> {
             "a semaphore lease taken outside the inner lock (must violate {LEASE_OUTSIDE_LOCK_CAUGHT_BY})"
         ),
         LeaseOutsideLock::default(),
+    )?;
+    recipes.register(
+        LEASE_HANDED_OVER_LOST,
+        format!(
+            "a semaphore lease handed over after its trust ended (must violate {LEASE_HANDED_OVER_LOST_CAUGHT_BY})"
+        ),
+        LeaseHandedOverLost::default(),
     )?;
     for bug in QueueBug::ALL {
         let description = format!("{} (must violate {})", bug.description(), bug.caught_by());

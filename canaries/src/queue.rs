@@ -3,10 +3,11 @@
 
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
+use zklock_recipe::lock::hand_over;
 use zklock_recipe::lock::retry::{RetryPolicy, retry_while_session, session_over};
 use zklock_recipe::work_queue::items::{
-    QueuePaths, Taken, delete_item, item_exists, list, list_watched, lock_item, lost, release_item,
-    sorted_items, wait_change,
+    Claim, QueuePaths, Taken, complete_item, delete_item, item_exists, list, list_watched,
+    lock_item, lost, lost_before_taken, release_item, sorted_items, wait_change,
 };
 use zklock_recipe::work_queue::{ConsumerUnderTest, Producer, QueueError};
 use zklock_recipe::{Coordination, CreateMode, Lock, LockOptions, SessionState};
@@ -26,13 +27,23 @@ pub enum QueueBug {
     /// Deletes the item as soon as it takes it, before processing: a consumer that
     /// crashes or loses its session while processing loses the item.
     DeleteBeforeDone,
+    /// Hands its item over once it has released the take lock, without a look at the
+    /// item lock's trust (no [`hand_over`]): when the connection drops during that
+    /// release, the server may expire the session, and another consumer take the item,
+    /// while this one starts processing it.
+    HandsOverLostItem,
+    /// Completes an item by deleting its lock first and the item second: between the two,
+    /// another consumer takes the item, still queued, and processes it.
+    ReleaseBeforeDelete,
 }
 
 impl QueueBug {
-    pub const ALL: [QueueBug; 3] = [
+    pub const ALL: [QueueBug; 5] = [
         QueueBug::NoExistsCheck,
         QueueBug::PersistentLock,
         QueueBug::DeleteBeforeDone,
+        QueueBug::HandsOverLostItem,
+        QueueBug::ReleaseBeforeDelete,
     ];
 
     /// The canary's name, as registered and as its trace file is named.
@@ -41,6 +52,8 @@ impl QueueBug {
             QueueBug::NoExistsCheck => "canary-queue-no-exists-check",
             QueueBug::PersistentLock => "canary-queue-persistent-lock",
             QueueBug::DeleteBeforeDone => "canary-queue-delete-before-done",
+            QueueBug::HandsOverLostItem => "canary-queue-hands-over-lost-item",
+            QueueBug::ReleaseBeforeDelete => "canary-queue-release-before-delete",
         }
     }
 
@@ -49,6 +62,7 @@ impl QueueBug {
         match self {
             QueueBug::NoExistsCheck => "queue_no_process_after_complete",
             QueueBug::PersistentLock | QueueBug::DeleteBeforeDone => "queue_items_completed",
+            QueueBug::HandsOverLostItem | QueueBug::ReleaseBeforeDelete => "queue_item_exclusive",
         }
     }
 
@@ -79,6 +93,12 @@ impl QueueBug {
             QueueBug::PersistentLock => "a work-queue consumer whose item locks are persistent",
             QueueBug::DeleteBeforeDone => {
                 "a work-queue consumer that deletes the item before it finishes processing"
+            }
+            QueueBug::HandsOverLostItem => {
+                "a work-queue consumer that hands over an item whose lock lost its trust while it released the take lock"
+            }
+            QueueBug::ReleaseBeforeDelete => {
+                "a work-queue consumer that completes an item by deleting its lock before the item"
             }
         }
     }
@@ -133,21 +153,39 @@ impl<C: Coordination + Clone + Send + Sync + 'static> BuggyConsumer<C> {
         loop {
             let guard = self.take_lock.acquire().await?;
             let found = self.find().await;
-            let _ = guard.release().await;
-            if let Some(taken) = found? {
-                if self.bug == QueueBug::DeleteBeforeDone {
-                    // BUG: the item is gone before it is processed.
-                    delete_item(&self.client, &self.paths, &self.policy, &taken).await?;
+            let taken = match found {
+                Ok(Some(claim)) if self.bug == QueueBug::HandsOverLostItem => {
+                    // BUG: the release can outlast the item lock's trust, unseen.
+                    let _ = guard.release().await;
+                    claim.taken
                 }
-                return Ok(taken);
+                Ok(Some(claim)) => {
+                    let (claim, _) = hand_over(&self.client, claim, guard.release())
+                        .await
+                        .map_err(lost_before_taken)?;
+                    claim.taken
+                }
+                Ok(None) => {
+                    let _ = guard.release().await;
+                    if let Some(over) = session_over(&self.client) {
+                        return Err(over.into());
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    let _ = guard.release().await;
+                    return Err(e);
+                }
+            };
+            if self.bug == QueueBug::DeleteBeforeDone {
+                // BUG: the item is gone before it is processed.
+                delete_item(&self.client, &self.paths, &self.policy, &taken).await?;
             }
-            if let Some(over) = session_over(&self.client) {
-                return Err(over.into());
-            }
+            return Ok(taken);
         }
     }
 
-    async fn find(&self) -> Result<Option<Taken>, QueueError> {
+    async fn find(&self) -> Result<Option<Claim<'_, C>>, QueueError> {
         let c = &self.client;
         let mode = if self.bug == QueueBug::PersistentLock {
             CreateMode::Persistent // BUG: outlives its session
@@ -165,7 +203,7 @@ impl<C: Coordination + Clone + Send + Sync + 'static> BuggyConsumer<C> {
             };
             let mut oldest_locked = None;
             for item in sorted_items(&children) {
-                let Some(taken) = lock_item(c, &self.paths, &self.policy, &item, mode).await?
+                let Some(claim) = lock_item(c, &self.paths, &self.policy, &item, mode).await?
                 else {
                     oldest_locked.get_or_insert(item);
                     continue;
@@ -174,9 +212,9 @@ impl<C: Coordination + Clone + Send + Sync + 'static> BuggyConsumer<C> {
                 if self.bug == QueueBug::NoExistsCheck
                     || item_exists(c, &self.paths, &self.policy, &item).await?
                 {
-                    return Ok(Some(taken));
+                    return Ok(Some(claim));
                 }
-                release_item(c, &self.policy, &taken).await?;
+                release_item(c, &self.policy, &claim.taken).await?;
             }
             let Some(queue_watch) = queue_watch else {
                 watched = true;
@@ -209,17 +247,24 @@ impl<C: Coordination + Clone + Send + Sync + 'static> ConsumerUnderTest for Bugg
     fn lost(&self) -> BoxFuture<'_, String> {
         Box::pin(lost(&self.client))
     }
-    fn complete<'a>(&'a self, taken: &'a Taken) -> BoxFuture<'a, Result<(), String>> {
+    fn complete(&self, taken: Taken) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
-            if self.bug == QueueBug::DeleteBeforeDone {
-                return Ok(()); // deleted at the take
-            }
-            delete_item(&self.client, &self.paths, &self.policy, taken)
-                .await
-                .map_err(|e| e.to_string())
+            let c = &self.client;
+            let done = match self.bug {
+                QueueBug::DeleteBeforeDone => release_item(c, &self.policy, &taken).await,
+                QueueBug::ReleaseBeforeDelete => {
+                    // BUG: between the two deletes the item is queued and unlocked.
+                    match release_item(c, &self.policy, &taken).await {
+                        Ok(()) => delete_item(c, &self.paths, &self.policy, &taken).await,
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => complete_item(c, &self.paths, &self.policy, &taken).await,
+            };
+            done.map_err(|e| e.to_string())
         })
     }
-    fn release(&self, taken: Taken) -> BoxFuture<'_, Result<(), String>> {
+    fn abandon(&self, taken: Taken) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             release_item(&self.client, &self.policy, &taken)
                 .await

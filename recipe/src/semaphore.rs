@@ -18,10 +18,10 @@ use crate::lock::naming::{contenders, node_prefix};
 use crate::lock::queue::position;
 use crate::lock::retry::{delete_until_gone, retry};
 use crate::lock::{
-    ContenderSpec, Lock, LockError, LockGuard, LockOptions, LostPolicy, LostReason, NodeKind,
-    RetryPolicy, abandoned_cleanup, await_watch, create_contender, ensure_path,
+    ContenderSpec, Lock, LockError, LockGuard, LockOptions, LostPolicy, NodeKind, RetryPolicy,
+    abandoned_cleanup, await_watch, create_contender, ensure_path, hand_over,
 };
-use crate::{Coordination, CreateMode, LockUnderTest, SessionState, ZkError};
+use crate::{Coordination, CreateMode, LockUnderTest, ZkError};
 use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +45,16 @@ pub fn parse_leases(data: &[u8]) -> Option<u32> {
         .parse()
         .ok()
         .filter(|n| (1..=LEASES_MAX).contains(n))
+}
+
+/// A lease taken under the semaphore's inner lock, both still held: see
+/// [`Semaphore::take_lease`].
+#[derive(Debug)]
+pub struct LeaseTaken<C: Coordination> {
+    /// The inner lock, which only orders the takers.
+    pub inner: LockGuard<C>,
+    /// The lease.
+    pub lease: LockGuard<C>,
 }
 
 /// A counting semaphore of `leases` holders on directory `path`.
@@ -121,6 +131,30 @@ impl<C: Coordination + Clone> Semaphore<C> {
 
     /// Takes a lease: `Ok(None)` when `deadline_us` (client time, µs) passed first.
     async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<LockGuard<C>>, LockError> {
+        let Some(LeaseTaken { inner, lease }) = self.take_lease(deadline_us).await? else {
+            return Ok(None);
+        };
+        // The lease stands on its own; the inner lock only orders the takers. Releasing it
+        // can outlast the lease's trust, which `hand_over` looks at.
+        let (lease, released) = hand_over(&self.client, lease, inner.release()).await?;
+        match released {
+            Ok(()) => Ok(Some(lease)),
+            Err(e) => {
+                drop(lease.release().await);
+                Err(e)
+            }
+        }
+    }
+
+    /// The first step of an acquire: takes the inner lock, then a lease under it; `Ok(None)`
+    /// when `deadline_us` (client time, µs) passed first, with both given back. The caller
+    /// releases the inner lock and hands the lease over through
+    /// [`hand_over`](crate::lock::hand_over), as `acquire` does: the release can outlast
+    /// the lease's trust.
+    pub async fn take_lease(
+        &self,
+        deadline_us: Option<u64>,
+    ) -> Result<Option<LeaseTaken<C>>, LockError> {
         let max = self.stored_leases().await?;
         let inner = match deadline_us {
             None => self.inner.acquire().await?,
@@ -143,33 +177,13 @@ impl<C: Coordination + Clone> Semaphore<C> {
                 }
             }
         };
-        let lease = self.lease(deadline_us, max).await;
-        // The lease stands on its own; the inner lock only orders the takers.
-        let released = inner.release().await;
-        match (lease, released) {
-            // Releasing the inner lock can outlast the lease: a connection lost or a
-            // session expired meanwhile ends its trust, and a lease granted then would be
-            // believed while the server may have given it to another.
-            (Ok(Some(g)), Ok(())) => match g.is_lost() {
-                None => Ok(Some(g)),
-                Some(reason) => {
-                    let path = g.path().to_owned();
-                    drop(g.release().await);
-                    // The session's end, once known, says more than the disconnect
-                    // that came before it.
-                    let reason = match self.client.session_state() {
-                        SessionState::Expired => LostReason::Expired,
-                        _ => reason,
-                    };
-                    Err(lost_error(reason, &path))
-                }
-            },
-            (Ok(None), Ok(())) => Ok(None),
-            (Ok(Some(g)), Err(e)) => {
-                drop(g.release().await);
+        match self.lease(deadline_us, max).await {
+            Ok(Some(lease)) => Ok(Some(LeaseTaken { inner, lease })),
+            Ok(None) => inner.release().await.map(|()| None),
+            Err(e) => {
+                drop(inner.release().await);
                 Err(e)
             }
-            (Ok(None), Err(e)) | (Err(e), _) => Err(e),
         }
     }
 
@@ -230,19 +244,6 @@ impl<C: Coordination + Clone> Semaphore<C> {
         };
         dropped.armed = false;
         r
-    }
-}
-
-/// The error an acquire returns for a lease at `path` that lost its trust before it was
-/// granted.
-fn lost_error(reason: LostReason, path: &str) -> LockError {
-    match reason {
-        LostReason::Expired => LockError::SessionExpired,
-        LostReason::SessionClosed => LockError::SessionClosed,
-        LostReason::NodeDeleted => LockError::NodeDeleted {
-            path: path.to_owned(),
-        },
-        LostReason::Disconnected => LockError::LostBeforeGranted(reason),
     }
 }
 

@@ -85,13 +85,14 @@ fn consume(client: RecordingClient, q: Box<dyn ConsumerUnderTest>) -> tokio::tas
                 item: taken.item.clone(),
                 token: taken.token,
             });
-            match q.complete(&taken).await {
-                Ok(()) => client.record(EventKind::ProcessEnd {
-                    item: taken.item.clone(),
-                }),
-                Err(reason) => client.record(EventKind::Lost { reason }),
+            let item = taken.item.clone();
+            match q.complete(taken.clone()).await {
+                Ok(()) => client.record(EventKind::ProcessEnd { item }),
+                Err(reason) => {
+                    client.record(EventKind::Lost { reason });
+                    let _ = q.abandon(taken).await;
+                }
             }
-            let _ = q.release(taken).await;
         }
     })
 }

@@ -383,15 +383,17 @@ async fn consumer(
         let completed = match lost {
             Some(reason) => Err(reason),
             None => tokio::select! {
-                done = q.complete(&taken) => done.map_err(|e| format!("completing failed: {e}")),
+                done = q.complete(taken.clone()) => done.map_err(|e| format!("completing failed: {e}")),
                 reason = q.lost() => Err(reason),
             },
         };
         match completed {
             Ok(()) => client.record(EventKind::ProcessEnd { item }),
-            Err(reason) => client.record(EventKind::Lost { reason }),
+            Err(reason) => {
+                client.record(EventKind::Lost { reason });
+                let _ = q.abandon(taken).await;
+            }
         }
-        let _ = q.release(taken).await;
     }
     exit(&shared, index, client).await
 }

@@ -4,11 +4,13 @@
 //! Each concept has its own module, and the building blocks are public so that variants
 //! (the test suite's canaries) can reuse them: [`naming`] (names and ordering),
 //! [`queue`] (who waits for whom), [`retry`] (connection loss), [`create_contender`]
-//! (guid recovery), [`list_contenders`], [`watch_node`] and [`await_watch`] (waiting).
+//! (guid recovery), [`list_contenders`], [`watch_node`] and [`await_watch`] (waiting),
+//! and [`hand_over`] (no grant handed over once its trust ended).
 
 mod acquire;
 mod create;
 mod error;
+mod grant;
 mod guard;
 mod mutex;
 pub mod naming;
@@ -23,6 +25,7 @@ pub use create::{
     ContenderSpec, OwnNode, create_contender, create_contender_listed, ensure_path, find_own_nodes,
 };
 pub use error::{LockError, LostReason};
+pub use grant::{Grant, Trust, hand_over, lost_error};
 pub use guard::{FencingToken, LockGuard, REVOKE_MESSAGE, request_revoke};
 pub use mutex::Lock;
 pub use naming::{LockNode, NamingStyle, NodeKind};

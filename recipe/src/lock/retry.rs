@@ -131,6 +131,44 @@ pub async fn delete_until_gone<C: Coordination>(
     }
 }
 
+/// Deletes our node at `path`, created with czxid `czxid`, at a path that other sessions
+/// may take once ours is gone (a fixed name, as a queue item's lock; a sequential node's
+/// name is never reused, and [`delete_until_gone`] serves it). A delete retried blindly
+/// after a ConnectionLoss could remove the node another session created there once our
+/// first delete was applied; so after each loss this looks first, and deletes again only
+/// while the node there is still ours (its czxid). A session's requests are answered in
+/// order, so what the look sees is settled: nobody but us deletes our node.
+pub async fn delete_own_until_gone<C: Coordination>(
+    client: &C,
+    policy: &RetryPolicy,
+    path: &str,
+    czxid: i64,
+) -> Result<(), ZkError> {
+    let mut attempt = 1u32;
+    loop {
+        if session_over(client).is_some() {
+            // The server deletes (or has deleted) the session's ephemerals.
+            return Ok(());
+        }
+        match client.delete(path, None).await {
+            Ok(()) | Err(ZkError::NoNode) => return Ok(()),
+            Err(e) if e.is_session_terminal() => return Ok(()),
+            Err(e) if e.is_connection_loss() => {
+                client.sleep(policy.backoff(attempt)).await;
+                attempt = attempt.saturating_add(1);
+                match retry_while_session(client, policy, || client.exists(path)).await {
+                    Ok(Some(stat)) if stat.czxid == czxid => {}
+                    // Gone, or another session's node now.
+                    Ok(_) => return Ok(()),
+                    Err(e) if e.is_session_terminal() => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,10 @@
 
 use super::QueueError;
 use super::items::{
-    QueuePaths, Taken, complete_item, item_exists, list, list_watched, lock_item, release_item,
-    sorted_items, wait_change,
+    Claim, QueuePaths, Taken, complete_item, item_exists, list, list_watched, lock_item,
+    lost_before_taken, release_item, sorted_items, wait_change,
 };
+use crate::lock::hand_over;
 use crate::lock::retry::{RetryPolicy, retry_while_session, session_over};
 use crate::{Coordination, CreateMode, Lock, LockOptions};
 
@@ -40,15 +41,30 @@ impl<C: Coordination + Clone> Consumer<C> {
     }
 
     /// Waits until it holds an item's lock and has seen the item still in the queue.
+    ///
+    /// Fails with [`QueueError::LostBeforeTaken`] (or `SessionEnded`) when the item's lock
+    /// lost its trust before `take` returned: the connection dropped while it released
+    /// the take lock, say. The item was then given back. From the return on, the caller
+    /// stops trusting the item at the session's next Disconnected, as a lock's holder
+    /// does (`work_queue::items::lost`).
     pub async fn take(&self) -> Result<Taken, QueueError> {
         loop {
             let guard = self.take_lock.acquire().await?;
-            let found = self.find().await;
-            // The item's lock, not the take lock, guards the item: a failed release
-            // (the session ended) leaves the take lock to the server's expiry.
-            let _ = guard.release().await;
-            if let Some(taken) = found? {
-                return Ok(taken);
+            match self.find().await {
+                Ok(Some(claim)) => {
+                    // The item's lock, not the take lock, guards the item: a failed
+                    // release (the session ended) leaves the take lock to the server's
+                    // expiry. But the release can outlast the item lock's trust.
+                    let (claim, _) = hand_over(&self.client, claim, guard.release())
+                        .await
+                        .map_err(lost_before_taken)?;
+                    return Ok(claim.taken);
+                }
+                Ok(None) => drop(guard.release().await),
+                Err(e) => {
+                    drop(guard.release().await);
+                    return Err(e);
+                }
             }
             if let Some(over) = session_over(&self.client) {
                 return Err(over.into());
@@ -59,7 +75,7 @@ impl<C: Coordination + Clone> Consumer<C> {
     /// As the take lock's holder: the oldest item it could lock and saw still queued;
     /// `None` once the session's state changed, so that the caller stops trusting its
     /// take lock and queues again.
-    async fn find(&self) -> Result<Option<Taken>, QueueError> {
+    async fn find(&self) -> Result<Option<Claim<'_, C>>, QueueError> {
         let c = &self.client;
         // A pass lists without a watch; only a pass that finds nothing to take lists
         // again with one and waits. A watch left by a pass that took an item would fire
@@ -75,17 +91,17 @@ impl<C: Coordination + Clone> Consumer<C> {
             };
             let mut oldest_locked = None;
             for item in sorted_items(&children) {
-                let Some(taken) =
+                let Some(claim) =
                     lock_item(c, &self.paths, &self.policy, &item, CreateMode::Ephemeral).await?
                 else {
                     oldest_locked.get_or_insert(item);
                     continue;
                 };
                 if item_exists(c, &self.paths, &self.policy, &item).await? {
-                    return Ok(Some(taken));
+                    return Ok(Some(claim));
                 }
                 // Completed since the listing: not ours to process.
-                release_item(c, &self.policy, &taken).await?;
+                release_item(c, &self.policy, &claim.taken).await?;
             }
             let Some(queue_watch) = queue_watch else {
                 watched = true;

@@ -1,5 +1,6 @@
 //! The work queue's errors.
 
+use crate::lock::LostReason;
 use crate::{LockError, ZkError};
 use std::fmt;
 
@@ -13,6 +14,10 @@ pub enum QueueError {
     SessionEnded(ZkError),
     /// The take lock failed (consumers that take under it).
     TakeLock(LockError),
+    /// The item's lock lost its trust before `take` returned (the connection dropped, so
+    /// the session may have expired on the server); the item was given back, nothing is
+    /// held. Take again once reconnected.
+    LostBeforeTaken(LostReason),
     /// Another ZooKeeper error. `ConnectionLoss` here means the retry policy ran out.
     Zk(ZkError),
 }
@@ -41,6 +46,11 @@ impl fmt::Display for QueueError {
             }
             QueueError::SessionEnded(e) => write!(f, "the session ended: {e}"),
             QueueError::TakeLock(e) => write!(f, "the take lock failed: {e}"),
+            QueueError::LostBeforeTaken(reason) => write!(
+                f,
+                "the item's lock was lost before take returned ({reason}); the item was \
+                 given back and nothing is held; take again once reconnected"
+            ),
             QueueError::Zk(e) => write!(f, "{e}"),
         }
     }

@@ -4,9 +4,12 @@
 use super::QueueError;
 use crate::lock::ensure_path;
 use crate::lock::naming::{parse_sequence, sequence_precedes};
-use crate::lock::retry::{RetryPolicy, delete_until_gone, retry_while_session, session_over};
+use crate::lock::retry::{RetryPolicy, delete_own_until_gone, retry_while_session, session_over};
+use crate::lock::{Grant, LockError, LostPolicy, LostReason, Trust};
 use crate::path::{join, validate_path};
-use crate::{Children, Coordination, CreateMode, SessionEvents, SessionState, ZkError};
+use crate::{
+    Children, Coordination, CreateMode, DetachedCleanup, SessionEvents, SessionState, ZkError,
+};
 use std::cmp::Ordering;
 
 /// Every item's name starts with it: `item-<guid>-<sequence>`.
@@ -95,36 +98,85 @@ pub fn sorted_items(children: &Children) -> Vec<String> {
     items.into_iter().map(|(_, n)| n).collect()
 }
 
+/// An item's lock this consumer just created, with the session's trust in it since: a
+/// [`Grant`], handed to the caller of `take` only through
+/// [`hand_over`](crate::lock::hand_over), so that no consumer processes an item whose lock
+/// its session may have lost meanwhile.
+#[derive(Debug)]
+pub struct Claim<'a, C> {
+    client: &'a C,
+    policy: &'a RetryPolicy,
+    /// The item and its lock.
+    pub taken: Taken,
+    trust: Trust,
+}
+
+impl<C: Coordination> Grant for Claim<'_, C> {
+    fn trust_ended(&mut self) -> Option<LostReason> {
+        self.trust.ended()
+    }
+    fn node_path(&self) -> &str {
+        &self.taken.lock_node
+    }
+    async fn give_back(self) {
+        if release_item(self.client, self.policy, &self.taken)
+            .await
+            .is_err()
+        {
+            // By owner, not by path: another consumer may take the path once ours goes.
+            let dir = crate::path::parent(&self.taken.lock_node)
+                .unwrap_or("/")
+                .to_owned();
+            let fragment = self.taken.item;
+            let what = DetachedCleanup::OwnedMatching { dir, fragment };
+            self.client.cleanup_detached(what);
+        }
+    }
+}
+
+/// The error `take` returns when an item's lock lost its trust before `take` returned
+/// (`e` from [`hand_over`](crate::lock::hand_over)): the item was given back.
+pub fn lost_before_taken(e: LockError) -> QueueError {
+    match e {
+        LockError::SessionExpired => QueueError::SessionEnded(ZkError::SessionExpired),
+        LockError::SessionClosed => QueueError::SessionEnded(ZkError::SessionClosed),
+        LockError::LostBeforeGranted(reason) => QueueError::LostBeforeTaken(reason),
+        LockError::NodeDeleted { .. } => QueueError::LostBeforeTaken(LostReason::NodeDeleted),
+        other => QueueError::TakeLock(other),
+    }
+}
+
 /// Creates `item`'s lock node in `mode`; `None` if another session holds it. A create
 /// whose reply was lost is retried while the session lives, and a node found then is ours
-/// if its ephemeral owner is our session, so a lost reply never strands our own lock.
-pub async fn lock_item<C: Coordination>(
-    client: &C,
+/// if its ephemeral owner is our session, so a lost reply never strands our own lock. The
+/// claim's trust begins at the reply that showed the node ours.
+pub async fn lock_item<'a, C: Coordination>(
+    client: &'a C,
     paths: &QueuePaths,
-    policy: &RetryPolicy,
+    policy: &'a RetryPolicy,
     item: &str,
     mode: CreateMode,
-) -> Result<Option<Taken>, QueueError> {
+) -> Result<Option<Claim<'a, C>>, QueueError> {
     let path = paths.lock(item);
     let mut parents_made = false;
+    let claim = |path: String, token: i64| Claim {
+        client,
+        policy,
+        trust: Trust::begin(client, LostPolicy::DisconnectedOrExpired),
+        taken: Taken {
+            item: item.to_owned(),
+            lock_node: path,
+            token,
+        },
+    };
     loop {
         match retry_while_session(client, policy, || client.create(&path, b"", mode)).await {
-            Ok((_, stat)) => {
-                return Ok(Some(Taken {
-                    item: item.to_owned(),
-                    lock_node: path,
-                    token: stat.czxid,
-                }));
-            }
+            Ok((_, stat)) => return Ok(Some(claim(path, stat.czxid))),
             Err(ZkError::NodeExists) => {
                 let stat = retry_while_session(client, policy, || client.exists(&path)).await?;
                 match stat {
                     Some(s) if s.ephemeral_owner == client.session_id().0 => {
-                        return Ok(Some(Taken {
-                            item: item.to_owned(),
-                            lock_node: path,
-                            token: s.czxid,
-                        }));
+                        return Ok(Some(claim(path, s.czxid)));
                     }
                     Some(_) => return Ok(None),
                     // Released in between: try again.
@@ -156,13 +208,15 @@ pub async fn item_exists<C: Coordination>(
 }
 
 /// Deletes the taken item's lock node, retrying through connection loss until the node
-/// or the session is gone.
+/// or the session is gone. The lock's path is the item's name, which the next consumer
+/// takes once ours is gone: a delete retried after a ConnectionLoss deletes only while
+/// the node there is still ours ([`delete_own_until_gone`]).
 pub async fn release_item<C: Coordination>(
     client: &C,
     policy: &RetryPolicy,
     taken: &Taken,
 ) -> Result<(), QueueError> {
-    Ok(delete_until_gone(client, policy, &taken.lock_node).await?)
+    Ok(delete_own_until_gone(client, policy, &taken.lock_node, taken.token).await?)
 }
 
 /// Completes a taken item: deletes the item ([`delete_item`]), then releases its lock.

@@ -2,9 +2,10 @@
 
 use super::QueueError;
 use super::items::{
-    QueuePaths, Taken, complete_item, item_exists, list_watched, lock_item, release_item,
-    sorted_items, wait_change,
+    QueuePaths, Taken, complete_item, item_exists, list_watched, lock_item, lost_before_taken,
+    release_item, sorted_items, wait_change,
 };
+use crate::lock::hand_over;
 use crate::lock::retry::{RetryPolicy, retry_while_session, session_over};
 use crate::{Coordination, CreateMode};
 
@@ -43,7 +44,7 @@ impl<C: Coordination> NaiveConsumer<C> {
             let (children, queue_watch) = list_watched(c, &self.paths, &self.policy).await?;
             let mut watches = vec![queue_watch];
             for item in sorted_items(&children) {
-                let Some(taken) =
+                let Some(claim) =
                     lock_item(c, &self.paths, &self.policy, &item, CreateMode::Ephemeral).await?
                 else {
                     let lock = self.paths.lock(&item);
@@ -53,10 +54,15 @@ impl<C: Coordination> NaiveConsumer<C> {
                     }
                     continue;
                 };
-                if item_exists(c, &self.paths, &self.policy, &item).await? {
-                    return Ok(taken);
+                // The check can outlast the item lock's trust: handed over only if not.
+                let exists = item_exists(c, &self.paths, &self.policy, &item);
+                let (claim, exists) = hand_over(c, claim, exists)
+                    .await
+                    .map_err(lost_before_taken)?;
+                if exists? {
+                    return Ok(claim.taken);
                 }
-                release_item(c, &self.policy, &taken).await?;
+                release_item(c, &self.policy, &claim.taken).await?;
             }
             if events.try_next().is_none() {
                 wait_change(watches, &mut events).await;

@@ -5,8 +5,9 @@
 //!   Each producer adds `acquisitions_per_client` items, drawing a pause of 0 to
 //!   `4 × hold_ms` before each from the Chooser, and records `ItemProduced`.
 //! - A consumer takes an item, records `ProcessStart`, processes it for `hold_ms`
-//!   unless its trust in the item's lock is lost first (`Lost`, and it gives the item
-//!   back), then completes it (`ProcessEnd`).
+//!   unless its trust in the item's lock is lost first (`Lost`, and it abandons the
+//!   item), then completes it (`ProcessEnd`). Take, complete and abandon are the
+//!   consumer's public calls ([`ConsumerUnderTest`]).
 //! - A client whose session ended opens a new one with a new producer or consumer, as
 //!   the lock workload does.
 //! - Consumers stop once every producer is done and the queue directory on the server
@@ -260,7 +261,7 @@ async fn consumer(
             // believing at Disconnected, and drops its completion (whose delete, if in
             // flight, ends unknown).
             None => {
-                let complete = pin!(q.complete(&taken));
+                let complete = pin!(q.complete(taken.clone()));
                 let lost = pin!(q.lost());
                 match select(complete, lost).await {
                     Either::Left((Ok(()), _)) => Ok(()),
@@ -271,9 +272,11 @@ async fn consumer(
         };
         match completed {
             Ok(()) => sim.record(&c, EventKind::ProcessEnd { item }),
-            Err(reason) => sim.record(&c, EventKind::Lost { reason }),
+            Err(reason) => {
+                sim.record(&c, EventKind::Lost { reason });
+                let _ = q.abandon(taken).await;
+            }
         }
-        let _ = q.release(taken).await;
     }
     sim.record(&c, EventKind::Done);
     close(&c, &sc).await;

@@ -7,7 +7,10 @@
 //! Disconnected and dropped it) cannot be told applied or not by its consumer, so it
 //! records no `ProcessEnd`: an item whose only
 //! completion is such a delete, and which is gone from the queue, counts as completed
-//! (the note counts them).
+//! (the note counts them). So does an item whose processing consumer's delete of it was
+//! answered ok, though its completion then failed (the item lock's delete that follows
+//! outlived the session) or was dropped at a Disconnected: the item's delete is its
+//! completion. A delete of an item its client was not processing completes nothing.
 //!
 //! Completing needs a consumer: when none lived to the end (every client that produced
 //! nothing crashed, as a crash is final in the simulation), an item still in the queue
@@ -29,14 +32,19 @@ struct Item {
     completions: Vec<usize>,
     /// A delete of the item whose outcome was unknown.
     unknown_delete: Option<usize>,
+    /// A delete of the item by the consumer processing it, answered ok.
+    completing_delete: Option<usize>,
 }
 
 /// The verdict on `history`, with the run's final children in `facts`.
 pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
     let mut items: BTreeMap<&str, Item> = BTreeMap::new();
     let prefix = format!("{}/", facts.paths.queue);
-    // Deletes of items in flight, by op id.
-    let mut deletes: BTreeMap<u64, &str> = BTreeMap::new();
+    // Deletes of items in flight, by op id, and whether its client was processing it.
+    let mut deletes: BTreeMap<u64, (&str, bool)> = BTreeMap::new();
+    // By client: the item it processes, from its `ProcessStart` to its `ProcessEnd`,
+    // `Lost` or `Done`.
+    let mut processing: BTreeMap<u32, &str> = BTreeMap::new();
     // Clients that produced, and clients whose workload ended without a crash.
     let mut producers = BTreeSet::new();
     let mut done = BTreeSet::new();
@@ -44,6 +52,10 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
         match &e.kind {
             EventKind::Done => {
                 done.insert(e.client);
+                processing.remove(&e.client);
+            }
+            EventKind::Lost { .. } => {
+                processing.remove(&e.client);
             }
             EventKind::ItemProduced { item } => {
                 producers.insert(e.client);
@@ -51,8 +63,10 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
             }
             EventKind::ProcessStart { item, .. } => {
                 items.entry(item).or_default().first.get_or_insert(i);
+                processing.insert(e.client, item);
             }
             EventKind::ProcessEnd { item } => {
+                processing.remove(&e.client);
                 let it = items.entry(item).or_default();
                 it.first.get_or_insert(i);
                 it.completions.push(i);
@@ -64,11 +78,12 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
                 ..
             } => {
                 if let Some(item) = path.strip_prefix(prefix.as_str()) {
-                    deletes.insert(*op_id, item);
+                    let completing = processing.get(&e.client) == Some(&item);
+                    deletes.insert(*op_id, (item, completing));
                 }
             }
             EventKind::OpUnknown { op_id } => {
-                if let Some(item) = deletes.remove(op_id) {
+                if let Some((item, _)) = deletes.remove(op_id) {
                     items
                         .entry(item)
                         .or_default()
@@ -76,14 +91,20 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
                         .get_or_insert(i);
                 }
             }
-            EventKind::OpOk { op_id } | EventKind::OpFail { op_id, .. } => {
+            EventKind::OpOk { op_id } => {
+                if let Some((item, true)) = deletes.remove(op_id) {
+                    let it = items.entry(item).or_default();
+                    it.completing_delete.get_or_insert(i);
+                }
+            }
+            EventKind::OpFail { op_id, .. } => {
                 deletes.remove(op_id);
             }
             _ => {}
         }
     }
     // A delete never answered (its consumer dropped it at a Disconnected) is unknown too.
-    for (i, item) in deletes.values().enumerate() {
+    for (i, (item, _)) in deletes.values().enumerate() {
         items
             .entry(item)
             .or_default()
@@ -92,6 +113,7 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
     }
     let consumer_lived = done.difference(&producers).next().is_some();
     let mut by_unknown = 0;
+    let mut by_delete = 0;
     let mut unconsumed = 0;
     for (name, it) in &items {
         if it.completions.len() > 1 {
@@ -109,6 +131,10 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
             let gone = !facts.final_items.iter().any(|n| n == name);
             if gone && it.unknown_delete.is_some() {
                 by_unknown += 1;
+                continue;
+            }
+            if gone && it.completing_delete.is_some() {
+                by_delete += 1;
                 continue;
             }
             if !gone && !consumer_lived {
@@ -152,14 +178,15 @@ pub fn check(history: &History, facts: &QueueFacts) -> Verdict {
     let mut v = Verdict::from_violation(NAME, None);
     v.note = Some(if consumer_lived {
         format!(
-            "{} items completed once each ({by_unknown} by a delete whose reply was lost)",
+            "{} items completed once each ({by_unknown} by a delete whose reply was lost, \
+             {by_delete} by a delete whose completion failed after it)",
             items.len()
         )
     } else {
         format!(
-            "{} items completed once each ({by_unknown} by a delete whose reply was lost); \
-             no consumer lived to the end, so {unconsumed} items left in the queue are not \
-             judged",
+            "{} items completed once each ({by_unknown} by a delete whose reply was lost, \
+             {by_delete} by a delete whose completion failed after it); no consumer lived \
+             to the end, so {unconsumed} items left in the queue are not judged",
             items.len() - unconsumed
         )
     });

@@ -65,7 +65,7 @@ pub fn check_queue_with(
             item_exclusive::check(history, cfg.pauses_on),
             no_process_after_complete::check(history, cfg.pauses_on),
             completed::check(history, facts),
-            herd::check_with(history, changes),
+            herd::check_with(history, &facts.paths.queue, changes),
         ],
         counters,
     }

@@ -1,0 +1,131 @@
+//! The semaphore canary of the lost-before-granted class: zklock's semaphore, lease taken
+//! under the inner lock, but handed over without a look at its trust.
+
+use std::time::Duration;
+use zklock_recipe::history::LockRole;
+use zklock_recipe::lock::{LockError, LockGuard};
+use zklock_recipe::semaphore::{LeaseTaken, Semaphore};
+use zklock_recipe::{Coordination, LockUnderTest};
+use zklock_sim::{Faults, Rate, Recipe, Scenario, SimClient};
+
+/// The canary's name, as registered and as its trace file is named.
+pub const LEASE_HANDED_OVER_LOST: &str = "canary-lease-handed-over-lost";
+
+/// The property it must violate.
+pub const LEASE_HANDED_OVER_LOST_CAUGHT_BY: &str = "semaphore_leases";
+
+/// zklock's semaphore of `leases` leases (2 by default), but an acquire hands its lease
+/// over once it has released the inner lock, without [`hand_over`]'s look at the lease's
+/// trust: when the connection dropped during that release, the server may have expired
+/// the session and let another client take a lease in its place, while this one starts
+/// holding its own. Must violate `semaphore_leases`.
+///
+/// [`hand_over`]: zklock_recipe::lock::hand_over
+#[derive(Clone, Debug)]
+pub struct LeaseHandedOverLost {
+    pub leases: u32,
+}
+
+impl Default for LeaseHandedOverLost {
+    fn default() -> Self {
+        LeaseHandedOverLost { leases: 2 }
+    }
+}
+
+impl LeaseHandedOverLost {
+    /// The scenario it is explored in: three clients for two leases, and the faults that
+    /// end a session while a reply to it is held back (a forced expiry and slow links),
+    /// often enough that one strikes between a lease and its hand-over.
+    pub fn scenario() -> Scenario {
+        Scenario {
+            clients: 3,
+            faults: lost_before_granted_faults(),
+            ..Scenario::default()
+        }
+    }
+}
+
+/// Faults that end a session during the await after a grant: forced expiries and
+/// held-back deliveries, often; partitions and connection loss at their default rates.
+pub fn lost_before_granted_faults() -> Faults {
+    Faults {
+        forced_expiry: Rate::new(1, 200),
+        delayed_delivery: Rate::new(1, 60),
+        connection_loss: Faults::default().connection_loss,
+        partition: Faults::default().partition,
+        ..Faults::none()
+    }
+}
+
+impl Recipe for LeaseHandedOverLost {
+    type Lock = HandsOverLostLease<SimClient>;
+    fn name(&self) -> String {
+        LEASE_HANDED_OVER_LOST.into()
+    }
+    fn lock(&self, client: SimClient, _role: LockRole, path: &str) -> Self::Lock {
+        HandsOverLostLease::new(client, path, self.leases)
+    }
+    fn leases(&self) -> Option<u32> {
+        Some(self.leases)
+    }
+    fn symmetric(&self) -> bool {
+        true
+    }
+}
+
+/// One client's semaphore of [`LeaseHandedOverLost`].
+#[derive(Debug)]
+pub struct HandsOverLostLease<C> {
+    sem: Semaphore<C>,
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> HandsOverLostLease<C> {
+    /// The canary's semaphore of `leases` on `path`.
+    pub fn new(client: C, path: &str, leases: u32) -> HandsOverLostLease<C> {
+        HandsOverLostLease {
+            sem: Semaphore::new(client, path, leases).expect("a valid path and count"),
+        }
+    }
+
+    async fn contend(&self, deadline_us: Option<u64>) -> Result<Option<LockGuard<C>>, LockError> {
+        let Some(LeaseTaken { inner, lease }) = self.sem.take_lease(deadline_us).await? else {
+            return Ok(None);
+        };
+        // BUG: the release can outlast the lease's trust, unseen.
+        let _ = inner.release().await;
+        Ok(Some(lease))
+    }
+}
+
+impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for HandsOverLostLease<C> {
+    type Guard = LockGuard<C>;
+
+    async fn acquire(&self) -> Result<LockGuard<C>, String> {
+        match self.contend(None).await {
+            Ok(Some(g)) => Ok(g),
+            Ok(None) => Err("no deadline, yet timed out".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
+        let d = (self.sem.client().now() + timeout).as_micros() as u64;
+        self.contend(Some(d)).await.map_err(|e| e.to_string())
+    }
+
+    fn token(&self, g: &LockGuard<C>) -> i64 {
+        g.fencing_token().0
+    }
+
+    fn node(&self, g: &LockGuard<C>) -> String {
+        g.path().to_owned()
+    }
+
+    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
+        format!("{:?}", g.lost().await)
+    }
+
+    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
+        g.release().await.map_err(|e| e.to_string())
+    }
+}

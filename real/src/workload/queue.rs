@@ -5,7 +5,8 @@
 //! - Clients `0..producers` produce, the rest consume. Producer `p` adds
 //!   `items_per_producer` items, its `k`th (from 0) due at `(k + 1) / items_per_producer`
 //!   of the first half of `duration_ms`, so that items come while the faults strike (they
-//!   heal at two thirds of the run in `zklock real`); it records `ItemProduced`. A
+//!   heal at two thirds of the run in `zklock real`); it records `ProduceInvoked` before
+//!   each produce call and `ItemProduced` (or `ProduceFailed`) when it returns. A
 //!   produce that failed (its session ended) is made again, so that every producer
 //!   records exactly `items_per_producer` items; the failed one's item may stand anyway,
 //!   and is taken and completed like any other (a consumer's processing shows it). A
@@ -314,12 +315,18 @@ async fn producer(
         if due > now {
             tokio::time::sleep(due - now).await;
         }
+        // The call's bounds tie the items its creates make to it
+        // (`queue_one_item_per_produce`).
+        client.record(EventKind::ProduceInvoked);
         match ProducerUnderTest::produce(&p).await {
             Ok(item) => {
                 work.produced[index].fetch_add(1, Ordering::AcqRel);
                 client.record(EventKind::ItemProduced { item });
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(c.error_backoff_ms)).await,
+            Err(reason) => {
+                client.record(EventKind::ProduceFailed { reason });
+                tokio::time::sleep(Duration::from_millis(c.error_backoff_ms)).await;
+            }
         }
     }
     {

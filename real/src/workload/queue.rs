@@ -51,7 +51,12 @@ pub const MAX_ITEMS_PER_PRODUCER: u32 = 10_000;
 pub type MakeRealConsumer =
     Arc<dyn Fn(RecordingClient, &QueuePaths) -> Box<dyn ConsumerUnderTest> + Send + Sync>;
 
-/// A work queue's run: its roles, its item count and its consumer.
+/// Makes a client's producer on the queue's directories (again, with a new session,
+/// after an expiry).
+pub type MakeRealProducer =
+    Arc<dyn Fn(RecordingClient, &QueuePaths) -> Box<dyn ProducerUnderTest> + Send + Sync>;
+
+/// A work queue's run: its roles, its item count, its consumer and its producer.
 #[derive(Clone)]
 pub struct QueueWorkload {
     /// Producers among the run's clients, 1 to clients − 1; the rest consume. Default 1,
@@ -62,6 +67,8 @@ pub struct QueueWorkload {
     pub items_per_producer: u32,
     /// Makes each consumer.
     pub consumer: MakeRealConsumer,
+    /// Makes each producer. Default zklock's [`Producer`].
+    pub producer: MakeRealProducer,
 }
 
 impl std::fmt::Debug for QueueWorkload {
@@ -74,12 +81,15 @@ impl std::fmt::Debug for QueueWorkload {
 }
 
 impl QueueWorkload {
-    /// One producer of 20 items, and consumers made by `consumer`.
+    /// One producer (zklock's) of 20 items, and consumers made by `consumer`.
     pub fn new(consumer: MakeRealConsumer) -> QueueWorkload {
         QueueWorkload {
             producers: 1,
             items_per_producer: 20,
             consumer,
+            producer: Arc::new(|c, paths| {
+                Box::new(Producer::new(c, paths).expect("the run's queue paths were validated"))
+            }),
         }
     }
 
@@ -293,9 +303,7 @@ async fn producer(
 ) -> RecordingClient {
     let c = &shared.config;
     let items = work.spec.items_per_producer;
-    let make = |client: &RecordingClient| {
-        Producer::new(client.clone(), &work.paths).expect("the run's queue paths were validated")
-    };
+    let make = |client: &RecordingClient| (work.spec.producer)(client.clone(), &work.paths);
     let mut client = first;
     let mut p = make(&client);
     while !shared.acquisitions_over() {
@@ -318,7 +326,7 @@ async fn producer(
         // The call's bounds tie the items its creates make to it
         // (`queue_one_item_per_produce`).
         client.record(EventKind::ProduceInvoked);
-        match ProducerUnderTest::produce(&p).await {
+        match p.produce().await {
             Ok(item) => {
                 work.produced[index].fetch_add(1, Ordering::AcqRel);
                 client.record(EventKind::ItemProduced { item });

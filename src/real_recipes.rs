@@ -140,9 +140,10 @@ impl RealRecipeKind {
             RealRecipeKind::Queue { .. } | RealRecipeKind::QueueCanary(_) => {
                 let mut spec = match self {
                     RealRecipeKind::Queue { naive: true } => QueueWorkload::naive(),
-                    RealRecipeKind::QueueCanary(bug) => {
-                        QueueWorkload::new(Arc::new(move |c, paths| bug.consumer(c, paths)))
-                    }
+                    RealRecipeKind::QueueCanary(bug) => QueueWorkload {
+                        producer: Arc::new(move |c, paths| bug.producer(c, paths)),
+                        ..QueueWorkload::new(Arc::new(move |c, paths| bug.consumer(c, paths)))
+                    },
                     _ => QueueWorkload::herd_free(),
                 };
                 spec.producers = queue.producers;

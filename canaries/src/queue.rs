@@ -1,15 +1,17 @@
-//! The work queue's canaries: zklock's herd-free consumer with one bug each, built from
-//! the queue's public building blocks (`zklock_recipe::work_queue::items`).
+//! The work queue's canaries: zklock's herd-free consumer, or its producer, with one bug
+//! each, built from the queue's public building blocks (`zklock_recipe::work_queue::items`).
 
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
-use zklock_recipe::lock::hand_over;
+use std::sync::atomic::{AtomicU64, Ordering};
 use zklock_recipe::lock::retry::{RetryPolicy, retry_while_session, session_over};
+use zklock_recipe::lock::{ensure_path, hand_over};
+use zklock_recipe::path::basename;
 use zklock_recipe::work_queue::items::{
-    Claim, QueuePaths, Taken, complete_item, delete_item, item_exists, list, list_watched,
-    lock_item, lost, lost_before_taken, release_item, sorted_items, wait_change,
+    Claim, ITEM_PREFIX, QueuePaths, Taken, complete_item, delete_item, item_exists, list,
+    list_watched, lock_item, lost, lost_before_taken, release_item, sorted_items, wait_change,
 };
-use zklock_recipe::work_queue::{ConsumerUnderTest, Producer, QueueError};
+use zklock_recipe::work_queue::{ConsumerUnderTest, Producer, ProducerUnderTest, QueueError};
 use zklock_recipe::{Coordination, CreateMode, Lock, LockOptions, SessionState};
 use zklock_sim::scenario::work_queue::{MakeConsumer, MakeProducer};
 use zklock_sim::{QueueRecipe, Recipe, SimClient, WorkQueue};
@@ -35,15 +37,20 @@ pub enum QueueBug {
     /// Completes an item by deleting its lock first and the item second: between the two,
     /// another consumer takes the item, still queued, and processes it.
     ReleaseBeforeDelete,
+    /// A producer that sends its create again after a ConnectionLoss without looking for
+    /// the item the first may have made: one produce call, two items. Its consumers are
+    /// zklock's.
+    BlindProduce,
 }
 
 impl QueueBug {
-    pub const ALL: [QueueBug; 5] = [
+    pub const ALL: [QueueBug; 6] = [
         QueueBug::NoExistsCheck,
         QueueBug::PersistentLock,
         QueueBug::DeleteBeforeDone,
         QueueBug::HandsOverLostItem,
         QueueBug::ReleaseBeforeDelete,
+        QueueBug::BlindProduce,
     ];
 
     /// The canary's name, as registered and as its trace file is named.
@@ -54,6 +61,7 @@ impl QueueBug {
             QueueBug::DeleteBeforeDone => "canary-queue-delete-before-done",
             QueueBug::HandsOverLostItem => "canary-queue-hands-over-lost-item",
             QueueBug::ReleaseBeforeDelete => "canary-queue-release-before-delete",
+            QueueBug::BlindProduce => "canary-queue-blind-produce",
         }
     }
 
@@ -63,6 +71,7 @@ impl QueueBug {
             QueueBug::NoExistsCheck => "queue_no_process_after_complete",
             QueueBug::PersistentLock | QueueBug::DeleteBeforeDone => "queue_items_completed",
             QueueBug::HandsOverLostItem | QueueBug::ReleaseBeforeDelete => "queue_item_exclusive",
+            QueueBug::BlindProduce => "queue_one_item_per_produce",
         }
     }
 
@@ -84,6 +93,25 @@ impl QueueBug {
         })
     }
 
+    /// A producer with this bug on `paths` (zklock's [`Producer`] for a consumer's bug), on
+    /// any client. Panics on invalid paths (see `QueuePaths::validate`).
+    pub fn producer<C: Coordination + Clone + Send + Sync + 'static>(
+        self,
+        client: C,
+        paths: &QueuePaths,
+    ) -> Box<dyn ProducerUnderTest> {
+        if self != QueueBug::BlindProduce {
+            return Box::new(Producer::new(client, paths).expect("the queue's paths are valid"));
+        }
+        paths.validate().expect("the queue's paths are valid");
+        Box::new(BlindProducer {
+            client,
+            paths: paths.clone(),
+            policy: RetryPolicy::default(),
+            produced: AtomicU64::new(0),
+        })
+    }
+
     /// What it does wrong.
     pub fn description(self) -> &'static str {
         match self {
@@ -95,17 +123,22 @@ impl QueueBug {
                 "a work-queue consumer that deletes the item before it finishes processing"
             }
             QueueBug::HandsOverLostItem => {
-                "a work-queue consumer that hands over an item whose lock lost its trust while it released the take lock"
+                "a work-queue consumer that hands over an item whose lock lost its trust while \
+                 it released the take lock"
             }
             QueueBug::ReleaseBeforeDelete => {
                 "a work-queue consumer that completes an item by deleting its lock before the item"
+            }
+            QueueBug::BlindProduce => {
+                "a work-queue producer that creates again after a ConnectionLoss without \
+                 looking for its first item"
             }
         }
     }
 }
 
-/// The canary of one queue bug, as a [`Recipe`]: the shipped producer, and consumers
-/// with the bug.
+/// The canary of one queue bug, as a [`Recipe`]: its producer and consumers, one of
+/// them with the bug.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueCanary(pub QueueBug);
 
@@ -128,8 +161,7 @@ impl Recipe for QueueCanary {
         let p = paths.clone();
         let consumer: MakeConsumer = Arc::new(move |c| bug.consumer(c, &p));
         let p = paths.clone();
-        let producer: MakeProducer =
-            Arc::new(move |c| Box::new(Producer::new(c, &p).expect("the queue's paths are valid")));
+        let producer: MakeProducer = Arc::new(move |c| bug.producer(c, &p));
         Some(WorkQueue {
             paths,
             producers: QueueRecipe::default().producers,
@@ -267,6 +299,54 @@ impl<C: Coordination + Clone + Send + Sync + 'static> ConsumerUnderTest for Bugg
     fn abandon(&self, taken: Taken) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             release_item(&self.client, &self.policy, &taken)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// [`Producer`] without its recovery: it names each item with a guid as zklock's does, but
+/// after a ConnectionLoss sends the create again instead of listing the queue for it.
+struct BlindProducer<C> {
+    client: C,
+    paths: QueuePaths,
+    policy: RetryPolicy,
+    produced: AtomicU64,
+}
+
+impl<C: Coordination + Send + Sync + 'static> BlindProducer<C> {
+    async fn produce(&self) -> Result<String, QueueError> {
+        let c = &self.client;
+        let n = self.produced.fetch_add(1, Ordering::Relaxed);
+        let guid = format!("{:x}x{n}", c.session_id().0 as u64);
+        let path = format!("{}/{ITEM_PREFIX}{guid}-", self.paths.queue);
+        let mut attempt = 1u32;
+        let mut parents_made = false;
+        loop {
+            if let Some(over) = session_over(c) {
+                return Err(over.into());
+            }
+            match c.create(&path, b"", CreateMode::PersistentSequential).await {
+                Ok((created, _)) => return Ok(basename(&created).to_owned()),
+                Err(zklock_recipe::ZkError::NoNode) if !parents_made => {
+                    ensure_path(c, &self.policy, &self.paths.queue).await?;
+                    parents_made = true;
+                }
+                // BUG: the lost create may have made the item; this one makes a second.
+                Err(e) if e.is_connection_loss() => {
+                    c.sleep(self.policy.backoff(attempt)).await;
+                    attempt = attempt.saturating_add(1);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl<C: Coordination + Send + Sync + 'static> ProducerUnderTest for BlindProducer<C> {
+    fn produce(&self) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move {
+            BlindProducer::produce(self)
                 .await
                 .map_err(|e| e.to_string())
         })

@@ -202,6 +202,8 @@ impl<'a> Describer<'a> {
             EventKind::WatchEvent { event_type, path } => {
                 format!("watch event {event_type:?} {path}")
             }
+            EventKind::ProduceInvoked => "produce called".into(),
+            EventKind::ProduceFailed { reason } => format!("produce failed: {reason}"),
             EventKind::ItemProduced { item } => format!("produced item {item}"),
             EventKind::ProcessStart { item, token } => {
                 format!("processing item {item} (its lock's token {token})")

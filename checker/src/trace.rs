@@ -21,12 +21,17 @@ use zklock_sim::Scenario;
 
 /// The trace format this zklock writes and the newest it reads. Bump it when older
 /// readers would misread a newer file. Version 2 records watch events in the history and
-/// the checker's report; version 1 files still load and replay.
-pub const TRACE_FORMAT_VERSION: u32 = 2;
+/// the checker's report, version 3 a work-queue producer's calls; version 1 and 2 files
+/// still load and replay.
+pub const TRACE_FORMAT_VERSION: u32 = 3;
 
 /// The first trace format whose histories record watch events: replay ignores them when
 /// it compares with an older file's history.
 pub const WATCH_EVENTS_SINCE_FORMAT: u32 = 2;
+
+/// The first trace format whose histories record a producer's calls (`ProduceInvoked`,
+/// `ProduceFailed`): replay ignores them when it compares with an older file's history.
+pub const PRODUCE_EVENTS_SINCE_FORMAT: u32 = 3;
 
 /// The version of zklock, recorded in each trace.
 pub const ZKLOCK_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -90,16 +95,19 @@ impl Trace {
     }
 
     /// Whether `replayed` is the history this trace recorded. A trace written before
-    /// watch events were recorded ([`WATCH_EVENTS_SINCE_FORMAT`]) is compared with the
-    /// replayed history's watch events left out: recording them changed no decision.
+    /// watch events ([`WATCH_EVENTS_SINCE_FORMAT`]) or a producer's calls
+    /// ([`PRODUCE_EVENTS_SINCE_FORMAT`]) were recorded is compared with the replayed
+    /// history's events of those kinds left out: recording them changed no decision.
     pub fn same_history(&self, replayed: &History) -> bool {
-        if self.format_version >= WATCH_EVENTS_SINCE_FORMAT {
+        if self.format_version >= PRODUCE_EVENTS_SINCE_FORMAT {
             return *replayed == self.history;
         }
-        let mut theirs = replayed
-            .events
-            .iter()
-            .filter(|e| !matches!(e.kind, EventKind::WatchEvent { .. }));
+        let watches = self.format_version >= WATCH_EVENTS_SINCE_FORMAT;
+        let mut theirs = replayed.events.iter().filter(|e| match e.kind {
+            EventKind::WatchEvent { .. } => watches,
+            EventKind::ProduceInvoked | EventKind::ProduceFailed { .. } => false,
+            _ => true,
+        });
         let mut ours = self.history.events.iter();
         loop {
             match (theirs.next(), ours.next()) {

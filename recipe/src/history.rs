@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Version of the history format. Bump it when a change would make older readers
-/// misread a history.
-pub const HISTORY_FORMAT_VERSION: u32 = 2;
+/// misread a history. Version 3 records a work-queue producer's calls
+/// (`ProduceInvoked`, `ProduceFailed`).
+pub const HISTORY_FORMAT_VERSION: u32 = 3;
 
 /// Every event of one run, in the order they happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,7 +205,17 @@ pub enum EventKind {
         event_type: EventType,
         path: String,
     },
-    /// A work-queue producer added item `item` (its name in the queue directory).
+    /// A work-queue producer calls `produce`. The call ends at its `ItemProduced` or
+    /// `ProduceFailed` (or the client's crash), and the items it made are those its
+    /// creates in the queue directory made in between. Histories recorded before produce
+    /// calls were recorded have none.
+    ProduceInvoked,
+    /// The produce call ended with an error; its creates may have made an item anyway.
+    ProduceFailed {
+        reason: String,
+    },
+    /// A work-queue producer added item `item` (its name in the queue directory): its
+    /// produce call returned it.
     ItemProduced {
         item: String,
     },
@@ -246,6 +257,8 @@ impl EventKind {
             EventKind::Fault { .. } => "FAULT",
             EventKind::Done => "done",
             EventKind::WatchEvent { .. } => "watch",
+            EventKind::ProduceInvoked => "prod>",
+            EventKind::ProduceFailed { .. } => "prod!",
             EventKind::ItemProduced { .. } => "item+",
             EventKind::ProcessStart { .. } => "proc>",
             EventKind::ProcessEnd { .. } => "PROC",

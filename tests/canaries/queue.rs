@@ -39,6 +39,11 @@ fn a_consumer_that_deletes_the_item_before_processing_is_caught() {
     caught(QueueBug::DeleteBeforeDone);
 }
 
+#[test]
+fn a_producer_that_creates_again_without_looking_is_caught() {
+    caught(QueueBug::BlindProduce);
+}
+
 /// Each canary's minimized trace (saved with `zklock replay ... --save`) replays
 /// exactly to the property it must violate.
 #[test]
@@ -127,3 +132,32 @@ fn check_catches_persistent_item_locks_and_deletes_before_done_at_one_fault() {
         assert_eq!(one.schedules, schedules, "{}: {one}", bug.name());
     }
 }
+
+/// `zklock check` catches the blind producer at one producer of one item, one consumer
+/// and one fault: the create's reply is lost and the create sent again makes a second
+/// item. Without a fault every schedule holds. The count is pinned: update it knowingly.
+#[test]
+fn check_catches_a_producer_that_creates_again_without_looking_at_one_fault() {
+    use zklock_checker::{Bounds, check_exhaustive};
+    let bug = QueueBug::BlindProduce;
+    let bounds = |faults_max: u32| Bounds {
+        clients: 2,
+        acquisitions_per_client: 1,
+        faults_max,
+        ..Bounds::default()
+    };
+    let none = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(0)).unwrap();
+    assert!(none.complete && none.violation.is_none(), "{none}");
+    let one = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(1)).unwrap();
+    let run = one
+        .violation
+        .as_ref()
+        .expect("the blind producer survived the check");
+    assert!(run.violates(bug.caught_by()), "{}", run.report);
+    // Caught by this property alone: the queue's others hold.
+    assert_eq!(run.violated(), [bug.caught_by()], "{}", run.report);
+    assert_eq!(one.schedules, SCHEDULES_TO_BLIND_PRODUCE, "{one}");
+}
+
+/// The schedules `check` explores before it finds the blind producer.
+const SCHEDULES_TO_BLIND_PRODUCE: u64 = 1873;

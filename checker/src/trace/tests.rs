@@ -425,3 +425,38 @@ fn a_format_1_trace_without_watch_events_replays_as_the_same_history() {
     replayed.events.pop();
     assert!(!old.same_history(&replayed));
 }
+
+#[test]
+fn a_format_2_trace_without_produce_calls_replays_as_the_same_history() {
+    let mut old = sample();
+    old.format_version = 2;
+    let mut replayed = old.history.clone();
+    let first = replayed.events[0].clone();
+    let at = |kind| zklock_recipe::history::Event {
+        kind,
+        ..first.clone()
+    };
+    replayed.events.insert(1, at(EventKind::ProduceInvoked));
+    replayed.events.insert(
+        2,
+        at(EventKind::ProduceFailed {
+            reason: "session expired".into(),
+        }),
+    );
+    assert!(old.same_history(&replayed));
+    // A format-2 history records its watch events: leaving one out is a difference.
+    let watch = at(EventKind::WatchEvent {
+        event_type: EventType::NodeDeleted,
+        path: "/a".into(),
+    });
+    let mut with_watch = replayed.clone();
+    with_watch.events.insert(1, watch);
+    assert!(!old.same_history(&with_watch));
+    // A current trace records its produce calls: leaving them out is a difference.
+    let current = Trace {
+        format_version: TRACE_FORMAT_VERSION,
+        ..old.clone()
+    };
+    assert!(!current.same_history(&replayed));
+    assert!(current.same_history(&old.history));
+}

@@ -5,7 +5,8 @@
 //! - Clients `0..producers` produce, the rest consume. Producer `p` adds
 //!   `items_per_producer` items, its `k`th (from 0) due at `(k + 1) / items_per_producer`
 //!   of the first half of `duration_ms`, so that items come while the faults strike (they
-//!   heal at two thirds of the run in `zklock real`); it records `ItemProduced`. A
+//!   heal at two thirds of the run in `zklock real`); it records `ProduceInvoked` before
+//!   each produce call and `ItemProduced` (or `ProduceFailed`) when it returns. A
 //!   produce that failed (its session ended) is made again, so that every producer
 //!   records exactly `items_per_producer` items; the failed one's item may stand anyway,
 //!   and is taken and completed like any other (a consumer's processing shows it). A
@@ -50,7 +51,12 @@ pub const MAX_ITEMS_PER_PRODUCER: u32 = 10_000;
 pub type MakeRealConsumer =
     Arc<dyn Fn(RecordingClient, &QueuePaths) -> Box<dyn ConsumerUnderTest> + Send + Sync>;
 
-/// A work queue's run: its roles, its item count and its consumer.
+/// Makes a client's producer on the queue's directories (again, with a new session,
+/// after an expiry).
+pub type MakeRealProducer =
+    Arc<dyn Fn(RecordingClient, &QueuePaths) -> Box<dyn ProducerUnderTest> + Send + Sync>;
+
+/// A work queue's run: its roles, its item count, its consumer and its producer.
 #[derive(Clone)]
 pub struct QueueWorkload {
     /// Producers among the run's clients, 1 to clients − 1; the rest consume. Default 1,
@@ -61,6 +67,8 @@ pub struct QueueWorkload {
     pub items_per_producer: u32,
     /// Makes each consumer.
     pub consumer: MakeRealConsumer,
+    /// Makes each producer. Default zklock's [`Producer`].
+    pub producer: MakeRealProducer,
 }
 
 impl std::fmt::Debug for QueueWorkload {
@@ -73,12 +81,15 @@ impl std::fmt::Debug for QueueWorkload {
 }
 
 impl QueueWorkload {
-    /// One producer of 20 items, and consumers made by `consumer`.
+    /// One producer (zklock's) of 20 items, and consumers made by `consumer`.
     pub fn new(consumer: MakeRealConsumer) -> QueueWorkload {
         QueueWorkload {
             producers: 1,
             items_per_producer: 20,
             consumer,
+            producer: Arc::new(|c, paths| {
+                Box::new(Producer::new(c, paths).expect("the run's queue paths were validated"))
+            }),
         }
     }
 
@@ -292,9 +303,7 @@ async fn producer(
 ) -> RecordingClient {
     let c = &shared.config;
     let items = work.spec.items_per_producer;
-    let make = |client: &RecordingClient| {
-        Producer::new(client.clone(), &work.paths).expect("the run's queue paths were validated")
-    };
+    let make = |client: &RecordingClient| (work.spec.producer)(client.clone(), &work.paths);
     let mut client = first;
     let mut p = make(&client);
     while !shared.acquisitions_over() {
@@ -314,12 +323,18 @@ async fn producer(
         if due > now {
             tokio::time::sleep(due - now).await;
         }
-        match ProducerUnderTest::produce(&p).await {
+        // The call's bounds tie the items its creates make to it
+        // (`queue_one_item_per_produce`).
+        client.record(EventKind::ProduceInvoked);
+        match p.produce().await {
             Ok(item) => {
                 work.produced[index].fetch_add(1, Ordering::AcqRel);
                 client.record(EventKind::ItemProduced { item });
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(c.error_backoff_ms)).await,
+            Err(reason) => {
+                client.record(EventKind::ProduceFailed { reason });
+                tokio::time::sleep(Duration::from_millis(c.error_backoff_ms)).await;
+            }
         }
     }
     {

@@ -3,7 +3,8 @@
 //!
 //! - Clients `0..producers` produce, the rest consume (see [`WorkQueue::producers`]).
 //!   Each producer adds `acquisitions_per_client` items, drawing a pause of 0 to
-//!   `4 × hold_ms` before each from the Chooser, and records `ItemProduced`.
+//!   `4 × hold_ms` before each from the Chooser, and records `ProduceInvoked` before
+//!   each produce call and `ItemProduced` (or `ProduceFailed`) when it returns.
 //! - A consumer takes an item, records `ProcessStart`, processes it for `hold_ms`
 //!   unless its trust in the item's lock is lost first (`Lost`, and it abandons the
 //!   item), then completes it (`ProcessEnd`). Take, complete and abandon are the
@@ -181,11 +182,17 @@ async fn producer(sim: Sim, mut c: SimClient, sc: Scenario, queue: WorkQueue) {
         }
         let wait = sim.choose(&c, ChoiceKind::Delay, pace).await as u64;
         c.sleep(Duration::from_millis(wait)).await;
+        // The call's bounds tie the items its creates make to it
+        // (`queue_one_item_per_produce`).
+        sim.record(&c, EventKind::ProduceInvoked);
         match p.produce().await {
             Ok(item) => sim.record(&c, EventKind::ItemProduced { item }),
             // The item may stand anyway (a create whose fate the session's end hid):
             // its consumer's processing shows it.
-            Err(_) => c.sleep(Duration::from_millis(10)).await,
+            Err(reason) => {
+                sim.record(&c, EventKind::ProduceFailed { reason });
+                c.sleep(Duration::from_millis(10)).await;
+            }
         }
     }
     sim.record(&c, EventKind::Done);

@@ -6,6 +6,7 @@
 //! | `queue_item_exclusive` | always | no item is processed by two consumers at once |
 //! | `queue_no_process_after_complete` | always | no consumer starts processing an item once it was completed (and deleted) |
 //! | `queue_items_completed` | eventually | every item produced is completed exactly once, the queue is empty and no item lock node is left |
+//! | `queue_one_item_per_produce` | always | a produce call adds at most one item, but for an item whose create's reply was lost and which was completed before the producer looked for it again |
 //! | `queue_no_herd` | always | no change of the queue wakes more than [`herd::WOKEN_PER_CHANGE_MAX`] consumers; notifications and listings per completed item reported |
 //!
 //! Processing is judged by belief, as `mutual_exclusion` judges a hold: a consumer
@@ -18,6 +19,7 @@ pub mod completed;
 pub mod herd;
 pub mod item_exclusive;
 pub mod no_process_after_complete;
+pub mod one_item_per_produce;
 mod processing;
 
 pub use herd::Changes;
@@ -27,10 +29,11 @@ use zklock_recipe::history::History;
 use zklock_recipe::work_queue::QueuePaths;
 
 /// The queue's property names, in the order [`check_queue`] reports them.
-pub const QUEUE_PROPERTY_NAMES: [&str; 4] = [
+pub const QUEUE_PROPERTY_NAMES: [&str; 5] = [
     item_exclusive::NAME,
     no_process_after_complete::NAME,
     completed::NAME,
+    one_item_per_produce::NAME,
     herd::NAME,
 ];
 
@@ -65,6 +68,7 @@ pub fn check_queue_with(
             item_exclusive::check(history, cfg.pauses_on),
             no_process_after_complete::check(history, cfg.pauses_on),
             completed::check(history, facts),
+            one_item_per_produce::check(history, facts),
             herd::check_with(history, &facts.paths.queue, changes),
         ],
         counters,

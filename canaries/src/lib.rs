@@ -142,11 +142,15 @@ pub enum Bug {
     /// larger token reached it, and accepts a stale holder's whose token happens to be
     /// large.
     UnorderedToken,
+    /// A reader that waits for the first writer ahead of it instead of the nearest: the
+    /// first writer's release wakes it with the next writer still ahead, so that release
+    /// wakes that writer and the reader, a herd, and the reader only goes back to waiting.
+    ReaderWatchesFirstWriter,
 }
 
 impl Bug {
     /// Every canary, in the order the suite runs them.
-    pub const ALL: [Bug; 15] = [
+    pub const ALL: [Bug; 16] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -162,6 +166,7 @@ impl Bug {
         Bug::OrderBlindToWrap,
         Bug::GuidOutlivesSession,
         Bug::UnorderedToken,
+        Bug::ReaderWatchesFirstWriter,
     ];
     /// The canary's stable name: its recipe's name in traces and its trace file's name,
     /// `traces/<name>.json`.
@@ -182,6 +187,7 @@ impl Bug {
             Bug::OrderBlindToWrap => "canary-order-blind-to-wrap",
             Bug::GuidOutlivesSession => "canary-guid-outlives-session",
             Bug::UnorderedToken => "canary-unordered-token",
+            Bug::ReaderWatchesFirstWriter => "canary-reader-watches-first-writer",
         }
     }
     /// The canary whose [`name`](Bug::name) is `name`.
@@ -223,6 +229,9 @@ impl Bug {
                 "after a lost create reply, adopts its guid's node whichever session owns it"
             }
             Bug::UnorderedToken => "its fencing token is unique but not ordered by holding",
+            Bug::ReaderWatchesFirstWriter => {
+                "a reader waits for the first writer ahead of it, not the nearest"
+            }
         }
     }
 
@@ -237,7 +246,7 @@ impl Bug {
             | Bug::ReaderWaitsForLaterWriter
             | Bug::DroppedCreate
             | Bug::RestartForgetsNode => "liveness_after_heal",
-            Bug::WatchParent => "no_herd",
+            Bug::WatchParent | Bug::ReaderWatchesFirstWriter => "no_herd",
             Bug::DeafHolder
             | Bug::FullNameOrder
             | Bug::OrderBlindToWrap
@@ -432,6 +441,9 @@ impl<C: Coordination + Clone + Send + Sync + 'static> CanaryLock<C> {
                 list.iter()
                     .rev()
                     .find(|c| c.kind.is_writer() && c.name != own.name)
+            } else if self.bug == Bug::ReaderWatchesFirstWriter && self.kind == NodeKind::Read {
+                // BUG: the first writer ahead, though a nearer one may stand behind it.
+                list[..ours].iter().find(|c| c.kind.is_writer())
             } else {
                 blocker(&list, ours)
             };

@@ -154,11 +154,15 @@ pub enum Bug {
     /// larger token reached it, and accepts a stale holder's whose token happens to be
     /// large.
     UnorderedToken,
+    /// A reader that waits for the first writer ahead of it instead of the nearest: the
+    /// first writer's release wakes it with the next writer still ahead, so that release
+    /// wakes that writer and the reader, a herd, and the reader only goes back to waiting.
+    ReaderWatchesFirstWriter,
 }
 
 impl Bug {
     /// Every canary, in the order the suite runs them.
-    pub const ALL: [Bug; 15] = [
+    pub const ALL: [Bug; 16] = [
         Bug::BlindRetry,
         Bug::WatchParent,
         Bug::DeafHolder,
@@ -174,6 +178,7 @@ impl Bug {
         Bug::OrderBlindToWrap,
         Bug::GuidOutlivesSession,
         Bug::UnorderedToken,
+        Bug::ReaderWatchesFirstWriter,
     ];
     /// The canary's stable name: its recipe's name in traces and its trace file's name,
     /// `traces/<name>.json`.
@@ -194,6 +199,7 @@ impl Bug {
             Bug::OrderBlindToWrap => "canary-order-blind-to-wrap",
             Bug::GuidOutlivesSession => "canary-guid-outlives-session",
             Bug::UnorderedToken => "canary-unordered-token",
+            Bug::ReaderWatchesFirstWriter => "canary-reader-watches-first-writer",
         }
     }
     /// The canary whose [`name`](Bug::name) is `name`.
@@ -235,6 +241,9 @@ impl Bug {
                 "after a lost create reply, adopts its guid's node whichever session owns it"
             }
             Bug::UnorderedToken => "its fencing token is unique but not ordered by holding",
+            Bug::ReaderWatchesFirstWriter => {
+                "a reader waits for the first writer ahead of it, not the nearest"
+            }
         }
     }
 
@@ -249,7 +258,7 @@ impl Bug {
             | Bug::ReaderWaitsForLaterWriter
             | Bug::DroppedCreate
             | Bug::RestartForgetsNode => "liveness_after_heal",
-            Bug::WatchParent => "no_herd",
+            Bug::WatchParent | Bug::ReaderWatchesFirstWriter => "no_herd",
             Bug::DeafHolder
             | Bug::FullNameOrder
             | Bug::OrderBlindToWrap
@@ -444,6 +453,9 @@ impl<C: Coordination + Clone + Send + Sync + 'static> CanaryLock<C> {
                 list.iter()
                     .rev()
                     .find(|c| c.kind.is_writer() && c.name != own.name)
+            } else if self.bug == Bug::ReaderWatchesFirstWriter && self.kind == NodeKind::Read {
+                // BUG: the first writer ahead, though a nearer one may stand behind it.
+                list[..ours].iter().find(|c| c.kind.is_writer())
             } else {
                 blocker(&list, ours)
             };

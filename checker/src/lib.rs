@@ -30,7 +30,9 @@
 //! - **always: `read_write_compat`.** No reader's hold overlaps a writer's.
 //! - **eventually: `liveness_after_heal`.** After the heal, every live waiter is served
 //!   within the bound; when every client is done, no lock node is left (orphans).
-//! - **always: `no_herd`.** A release wakes at most one waiter.
+//! - **always: `no_herd`.** A release wakes at most one waiter, or, for a writer's
+//!   release, the readers queued directly behind it: a woken reader the history shows
+//!   with another writer still ahead of its own node counts.
 //! - **always: `fifo`.** Grants follow sequence order.
 //! - **always: `timed_acquire_in_time`.** A timed acquire returns by its deadline, plus
 //!   [`CheckConfig::timed_grace_ms`] for the cleanup at the deadline, plus, for each

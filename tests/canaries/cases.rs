@@ -29,7 +29,7 @@ pub(super) fn scenario(bug: Bug) -> Scenario {
 /// the other knobs a canary needs to show within small bounds.
 fn scenario_with_every_fault(bug: Bug) -> Scenario {
     match bug {
-        Bug::ReaderWaitsForLaterWriter => Scenario {
+        Bug::ReaderWaitsForLaterWriter | Bug::ReaderWatchesFirstWriter => Scenario {
             readers: 1,
             ..Scenario::default()
         },
@@ -69,7 +69,9 @@ fn scenario_with_every_fault(bug: Bug) -> Scenario {
     }
 }
 
-/// The smallest bounds that can show each bug: a herd needs two waiters; the name-order
+/// The smallest bounds that can show each bug: a herd needs two waiters (a reader's herd
+/// two writers and the reader: the first writer's release wakes the second and the
+/// reader queued behind it); the name-order
 /// bug needs no fault; expiry and lost creates need one; a forgotten node strands its own
 /// client's next acquire; an abandoned wait needs a holder, and a second acquisition for
 /// the client that waits (each client's second acquisition is a try); a lost wake-up needs
@@ -90,7 +92,7 @@ fn scenario_with_every_fault(bug: Bug) -> Scenario {
 /// and it is).
 pub(super) fn bounds(bug: Bug) -> Bounds {
     let (clients, faults_max, acquisitions_per_client) = match bug {
-        Bug::WatchParent => (3, 0, 1),
+        Bug::WatchParent | Bug::ReaderWatchesFirstWriter => (3, 0, 1),
         Bug::FullNameOrder | Bug::ReaderWaitsForLaterWriter | Bug::OrderBlindToWrap => (2, 0, 1),
         Bug::DeafHolder
         | Bug::BlindRetry
@@ -324,6 +326,7 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
         Bug::DeadlineOnWake,
         Bug::OrderBlindToWrap,
         Bug::UnorderedToken,
+        Bug::ReaderWatchesFirstWriter,
     ] {
         let (sc, bounds) = (scenario(bug), bounds(bug));
         let r = check_exhaustive(&sc, &recipe, &bounds).unwrap();
@@ -348,7 +351,8 @@ fn the_shipped_recipe_passes_the_canary_budgets() {
 /// finish.
 const SHIPPED_SCHEDULES_MAX: u64 = 100_000;
 
-/// The fewest clients that can show each bug: a herd needs a holder and two waiters,
+/// The fewest clients that can show each bug: a herd needs a holder and two waiters
+/// (a reader's herd, a reader behind two writers),
 /// two believers need two clients, an orphan node strands even a lone client, a wait
 /// is only given up, its wake-up lost, or started over behind itself, while another
 /// client holds, a reader waits for a later writer only if there is one, a node
@@ -356,7 +360,7 @@ const SHIPPED_SCHEDULES_MAX: u64 = 100_000;
 /// an earlier hold's may follow its own client's earlier hold.
 fn clients_needed(bug: Bug) -> u32 {
     match bug {
-        Bug::WatchParent => 3,
+        Bug::WatchParent | Bug::ReaderWatchesFirstWriter => 3,
         Bug::DeafHolder
         | Bug::FullNameOrder
         | Bug::AbandonedWait

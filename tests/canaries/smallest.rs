@@ -83,6 +83,17 @@ const SMALLEST: &[(&str, Size, u64)] = &[
     ("canary-order-blind-to-wrap", size(2, 0, 1, true), 1),
     ("canary-unordered-token", size(1, 0, 2, false), 1),
     ("canary-unordered-token", size(1, 0, 2, true), 1),
+    // Two writers and a reader queued behind both (the scenario's one reader).
+    (
+        "canary-reader-watches-first-writer",
+        size(3, 0, 1, false),
+        349,
+    ),
+    (
+        "canary-reader-watches-first-writer",
+        size(3, 0, 1, true),
+        349,
+    ),
     // Two leases, three holders.
     ("canary-lease-outside-lock", size(3, 0, 1, false), 24),
     ("canary-lease-outside-lock", size(3, 0, 1, true), 24),

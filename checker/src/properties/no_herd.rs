@@ -1,4 +1,5 @@
-//! always: `no_herd`. Each release wakes at most one waiter.
+//! always: `no_herd`. Each release wakes at most one waiter, or, for a writer's release,
+//! the run of readers directly behind it.
 //!
 //! A release is a holder's `Delete` of its own lock node after its `ReleaseInvoked`,
 //! answered `OpOk`. A waiter is woken by it when, at the delete, it was blocked on a
@@ -12,17 +13,38 @@
 //! next delete or fault, so each wake is charged to the release that caused it.
 //!
 //! The grace: a correct recipe wakes exactly one waiter, the successor watching the
-//! released node. A writer's release may also wake every reader queued behind it, as
-//! the read/write recipe wants; those readers are not counted.
+//! released node. A writer's (or exclusive holder's) release may also wake the readers
+//! queued directly behind it, as the read/write recipe wants; those are not counted. A
+//! woken reader with another write node still ahead of its own node is not in that run,
+//! and is counted. The history records no listing's children and no create's reply, so
+//! the property counts such a reader only on this proof, drawn from the whole history:
+//!
+//! - its own node: the one contender of the lock directory that the history names
+//!   (a request's path or an `Acquired` node) with the name its acquire's last create
+//!   asked for, every create of that name having been sent by its client during this
+//!   acquire and answered before the release's delete was sent. That node was created
+//!   before the delete;
+//! - a write node (write or exclusive), other than the released one, whose sequence
+//!   comes before the reader's ([`sequence_precedes`], across the counter's wrap): it
+//!   was created before the reader's node, so before the delete;
+//! - a delete, getData or setData of that write node, sent after the release's delete
+//!   was answered, and answered ok (`exists` answers ok on a missing node, so it proves
+//!   nothing): the node still stood after the delete, so it stood when the delete took
+//!   effect (a sequential name is never created twice).
+//!
+//! A reader whose node or whose writer ahead the history does not show so is not counted:
+//! every herd reported is proved by the history.
 
 use super::beliefs::{Beliefs, HoldRef};
 use super::slots::Slots;
 use super::verdict::at;
 use super::walk::{self, Judge, Step};
 use super::{CheckConfig, Verdict, Violation};
-use crate::holds::{is_writer, same_basename};
+use crate::holds::{basename, is_writer, same_basename};
+use std::collections::BTreeMap;
 use zklock_recipe::SessionState;
 use zklock_recipe::history::{Event, EventKind, FaultKind, History, LockRole, ZkOp};
+use zklock_recipe::lock::naming::{LockNode, sequence_precedes};
 
 pub const NAME: &str = "no_herd";
 
@@ -45,7 +67,12 @@ pub(crate) struct NoHerd<'h> {
     pending: Vec<bool>,
     /// The waiters a release woke, with the index of each one's first request after.
     woken: Vec<(u32, usize)>,
+    /// The readers among them woken by a writer's release with another writer still
+    /// ahead of them, and that writer's node.
+    ahead: Vec<(u32, &'h str)>,
     answers: Answers,
+    /// The lock directory's nodes as the history shows them; gathered on first need.
+    nodes: Option<Nodes<'h>>,
     /// The first release that woke more than one waiter.
     found: Option<Herd<'h>>,
 }
@@ -58,6 +85,8 @@ struct Herd<'h> {
     released: HoldRef<'h>,
     /// The waiters woken, with the index of each one's first request after the delete.
     woken: Vec<(u32, usize)>,
+    /// The readers among them with another writer ahead, and that writer's node.
+    ahead: Vec<(u32, &'h str)>,
 }
 
 impl<'h> Judge<'h> for NoHerd<'h> {
@@ -72,7 +101,9 @@ impl<'h> Judge<'h> for NoHerd<'h> {
             waiters: slots.table(),
             pending: slots.table(),
             woken: Vec::new(),
+            ahead: Vec::new(),
             answers: Answers::default(),
+            nodes: None,
             found: None,
         }
     }
@@ -98,7 +129,7 @@ impl<'h> Judge<'h> for NoHerd<'h> {
 
     #[inline]
     fn acquire_invoked(&mut self, step: Step<'h>, role: LockRole, _: &Beliefs<'h>) {
-        self.waiters[step.slot].start(role);
+        self.waiters[step.slot].start(role, step.index);
     }
 
     #[inline]
@@ -162,15 +193,17 @@ impl<'h> NoHerd<'h> {
                 delete: step.index,
                 released,
                 woken: self.woken.clone(),
+                ahead: self.ahead.clone(),
             });
         }
     }
 
     /// Whether the release (the delete of `step`, of the node `deleted`) woke more
     /// than one waiter (a herd), kept in `woken` with the index of each one's first
-    /// request after. Once no herd is possible any more (fewer than two waiters woken or
-    /// still to be seen), the search stops.
-    fn herd_woken_by(&mut self, step: Step<'_>, deleted: &str, released: &HoldRef<'_>) -> bool {
+    /// request after, the readers a writer's release may wake left out. Once no herd is
+    /// possible any more (fewer than two waiters woken or still to be seen), the search
+    /// stops.
+    fn herd_woken_by(&mut self, step: Step<'h>, deleted: &str, released: &HoldRef<'_>) -> bool {
         let dir = self.dir;
         // A woken waiter's first move is to look again: list the directory, or touch the
         // node that went (re-create it, in a one-node lock). A waiter caught between its
@@ -182,15 +215,14 @@ impl<'h> NoHerd<'h> {
         };
         let mut pending = 0;
         for (s, w) in self.waiters.iter().enumerate() {
-            // A writer's release frees the readers queued behind it: they may all wake.
-            let excused = released.is_writer() && !w.is_writer();
-            let blocked = w.active && s != step.slot && w.blocked_on_watch() && !excused;
+            let blocked = w.active && s != step.slot && w.blocked_on_watch();
             let woken_if_looks =
                 blocked && (w.watches_dir || w.watched.iter().any(|p| same_basename(p, deleted)));
             self.pending[s] = woken_if_looks;
             pending += usize::from(woken_if_looks);
         }
         self.woken.clear();
+        self.ahead.clear();
         for (j, e) in self.history.events.iter().enumerate().skip(step.index + 1) {
             if self.woken.len() + pending < 2 {
                 return false;
@@ -219,8 +251,229 @@ impl<'h> NoHerd<'h> {
                 _ => {}
             }
         }
+        if self.woken.len() > 1 && released.is_writer() {
+            self.excuse_readers_behind(step, deleted);
+        }
         self.woken.len() > 1
     }
+
+    /// Leaves out of `woken` the readers that a writer's release (the delete of `step`,
+    /// of the node `deleted`) may wake: all but those the history proves had another
+    /// write node ahead of their own (see the module's docs).
+    fn excuse_readers_behind(&mut self, step: Step<'h>, deleted: &str) {
+        if self
+            .woken
+            .iter()
+            .all(|&(c, _)| self.waiters[self.slots.of(c)].is_writer())
+        {
+            return;
+        }
+        let answered = answer_index(self.history, step);
+        let nodes = self
+            .nodes
+            .get_or_insert_with(|| Nodes::gather(self.history, self.slots, self.dir));
+        let (waiters, slots, ahead) = (&self.waiters, self.slots, &mut self.ahead);
+        self.woken.retain(|&(c, _)| {
+            let w = &waiters[slots.of(c)];
+            if w.is_writer() {
+                return true;
+            }
+            let writer = w.own_create.and_then(|create| {
+                nodes.writer_ahead(c, create, w.since, deleted, step.index, answered)
+            });
+            ahead.extend(writer.map(|n| (c, n)));
+            writer.is_some()
+        });
+    }
+}
+
+/// The index of the answer ok to the request of `step` (a delete), or the history's
+/// length if it has none.
+fn answer_index(history: &History, step: Step<'_>) -> usize {
+    let EventKind::OpInvoke { op_id, .. } = step.event.kind else {
+        return step.index;
+    };
+    let client = step.event.client;
+    let is_answer = |e: &Event| {
+        e.client == client && matches!(e.kind, EventKind::OpOk { op_id: id } if id == op_id)
+    };
+    let after = history.events[step.index..].iter().position(is_answer);
+    after.map_or(history.events.len(), |at| step.index + at)
+}
+
+/// What the history shows of the lock directory's nodes: what [`NoHerd`] needs to place
+/// a woken reader behind another writer. Gathered in one pass, at the first writer's
+/// release that wakes a reader and someone else.
+#[derive(Debug, Default)]
+struct Nodes<'h> {
+    /// Each contender of the directory the history names, once.
+    named: Vec<Named<'h>>,
+    /// Each create in the directory: its client, the name it asked for (the node's name
+    /// but for its sequence), when it was sent, and when answered (if ever).
+    creates: Vec<Create<'h>>,
+}
+
+#[derive(Debug)]
+struct Named<'h> {
+    name: &'h str,
+    sequence: i32,
+    writer: bool,
+    /// The latest index at which a request that shows the node standing (a delete,
+    /// getData or setData answered ok) was sent.
+    stood_at: Option<usize>,
+}
+
+#[derive(Debug)]
+struct Create<'h> {
+    client: u32,
+    name: &'h str,
+    sent: usize,
+    answered: Option<usize>,
+}
+
+/// A request whose answer [`Nodes::gather`] waits for.
+#[derive(Clone, Copy, Debug)]
+enum Asked {
+    /// A delete, getData or setData of the named node of this index.
+    Stands(usize),
+    /// The create of this index in `creates`.
+    Create(usize),
+}
+
+impl<'h> Nodes<'h> {
+    fn gather(history: &'h History, slots: &Slots, dir: &str) -> Nodes<'h> {
+        let mut nodes = Nodes::default();
+        let mut by_name: BTreeMap<&'h str, Option<usize>> = BTreeMap::new();
+        let mut asked: BTreeMap<(usize, u64), (Asked, usize)> = BTreeMap::new();
+        for (i, e) in history.events.iter().enumerate() {
+            let slot = || slots.of(e.client);
+            match &e.kind {
+                EventKind::OpInvoke {
+                    op_id, op, path, ..
+                } => {
+                    let Some(name) = child_of(trim_slashes(path), dir) else {
+                        continue;
+                    };
+                    if *op == ZkOp::Create {
+                        nodes.creates.push(Create {
+                            client: e.client,
+                            name,
+                            sent: i,
+                            answered: None,
+                        });
+                        let at = nodes.creates.len() - 1;
+                        asked.insert((slot(), *op_id), (Asked::Create(at), i));
+                        continue;
+                    }
+                    let Some(at) = nodes.name(&mut by_name, name) else {
+                        continue;
+                    };
+                    if matches!(op, ZkOp::Delete | ZkOp::GetData | ZkOp::SetData) {
+                        asked.insert((slot(), *op_id), (Asked::Stands(at), i));
+                    }
+                }
+                EventKind::Acquired { node, .. } => {
+                    // A node is recorded by its path, or by its name alone.
+                    let name = match node.contains('/') {
+                        true => child_of(trim_slashes(node), dir),
+                        false => Some(node.as_str()),
+                    };
+                    if let Some(name) = name {
+                        nodes.name(&mut by_name, name);
+                    }
+                }
+                EventKind::OpOk { op_id }
+                | EventKind::OpFail { op_id, .. }
+                | EventKind::OpUnknown { op_id } => {
+                    let Some((what, sent)) = asked.remove(&(slot(), *op_id)) else {
+                        continue;
+                    };
+                    let ok = matches!(e.kind, EventKind::OpOk { .. });
+                    match what {
+                        Asked::Create(at) => nodes.creates[at].answered = Some(i),
+                        Asked::Stands(at) if ok => {
+                            let stood = &mut nodes.named[at].stood_at;
+                            *stood = (*stood).max(Some(sent));
+                        }
+                        Asked::Stands(_) => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        nodes
+    }
+
+    /// The index in `named` of the contender `name`, added if new; `None` if the name is
+    /// no contender's.
+    fn name(
+        &mut self,
+        by_name: &mut BTreeMap<&'h str, Option<usize>>,
+        name: &'h str,
+    ) -> Option<usize> {
+        *by_name.entry(name).or_insert_with(|| {
+            let node = LockNode::parse(name)?;
+            self.named.push(Named {
+                name,
+                sequence: node.sequence,
+                writer: node.kind.is_writer(),
+                stood_at: None,
+            });
+            Some(self.named.len() - 1)
+        })
+    }
+
+    /// The write node, other than `released`, that the history proves stood ahead of
+    /// the node of `client`'s acquire (begun at `since`, its last create in the directory
+    /// asking for `create`) when the release's delete, sent at `sent` and answered at
+    /// `answered`, took effect, if any. See the module's docs.
+    fn writer_ahead(
+        &self,
+        client: u32,
+        create: &str,
+        since: usize,
+        released: &str,
+        sent: usize,
+        answered: usize,
+    ) -> Option<&'h str> {
+        let asked = basename(create);
+        // Every node of that name came from this acquire, before the delete.
+        let ours = |c: &Create<'_>| {
+            c.client == client && c.sent >= since && c.answered.is_some_and(|a| a < sent)
+        };
+        if !self.creates.iter().filter(|c| c.name == asked).all(ours) {
+            return None;
+        }
+        let mut own = self.named.iter().filter(|n| is_named_by(n.name, asked));
+        let (Some(own), None) = (own.next(), own.next()) else {
+            return None;
+        };
+        let ahead = self.named.iter().find(|n| {
+            n.writer
+                && !same_basename(n.name, released)
+                && sequence_precedes(n.sequence, own.sequence)
+                && n.stood_at.is_some_and(|at| at > answered)
+        });
+        ahead.map(|n| n.name)
+    }
+}
+
+/// The name of `path` if it is a child of `dir`.
+fn child_of<'p>(path: &'p str, dir: &str) -> Option<&'p str> {
+    let name = path.strip_prefix(dir)?.strip_prefix('/')?;
+    (!name.is_empty() && !name.contains('/')).then_some(name)
+}
+
+/// Whether `name` is what a sequential create asking for `asked` makes: `asked` and the
+/// counter's ten digits, or, once it wrapped, '-' and nine or ten.
+fn is_named_by(name: &str, asked: &str) -> bool {
+    let Some(suffix) = name.strip_prefix(asked) else {
+        return false;
+    };
+    let digits = suffix.strip_prefix('-').unwrap_or(suffix);
+    matches!(suffix.len(), 10 | 11)
+        && matches!(digits.len(), 9 | 10)
+        && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// A client in the middle of an acquire. Paths are borrowed from the history, and a
@@ -244,11 +497,18 @@ struct Waiter<'h> {
     last_failed: bool,
     /// Disconnected, or its session ended: whatever it does next is recovery.
     unsettled: bool,
+    /// The path of its last create in the lock directory: where a writer's release
+    /// looks for the node it queued with.
+    own_create: Option<&'h str>,
+    /// The index of its `AcquireInvoked`.
+    since: usize,
 }
 
 impl<'h> Waiter<'h> {
-    fn start(&mut self, role: LockRole) {
+    fn start(&mut self, role: LockRole, since: usize) {
         self.active = true;
+        self.since = since;
+        self.own_create = None;
         self.role = Some(role);
         self.watched.clear();
         self.watches_dir = false;
@@ -289,6 +549,9 @@ impl<'h> Waiter<'h> {
         let on_dir = path == dir;
         if op == ZkOp::GetChildren && on_dir {
             self.watched.clear();
+        }
+        if op == ZkOp::Create && child_of(path, dir).is_some() {
+            self.own_create = Some(path);
         }
         self.put_in_flight(op_id, on_dir, watch, path);
     }
@@ -406,7 +669,10 @@ fn report(history: &History, herd: &Herd<'_>) -> Violation {
     );
     let roles: Vec<(usize, String)> = woken
         .iter()
-        .map(|(c, j)| (*j, format!("c{c} woken")))
+        .map(|(c, j)| match herd.ahead.iter().find(|(r, _)| r == c) {
+            Some((_, writer)) => (*j, format!("c{c} woken, with writer {writer} still ahead")),
+            None => (*j, format!("c{c} woken")),
+        })
         .collect();
     let mut proof: Vec<(usize, &str)> = vec![(delete, "the release deletes the holder's node")];
     proof.extend(roles.iter().map(|(j, r)| (*j, r.as_str())));

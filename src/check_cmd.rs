@@ -42,6 +42,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         readers: a.readers,
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
+        hold_ms: a.hold_ms,
         locks: a.locks,
         faults: crate::fault_args::faults_of(&a.faults).map_err(anyhow::Error::msg)?,
         ..Scenario::default()

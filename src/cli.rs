@@ -168,6 +168,11 @@ pub struct ExploreArgs {
     /// run crosses ZooKeeper's wrap of the counter to -2147483648
     #[arg(long, value_name = "N", default_value_t = Scenario::default().sequence_start, allow_negative_numbers = true)]
     pub sequence_start: i32,
+    /// How long each hold (or each item's processing) lasts, in milliseconds, 0 to
+    /// 3600000. Longer than the session timeout (6000), a hold outlasts a forced expiry:
+    /// the lost-before-granted canaries need one
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = Scenario::default().hold_ms)]
+    pub hold_ms: u64,
     /// Lock directories, 1 to 64: each acquisition takes one the chooser draws, and every
     /// property is judged per lock (1: the one lock, as always)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().locks)]
@@ -275,6 +280,9 @@ pub struct CheckArgs {
         allow_negative_numbers = true
     )]
     pub sequence_start: i32,
+    /// How long each hold (or each item's processing) lasts, as for explore
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = Scenario::default().hold_ms)]
+    pub hold_ms: u64,
     /// Virtual time each request takes, in microseconds, 0 to 1000000. At 0 the clock
     /// moves only to the next timer, once no request is ready, so schedules that differ
     /// only in how many requests came before a fault meet as one state; explore's

@@ -38,6 +38,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         drop_every: a.drop_every,
         mix_offset: a.mix_offset,
         sequence_start: a.sequence_start,
+        hold_ms: a.hold_ms,
         locks: a.locks,
         faults: crate::fault_args::faults_of(&a.faults).map_err(anyhow::Error::msg)?,
         ..Scenario::default()
@@ -319,6 +320,9 @@ pub fn non_default_knobs(sc: &Scenario) -> String {
     }
     if sc.locks > 1 {
         knobs.push_str(&format!(", {} locks", sc.locks));
+    }
+    if sc.hold_ms != Scenario::default().hold_ms {
+        knobs.push_str(&format!(", holds of {} ms", sc.hold_ms));
     }
     knobs
 }

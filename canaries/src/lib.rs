@@ -25,7 +25,7 @@ mod semaphore;
 pub use queue::{QueueBug, QueueCanary};
 pub use semaphore::{
     HandsOverLostLease, LEASE_HANDED_OVER_LOST, LEASE_HANDED_OVER_LOST_CAUGHT_BY,
-    LeaseHandedOverLost, lost_before_granted_faults,
+    LeaseHandedOverLost, lost_before_granted_scenario,
 };
 
 use futures_util::future::{Either, select};

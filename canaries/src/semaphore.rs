@@ -33,27 +33,29 @@ impl Default for LeaseHandedOverLost {
 }
 
 impl LeaseHandedOverLost {
-    /// The scenario it is explored in: three clients for two leases, and the faults that
-    /// end a session while a reply to it is held back (a forced expiry and slow links),
-    /// often enough that one strikes between a lease and its hand-over.
+    /// The scenario it is explored in: [`lost_before_granted_scenario`].
     pub fn scenario() -> Scenario {
-        Scenario {
-            clients: 3,
-            faults: lost_before_granted_faults(),
-            ..Scenario::default()
-        }
+        lost_before_granted_scenario()
     }
 }
 
-/// Faults that end a session during the await after a grant: forced expiries and
-/// held-back deliveries, often; partitions and connection loss at their default rates.
-pub fn lost_before_granted_faults() -> Faults {
-    Faults {
-        forced_expiry: Rate::new(1, 200),
-        delayed_delivery: Rate::new(1, 60),
-        connection_loss: Faults::default().connection_loss,
-        partition: Faults::default().partition,
-        ..Faults::none()
+/// The scenario that shows the lost-before-granted class: three clients (for two leases,
+/// or one producer and two consumers), holds of 200 ms, so that the others hold while one
+/// takes, and the faults that end a session while a reply to it is held back (forced
+/// expiries and slow links) often enough that one strikes between a grant and its
+/// hand-over; partitions and connection loss at their default rates.
+pub fn lost_before_granted_scenario() -> Scenario {
+    Scenario {
+        clients: 3,
+        hold_ms: 200,
+        faults: Faults {
+            forced_expiry: Rate::new(1, 100),
+            delayed_delivery: Rate::new(1, 40),
+            connection_loss: Faults::default().connection_loss,
+            partition: Faults::default().partition,
+            ..Faults::none()
+        },
+        ..Scenario::default()
     }
 }
 

@@ -55,3 +55,16 @@ fn the_work_queue_snippet_is_the_work_queue_modules_doc_test() {
         "docs/recipes.md's work-queue snippet is not zklock_recipe::work_queue's doc test:\n{s}"
     );
 }
+
+#[test]
+fn the_your_lock_hand_over_snippet_is_a_doc_test_of_the_grant_module() {
+    let s = snippet(
+        "docs/your-lock.md",
+        "use zklock_recipe::lock::{Lock, LockError, LockGuard, hand_over};",
+    );
+    assert!(
+        doc_text(include_str!("../../recipe/src/lock/grant.rs"))
+            .contains(&format!("```\n{s}```\n")),
+        "docs/your-lock.md's hand_over snippet is not zklock-recipe's grant module's doc test:\n{s}"
+    );
+}

@@ -5,6 +5,7 @@
 mod cases;
 mod cli;
 mod gated;
+mod lost_before_granted;
 mod queue;
 mod queue_real;
 mod real;

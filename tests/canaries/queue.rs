@@ -34,6 +34,13 @@ fn a_consumer_whose_item_locks_are_persistent_is_caught() {
     caught(QueueBug::PersistentLock);
 }
 
+/// The runner completes items through the consumer's own `complete`, as a user calls it:
+/// a bug inside it is judged.
+#[test]
+fn a_consumer_whose_complete_deletes_the_lock_before_the_item_is_caught() {
+    caught(QueueBug::ReleaseBeforeDelete);
+}
+
 #[test]
 fn a_consumer_that_deletes_the_item_before_processing_is_caught() {
     caught(QueueBug::DeleteBeforeDone);
@@ -119,7 +126,7 @@ fn check_catches_persistent_item_locks_and_deletes_before_done_at_one_fault() {
     };
     for (bug, schedules) in [
         (QueueBug::PersistentLock, 48),
-        (QueueBug::DeleteBeforeDone, 56),
+        (QueueBug::DeleteBeforeDone, 45),
     ] {
         let none = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(0)).unwrap();
         assert!(none.complete && none.violation.is_none(), "{none}");
@@ -161,3 +168,33 @@ fn check_catches_a_producer_that_creates_again_without_looking_at_one_fault() {
 
 /// The schedules `check` explores before it finds the blind producer.
 const SCHEDULES_TO_BLIND_PRODUCE: u64 = 1873;
+
+/// `zklock check` catches a `complete` that deletes the item's lock before the item
+/// without any fault: three clients (a producer of one item and two consumers), where
+/// the second consumer takes the item in between and starts processing it once the
+/// first has deleted it (explore's first failing seed shows the two processing at once,
+/// `queue_item_exclusive`). Two clients (one consumer) hold on every schedule. The count
+/// is pinned: update it knowingly.
+#[test]
+fn check_catches_a_complete_that_deletes_the_lock_first_at_three_clients_without_a_fault() {
+    use zklock_checker::{Bounds, check_exhaustive};
+    let bug = QueueBug::ReleaseBeforeDelete;
+    let bounds = |clients: u32| Bounds {
+        clients,
+        faults_max: 0,
+        ..Bounds::default()
+    };
+    let two = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(2)).unwrap();
+    assert!(two.complete && two.violation.is_none(), "{two}");
+    let three = check_exhaustive(&Scenario::default(), &QueueCanary(bug), &bounds(3)).unwrap();
+    let run = three
+        .violation
+        .as_ref()
+        .expect("the canary survived the check");
+    assert!(
+        run.violates("queue_no_process_after_complete"),
+        "{}",
+        run.report
+    );
+    assert_eq!(three.schedules, 13, "{three}");
+}

@@ -11,6 +11,29 @@
 //! awaits after its grant returns through it, so none hands over a grant whose trust
 //! ended; it gives such a grant back and fails instead.
 //!
+//! A lock taken under another (docs/your-lock.md shows this one):
+//!
+//! ```
+//! use zklock_recipe::lock::{Lock, LockError, LockGuard, hand_over};
+//! use zklock_recipe::Coordination;
+//!
+//! /// Takes `inner` under `outer`: the outer lock only orders the takers.
+//! async fn take_under<C: Coordination + Clone>(
+//!     client: &C,
+//!     outer: &Lock<C>,
+//!     inner: &Lock<C>,
+//! ) -> Result<LockGuard<C>, LockError> {
+//!     let o = outer.acquire().await?;
+//!     let i = inner.acquire().await?;
+//!     // Not `o.release().await?; Ok(i)`: the release can outlast `i`'s trust.
+//!     let (i, released) = hand_over(client, i, o.release()).await?;
+//!     released?;
+//!     Ok(i)
+//! }
+//! ```
+//!
+//! Run on the simulation, without faults:
+//!
 //! ```
 //! use zklock_recipe::lock::{Lock, LockError, LockOptions, hand_over};
 //! use zklock_sim::{SimConfig, run};

@@ -6,7 +6,7 @@
 //! at a pinned bound (three clients, one fault, holds that outlast a forced expiry), and
 //! the shipped recipes pass both.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use zklock_canaries::{
     LEASE_HANDED_OVER_LOST, LEASE_HANDED_OVER_LOST_CAUGHT_BY, LeaseHandedOverLost, QueueBug,
     QueueCanary, lost_before_granted_scenario,
@@ -134,7 +134,7 @@ fn trace_path(name: &str, dir: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
-fn bless<R: Recipe + 'static>(recipe: &R, trace: Trace, path: &PathBuf) {
+fn bless<R: Recipe + 'static>(recipe: &R, trace: Trace, path: &Path) {
     let limits = ShrinkLimits {
         time_limit_ms: 3_600_000,
         ..ShrinkLimits::default()

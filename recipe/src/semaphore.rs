@@ -149,7 +149,7 @@ impl<C: Coordination + Clone> Semaphore<C> {
     /// The first step of an acquire: takes the inner lock, then a lease under it; `Ok(None)`
     /// when `deadline_us` (client time, µs) passed first, with both given back. The caller
     /// releases the inner lock and hands the lease over through
-    /// [`hand_over`](crate::lock::hand_over), as `acquire` does: the release can outlast
+    /// [`hand_over`], as `acquire` does: the release can outlast
     /// the lease's trust.
     pub async fn take_lease(
         &self,

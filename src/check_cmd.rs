@@ -38,14 +38,17 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         threads: 1,
         request_time_us: a.request_time_us,
     };
+    // The recipe's own scenario, each knob a flag gives replaced.
+    let own = lock.scenario();
     let base = Scenario {
-        readers: a.readers,
-        mix_offset: a.mix_offset,
-        sequence_start: a.sequence_start,
-        hold_ms: a.hold_ms,
-        locks: a.locks,
-        faults: crate::fault_args::faults_of(&a.faults).map_err(anyhow::Error::msg)?,
-        ..Scenario::default()
+        readers: a.readers.unwrap_or(own.readers),
+        mix_offset: a.mix_offset.unwrap_or(own.mix_offset),
+        sequence_start: a.sequence_start.unwrap_or(own.sequence_start),
+        hold_ms: a.hold_ms.unwrap_or(own.hold_ms),
+        locks: a.locks.unwrap_or(own.locks),
+        faults: crate::fault_args::faults_or(a.faults.as_deref(), &own.faults)
+            .map_err(anyhow::Error::msg)?,
+        ..own
     };
     if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {
         bail!(

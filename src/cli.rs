@@ -9,7 +9,6 @@ use std::sync::OnceLock;
 use zklock_checker::registry::SHIPPED_NAME;
 use zklock_checker::{Bounds, ShrinkLimits, ZKLOCK_COMMIT};
 use zklock_real::workload::WorkloadConfig;
-use zklock_sim::Scenario;
 
 /// What each exit status means, shown under every `--help`.
 pub const EXIT_STATUS: &str = "\
@@ -131,14 +130,16 @@ pub struct ExploreArgs {
     /// The recipe to run (`zklock recipes` lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
-    /// Seeds in the range
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 100
-    )]
-    pub seeds: u64,
+    /// Seeds in the range [default: 10000, a few seconds on two cores; with --for, as
+    /// many as the time allows]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub seeds: Option<u64>,
+    /// Run for this long (wall clock): 10m, 90s, 1500ms, or a number of seconds, at most
+    /// 30 days. Seeds from --seed-start on until the time is up (or --seeds have run);
+    /// the seeds under way finish, and a sweep that ran out of time with every property
+    /// held exits 0
+    #[arg(long = "for", value_name = "D", conflicts_with = "time_limit_s")]
+    pub for_: Option<String>,
     /// First seed
     #[arg(
         long,
@@ -147,40 +148,45 @@ pub struct ExploreArgs {
         default_value_t = 0
     )]
     pub seed_start: u64,
-    /// Contending clients, 1 to 64
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().clients)]
-    pub clients: u32,
-    /// Acquisitions per client
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().acquisitions_per_client)]
-    pub acquisitions: u32,
-    /// Clients taking the read lock, the rest write (0: the exclusive lock)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().readers)]
-    pub readers: u32,
+    /// Contending clients, 1 to 64 [default: the recipe's; 5 for most, `zklock recipes`
+    /// names the others]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub clients: Option<u32>,
+    /// Acquisitions per client [default: the recipe's; 20 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub acquisitions: Option<u32>,
+    /// Clients taking the read lock, the rest write (0: the exclusive lock) [default: the
+    /// recipe's; 0 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub readers: Option<u32>,
     /// Drop every N-th acquire of a client after a delay the chooser draws in 0..=20 ms,
-    /// as tokio::time::timeout does (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().drop_every)]
-    pub drop_every: u32,
+    /// as tokio::time::timeout does (0: never) [default: the recipe's; 4 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub drop_every: Option<u32>,
     /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
-    /// timed, and the drops): 2 starts with a timed acquire
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().mix_offset)]
-    pub mix_offset: u32,
+    /// timed, and the drops): 2 starts with a timed acquire [default: the recipe's; 0
+    /// for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub mix_offset: Option<u32>,
     /// The lock directory's sequential counter when it is created: at 2147483600 every
-    /// run crosses ZooKeeper's wrap of the counter to -2147483648
-    #[arg(long, value_name = "N", default_value_t = Scenario::default().sequence_start, allow_negative_numbers = true)]
-    pub sequence_start: i32,
+    /// run crosses ZooKeeper's wrap of the counter to -2147483648 [default: the
+    /// recipe's; 0 for most]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub sequence_start: Option<i32>,
     /// How long each hold (or each item's processing) lasts, in milliseconds, 0 to
     /// 3600000. Longer than the session timeout (6000), a hold outlasts a forced expiry:
-    /// the lost-before-granted canaries need one
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = Scenario::default().hold_ms)]
-    pub hold_ms: u64,
+    /// the lost-before-granted canaries need one [default: the recipe's; 5 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS")]
+    pub hold_ms: Option<u64>,
     /// Lock directories, 1 to 64: each acquisition takes one the chooser draws, and every
-    /// property is judged per lock (1: the one lock, as always)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().locks)]
-    pub locks: u32,
-    /// The kinds of fault the runs draw, each at its default rate: a comma-separated
-    /// list as check's --faults, or `all`
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault, default_value = "all")]
-    pub faults: Vec<crate::fault_args::FaultArg>,
+    /// property is judged per lock [default: the recipe's; 1 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub locks: Option<u32>,
+    /// The kinds of fault the runs draw: a comma-separated list as check's --faults, or
+    /// `all`; each at the recipe's rate if its scenario has that kind, else at the
+    /// default rate [default: the recipe's kinds; all for most]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
+    pub faults: Option<Vec<crate::fault_args::FaultArg>>,
     /// Where failing traces go (a trace already there is never replaced: the new one is
     /// written beside it, seed-N-2.json, unless --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -227,14 +233,9 @@ pub struct CheckArgs {
     /// Acquisitions per client
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client)]
     pub acquisitions: u32,
-    /// Clients taking the read lock, the rest write
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 0
-    )]
-    pub readers: u32,
+    /// Clients taking the read lock, the rest write [default: the recipe's; 0 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub readers: Option<u32>,
     /// Schedules at most; past them the check is incomplete (exit status 3)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max)]
     pub schedules_max: u64,
@@ -264,39 +265,27 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=zklock_checker::limits::THREADS_MAX as u64))]
     pub threads: Option<usize>,
     /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
-    /// client's first acquire the timed one
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 0
-    )]
-    pub mix_offset: u32,
+    /// client's first acquire the timed one [default: the recipe's; 0 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub mix_offset: Option<u32>,
     /// The lock directory's sequential counter when it is created, as for explore
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub sequence_start: i32,
-    /// How long each hold (or each item's processing) lasts, as for explore
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = Scenario::default().hold_ms)]
-    pub hold_ms: u64,
+    /// [default: the recipe's; 0 for most]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub sequence_start: Option<i32>,
+    /// How long each hold (or each item's processing) lasts, as for explore [default:
+    /// the recipe's; 5 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS")]
+    pub hold_ms: Option<u64>,
     /// Virtual time each request takes, in microseconds, 0 to 1000000. At 0 the clock
     /// moves only to the next timer, once no request is ready, so schedules that differ
     /// only in how many requests came before a fault meet as one state; explore's
     /// simulation takes 100
     #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us)]
     pub request_time_us: u64,
-    /// Lock directories, as for explore (each acquisition's lock is a branch)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 1
-    )]
-    pub locks: u32,
+    /// Lock directories, as for explore (each acquisition's lock is a branch) [default:
+    /// the recipe's; 1 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub locks: Option<u32>,
     /// Where a violating schedule's trace goes (written beside an existing one unless
     /// --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -313,8 +302,9 @@ pub struct CheckArgs {
     /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
     /// local-expiry (each at most once; real's cut, lost-create, expire, black-hole and
     /// local-expire name the same kinds), or `all`: fewer kinds, fewer schedules
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault, default_value = "all")]
-    pub faults: Vec<crate::fault_args::FaultArg>,
+    /// [default: the recipe's kinds; all for most]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
+    pub faults: Option<Vec<crate::fault_args::FaultArg>>,
     #[command(flatten)]
     pub shape: crate::shape_args::ShapeArgs,
 }

@@ -12,15 +12,45 @@ use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
 use zklock_sim::{Scenario, SimError};
 
+/// Seeds a sweep runs when neither --seeds nor --for says: a few seconds of work on two
+/// cores, enough that a bug on one seed in a few thousand shows.
+pub const SEEDS_DEFAULT: u64 = 10_000;
+
+/// `--for`'s duration in ms, bounded as --time-limit-s is.
+fn for_ms(v: &str) -> Result<u64> {
+    let ms = crate::real_cmd::parse_duration_ms("--for", v)?;
+    if ms == 0 {
+        bail!("--for must be longer than 0 ms, got {v:?}");
+    }
+    let max = zklock_checker::limits::WALL_TIME_LIMIT_MS_MAX;
+    if ms > max {
+        bail!(
+            "--for is {v}, more than its maximum of {} days",
+            max / (24 * 3_600_000)
+        );
+    }
+    Ok(ms)
+}
+
 pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    let time_limit_ms = match (&a.for_, a.time_limit_s) {
+        (Some(d), _) => Some(for_ms(d)?),
+        (None, Some(s)) => Some(zklock_checker::limits::wall_time_ms_from_s(
+            "--time-limit-s",
+            s,
+        )?),
+        (None, None) => None,
+    };
     let mut budget = Budget {
-        seeds: a.seeds,
+        // A time budget alone runs seeds until the time is up.
+        seeds: match (a.seeds, &a.for_) {
+            (Some(n), _) => n,
+            (None, Some(_)) => u64::MAX - a.seed_start,
+            (None, None) => SEEDS_DEFAULT,
+        },
         seed_start: a.seed_start,
-        time_limit_ms: a
-            .time_limit_s
-            .map(|s| zklock_checker::limits::wall_time_ms_from_s("--time-limit-s", s))
-            .transpose()?,
+        time_limit_ms,
         ..Budget::default()
     };
     if let Some(t) = a.threads {
@@ -31,17 +61,20 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         budget.shard_count = shard.count;
     }
     budget.interrupt = crate::interrupt::for_sweep();
+    // The recipe's own scenario, each knob a flag gives replaced.
+    let base = lock.scenario();
     let sc = Scenario {
-        clients: a.clients,
-        acquisitions_per_client: a.acquisitions,
-        readers: a.readers,
-        drop_every: a.drop_every,
-        mix_offset: a.mix_offset,
-        sequence_start: a.sequence_start,
-        hold_ms: a.hold_ms,
-        locks: a.locks,
-        faults: crate::fault_args::faults_of(&a.faults).map_err(anyhow::Error::msg)?,
-        ..Scenario::default()
+        clients: a.clients.unwrap_or(base.clients),
+        acquisitions_per_client: a.acquisitions.unwrap_or(base.acquisitions_per_client),
+        readers: a.readers.unwrap_or(base.readers),
+        drop_every: a.drop_every.unwrap_or(base.drop_every),
+        mix_offset: a.mix_offset.unwrap_or(base.mix_offset),
+        sequence_start: a.sequence_start.unwrap_or(base.sequence_start),
+        hold_ms: a.hold_ms.unwrap_or(base.hold_ms),
+        locks: a.locks.unwrap_or(base.locks),
+        faults: crate::fault_args::faults_or(a.faults.as_deref(), &base.faults)
+            .map_err(anyhow::Error::msg)?,
+        ..base
     };
     // A sweep of nothing would print "every property held" having checked nothing.
     if budget.seeds == 0 {
@@ -80,10 +113,17 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             budget.seed_start.saturating_add(budget.seeds)
         );
     }
-    let bar = ProgressBar::new(total).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
-            .expect("static template"),
-    );
+    let bar = match &a.for_ {
+        // Bounded by time: the seeds run so far, and the time left.
+        Some(d) => ProgressBar::new(total).with_style(
+            ProgressStyle::with_template(&format!("{{spinner}} {{pos}} seeds  {{elapsed}} of {d}"))
+                .expect("static template"),
+        ),
+        None => ProgressBar::new(total).with_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
+                .expect("static template"),
+        ),
+    };
     let explored = lock.explore(&sc, &budget, &|done, _| bar.set_position(done))?;
     bar.finish_and_clear();
     let mut s = explored.summary;
@@ -325,6 +365,65 @@ pub fn non_default_knobs(sc: &Scenario) -> String {
         knobs.push_str(&format!(", holds of {} ms", sc.hold_ms));
     }
     knobs
+}
+
+/// Where `sc`, a recipe's own scenario, differs from the default: the flags that say so,
+/// and a word for what no flag sets. Empty for the default scenario.
+pub fn scenario_differences(sc: &Scenario) -> String {
+    let d = Scenario::default();
+    let mut out: Vec<String> = Vec::new();
+    let mut flag = |name: &str, v: String, dv: String| {
+        if v != dv {
+            out.push(format!("--{name} {v}"));
+        }
+    };
+    flag("clients", sc.clients.to_string(), d.clients.to_string());
+    flag(
+        "acquisitions",
+        sc.acquisitions_per_client.to_string(),
+        d.acquisitions_per_client.to_string(),
+    );
+    flag("readers", sc.readers.to_string(), d.readers.to_string());
+    flag(
+        "drop-every",
+        sc.drop_every.to_string(),
+        d.drop_every.to_string(),
+    );
+    flag(
+        "mix-offset",
+        sc.mix_offset.to_string(),
+        d.mix_offset.to_string(),
+    );
+    flag(
+        "sequence-start",
+        sc.sequence_start.to_string(),
+        d.sequence_start.to_string(),
+    );
+    flag("hold-ms", sc.hold_ms.to_string(), d.hold_ms.to_string());
+    flag("locks", sc.locks.to_string(), d.locks.to_string());
+    let kinds = crate::fault_args::flag(&sc.faults);
+    if !kinds.is_empty() {
+        out.push(kinds.trim().to_owned());
+    }
+    if crate::fault_args::rates_of_its_own(&sc.faults) {
+        out.push("fault rates of its own".into());
+    }
+    let unflagged = Scenario {
+        clients: d.clients,
+        acquisitions_per_client: d.acquisitions_per_client,
+        readers: d.readers,
+        drop_every: d.drop_every,
+        mix_offset: d.mix_offset,
+        sequence_start: d.sequence_start,
+        hold_ms: d.hold_ms,
+        locks: d.locks,
+        faults: d.faults.clone(),
+        ..sc.clone()
+    };
+    if unflagged != d {
+        out.push("other knobs of its own (liveness bound, timeouts)".into());
+    }
+    out.join(", ")
 }
 
 /// Where a replay reproduces the run exactly: on the commit that wrote the trace.

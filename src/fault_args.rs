@@ -63,6 +63,28 @@ pub fn parse_fault(s: &str) -> Result<FaultArg, String> {
         })
 }
 
+/// The faults `list` names (`None`: the flag was not given, so `recipe`'s own), each
+/// kind at `recipe`'s rate where it has that kind on, else at its default rate.
+pub fn faults_or(list: Option<&[FaultArg]>, recipe: &Faults) -> Result<Faults, String> {
+    let Some(list) = list else {
+        return Ok(recipe.clone());
+    };
+    let mut faults = Faults {
+        delay_ms_max: recipe.delay_ms_max,
+        partition_ms_max: recipe.partition_ms_max,
+        pause_ms_max: recipe.pause_ms_max,
+        ..faults_of(list)?
+    };
+    let mut own = recipe.clone();
+    for k in KINDS {
+        let r = *(k.rate)(&mut own);
+        if !r.is_never() && !(k.rate)(&mut faults).is_never() {
+            *(k.rate)(&mut faults) = r;
+        }
+    }
+    Ok(faults)
+}
+
 /// The faults `list` names: only those kinds on, at their default rates (a sweep draws
 /// them at those rates; a check places them at every step whatever their rate); a kind
 /// listed twice, or `all` beside others, is refused.
@@ -83,6 +105,16 @@ pub fn faults_of(list: &[FaultArg]) -> Result<Faults, String> {
         *(k.rate)(&mut faults) = *(k.rate)(&mut all);
     }
     Ok(faults)
+}
+
+/// Whether a kind on, or a fault's length, is not at its default.
+pub fn rates_of_its_own(faults: &Faults) -> bool {
+    let (mut f, mut d) = (faults.clone(), Faults::default());
+    KINDS.iter().any(|k| {
+        let r = *(k.rate)(&mut f);
+        !r.is_never() && r != *(k.rate)(&mut d)
+    }) || (f.delay_ms_max, f.partition_ms_max, f.pause_ms_max)
+        != (d.delay_ms_max, d.partition_ms_max, d.pause_ms_max)
 }
 
 /// The kinds on, comma-separated, when not every kind is.
@@ -156,6 +188,23 @@ mod tests {
             e.starts_with("unknown fault \"crsh\": connection-loss, "),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_recipes_rates_stand_for_the_kinds_it_has_on() {
+        let mut own = Faults::none();
+        own.forced_expiry = Rate::new(1, 100);
+        // No flag: the recipe's faults as they are.
+        assert_eq!(faults_or(None, &own).unwrap(), own);
+        // A list: the recipe's rate for a kind it has, the default rate for the others.
+        let items = [
+            parse_fault("forced-expiry").unwrap(),
+            parse_fault("crash").unwrap(),
+        ];
+        let f = faults_or(Some(&items), &own).unwrap();
+        assert_eq!(f.forced_expiry, Rate::new(1, 100));
+        assert_eq!(f.crash, Faults::default().crash);
+        assert!(f.connection_loss.is_never());
     }
 
     /// Every kind of the simulator's faults has a name here: a kind added there and not

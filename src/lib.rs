@@ -150,11 +150,16 @@ where
     })
 }
 
-/// `zklock recipes`: each name and what it is.
+/// `zklock recipes`: each name and what it is, and where its own scenario (what explore
+/// and check run it in) differs from the default.
 fn list_recipes(recipes: &Recipes) -> Status {
     let width = recipes.names().map(str::len).max().unwrap_or(0);
     for e in recipes {
         outln!("{:<width$}  {}", e.name(), e.description());
+        let own = explore::scenario_differences(&e.recipe().scenario());
+        if !own.is_empty() {
+            outln!("{:<width$}  runs in: {own}", "");
+        }
     }
     Status::Held
 }

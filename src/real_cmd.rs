@@ -52,7 +52,7 @@ struct RealOptions {
 }
 
 /// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
-fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
+pub(crate) fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
     let (digits, unit_ms) = if let Some(d) = v.strip_suffix("ms") {
         (d, 1)
     } else if let Some(d) = v.strip_suffix('s') {

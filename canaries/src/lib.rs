@@ -43,7 +43,7 @@ use zklock_recipe::lock::{
 };
 use zklock_recipe::path::join;
 use zklock_recipe::{Coordination, CreateMode, SessionEvents, SessionState, Watch, ZkError};
-use zklock_sim::{LockUnderTest, Recipe, SimClient};
+use zklock_sim::{LockUnderTest, Rate, Recipe, Scenario, SimClient};
 
 /// Registers every canary under its [`name`](Bug::name), described by what it does wrong
 /// and the property it must violate: the command line then explores, checks, replays and
@@ -267,6 +267,51 @@ impl Bug {
             Bug::UnorderedToken => "fencing_token_order",
         }
     }
+
+    /// The scenario that shows the bug, the canary's own (`zklock explore --recipe NAME`
+    /// runs it): the default, with one reader among the writers for a bug of the
+    /// read/write lock, and the other knobs a bug needs to show within small bounds.
+    pub fn scenario(self) -> Scenario {
+        match self {
+            Bug::ReaderWaitsForLaterWriter | Bug::ReaderWatchesFirstWriter => Scenario {
+                readers: 1,
+                ..Scenario::default()
+            },
+            // Every acquire dropped, so that the smallest bounds have one.
+            Bug::DroppedCreate => Scenario {
+                drop_every: 1,
+                ..Scenario::default()
+            },
+            // Each client's first attempt timed, so that the smallest bounds have one.
+            Bug::DeadlineOnWake => Scenario {
+                mix_offset: 2,
+                ..Scenario::default()
+            },
+            // The lock directory's counter at its last positive value: the second node
+            // created is the first past the wrap.
+            Bug::OrderBlindToWrap => Scenario {
+                sequence_start: i32::MAX,
+                ..Scenario::default()
+            },
+            // Client-side expiries and lost create replies often enough that one follows
+            // the other within a session timeout, no drops (a dropped attempt's node
+            // bears the same guid), and holds longer than a session timeout, so that the
+            // server's expiry of the old session comes during the hold by its node
+            // (waiters behind such holds get the time they need to be judged live).
+            Bug::GuidOutlivesSession => {
+                let mut sc = Scenario {
+                    hold_ms: 7000,
+                    drop_every: 0,
+                    liveness_bound_ms: 60_000,
+                    ..Scenario::default()
+                };
+                sc.faults.local_expiry = Rate::new(1, 150);
+                sc.faults.lost_create_response = Rate::new(1, 40);
+                sc
+            }
+            _ => Scenario::default(),
+        }
+    }
 }
 
 /// The canary of one bug, as a [`Recipe`].
@@ -316,6 +361,10 @@ impl Recipe for Canary {
     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock {
         let index = client.index() as u32;
         self.lock_on(client, index, role, path)
+    }
+    /// [`Bug::scenario`].
+    fn scenario(&self) -> Scenario {
+        self.0.scenario()
     }
     /// Symmetric as the shipped lock is, but for the bugs that make a client's identity
     /// matter: ordering by full name (guid included) and a guid made of the client's

@@ -14,7 +14,7 @@ use zklock_recipe::work_queue::items::{
 use zklock_recipe::work_queue::{ConsumerUnderTest, Producer, ProducerUnderTest, QueueError};
 use zklock_recipe::{Coordination, CreateMode, Lock, LockOptions, SessionState};
 use zklock_sim::scenario::work_queue::{MakeConsumer, MakeProducer};
-use zklock_sim::{QueueRecipe, Recipe, SimClient, WorkQueue};
+use zklock_sim::{QueueRecipe, Recipe, Scenario, SimClient, WorkQueue};
 
 /// The work queue's bug classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +155,14 @@ impl Recipe for QueueCanary {
     ) -> Self::Lock {
         QueueRecipe::default().lock(client, role, path)
     }
+    /// The item handed over lost shows only in [`crate::lost_before_granted_scenario`];
+    /// the others in the default.
+    fn scenario(&self) -> Scenario {
+        match self.0 {
+            QueueBug::HandsOverLostItem => crate::lost_before_granted_scenario(),
+            _ => Scenario::default(),
+        }
+    }
     fn work_queue(&self) -> Option<WorkQueue> {
         let paths = QueuePaths::default();
         let bug = self.0;
@@ -189,13 +197,13 @@ impl<C: Coordination + Clone + Send + Sync + 'static> BuggyConsumer<C> {
                 Ok(Some(claim)) if self.bug == QueueBug::HandsOverLostItem => {
                     // BUG: the release can outlast the item lock's trust, unseen.
                     let _ = guard.release().await;
-                    claim.taken
+                    claim.into_taken()
                 }
                 Ok(Some(claim)) => {
                     let (claim, _) = hand_over(&self.client, claim, guard.release())
                         .await
                         .map_err(lost_before_taken)?;
-                    claim.taken
+                    claim.into_taken()
                 }
                 Ok(None) => {
                     let _ = guard.release().await;
@@ -246,7 +254,7 @@ impl<C: Coordination + Clone + Send + Sync + 'static> BuggyConsumer<C> {
                 {
                     return Ok(Some(claim));
                 }
-                release_item(c, &self.policy, &claim.taken).await?;
+                claim.release().await?;
             }
             let Some(queue_watch) = queue_watch else {
                 watched = true;

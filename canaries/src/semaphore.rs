@@ -32,13 +32,6 @@ impl Default for LeaseHandedOverLost {
     }
 }
 
-impl LeaseHandedOverLost {
-    /// The scenario it is explored in: [`lost_before_granted_scenario`].
-    pub fn scenario() -> Scenario {
-        lost_before_granted_scenario()
-    }
-}
-
 /// The scenario that shows the lost-before-granted class: three clients (for two leases,
 /// or one producer and two consumers), holds of 200 ms, so that the others hold while one
 /// takes, and the faults that end a session while a reply to it is held back (forced
@@ -66,6 +59,10 @@ impl Recipe for LeaseHandedOverLost {
     }
     fn lock(&self, client: SimClient, _role: LockRole, path: &str) -> Self::Lock {
         HandsOverLostLease::new(client, path, self.leases)
+    }
+    /// [`lost_before_granted_scenario`]: the class shows only there.
+    fn scenario(&self) -> Scenario {
+        lost_before_granted_scenario()
     }
     fn leases(&self) -> Option<u32> {
         Some(self.leases)

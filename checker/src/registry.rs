@@ -51,6 +51,8 @@ pub const NAME_LEN_MAX: usize = 64;
 pub trait AnyRecipe: Send + Sync {
     /// The recipe's own name ([`Recipe::name`]).
     fn recipe_name(&self) -> String;
+    /// The scenario it runs in when no flag overrides it ([`Recipe::scenario`]).
+    fn scenario(&self) -> Scenario;
     /// A seed sweep (see [`explore()`]); `progress(done, total)` after each seed.
     fn explore(
         &self,
@@ -78,6 +80,9 @@ pub trait AnyRecipe: Send + Sync {
 impl<R: Recipe + 'static> AnyRecipe for R {
     fn recipe_name(&self) -> String {
         self.name()
+    }
+    fn scenario(&self) -> Scenario {
+        Recipe::scenario(self)
     }
     fn explore(
         &self,

@@ -25,48 +25,9 @@ pub(super) fn scenario(bug: Bug) -> Scenario {
     sc
 }
 
-/// The default, with one reader among the writers for a bug of the read/write lock, and
-/// the other knobs a canary needs to show within small bounds.
+/// The canary's own scenario ([`Bug::scenario`]), every fault kind on.
 fn scenario_with_every_fault(bug: Bug) -> Scenario {
-    match bug {
-        Bug::ReaderWaitsForLaterWriter | Bug::ReaderWatchesFirstWriter => Scenario {
-            readers: 1,
-            ..Scenario::default()
-        },
-        // Every acquire dropped, so that the smallest bounds have one.
-        Bug::DroppedCreate => Scenario {
-            drop_every: 1,
-            ..Scenario::default()
-        },
-        // Each client's first attempt timed, so that the smallest bounds have one.
-        Bug::DeadlineOnWake => Scenario {
-            mix_offset: 2,
-            ..Scenario::default()
-        },
-        // The lock directory's counter at its last positive value: the second node
-        // created is the first past the wrap.
-        Bug::OrderBlindToWrap => Scenario {
-            sequence_start: i32::MAX,
-            ..Scenario::default()
-        },
-        // Client-side expiries and lost create replies often enough that one follows the
-        // other within a session timeout, no drops (a dropped attempt's node bears the
-        // same guid), and holds longer than a session timeout, so that the server's
-        // expiry of the old session comes during the hold by its node (waiters behind
-        // such holds get the time they need to be judged live).
-        Bug::GuidOutlivesSession => {
-            let mut sc = Scenario {
-                hold_ms: 7000,
-                drop_every: 0,
-                liveness_bound_ms: 60_000,
-                ..Scenario::default()
-            };
-            sc.faults.local_expiry = Rate::new(1, 150);
-            sc.faults.lost_create_response = Rate::new(1, 40);
-            sc
-        }
-        _ => Scenario::default(),
-    }
+    bug.scenario()
 }
 
 /// The smallest bounds that can show each bug: a herd needs two waiters (a reader's herd

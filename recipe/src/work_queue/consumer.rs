@@ -58,7 +58,7 @@ impl<C: Coordination + Clone> Consumer<C> {
                     let (claim, _) = hand_over(&self.client, claim, guard.release())
                         .await
                         .map_err(lost_before_taken)?;
-                    return Ok(claim.taken);
+                    return Ok(claim.into_taken());
                 }
                 Ok(None) => drop(guard.release().await),
                 Err(e) => {
@@ -101,7 +101,7 @@ impl<C: Coordination + Clone> Consumer<C> {
                     return Ok(Some(claim));
                 }
                 // Completed since the listing: not ours to process.
-                release_item(c, &self.policy, &claim.taken).await?;
+                claim.release().await?;
             }
             let Some(queue_watch) = queue_watch else {
                 watched = true;

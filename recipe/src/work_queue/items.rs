@@ -102,13 +102,62 @@ pub fn sorted_items(children: &Children) -> Vec<String> {
 /// [`Grant`], handed to the caller of `take` only through
 /// [`hand_over`](crate::lock::hand_over), so that no consumer processes an item whose lock
 /// its session may have lost meanwhile.
+///
+/// A claim dropped before it was handed over or given back (its `take` was dropped, say)
+/// hands its lock to the client's background cleanup, so that no item stays locked by a
+/// consumer that went away while its session lives.
 #[derive(Debug)]
-pub struct Claim<'a, C> {
+pub struct Claim<'a, C: Coordination> {
     client: &'a C,
     policy: &'a RetryPolicy,
-    /// The item and its lock.
-    pub taken: Taken,
+    taken: Taken,
     trust: Trust,
+    armed: bool,
+}
+
+impl<C: Coordination> Claim<'_, C> {
+    /// The item and its lock.
+    pub fn taken(&self) -> &Taken {
+        &self.taken
+    }
+
+    /// The item, for its consumer to process: the claim's cleanup is now the caller's
+    /// (`complete` or `abandon`).
+    pub fn into_taken(mut self) -> Taken {
+        self.armed = false;
+        self.taken.clone()
+    }
+
+    /// Gives the item back unprocessed: deletes its lock ([`release_item`]). If that
+    /// fails while the session lives, the lock goes to the client's background cleanup.
+    pub async fn release(mut self) -> Result<(), QueueError> {
+        let r = release_item(self.client, self.policy, &self.taken).await;
+        if r.is_ok() {
+            self.armed = false;
+        }
+        r
+    }
+}
+
+impl<C: Coordination> Drop for Claim<'_, C> {
+    fn drop(&mut self) {
+        // A session that ended took its ephemeral lock with it.
+        if self.armed && session_over(self.client).is_none() {
+            self.client.cleanup_detached(owned_lock(&self.taken));
+        }
+    }
+}
+
+/// The cleanup that finds the item lock `taken` by owner, not by path: another consumer
+/// may take the path once ours goes.
+fn owned_lock(taken: &Taken) -> DetachedCleanup {
+    let dir = crate::path::parent(&taken.lock_node)
+        .unwrap_or("/")
+        .to_owned();
+    DetachedCleanup::OwnedMatching {
+        dir,
+        fragment: taken.item.clone(),
+    }
 }
 
 impl<C: Coordination> Grant for Claim<'_, C> {
@@ -119,18 +168,8 @@ impl<C: Coordination> Grant for Claim<'_, C> {
         &self.taken.lock_node
     }
     async fn give_back(self) {
-        if release_item(self.client, self.policy, &self.taken)
-            .await
-            .is_err()
-        {
-            // By owner, not by path: another consumer may take the path once ours goes.
-            let dir = crate::path::parent(&self.taken.lock_node)
-                .unwrap_or("/")
-                .to_owned();
-            let fragment = self.taken.item;
-            let what = DetachedCleanup::OwnedMatching { dir, fragment };
-            self.client.cleanup_detached(what);
-        }
+        // A failed release hands the lock to the cleanup, as a drop does.
+        let _ = self.release().await;
     }
 }
 
@@ -158,8 +197,21 @@ pub async fn lock_item<'a, C: Coordination>(
     mode: CreateMode,
 ) -> Result<Option<Claim<'a, C>>, QueueError> {
     let path = paths.lock(item);
-    let mut parents_made = false;
-    let claim = |path: String, token: i64| Claim {
+    // Dropped once a create was sent, before the claim exists, or failed while the
+    // session lives: the node may be ours, and nobody else deletes it while it lives.
+    let mut in_flight = CreateInFlight {
+        client,
+        what: Some(owned_lock(&Taken {
+            item: item.to_owned(),
+            lock_node: path.clone(),
+            token: 0,
+        })),
+    };
+    let settled = create_item_lock(client, paths, policy, &path, mode).await;
+    if settled.is_ok() || session_over(client).is_some() {
+        in_flight.what = None;
+    }
+    Ok(settled?.map(|token| Claim {
         client,
         policy,
         trust: Trust::begin(client, LostPolicy::DisconnectedOrExpired),
@@ -168,15 +220,28 @@ pub async fn lock_item<'a, C: Coordination>(
             lock_node: path,
             token,
         },
-    };
+        armed: true,
+    }))
+}
+
+/// [`lock_item`]'s requests: the lock's czxid once it is ours, `None` if another
+/// session's.
+async fn create_item_lock<C: Coordination>(
+    client: &C,
+    paths: &QueuePaths,
+    policy: &RetryPolicy,
+    path: &str,
+    mode: CreateMode,
+) -> Result<Option<i64>, QueueError> {
+    let mut parents_made = false;
     loop {
-        match retry_while_session(client, policy, || client.create(&path, b"", mode)).await {
-            Ok((_, stat)) => return Ok(Some(claim(path, stat.czxid))),
+        match retry_while_session(client, policy, || client.create(path, b"", mode)).await {
+            Ok((_, stat)) => return Ok(Some(stat.czxid)),
             Err(ZkError::NodeExists) => {
-                let stat = retry_while_session(client, policy, || client.exists(&path)).await?;
+                let stat = retry_while_session(client, policy, || client.exists(path)).await?;
                 match stat {
                     Some(s) if s.ephemeral_owner == client.session_id().0 => {
-                        return Ok(Some(claim(path, s.czxid)));
+                        return Ok(Some(s.czxid));
                     }
                     Some(_) => return Ok(None),
                     // Released in between: try again.
@@ -188,6 +253,23 @@ pub async fn lock_item<'a, C: Coordination>(
                 parents_made = true;
             }
             Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// An item lock's create in flight: dropped before it is settled, it hands the lock (if
+/// made) to the client's background cleanup.
+struct CreateInFlight<'a, C: Coordination> {
+    client: &'a C,
+    what: Option<DetachedCleanup>,
+}
+
+impl<C: Coordination> Drop for CreateInFlight<'_, C> {
+    fn drop(&mut self) {
+        if let Some(what) = self.what.take()
+            && session_over(self.client).is_none()
+        {
+            self.client.cleanup_detached(what);
         }
     }
 }

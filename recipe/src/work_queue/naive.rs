@@ -60,9 +60,9 @@ impl<C: Coordination> NaiveConsumer<C> {
                     .await
                     .map_err(lost_before_taken)?;
                 if exists? {
-                    return Ok(claim.taken);
+                    return Ok(claim.into_taken());
                 }
-                release_item(c, &self.policy, &claim.taken).await?;
+                claim.release().await?;
             }
             if events.try_next().is_none() {
                 wait_change(watches, &mut events).await;

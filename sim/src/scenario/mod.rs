@@ -79,4 +79,13 @@ pub trait Recipe: Send + Sync {
     fn work_queue(&self) -> Option<WorkQueue> {
         None
     }
+    /// The scenario this recipe runs in when nothing overrides it: what `zklock explore
+    /// --recipe NAME` and `zklock check --recipe NAME` start from, each flag given
+    /// replacing one knob. A recipe whose bugs show only in a workload of its own (readers
+    /// beside writers, holds longer than the session timeout, a sequence counter near its
+    /// wrap, fault rates of its own) carries that workload here, so that exploring it by
+    /// name shows them. Default [`Scenario::default()`].
+    fn scenario(&self) -> Scenario {
+        Scenario::default()
+    }
 }

@@ -32,6 +32,7 @@ mod bench;
 mod check_cmd;
 mod cli;
 mod explore;
+pub use explore::SEEDS_DEFAULT;
 mod fault_args;
 mod files;
 mod interrupt;

@@ -6,6 +6,7 @@ mod cases;
 mod cli;
 mod gated;
 mod lost_before_granted;
+mod own_scenario;
 mod queue;
 mod queue_real;
 mod real;

@@ -1,10 +1,11 @@
-//! A sweep of the naive work queue (`queue-naive`) judged by the queue's safety
-//! properties alone. `zklock explore --recipe queue-naive` stops at its first seed, at its
+//! A sweep of the naive work queue (`queue-naive`) judged by every queue property but
+//! its herd: exclusive items, no processing after completion, every item completed, one
+//! item per produce. `zklock explore --recipe queue-naive` stops at its first seed, at its
 //! herd (`queue_no_herd`), which is the naive consumer's known cost; this sweep runs on
 //! and counts, per property, the seeds that violate any other.
 //!
 //! `cargo run --release --example naive_queue_safety -- 1000000` (the seeds to run,
-//! default 10000; exit status 1 if any seed violates a safety property).
+//! default 10000; exit status 1 if any seed violates one of those properties).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use zklock_checker::check_seed;
@@ -56,7 +57,8 @@ fn main() {
             .collect()
     });
     println!(
-        "{seeds} seeds of queue-naive in {:.1} s on {threads} threads: {} safety violations",
+        "{seeds} seeds of queue-naive in {:.1} s on {threads} threads: {} violations of a \
+         property other than the herd",
         started.elapsed().as_secs_f64(),
         failures.len()
     );

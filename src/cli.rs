@@ -204,12 +204,33 @@ pub struct ExploreArgs {
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
+    /// The scenario each seed runs in: uniform, every seed in the scenario the flags
+    /// give; swarm, each seed in one of its own drawn from the seed (a subset of the
+    /// fault kinds at higher rates, fewer clients, longer holds; docs/cli.md)
+    #[arg(long, value_enum, value_name = "NAME", default_value = "uniform")]
+    pub strategy: StrategyArg,
     /// Do not shrink a failing trace
     #[arg(long)]
     pub no_shrink: bool,
     /// Replace existing files (the summary, a failing seed's trace and timeline)
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--strategy`: [`zklock_checker::Strategy`] by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyArg {
+    Uniform,
+    Swarm,
+}
+
+impl From<StrategyArg> for zklock_checker::Strategy {
+    fn from(s: StrategyArg) -> Self {
+        match s {
+            StrategyArg::Uniform => zklock_checker::Strategy::Uniform,
+            StrategyArg::Swarm => zklock_checker::Strategy::Swarm,
+        }
+    }
 }
 
 /// A switch given as `on` or `off`.
@@ -516,6 +537,41 @@ pub struct BenchArgs {
         default_value_t = 60
     )]
     pub exhaustive_limit_s: u64,
+    /// Only the search figures: for every canary, the seeds and seconds each strategy
+    /// (uniform, swarm) takes to its first failure, side by side (docs/figures.md)
+    #[arg(long, conflicts_with_all = ["sim_only", "real_only"])]
+    pub search: bool,
+    /// With --search: starting seeds per canary and strategy, 1 to 1000
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 20
+    )]
+    pub search_starts: u64,
+    /// With --search: seeds a search runs at most before it counts as not caught
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 100_000
+    )]
+    pub search_seeds: u64,
+    /// With --search: each canary in its own scenario (own), or all in the default one
+    /// (default), as a user's plain `explore` runs them
+    #[arg(long, value_name = "own|default", default_value = "own", value_parser = ["own", "default"])]
+    pub search_in: String,
+    /// With --search: only these canaries, comma-separated [default: every canary]
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub search_recipes: Option<Vec<String>>,
+    /// With --search: seeds of the shipped lock each strategy's per-core rate is measured on
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 2000
+    )]
+    pub search_rate_seeds: u64,
     /// Only the simulation and exhaustive parts
     #[arg(long, conflicts_with = "real_only")]
     pub sim_only: bool,

@@ -61,6 +61,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         budget.shard_count = shard.count;
     }
     budget.interrupt = crate::interrupt::for_sweep();
+    budget.strategy = a.strategy.into();
     // The recipe's own scenario, each knob a flag gives replaced.
     let base = lock.scenario();
     let sc = Scenario {
@@ -152,11 +153,15 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         0 => String::new(),
         n => format!(", one acquire in {n} dropped"),
     };
+    let swarm = match budget.strategy {
+        zklock_checker::Strategy::Uniform => "",
+        _ => "; each seed in a scenario of its own within it (--strategy swarm)",
+    };
     if s.counters.queue.is_some() {
         // The work queue's workload: one producer of that many items, the rest consume.
         outln!(
             "scenario: {} clients (1 producer of {} items, the rest consumers){}, faults{} \
-             on until {} ms",
+             on until {} ms{swarm}",
             sc.clients.max(2),
             sc.acquisitions_per_client,
             non_default_knobs(&sc),
@@ -166,7 +171,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     } else {
         outln!(
             "scenario: {} clients ({} readers) x {} acquisitions{drops}{}, faults{} on until {} \
-             ms",
+             ms{swarm}",
             sc.clients,
             sc.readers,
             sc.acquisitions_per_client,
@@ -212,7 +217,8 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     outln!("{}", run.report_text());
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
-    let trace = run.trace(&sc, seed, &a.recipe);
+    // The seed's own scenario: under a strategy other than uniform, not the sweep's.
+    let trace = run.trace(&budget.strategy.scenario_for(&sc, seed), seed, &a.recipe);
     trace.write(&path)?;
     outln!("trace: {}", path.display());
     outln!(

@@ -29,6 +29,7 @@
 #[macro_use]
 mod out;
 mod bench;
+mod bench_search;
 mod check_cmd;
 mod cli;
 mod explore;
@@ -133,6 +134,7 @@ where
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a),
         Some(Command::Real(a)) => real_cmd::run(a),
+        Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
         Some(Command::Bench(a)) => bench::run(a),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {

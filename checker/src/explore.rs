@@ -7,6 +7,7 @@
 use crate::limits::{LimitError, THREADS_MAX, check_wall_time_ms};
 use crate::properties::Counters;
 use crate::run::{CheckedRun, check_seed};
+use crate::strategy::Strategy;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,6 +37,9 @@ pub struct Budget {
     /// seeds under way finish and are judged, and the summary says the sweep was
     /// interrupted. Default: none.
     pub interrupt: Interrupt,
+    /// The scenario each seed runs in ([`Strategy`]). Default [`Strategy::Uniform`]: the
+    /// sweep's own.
+    pub strategy: Strategy,
 }
 
 /// A shared stop switch; see [`Budget::interrupt`]. Clones share the switch.
@@ -81,6 +85,7 @@ impl Default for Budget {
             time_limit_ms: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             interrupt: Interrupt::default(),
+            strategy: Strategy::default(),
         }
     }
 }
@@ -253,7 +258,10 @@ pub fn explore_until<R: Recipe>(
                         return;
                     }
                     let seed = budget.seed(i);
-                    let run = check_seed(scenario, seed, recipe);
+                    let run = match budget.strategy {
+                        Strategy::Uniform => check_seed(scenario, seed, recipe),
+                        s => check_seed(&s.scenario_for(scenario, seed), seed, recipe),
+                    };
                     let failed = failing(&run);
                     if failed {
                         cutoff.fetch_min(i, Ordering::SeqCst);

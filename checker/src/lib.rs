@@ -150,6 +150,7 @@ pub mod regressions;
 pub mod run;
 mod seen;
 pub mod shrink;
+pub mod strategy;
 pub mod sweep;
 pub mod symmetry;
 pub mod timeline;
@@ -171,6 +172,7 @@ pub use properties::{
 };
 pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
+pub use strategy::Strategy;
 pub use sweep::{
     DEFAULT_SEEDS, FAILURES_DIR, Regression, SEED_ENV, SeedFailure, Sweep, SweepError, Swept,
     check_seeds, failure_trace_name,

@@ -13,11 +13,13 @@
 //!   the lock workload does.
 //! - Consumers stop once every producer is done and the queue directory on the server
 //!   is empty (the workload's stop rule, not the recipe's), or at the latest
-//!   `liveness_bound_ms` after both the heal and the last producer's end; then every
+//!   `liveness_bound_ms` after both the faults' end (the heal, plus the longest a
+//!   partition, pause or delay drawn before it can last) and the last producer's end;
+//!   then every
 //!   client closes its session, as a process exits.
 
 use super::runner::{outcome, prepare_world, settle};
-use super::{Recipe, Scenario};
+use super::{FaultMode, Recipe, Scenario};
 use crate::chooser::ChoiceKind;
 use crate::{Sim, SimClient};
 use futures_util::future::{Either, select};
@@ -54,6 +56,28 @@ impl std::fmt::Debug for WorkQueue {
     }
 }
 
+/// When the faults are over: the heal, plus, in a sweep, the longest a fault drawn just
+/// before it can outlast it (a partition, a pause or a delayed reply). A consumer cut off
+/// until then gets the whole liveness bound after it.
+fn healed(sc: &Scenario) -> Duration {
+    let f = &sc.faults;
+    let tail_ms = match sc.fault_mode {
+        FaultMode::Random => [
+            (f.partition, f.partition_ms_max),
+            (f.pause, f.pause_ms_max),
+            (f.delayed_delivery, f.delay_ms_max),
+        ]
+        .iter()
+        .filter(|(rate, _)| !rate.is_never())
+        .map(|&(_, ms)| ms)
+        .max()
+        .unwrap_or(0),
+        // A bounded check's heal is its time limit.
+        FaultMode::Bounded { .. } => 0,
+    };
+    Duration::from_millis(sc.heal_ms.saturating_add(tail_ms))
+}
+
 /// How often an idle consumer looks at the workload's stop rule, in ms.
 const STOP_POLL_MS: u64 = 250;
 
@@ -76,7 +100,7 @@ pub(super) fn run(sim: Sim, scenario: &Scenario, queue: WorkQueue) -> super::Run
     prepare_world(&sim, scenario, &dirs, &roles);
     let progress = Arc::new(Mutex::new(Progress {
         producers_left: producers,
-        producers_end_us: scenario.heal_ms * 1000,
+        producers_end_us: healed(scenario).as_micros() as u64,
     }));
     let main = {
         let sim = sim.clone();
@@ -88,7 +112,7 @@ pub(super) fn run(sim: Sim, scenario: &Scenario, queue: WorkQueue) -> super::Run
                 let t = if i < producers {
                     let p = producer(sim.clone(), c.clone(), sc.clone(), queue.clone());
                     let progress = progress.clone();
-                    let (c2, heal) = (c.clone(), Duration::from_millis(sc.heal_ms));
+                    let (c2, heal) = (c.clone(), healed(&sc));
                     sim.spawn(async move {
                         p.await;
                         let mut g = progress.lock().expect("progress lock");
@@ -117,7 +141,7 @@ pub(super) fn run(sim: Sim, scenario: &Scenario, queue: WorkQueue) -> super::Run
                             // A crashed producer produces no more.
                             let mut g = progress.lock().expect("progress lock");
                             g.producers_left -= 1;
-                            let heal = Duration::from_millis(sc.heal_ms);
+                            let heal = healed(&sc);
                             g.producers_end_us = c.now_at_least(heal).as_micros() as u64;
                         }
                     }

@@ -1,0 +1,185 @@
+//! How a sweep spreads its seeds over the space of runs: the scenario each seed runs in.
+//!
+//! - [`Strategy::Uniform`] runs every seed in the sweep's scenario: fault kinds and times
+//!   drawn at the scenario's rates, the same workload every time.
+//! - [`Strategy::Swarm`] (swarm testing, Groce et al., ISSTA 2012) gives each seed a
+//!   scenario of its own, drawn from the seed: a random subset of the scenario's fault
+//!   kinds, each at a higher rate so that the run's fault pressure stays, and a random
+//!   workload shape within the scenario's (fewer clients, longer holds, no drops). A bug
+//!   that a kind of fault or a busy workload hides shows on the seeds without it.
+//!
+//! A seed's scenario is a function of the seed alone (a ChaCha8 stream of its own, apart
+//! from the run's chooser), and it is the one the seed's trace records: a failing seed
+//! replays and shrinks as any other.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use zklock_sim::{Rate, Scenario};
+
+/// The scenario of each seed of a sweep. See the [module docs](self).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Strategy {
+    /// Every seed in the sweep's scenario.
+    #[default]
+    Uniform,
+    /// Each seed in a scenario of its own: a subset of the fault kinds, at higher rates,
+    /// and a workload shape within the sweep's.
+    Swarm,
+}
+
+impl Strategy {
+    /// Every strategy, in the order reports list them.
+    pub const ALL: [Strategy; 2] = [Strategy::Uniform, Strategy::Swarm];
+
+    /// Its name on the command line and in summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Uniform => "uniform",
+            Strategy::Swarm => "swarm",
+        }
+    }
+
+    /// The strategy named `name`.
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The scenario seed `seed` runs in, within `base`.
+    pub fn scenario_for(self, base: &Scenario, seed: u64) -> Scenario {
+        match self {
+            Strategy::Uniform => base.clone(),
+            Strategy::Swarm => swarm(base, seed),
+        }
+    }
+}
+
+/// Mixed into the seed, so that a seed's swarm draws are not its run's first draws.
+const SWARM_STREAM: u64 = 0x5157_4152_4d21_0001;
+
+/// Shortest hold a swarm draws, in ms: long enough that others contend for a grant while
+/// one is held and a fault can land between a grant and its hand-over.
+const SWARM_HOLD_MS: u64 = 200;
+
+/// A rate raised `factor` times, capped at one strike in two steps.
+fn raised(r: Rate, factor: u32) -> Rate {
+    if r.is_never() {
+        return r;
+    }
+    let num = u64::from(r.num) * u64::from(factor);
+    let den = u64::from(r.den).max(1);
+    if num * 2 >= den {
+        Rate::new(1, 2)
+    } else {
+        Rate::new(num as u32, den as u32)
+    }
+}
+
+fn swarm(base: &Scenario, seed: u64) -> Scenario {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ SWARM_STREAM);
+    let mut sc = base.clone();
+    // Fault kinds: each kept with probability one half, at least one if any was on; the
+    // kept ones raised by how many were dropped, so that the run's fault pressure stays.
+    let f = &mut sc.faults;
+    let kinds: [&mut Rate; 8] = [
+        &mut f.connection_loss,
+        &mut f.lost_create_response,
+        &mut f.forced_expiry,
+        &mut f.partition,
+        &mut f.pause,
+        &mut f.crash,
+        &mut f.delayed_delivery,
+        &mut f.local_expiry,
+    ];
+    let on: Vec<usize> = (0..kinds.len()).filter(|&i| !kinds[i].is_never()).collect();
+    if !on.is_empty() {
+        let mut keep: Vec<bool> = on.iter().map(|_| rng.random_bool(0.5)).collect();
+        if !keep.contains(&true) {
+            let i = rng.random_range(0..on.len());
+            keep[i] = true;
+        }
+        let kept = keep.iter().filter(|&&k| k).count() as u32;
+        let factor = (on.len() as u32).div_ceil(kept).max(1);
+        for (&i, &k) in on.iter().zip(&keep) {
+            *kinds[i] = if k {
+                raised(*kinds[i], factor)
+            } else {
+                Rate::NEVER
+            };
+        }
+    }
+    // The workload's shape, within the base's: fewer clients (never fewer than the
+    // readers and two more), longer holds, no drops.
+    let clients_min = (sc.readers + 2).min(sc.clients).max(2.min(sc.clients));
+    if sc.clients > clients_min {
+        sc.clients = rng.random_range(clients_min..=sc.clients);
+    }
+    if rng.random_bool(0.5) {
+        sc.hold_ms = sc.hold_ms.max(SWARM_HOLD_MS);
+    }
+    if rng.random_bool(0.25) {
+        sc.drop_every = 0;
+    }
+    sc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zklock_sim::Faults;
+
+    #[test]
+    fn uniform_runs_the_base_and_swarm_is_a_function_of_the_seed() {
+        let base = Scenario::default();
+        assert_eq!(Strategy::Uniform.scenario_for(&base, 7), base);
+        let a = Strategy::Swarm.scenario_for(&base, 7);
+        assert_eq!(a, Strategy::Swarm.scenario_for(&base, 7));
+        let differ = (0..50).any(|s| Strategy::Swarm.scenario_for(&base, s) != a);
+        assert!(differ, "every seed drew the same scenario");
+    }
+
+    #[test]
+    fn swarm_stays_within_the_base_and_keeps_a_fault_kind() {
+        let base = Scenario::default();
+        for seed in 0..500 {
+            let sc = Strategy::Swarm.scenario_for(&base, seed);
+            assert!(sc.validate().is_ok(), "seed {seed}: {sc:?}");
+            assert!((2..=base.clients).contains(&sc.clients), "seed {seed}");
+            assert!(sc.readers <= sc.clients);
+            let f = &sc.faults;
+            let on = [
+                f.connection_loss,
+                f.lost_create_response,
+                f.forced_expiry,
+                f.partition,
+                f.pause,
+                f.crash,
+                f.delayed_delivery,
+                f.local_expiry,
+            ]
+            .iter()
+            .filter(|r| !r.is_never())
+            .count();
+            assert!(on >= 1, "seed {seed}: no fault kind left");
+        }
+        // No fault in the base: none in any seed's.
+        let quiet = Scenario {
+            faults: Faults::none(),
+            ..Scenario::default()
+        };
+        assert_eq!(
+            Strategy::Swarm.scenario_for(&quiet, 3).faults,
+            Faults::none()
+        );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in Strategy::ALL {
+            assert_eq!(Strategy::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Strategy::from_name("pct"), None);
+    }
+}

@@ -209,6 +209,14 @@ pub struct ExploreArgs {
     /// fault kinds at higher rates, fewer clients, longer holds; docs/cli.md)
     #[arg(long, value_enum, value_name = "NAME", default_value = "uniform")]
     pub strategy: StrategyArg,
+    /// The regressions file: seeds a sweep of this recipe and strategy found are recorded
+    /// there and replayed first by every later sweep, as proptest's regressions files
+    /// are [default: OUT/regressions.txt]. Commit it to keep its seeds
+    #[arg(long, value_name = "FILE", conflicts_with = "no_regressions")]
+    pub regressions: Option<PathBuf>,
+    /// Neither replay nor record regression seeds
+    #[arg(long)]
+    pub no_regressions: bool,
     /// Do not shrink a failing trace
     #[arg(long)]
     pub no_shrink: bool,

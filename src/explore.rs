@@ -12,6 +12,9 @@ use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
 use zklock_sim::{Scenario, SimError};
 
+/// The regressions file's name in the --out directory, by default.
+pub const REGRESSIONS_FILE: &str = "regressions.txt";
+
 /// Seeds a sweep runs when neither --seeds nor --for says: a few seconds of work on two
 /// cores, enough that a bug on one seed in a few thousand shows.
 pub const SEEDS_DEFAULT: u64 = 10_000;
@@ -125,7 +128,54 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
                 .expect("static template"),
         ),
     };
-    let explored = lock.explore(&sc, &budget, &|done, _| bar.set_position(done))?;
+    // Seeds an earlier sweep of this recipe and strategy found, replayed first: a bug
+    // found once fails every later sweep at once, whatever its range.
+    let regressions = (!a.no_regressions).then(|| {
+        a.regressions
+            .clone()
+            .unwrap_or_else(|| a.out.join(REGRESSIONS_FILE))
+    });
+    let key = format!("explore/{}/{}", a.recipe, budget.strategy.name());
+    let recorded = match &regressions {
+        Some(p) => zklock_checker::regressions::seeds_for(p, &key)?,
+        None => Vec::new(),
+    };
+    let mut again = None;
+    for &seed in &recorded {
+        let one = Budget {
+            seed_start: seed,
+            seeds: 1,
+            shard_index: 0,
+            shard_count: 1,
+            threads: 1,
+            ..budget.clone()
+        };
+        let x = lock.explore(&sc, &one, &|_, _| {})?;
+        if x.failure.is_some() {
+            again = Some((seed, x));
+            break;
+        }
+    }
+    let explored = match again {
+        Some((seed, x)) => {
+            bar.finish_and_clear();
+            outln!(
+                "recorded seed {seed} ({}) fails again: the sweep stops there",
+                regressions.as_deref().unwrap_or(Path::new("")).display()
+            );
+            x
+        }
+        None => {
+            if !recorded.is_empty() {
+                outln!(
+                    "{} recorded seeds replayed first ({}): each held",
+                    recorded.len(),
+                    regressions.as_deref().unwrap_or(Path::new("")).display()
+                );
+            }
+            lock.explore(&sc, &budget, &|done, _| bar.set_position(done))?
+        }
+    };
     bar.finish_and_clear();
     let mut s = explored.summary;
     // Summaries and traces name the recipe as it is registered, which is what
@@ -215,6 +265,17 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     };
     outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
     outln!("{}", run.report_text());
+    if let Some(p) = &regressions {
+        let what = run.failure().unwrap_or_default();
+        if zklock_checker::regressions::record(p, &key, seed, &what)?
+            == zklock_checker::regressions::Recorded::Added
+        {
+            outln!(
+                "recorded: seed {seed} in {} (every later sweep of this recipe replays it first)",
+                p.display()
+            );
+        }
+    }
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
     // The seed's own scenario: under a strategy other than uniform, not the sweep's.

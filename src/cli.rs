@@ -22,8 +22,9 @@ Exit status:
      range, an unreadable, corrupt or non-failing trace, a file that exists already
      (without --force), a server that cannot be reached or started
   3  inconclusive: nothing was violated, but the check did not finish (an exhaustive
-     search stopped by --schedules-max or --time-limit-s, a sweep whose time limit came
-     before its first seed, a merge with shards missing)";
+     search stopped by --schedules-max, --time-limit-s or Ctrl-C; a sweep stopped by
+     --time-limit-s or Ctrl-C before its last seed; a merge lacking any seed of the
+     sweep, which it names)";
 
 /// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
 ///

@@ -152,11 +152,18 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             outln!("inconclusive: no seed ran, so nothing was checked: {why}");
             return Ok(Status::Inconclusive);
         }
-        if s.interrupted {
+        if s.seeds_run < total {
+            // Not a pass: the seeds left may hold a violation (a merge says the same).
             outln!(
-                "inconclusive: every property held on the {} seeds run, but the sweep was \
-                 interrupted before the rest",
-                s.seeds_run
+                "inconclusive: every property held on the {} seeds run, but the sweep {} \
+                 before the other {} of its {total} seeds",
+                s.seeds_run,
+                if s.interrupted {
+                    "was interrupted"
+                } else {
+                    "reached its time limit (--time-limit-s)"
+                },
+                total - s.seeds_run
             );
             return Ok(Status::Inconclusive);
         }
@@ -335,13 +342,17 @@ fn at_commit(commit: &str) -> String {
     }
 }
 
-/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards, each once.
+/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards, each once. Green
+/// only when every seed of the sweep was run: a shard missing, interrupted or stopped by
+/// its time limit leaves seeds unchecked, and the merge says which (exit status 3).
 pub fn merge(a: MergeArgs) -> Result<Status> {
     let mut merged: Option<Summary> = None;
-    // Each shard's index, with the file that holds it.
-    let mut shards: BTreeMap<u64, PathBuf> = BTreeMap::new();
+    // Each shard's index, with the file that holds it and the seeds it ran.
+    let mut shards: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
     let mut first_range: Option<SweepRange> = None;
     let mut without_range = Vec::new();
+    // Summaries without a range whose sweep was cut short: what they lack is unknown.
+    let mut cut_unknown = Vec::new();
     let mut files_seen: Vec<PathBuf> = Vec::new();
     for p in &a.summaries {
         // The same file by another spelling (./s1.json) is the same file.
@@ -368,7 +379,21 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
         let s: Summary = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
         match s.range {
-            None => without_range.push(p.display().to_string()),
+            None => {
+                without_range.push(p.display().to_string());
+                if s.interrupted || s.stopped_by_time {
+                    cut_unknown.push(format!(
+                        "{}: {} seeds run, then {}",
+                        p.display(),
+                        s.seeds_run,
+                        if s.interrupted {
+                            "interrupted"
+                        } else {
+                            "stopped by its time limit"
+                        }
+                    ));
+                }
+            }
             Some(r) => {
                 if let Some(f) = first_range
                     && (f.seed_start, f.seeds, f.shard_count)
@@ -386,8 +411,10 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
                         f.shard_count
                     );
                 }
+                check_seeds_ran(p, &s, &r)?;
                 first_range.get_or_insert(r);
-                if let Some(other) = shards.insert(r.shard_index, p.clone()) {
+                if let Some((other, _)) = shards.insert(r.shard_index, (p.clone(), s.seeds_run))
+                {
                     bail!(
                         "{}: shard {}/{} again (also in {}); give each shard once",
                         p.display(),
@@ -428,36 +455,126 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
             without_range.join(", ")
         );
     }
-    let missing: Vec<String> = first_range
-        .map(|r| {
-            (0..r.shard_count)
-                .filter(|k| !shards.contains_key(k))
-                .map(|k| format!("{}/{}", k + 1, r.shard_count))
-                .collect()
-        })
-        .unwrap_or_default();
+    let missing = first_range.map(|r| missing_seeds(&r, &shards));
+    let incomplete = missing.as_ref().is_some_and(|(n, _)| *n > 0) || !cut_unknown.is_empty();
+    if incomplete {
+        let (n, lines) = missing.unwrap_or_default();
+        let mut lines = lines;
+        lines.extend(
+            cut_unknown
+                .iter()
+                .map(|l| format!("{l} (which seeds it lacks, it does not record)")),
+        );
+        outln!(
+            "incomplete: {} not run, so not checked:",
+            match n {
+                0 => "some seeds were".to_owned(),
+                1 => "1 seed was".to_owned(),
+                n => format!("{n} seeds were"),
+            }
+        );
+        for l in lines {
+            outln!("  {l}");
+        }
+    }
+    // A violation found is a failure, whatever else is missing.
     if !m.failures.is_empty() {
         return Ok(Status::Violated);
     }
-    if !missing.is_empty() {
-        let shown: Vec<&str> = missing.iter().take(20).map(String::as_str).collect();
-        outln!(
-            "incomplete: shard{} {}{} missing: their seeds were not checked",
-            if missing.len() == 1 { "" } else { "s" },
-            shown.join(", "),
-            if missing.len() > shown.len() {
-                format!(" and {} more", missing.len() - shown.len())
-            } else {
-                String::new()
-            }
-        );
+    if incomplete {
         return Ok(Status::Inconclusive);
     }
-    let cut = if m.stopped_by_time {
-        " run (a shard's time limit stopped it before its last seed)"
-    } else {
-        ""
-    };
-    outln!("ok: every property held on every seed{cut} of every shard");
+    outln!("ok: every property held on every seed of every shard");
     Ok(Status::Held)
+}
+
+/// Refuses a summary whose record of the seeds it ran does not fit the seeds it was
+/// given: an edited or damaged file could otherwise pass for a complete shard.
+fn check_seeds_ran(p: &Path, s: &Summary, r: &SweepRange) -> Result<()> {
+    let b = r.budget();
+    let count = b.seed_count();
+    let fits = s.seeds_run <= count
+        && match s.ran {
+            None => true,
+            Some(ran) => {
+                s.seeds_run > 0 && ran.first == b.seed(0) && ran.last == b.seed(s.seeds_run - 1)
+            }
+        };
+    if !fits {
+        bail!(
+            "{}: it records {} seeds run ({:?}), which is not a run of the first seeds of \
+             shard {}/{} of seeds {}..{} ({count} seeds): is it damaged or edited?",
+            p.display(),
+            s.seeds_run,
+            s.ran,
+            r.shard_index + 1,
+            r.shard_count,
+            r.seed_start,
+            r.seed_start.saturating_add(r.seeds),
+        );
+    }
+    Ok(())
+}
+
+/// The most shards `merge` names one by one among those with seeds missing.
+const MISSING_LINES_MAX: usize = 20;
+
+/// The seeds of the sweep `r` that no summary ran: their count, and a line per shard
+/// that lacks some (at most [`MISSING_LINES_MAX`], then how many more).
+fn missing_seeds(r: &SweepRange, shards: &BTreeMap<u64, (PathBuf, u64)>) -> (u128, Vec<String>) {
+    let every = |k: u64| {
+        if r.shard_count > 1 {
+            format!(", one in {} (seed % {} == {k})", r.shard_count, r.shard_count)
+        } else {
+            String::new()
+        }
+    };
+    let all = (u128::from(r.seed_start) + u128::from(r.seeds)).min(1 << 64)
+        - u128::from(r.seed_start);
+    let mut given = 0u128;
+    let mut n = 0u128;
+    let mut lines = Vec::new();
+    let mut shards_short = 0u128;
+    for (&k, (path, run)) in shards {
+        let b = SweepRange { shard_index: k, ..*r }.budget();
+        let count = b.seed_count();
+        given += u128::from(count);
+        if *run < count {
+            n += u128::from(count - run);
+            shards_short += 1;
+            if lines.len() < MISSING_LINES_MAX {
+                lines.push(format!(
+                    "shard {}/{} ({}): {} of its {count} seeds, seeds {} to {}{}",
+                    k + 1,
+                    r.shard_count,
+                    path.display(),
+                    count - run,
+                    b.seed(*run),
+                    b.seed(count - 1),
+                    every(k % r.shard_count.max(1))
+                ));
+            }
+        }
+    }
+    // Shards no summary was given for: all their seeds.
+    n += all - given;
+    let absent = u128::from(r.shard_count) - shards.len() as u128;
+    let mut k = 0u64;
+    while lines.len() < MISSING_LINES_MAX && k < r.shard_count {
+        if !shards.contains_key(&k) {
+            let b = SweepRange { shard_index: k, ..*r }.budget();
+            lines.push(format!(
+                "shard {}/{}: all its {} seeds (no summary of it given)",
+                k + 1,
+                r.shard_count,
+                b.seed_count()
+            ));
+        }
+        k += 1;
+    }
+    let shown = lines.len() as u128;
+    if shards_short + absent > shown {
+        lines.push(format!("and {} more shards", shards_short + absent - shown));
+    }
+    (n, lines)
 }

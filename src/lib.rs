@@ -64,8 +64,8 @@ pub enum Status {
     /// (without `--force`), a server that cannot be reached.
     BadInput,
     /// 3: inconclusive: nothing was violated, but the check did not finish (an
-    /// exhaustive search stopped by a bound, a sweep whose time limit came before its
-    /// first seed, a merge with shards missing).
+    /// exhaustive search stopped by a bound, a sweep stopped before its last seed, a
+    /// merge lacking any seed, an interrupted run).
     Inconclusive,
 }
 

@@ -540,7 +540,10 @@ fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     );
     let (code, out, _) = zklock(&["merge", "s2.json", "s1.json"], dir.path());
     assert_eq!(code, 3, "{out}");
-    assert!(out.contains("shard 3/3 missing"), "{out}");
+    assert!(
+        out.contains("shard 3/3: all its 1 seeds (no summary of it given)"),
+        "{out}"
+    );
     // A summary written before the range was recorded is read, and said to be unchecked.
     let s1: Summary =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("s1.json")).unwrap())
@@ -551,6 +554,76 @@ fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     let (code, out, _) = zklock(&["merge", "old.json"], dir.path());
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("old.json record no seed range"), "{out}");
+}
+
+/// An interrupted or time-limited shard merged to "ok: every property held on every seed
+/// of every shard" with exit status 0: a cancelled CI job made a green build. Each shard
+/// here is given a billion seeds and one second, so it stops by its time limit, certainly
+/// before its last seed; a summary records the seeds it ran, and the merge names the
+/// ones that none ran, with exit status 3.
+#[test]
+fn merge_of_an_interrupted_or_time_limited_shard_is_never_green() {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 1..=2 {
+        let (shard, summary) = (format!("{k}/2"), format!("s{k}.json"));
+        let args = [
+            "explore",
+            "--seeds",
+            "1000000000",
+            "--clients",
+            "2",
+            "--time-limit-s",
+            "1",
+            "--shard",
+            &shard,
+            "--summary",
+            &summary,
+        ];
+        let (code, out, err) = zklock(&args, dir.path());
+        // A sweep cut short is no pass either.
+        assert_eq!(code, 3, "{out}{err}");
+        assert!(out.contains("inconclusive: "), "{out}");
+        let s: Summary =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(&summary)).unwrap())
+                .unwrap();
+        assert!(s.stopped_by_time, "{s:?}");
+        let range = s.range.expect("the seeds it was given");
+        assert_eq!((range.seeds, range.shard_index), (1_000_000_000, k - 1));
+        if s.seeds_run > 0 {
+            let ran = s.ran.expect("the seeds it ran");
+            assert_eq!(ran.first, k - 1);
+            assert_eq!(ran.last, k - 1 + 2 * (s.seeds_run - 1));
+        }
+    }
+    let (code, out, err) = zklock(&["merge", "s1.json", "s2.json"], dir.path());
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(!out.contains("ok: every property held"), "{out}");
+    assert!(out.contains("incomplete: "), "{out}");
+    assert!(out.contains("shard 1/2 (s1.json): "), "{out}");
+    assert!(out.contains("shard 2/2 (s2.json): "), "{out}");
+    assert!(out.contains("seed % 2 == 1"), "{out}");
+    // An interrupted summary of an older zklock, which records no seeds: still not green.
+    let s1: Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s1.json")).unwrap())
+            .unwrap();
+    let mut old = serde_json::to_value(&s1).unwrap();
+    let o = old.as_object_mut().unwrap();
+    o.remove("range").unwrap();
+    o.remove("ran");
+    o.insert("stopped_by_time".into(), false.into());
+    o.insert("interrupted".into(), true.into());
+    std::fs::write(dir.path().join("old.json"), old.to_string()).unwrap();
+    let (code, out, _) = zklock(&["merge", "old.json"], dir.path());
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("old.json: "), "{out}");
+    assert!(out.contains("then interrupted"), "{out}");
+    // A record of the seeds run that does not fit the seeds given is refused.
+    let mut edited = serde_json::to_value(&s1).unwrap();
+    edited["seeds_run"] = (s1.seeds_run + 1).into();
+    std::fs::write(dir.path().join("edited.json"), edited.to_string()).unwrap();
+    let (code, _, err) = zklock(&["merge", "edited.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("damaged or edited"), "{err}");
 }
 
 #[test]

@@ -151,6 +151,29 @@ pub struct SweepRange {
     pub shard_count: u64,
 }
 
+impl SweepRange {
+    /// The budget that runs these seeds (every other field its default), to count and
+    /// list them as the sweep did.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            seed_start: self.seed_start,
+            seeds: self.seeds,
+            shard_index: self.shard_index,
+            shard_count: self.shard_count,
+            ..Budget::default()
+        }
+    }
+}
+
+/// The seeds a sweep ran: every seed of its shard from `first` to `last`, both included,
+/// and no other. A sweep hands its seeds out in order and finishes every seed it starts,
+/// so what it ran is always such a run of its shard's first seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedsRan {
+    pub first: u64,
+    pub last: u64,
+}
+
 /// What a sweep found, as JSON-mergeable data (shards on several machines merge theirs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
@@ -162,6 +185,10 @@ pub struct Summary {
     pub range: Option<SweepRange>,
     /// Seeds fully run.
     pub seeds_run: u64,
+    /// Which seeds those are; `None` when no seed ran, and in summaries written before
+    /// it was recorded (their `seeds_run` are the shard's first seeds all the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<SeedsRan>,
     /// Non-vacuity counters over every seed run.
     pub counters: Counters,
     /// Failing seeds with what failed (only the lowest one per sweep).
@@ -178,6 +205,8 @@ impl Summary {
     /// Merges another shard's summary of the same recipe and scenario.
     pub fn merge(&mut self, other: &Summary) {
         self.seeds_run += other.seeds_run;
+        // The shards' seeds together are no one run of a shard's seeds.
+        self.ran = None;
         self.counters.merge(&other.counters);
         self.failures.extend(other.failures.iter().cloned());
         self.failures.sort();
@@ -239,7 +268,10 @@ pub fn explore_until<R: Recipe>(
             s.spawn(|| {
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
-                        stopped_by_time.store(true, Ordering::Relaxed);
+                        // Only when seeds were left: a sweep that ran them all is complete.
+                        if next.load(Ordering::SeqCst) < total {
+                            stopped_by_time.store(true, Ordering::Relaxed);
+                        }
                         return;
                     }
                     if budget.interrupt.is_set() {
@@ -285,6 +317,10 @@ pub fn explore_until<R: Recipe>(
                 shard_count: budget.shard_count,
             }),
             seeds_run,
+            ran: (seeds_run > 0).then(|| SeedsRan {
+                first: budget.seed(0),
+                last: budget.seed(seeds_run - 1),
+            }),
             counters,
             failures: failure
                 .iter()

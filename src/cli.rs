@@ -24,7 +24,8 @@ Exit status:
   3  inconclusive: nothing was violated, but the check did not finish (an exhaustive
      search stopped by --schedules-max, --time-limit-s or Ctrl-C; a sweep stopped by
      --time-limit-s or Ctrl-C before its last seed; a merge lacking any seed of the
-     sweep, which it names)";
+     sweep, which it names; a sweep or real run that checked nothing, no acquisition
+     made or item completed, as real --duration 1ms)";
 
 /// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
 ///

@@ -168,6 +168,15 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             return Ok(Status::Inconclusive);
         }
         let (checked, what) = s.counters.checked();
+        if checked == 0 {
+            // Every acquire failed or was dropped: nothing was put to the test.
+            outln!(
+                "inconclusive: no property was put to the test: the {} seeds run made 0 \
+                 {what}",
+                s.seeds_run
+            );
+            return Ok(Status::Inconclusive);
+        }
         outln!(
             "ok: every property held on every seed ({:.0} checked {what}/s)",
             checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64

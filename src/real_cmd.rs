@@ -399,16 +399,21 @@ pub fn run(a: RealArgs) -> Result<Status> {
             bail!("the run's driver failed: {why}");
         }
     }
-    let ok = report(&run, &opts, elapsed)?;
-    let interrupted = run.interrupted;
+    let status = report(&run, &opts, elapsed)?;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
     drop(run);
     runtime.shutdown_timeout(Duration::from_secs(1));
-    Ok(match (ok, interrupted) {
-        (false, _) => Status::Violated,
-        (true, true) => Status::Inconclusive,
-        (true, false) => Status::Held,
-    })
+    Ok(status)
+}
+
+/// A real run's exit status: a violation fails it; a run interrupted, or one that
+/// checked nothing (no acquisition, no item completed), held nothing and is inconclusive.
+fn verdict(ok: bool, interrupted: bool, checked: u64) -> Status {
+    match (ok, interrupted, checked) {
+        (false, _, _) => Status::Violated,
+        (true, true, _) | (true, false, 0) => Status::Inconclusive,
+        (true, false, _) => Status::Held,
+    }
 }
 
 /// "locks: client 0 zklock, client 1 curator-mutex, ..." of a mixed run.
@@ -426,8 +431,9 @@ fn describe(servers: &Servers) -> String {
     }
 }
 
-/// Checks the run, prints the verdict; true when every property held.
-fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> {
+/// Checks the run, prints the verdict, and writes the timelines of a run that did not
+/// pass.
+fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status> {
     // With pauses on, an overlap of a paused holder is the known, unavoidable class.
     let cfg = CheckConfig::from(run.facts());
     let shape = RunShape {
@@ -499,12 +505,13 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         );
     }
     let (checked, what) = report.counters.checked();
-    if report.ok() && !run.interrupted {
+    let status = verdict(report.ok(), run.interrupted, checked);
+    if status == Status::Held {
         outln!(
             "ok: every property held ({:.1} s, {checked} checked {what})",
             elapsed.as_secs_f64(),
         );
-        return Ok(true);
+        return Ok(status);
     }
     // A failing run's timeline, or an interrupted one's: what it recorded is kept.
     create_private_dir(&opts.out_dir)?;
@@ -533,16 +540,26 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     );
     let html = opts.out_dir.join(format!("real-{stamp}.timeline.html"));
     crate::files::write_private(&html, page.as_bytes(), false)?;
-    if report.ok() {
+    if status == Status::Inconclusive {
+        let why = if run.interrupted {
+            format!(
+                "every property held on what ran ({:.1} s, {checked} checked {what}), but \
+                 the run was interrupted (faults healed then)",
+                elapsed.as_secs_f64()
+            )
+        } else {
+            format!(
+                "the run checked nothing: 0 {what} in {:.1} s, so no property was put to \
+                 the test; give it a longer --duration",
+                elapsed.as_secs_f64()
+            )
+        };
         outln!(
-            "inconclusive: every property held on what ran ({:.1} s, {checked} checked \
-             {what}), but the run was interrupted (faults healed then); the run's \
-             timelines: {} and {}",
-            elapsed.as_secs_f64(),
+            "inconclusive: {why}; the run's timelines: {} and {}",
             path.display(),
             html.display()
         );
-        return Ok(true);
+        return Ok(status);
     }
     outln!(
         "FAILED: {} (seed {}); the run's timelines: {} and {}",
@@ -551,7 +568,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         path.display(),
         html.display()
     );
-    Ok(false)
+    Ok(status)
 }
 
 #[cfg(test)]
@@ -731,6 +748,17 @@ mod tests {
             "kazoo-lock",
         ];
         assert!(Cli::try_parse_from(both).is_err());
+    }
+
+    /// `real --duration 1ms` ran no acquisition and said "ok: every property held
+    /// (0 checked acquisitions)", exit status 0.
+    #[test]
+    fn a_real_run_that_checked_nothing_is_inconclusive() {
+        assert_eq!(verdict(true, false, 0), Status::Inconclusive);
+        assert_eq!(verdict(true, false, 1), Status::Held);
+        assert_eq!(verdict(true, true, 5), Status::Inconclusive);
+        assert_eq!(verdict(false, false, 0), Status::Violated);
+        assert_eq!(verdict(false, true, 5), Status::Violated);
     }
 
     #[test]

@@ -16,8 +16,17 @@ use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 pub const CHECK_CLIENTS_MAX: u32 = 4;
 use zklock_sim::Scenario;
 
-pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
+pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    crate::explore::refuse_inapplicable(lock, &a.recipe, given)?;
+    // `--shapes all` makes each attempt's mode and count a choice: a queue makes none.
+    if lock.is_work_queue() && a.shape.shapes == crate::shape_args::Shapes::All {
+        bail!(
+            "--shapes all does not apply to the work queue {}: its clients make no acquire \
+             attempts; --fault-durations chosen is the choice it has",
+            a.recipe
+        );
+    }
     let b = Bounds {
         clients: a.clients,
         faults_max: a.faults_max,

@@ -18,8 +18,8 @@ Exit status:
      written)
   1  a property was violated, a simulated run did not finish within its virtual time or
      step limit, or a replay's history differs from the one its trace recorded
-  2  usage error or bad input: an unknown flag, subcommand or recipe, a value out of
-     range, an unreadable, corrupt or non-failing trace, a file that exists already
+  2  usage error or bad input: an unknown flag, subcommand or recipe, a flag that does
+     not apply to the recipe, a value out of range, an unreadable, corrupt or non-failing trace, a file that exists already
      (without --force), a server that cannot be reached or started
   3  inconclusive: nothing was violated, but the check did not finish (an exhaustive
      search stopped by --schedules-max, --time-limit-s or Ctrl-C; a sweep stopped by

@@ -3,6 +3,7 @@
 
 use crate::cli::{ExploreArgs, MergeArgs};
 use crate::files::{create_private_dir, refuse_existing, trace_path, write_private};
+use crate::given::Given;
 use crate::{Status, recipe};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -12,8 +13,9 @@ use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
 use zklock_sim::{Scenario, SimError};
 
-pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
+pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    refuse_inapplicable(lock, &a.recipe, given)?;
     let mut budget = Budget {
         seeds: a.seeds,
         seed_start: a.seed_start,
@@ -216,6 +218,39 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     Ok(Status::Violated)
+}
+
+/// Refuses the flags of explore and check that `lock` (registered as `name`) would
+/// ignore: a work queue's clients make no acquire attempts on lock directories, and a
+/// semaphore's clients all take leases alike.
+pub fn refuse_inapplicable(
+    lock: &dyn zklock_checker::registry::AnyRecipe,
+    name: &str,
+    given: &Given,
+) -> Result<()> {
+    if lock.is_work_queue() {
+        given.refuse(
+            &[
+                "readers",
+                "drop_every",
+                "mix_offset",
+                "locks",
+                "modes",
+                "counts",
+            ],
+            &format!("the work queue {name}"),
+            "its clients produce and consume items, they make no acquire attempts on lock \
+             directories",
+        )?;
+    }
+    if lock.leases().is_some() {
+        given.refuse(
+            &["readers"],
+            &format!("the semaphore {name}"),
+            "every client takes a lease, and none is a reader or a writer",
+        )?;
+    }
+    Ok(())
 }
 
 /// The largest summary file `zklock merge` reads: a summary holds counters and at most a
@@ -422,8 +457,7 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
                 }
                 check_seeds_ran(p, &s, &r)?;
                 first_range.get_or_insert(r);
-                if let Some((other, _)) = shards.insert(r.shard_index, (p.clone(), s.seeds_run))
-                {
+                if let Some((other, _)) = shards.insert(r.shard_index, (p.clone(), s.seeds_run)) {
                     bail!(
                         "{}: shard {}/{} again (also in {}); give each shard once",
                         p.display(),
@@ -533,19 +567,26 @@ const MISSING_LINES_MAX: usize = 20;
 fn missing_seeds(r: &SweepRange, shards: &BTreeMap<u64, (PathBuf, u64)>) -> (u128, Vec<String>) {
     let every = |k: u64| {
         if r.shard_count > 1 {
-            format!(", one in {} (seed % {} == {k})", r.shard_count, r.shard_count)
+            format!(
+                ", one in {} (seed % {} == {k})",
+                r.shard_count, r.shard_count
+            )
         } else {
             String::new()
         }
     };
-    let all = (u128::from(r.seed_start) + u128::from(r.seeds)).min(1 << 64)
-        - u128::from(r.seed_start);
+    let all =
+        (u128::from(r.seed_start) + u128::from(r.seeds)).min(1 << 64) - u128::from(r.seed_start);
     let mut given = 0u128;
     let mut n = 0u128;
     let mut lines = Vec::new();
     let mut shards_short = 0u128;
     for (&k, (path, run)) in shards {
-        let b = SweepRange { shard_index: k, ..*r }.budget();
+        let b = SweepRange {
+            shard_index: k,
+            ..*r
+        }
+        .budget();
         let count = b.seed_count();
         given += u128::from(count);
         if *run < count {
@@ -571,7 +612,11 @@ fn missing_seeds(r: &SweepRange, shards: &BTreeMap<u64, (PathBuf, u64)>) -> (u12
     let mut k = 0u64;
     while lines.len() < MISSING_LINES_MAX && k < r.shard_count {
         if !shards.contains_key(&k) {
-            let b = SweepRange { shard_index: k, ..*r }.budget();
+            let b = SweepRange {
+                shard_index: k,
+                ..*r
+            }
+            .budget();
             lines.push(format!(
                 "shard {}/{}: all its {} seeds (no summary of it given)",
                 k + 1,

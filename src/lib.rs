@@ -34,6 +34,7 @@ mod cli;
 mod explore;
 mod fault_args;
 mod files;
+mod given;
 mod interrupt;
 mod real_cmd;
 mod real_recipes;
@@ -110,9 +111,16 @@ where
     let parsed = cli::command()
         .bin_name(&bin)
         .try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
-        Ok(cli) => cli,
+        .and_then(|m| {
+            // The flags given, of the subcommand (or of the default explore).
+            let given = match m.subcommand() {
+                Some((_, sub)) => given::Given::of(sub),
+                None => given::Given::of(&m),
+            };
+            Ok((Cli::from_arg_matches(&m)?, given))
+        });
+    let (cli, given) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             // Help and version go to stdout with status 0, usage errors to stderr with 2.
             let _ = e.print();
@@ -124,14 +132,14 @@ where
         }
     };
     let outcome = match cli.command {
-        None => explore::run(cli.explore, recipes),
-        Some(Command::Explore(a)) => explore::run(a, recipes),
-        Some(Command::Check(a)) => check_cmd::run(a, recipes),
+        None => explore::run(cli.explore, recipes, &given),
+        Some(Command::Explore(a)) => explore::run(a, recipes, &given),
+        Some(Command::Check(a)) => check_cmd::run(a, recipes, &given),
         Some(Command::Replay(a)) => replay::run(a, recipes),
         Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes),
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a),
-        Some(Command::Real(a)) => real_cmd::run(a),
+        Some(Command::Real(a)) => real_cmd::run(a, &given),
         Some(Command::Bench(a)) => bench::run(a),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {

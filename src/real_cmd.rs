@@ -4,6 +4,7 @@
 use crate::Status;
 use crate::cli::RealArgs;
 use crate::files::create_private_dir;
+use crate::given::Given;
 use crate::real_recipes::{QueueShape, RealRecipeKind};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
     Ok(n.saturating_mul(unit_ms))
 }
 
-fn parse(a: RealArgs) -> Result<RealOptions> {
+fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
     let mut workload = WorkloadConfig {
         clients: a.clients,
         readers: a.readers,
@@ -122,6 +123,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         bail!("--readers: the {recipe} recipe has no read side");
     }
     let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
+    refuse_inapplicable(&a, given, recipe, mix.is_some(), &faults.faults)?;
     if mix.is_some() && workload.readers > 0 {
         bail!("--readers: a mix of locks has no read side (its locks are exclusive)");
     }
@@ -208,6 +210,63 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     })
 }
 
+/// Refuses the flags given that this run would ignore: a work queue's flags on a lock,
+/// a lock's on a work queue, a mix's without one, a started ensemble's with --connect.
+fn refuse_inapplicable(
+    a: &RealArgs,
+    given: &Given,
+    recipe: RealRecipeKind,
+    mixed: bool,
+    faults: &FaultSet,
+) -> Result<()> {
+    let driver = a.lock != "zklock" && !mixed;
+    if driver || mixed || !recipe.is_queue() {
+        let what = if driver || mixed {
+            format!("--lock {}", a.lock)
+        } else {
+            format!("the {recipe} recipe")
+        };
+        given.refuse(
+            &["producers", "items"],
+            &what,
+            "only a work queue's run has producers and items (--recipe queue, queue-naive or \
+             a queue canary)",
+        )?;
+    } else {
+        given.refuse(
+            &["drop_every", "mix_offset", "acquire_timeout_ms"],
+            &format!("the work queue {recipe}"),
+            "its clients produce and consume items, they make no acquire attempts",
+        )?;
+    }
+    if !mixed {
+        given.refuse(
+            &["allow_foreign_naming"],
+            &format!("--lock {}", a.lock),
+            "it allows a mix of locks (--lock A,B), and this is one lock",
+        )?;
+    }
+    if a.connect.is_some() {
+        given.refuse(
+            &["ensemble"],
+            "a run on --connect's servers",
+            "--ensemble sets the servers the run starts itself",
+        )?;
+    }
+    // `all` drops kill-leader where the setup has no leader to kill.
+    let leader_killed =
+        faults.contains(RealFault::KillLeader) && a.connect.is_none() && a.ensemble >= 3;
+    if !leader_killed {
+        given.refuse(
+            &["restart_killed_leader"],
+            "a run that kills no leader",
+            "it restarts a leader the kill-leader fault killed (--faults kill-leader or all, \
+             with --ensemble 3 or more)",
+        )?;
+    }
+    Ok(())
+}
+
 /// `--lock A,B,...`: the mix, checked (see `zklock_real::driver::mixed`); None for one
 /// lock (a list naming one lock only is that lock).
 fn parse_mix(list: &str, allow_foreign: bool) -> Result<Option<Vec<LockName>>> {
@@ -271,8 +330,8 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
     ))
 }
 
-pub fn run(a: RealArgs) -> Result<Status> {
-    let opts = parse(a)?;
+pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
+    let opts = parse(a, given)?;
     // Located (and built, the first time) before any server starts.
     let driver = match opts.driver {
         Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
@@ -577,11 +636,99 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn args(list: &[&str]) -> RealArgs {
-        let all = ["zklock", "real"].iter().chain(list);
-        match Cli::try_parse_from(all).unwrap().command {
-            Some(Command::Real(a)) => a,
+    /// `zklock real LIST...`'s arguments, and the flags given.
+    fn args(list: &[&str]) -> (RealArgs, Given) {
+        use clap::FromArgMatches;
+        let all: Vec<&str> = ["zklock", "real"].iter().chain(list).copied().collect();
+        let m = crate::cli::command().try_get_matches_from(all).unwrap();
+        let given = Given::of(m.subcommand().unwrap().1);
+        match Cli::from_arg_matches(&m).unwrap().command {
+            Some(Command::Real(a)) => (a, given),
             other => panic!("{other:?}"),
+        }
+    }
+
+    fn parse((a, given): (RealArgs, Given)) -> Result<RealOptions> {
+        super::parse(a, &given)
+    }
+
+    fn run((a, given): (RealArgs, Given)) -> Result<Status> {
+        super::run(a, &given)
+    }
+
+    /// `real --items 5` on a lock was taken and ignored: every flag that does not apply
+    /// to the recipe, lock or setup chosen is refused, naming itself.
+    #[test]
+    fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
+        for (bad, says) in [
+            (
+                &["--items", "5"][..],
+                "--items does not apply to the zklock recipe",
+            ),
+            (&["--producers", "2"], "--producers does not apply"),
+            (
+                &["--recipe", "semaphore", "--items", "5"],
+                "--items does not apply",
+            ),
+            (
+                &["--lock", "kazoo-lock", "--items", "5"],
+                "--items does not apply to --lock",
+            ),
+            (
+                &["--recipe", "queue", "--drop-every", "2"],
+                "--drop-every does not apply to the work queue",
+            ),
+            (
+                &["--recipe", "queue", "--mix-offset", "1"],
+                "--mix-offset does not apply",
+            ),
+            (
+                &["--recipe", "queue", "--acquire-timeout-ms", "9"],
+                "--acquire-timeout-ms does not apply",
+            ),
+            (
+                &["--allow-foreign-naming"],
+                "--allow-foreign-naming does not apply",
+            ),
+            (
+                &["--connect", "127.0.0.1:2181", "--ensemble", "3"],
+                "--ensemble does not apply",
+            ),
+            (
+                &["--restart-killed-leader"],
+                "--restart-killed-leader does not apply",
+            ),
+            (
+                &[
+                    "--ensemble",
+                    "3",
+                    "--faults",
+                    "cut",
+                    "--restart-killed-leader",
+                ],
+                "--restart-killed-leader does not apply",
+            ),
+        ] {
+            let e = format!("{:#}", parse(args(bad)).unwrap_err());
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // Where they apply, they are taken.
+        for good in [
+            &["--recipe", "queue", "--items", "5", "--producers", "2"][..],
+            &["--items", "20", "--recipe", "canary-queue-no-exists-check"],
+            &[
+                "--drop-every",
+                "2",
+                "--mix-offset",
+                "1",
+                "--acquire-timeout-ms",
+                "9",
+            ],
+            &["--lock", "zklock,curator-mutex", "--allow-foreign-naming"],
+            &["--ensemble", "3", "--restart-killed-leader"],
+            &["--connect", "127.0.0.1:2181"],
+        ] {
+            assert!(parse(args(good)).is_ok(), "{good:?}");
         }
     }
 

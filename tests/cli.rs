@@ -635,11 +635,100 @@ fn a_real_run_of_1ms_that_checked_nothing_exits_3() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let args = ["real", "--duration", "1ms", "--clients", "1", "--faults", "none"];
+    let args = [
+        "real",
+        "--duration",
+        "1ms",
+        "--clients",
+        "1",
+        "--faults",
+        "none",
+    ];
     let (code, out, err) = zklock(&args, dir.path());
     assert_eq!(code, 3, "{out}{err}");
-    assert!(out.contains("inconclusive: the run checked nothing"), "{out}");
+    assert!(
+        out.contains("inconclusive: the run checked nothing"),
+        "{out}"
+    );
     assert!(!out.contains("ok: every property held"), "{out}");
+}
+
+/// Flags that do not apply to the chosen recipe were taken and ignored (`real --items 5`
+/// on a lock; `explore --recipe queue --drop-every 2`): each is refused, naming itself,
+/// with exit status 2, before anything runs.
+#[test]
+fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["explore", "--recipe", "queue", "--drop-every", "2"][..],
+            "--drop-every does not apply to the work queue queue",
+        ),
+        (
+            &["explore", "--recipe", "queue-naive", "--readers", "1"],
+            "--readers does not apply",
+        ),
+        (
+            &["explore", "--recipe", "queue", "--mix-offset", "1"],
+            "--mix-offset does not apply",
+        ),
+        (
+            &["explore", "--recipe", "queue", "--locks", "2"],
+            "--locks does not apply",
+        ),
+        (
+            &["explore", "--recipe", "semaphore", "--readers", "1"],
+            "--readers does not apply to the semaphore",
+        ),
+        (
+            &["check", "--recipe", "semaphore", "--readers", "1"],
+            "--readers does not apply to the semaphore",
+        ),
+        (
+            &["check", "--recipe", "queue", "--locks", "2"],
+            "--locks does not apply",
+        ),
+        (
+            &["check", "--recipe", "queue", "--modes", "try"],
+            "--modes does not apply",
+        ),
+        (
+            &["check", "--recipe", "queue", "--counts", "chosen"],
+            "--counts does not apply",
+        ),
+        (
+            &["check", "--recipe", "queue", "--shapes", "all"],
+            "--shapes all does not apply",
+        ),
+        (
+            &["real", "--items", "5"],
+            "--items does not apply to the zklock recipe",
+        ),
+        (
+            &["real", "--recipe", "queue", "--drop-every", "2"],
+            "--drop-every does not apply",
+        ),
+    ] {
+        let (code, out, err) = zklock(args, dir.path());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Where they apply, they are taken.
+    let (code, out, err) = zklock(
+        &[
+            "explore",
+            "--recipe",
+            "queue",
+            "--seeds",
+            "1",
+            "--acquisitions",
+            "2",
+            "--hold-ms",
+            "5",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
 }
 
 #[test]

@@ -100,6 +100,8 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
         },
         ..b
     };
+    // Where a violation's trace goes, checked before the search, not after it.
+    crate::files::check_out_dir("--out", &a.out)?;
     let control = Control {
         resume: match &a.checkpoint {
             Some(path) => read_checkpoint(path)?,
@@ -204,15 +206,22 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
     };
     outln!("\nFAILED {}\n", failure_text(&run));
     outln!("{}", run.report_text());
-    create_private_dir(&a.out)?;
-    let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
-    let path = trace_path(&a.out, &stem, a.force)?;
-    run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
-    outln!("trace: {}", path.display());
-    outln!(
-        "reproduce: cargo run --release -- replay {}",
-        path.display()
-    );
+    // A violation found exits 1 even if its trace cannot be written (the error is told).
+    let written = (|| -> Result<()> {
+        create_private_dir(&a.out)?;
+        let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
+        let path = trace_path(&a.out, &stem, a.force)?;
+        run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
+        outln!("trace: {}", path.display());
+        outln!(
+            "reproduce: cargo run --release -- replay {}",
+            path.display()
+        );
+        Ok(())
+    })();
+    if let Err(e) = written {
+        eprintln!("error: {e:#}");
+    }
     Ok(Status::Violated)
 }
 

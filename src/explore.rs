@@ -2,7 +2,9 @@
 //! is written as a trace, shrunk, and its replay command printed. And `zklock merge`.
 
 use crate::cli::{ExploreArgs, MergeArgs};
-use crate::files::{create_private_dir, refuse_existing, trace_path, write_private};
+use crate::files::{
+    check_out_dir, check_out_file, create_private_dir, refuse_existing, trace_path, write_private,
+};
 use crate::given::Given;
 use crate::{Status, recipe};
 use anyhow::{Context, Result, bail};
@@ -68,10 +70,12 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     if budget.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    // Refused before the sweep, not after it has run for an hour.
+    // Refused before the sweep, not after it has run for an hour and found a failure
+    // with nowhere to write it.
     if let Some(p) = &a.summary {
-        refuse_existing(p, false, a.force).context("--summary")?;
+        check_out_file("--summary", p, false, a.force)?;
     }
+    check_out_dir("--out", &a.out)?;
     let total = budget.seed_count();
     if total == 0 {
         bail!(
@@ -138,12 +142,8 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
         );
     }
     outln!("{}", s.counters);
-    if let Some(p) = &a.summary {
-        let text = serde_json::to_string_pretty(&s)?;
-        write_private(p, text.as_bytes(), a.force).context("--summary")?;
-        outln!("summary: {}", p.display());
-    }
     let Some((seed, run)) = explored.failure else {
+        write_summary(&a, &s)?;
         if s.seeds_run == 0 {
             // Nothing was checked, so nothing held.
             let why = if s.interrupted {
@@ -188,9 +188,40 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     };
     outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
     outln!("{}", run.report_text());
+    // A violation found exits 1 whatever happens to the files after it: the trace first,
+    // then the summary, each error told.
+    let written = write_failure(&a, &sc, lock, seed, &run);
+    if let Err(e) = &written {
+        eprintln!("error: {e:#}");
+    }
+    if let Err(e) = write_summary(&a, &s) {
+        eprintln!("error: {e:#}");
+    }
+    Ok(Status::Violated)
+}
+
+/// Writes the summary, when `--summary` asks for one.
+fn write_summary(a: &ExploreArgs, s: &Summary) -> Result<()> {
+    if let Some(p) = &a.summary {
+        let text = serde_json::to_string_pretty(s)?;
+        write_private(p, text.as_bytes(), a.force).context("--summary")?;
+        outln!("summary: {}", p.display());
+    }
+    Ok(())
+}
+
+/// Writes a failing seed's trace, shrinks it unless `--no-shrink`, and prints the
+/// commands that replay each.
+fn write_failure(
+    a: &ExploreArgs,
+    sc: &Scenario,
+    lock: &dyn zklock_checker::registry::AnyRecipe,
+    seed: u64,
+    run: &CheckedRun,
+) -> Result<()> {
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
-    let trace = run.trace(&sc, seed, &a.recipe);
+    let trace = run.trace(sc, seed, &a.recipe);
     trace.write(&path)?;
     outln!("trace: {}", path.display());
     outln!(
@@ -217,7 +248,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
             at_commit(&shrunk.trace.zklock_commit)
         );
     }
-    Ok(Status::Violated)
+    Ok(())
 }
 
 /// Refuses the flags of explore and check that `lock` (registered as `name`) would

@@ -157,6 +157,8 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
     for spec in &a.aim {
         faults.aimed.push(parse_aim(spec, workload.clients)?);
     }
+    // Where a failing run's timelines go, checked before any server starts.
+    crate::files::check_out_dir("--out", &a.out)?;
     let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
     if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
         bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");

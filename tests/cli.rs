@@ -731,6 +731,75 @@ fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// `--out` naming an existing file was refused only after the sweep had found its
+/// violation: exit status 2, and the trace lost. Every output path is checked before the
+/// run; a run that found a violation exits 1 with its trace written.
+#[test]
+fn output_paths_are_checked_before_the_run_and_a_violation_keeps_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let canary = [
+        "explore",
+        "--recipe",
+        "canary-lost-wakeup",
+        "--seeds",
+        "2",
+        "--no-shrink",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        canary.iter().chain(extra).copied().collect()
+    };
+    for (args, says) in [
+        (
+            with(&["--out", "file"]),
+            "--out file: it is a file, not a directory",
+        ),
+        (
+            with(&["--out", "file/deeper"]),
+            "file is a file, so the directory cannot be created",
+        ),
+        (
+            with(&["--summary", "gone/s.json"]),
+            "the directory gone does not exist",
+        ),
+        (with(&["--summary", "sub", "--force"]), "sub is a directory"),
+        (with(&["--summary", "file"]), "file exists already"),
+        (
+            vec![
+                "check",
+                "--recipe",
+                "canary-lost-wakeup",
+                "--clients",
+                "2",
+                "--out",
+                "file",
+            ],
+            "--out file: it is a file",
+        ),
+        (vec!["real", "--out", "file"], "--out file: it is a file"),
+    ] {
+        let (code, out, err) = zklock(&args, dir.path());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        // Refused before anything ran.
+        assert!(!out.contains("FAILED"), "{args:?}: {out}");
+    }
+    // The same sweep with a good --out exits 1, its trace written.
+    let (code, out, err) = zklock(&with(&["--out", "sub/traces"]), dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: "))
+        .expect("a trace line");
+    assert!(Trace::read(&dir.path().join(path)).is_ok(), "{path}");
+    // A replay's --save is checked before the replay too.
+    let (code, out, err) = zklock(&["replay", path, "--save", path], dir.path());
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("exists already"), "{err}");
+    assert!(!out.contains("FAILED"), "{out}");
+}
+
 #[test]
 fn completions_for_bash_zsh_and_fish() {
     let dir = tempfile::tempdir().unwrap();

@@ -506,6 +506,41 @@ fn a_stuck_run_is_never_reported_as_all_properties_hold() {
     assert!(!out.contains("all properties hold"), "{out}");
 }
 
+/// A stuck run printed `VIOLATED: liveness_after_heal` as its headline, then
+/// `eventually: liveness_after_heal: ok` in its list of properties (the README tour's
+/// steps 2 and 3): the report, its replay and the trace's saved report never contradict
+/// themselves.
+#[test]
+fn a_stuck_run_never_lists_liveness_after_heal_as_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "explore",
+        "--recipe",
+        "canary-lost-wakeup",
+        "--seeds",
+        "2",
+        "--no-shrink",
+    ];
+    let (code, out, _) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}");
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: "))
+        .expect("a trace");
+    let (code, replayed, _) = zklock(&["replay", path], dir.path());
+    assert_eq!(code, 1, "{replayed}");
+    let saved = Trace::read(&dir.path().join(path)).unwrap();
+    let saved = saved.report.expect("a saved report").text;
+    for text in [&out, &replayed, &saved] {
+        assert!(text.contains("VIOLATED: liveness_after_heal"), "{text}");
+        assert!(!text.contains("liveness_after_heal: ok"), "{text}");
+        assert!(
+            text.contains("eventually: liveness_after_heal: VIOLATED: the run did not finish"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     let dir = tempfile::tempdir().unwrap();

@@ -511,13 +511,21 @@ mod count_tests {
                 true
             };
             let e = explore_until(&sc, &recipe, &budget, &progress, &failing).unwrap();
-            assert_eq!(e.failure.as_ref().map(|f| f.0), Some(0), "{threads} threads");
+            assert_eq!(
+                e.failure.as_ref().map(|f| f.0),
+                Some(0),
+                "{threads} threads"
+            );
             summaries.push((threads, e.summary));
         }
         for (threads, s) in &summaries {
             assert_eq!(s.seeds_run, 1, "{threads} threads");
             assert_eq!(s.counters, first.report.counters, "{threads} threads");
-            assert_eq!(s.ran, Some(SeedsRan { first: 0, last: 0 }), "{threads} threads");
+            assert_eq!(
+                s.ran,
+                Some(SeedsRan { first: 0, last: 0 }),
+                "{threads} threads"
+            );
         }
     }
 

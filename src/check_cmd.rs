@@ -179,9 +179,6 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
             outln!("ok: every property held on every schedule");
             return Ok(Status::Held);
         }
-        if r.interrupted {
-            outln!("interrupted");
-        }
         let resume = match (&r.checkpoint, &a.checkpoint) {
             (Some(c), Some(path)) => {
                 // Only the checkpoint this check resumed from is replaced.
@@ -195,13 +192,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
             }
             _ => "",
         };
-        // Not a pass: the schedules left unexplored may hold a violation.
-        outln!(
-            "incomplete: every property held on the {} schedules explored, but a bound \
-             stopped the search before the rest; raise --schedules-max or --time-limit-s \
-             for a complete check{resume}",
-            r.schedules
-        );
+        outln!("{}", incomplete_line(r.schedules, r.interrupted, resume));
         return Ok(Status::Inconclusive);
     };
     outln!("\nFAILED {}\n", failure_text(&run));
@@ -225,6 +216,21 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
     Ok(Status::Violated)
 }
 
+/// The verdict of a check that stopped before its end: not a pass, since the schedules
+/// left unexplored may hold a violation, and in the words of what stopped it.
+fn incomplete_line(schedules: u64, interrupted: bool, resume: &str) -> String {
+    let stopped = if interrupted {
+        "the check was interrupted (Ctrl-C) before the rest"
+    } else {
+        "a bound stopped the search before the rest; raise --schedules-max or \
+         --time-limit-s for a complete check"
+    };
+    format!(
+        "incomplete: every property held on the {schedules} schedules explored, but \
+         {stopped}{resume}"
+    )
+}
+
 /// The checkpoint at `path`, if the file exists; a file that is not a readable checkpoint
 /// is refused, so that it is never overwritten.
 fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>> {
@@ -239,5 +245,23 @@ fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>> {
             "{}: {e}; it is left as it is (name another file to start afresh)",
             path.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interrupted check said "a bound stopped the search; raise --schedules-max".
+    #[test]
+    fn an_interrupted_check_says_it_was_interrupted_not_stopped_by_a_bound() {
+        let line = incomplete_line(7, true, "");
+        assert!(
+            line.contains("the check was interrupted (Ctrl-C)"),
+            "{line}"
+        );
+        assert!(!line.contains("bound"), "{line}");
+        let line = incomplete_line(7, false, "");
+        assert!(line.contains("a bound stopped the search"), "{line}");
     }
 }

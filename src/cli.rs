@@ -180,7 +180,7 @@ pub struct ExploreArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Scenario::default().locks)]
     pub locks: u32,
     /// The kinds of fault the runs draw, each at its default rate: a comma-separated
-    /// list as check's --faults, or `all`
+    /// list as check's --faults, or `all`, or `none`
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault, default_value = "all")]
     pub faults: Vec<crate::fault_args::FaultArg>,
     /// Where failing traces go (a trace already there is never replaced: the new one is
@@ -314,7 +314,8 @@ pub struct CheckArgs {
     /// The kinds of fault the search places, a comma-separated list of connection-loss,
     /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
     /// local-expiry (each at most once; real's cut, lost-create, expire, black-hole and
-    /// local-expire name the same kinds), or `all`: fewer kinds, fewer schedules
+    /// local-expire name the same kinds), or `all`, or `none`: fewer kinds, fewer
+    /// schedules
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault, default_value = "all")]
     pub faults: Vec<crate::fault_args::FaultArg>,
     #[command(flatten)]

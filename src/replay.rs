@@ -81,6 +81,7 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
 fn save(trace: &Trace, run: &CheckedRun, same: bool, out: &Path, force: bool) -> Result<()> {
     refuse_existing(out, true, force)?;
     let mut saved = run.trace(&trace.scenario, trace.seed, &trace.recipe);
+    saved.shrunk_from = trace.shrunk_from;
     if let Some(v) = &trace.violation
         && run.violates(v)
     {

@@ -835,6 +835,58 @@ fn output_paths_are_checked_before_the_run_and_a_violation_keeps_its_trace() {
     assert!(!out.contains("FAILED"), "{out}");
 }
 
+/// A shrunk trace's titles (its text timeline's header and its page's title) named only
+/// its own seed, which a fresh seed of the shrink may have replaced: they name the seed
+/// it was shrunk from too. And `--faults none` is taken by explore, as by real.
+#[test]
+fn a_shrunk_traces_title_names_the_seed_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["explore", "--recipe", "canary-lost-wakeup", "--seeds", "2"];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    let min = out
+        .lines()
+        .find_map(|l| l.strip_prefix("shrunk trace: "))
+        .and_then(|l| l.split(' ').next())
+        .expect("a shrunk trace");
+    let trace = Trace::read(&dir.path().join(min)).unwrap();
+    assert_eq!(trace.shrunk_from, Some(1));
+    let words = format!("seed {}, shrunk from seed 1", trace.seed);
+    let text = std::fs::read_to_string(Trace::timeline_path(&dir.path().join(min))).unwrap();
+    assert!(text.lines().next().unwrap().contains(&words), "{text}");
+    let page = std::fs::read_to_string(Trace::html_path(&dir.path().join(min))).unwrap();
+    assert!(page.contains(&format!(
+        "<title>zklock timeline: recipe canary-lost-wakeup, {words}</title>"
+    )));
+    let (code, out, err) = zklock(
+        &[
+            "explore",
+            "--seeds",
+            "1",
+            "--clients",
+            "2",
+            "--faults",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("faults of no kind (--faults none)"), "{out}");
+    let (code, out, err) = zklock(
+        &[
+            "check",
+            "--clients",
+            "1",
+            "--faults-max",
+            "1",
+            "--faults",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 #[test]
 fn completions_for_bash_zsh_and_fish() {
     let dir = tempfile::tempdir().unwrap();

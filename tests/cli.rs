@@ -661,33 +661,6 @@ fn merge_of_an_interrupted_or_time_limited_shard_is_never_green() {
     assert!(err.contains("damaged or edited"), "{err}");
 }
 
-/// `real --duration 1ms` made no acquisition and exited 0, "ok: every property held".
-/// A session's connect to the server takes longer than a millisecond, and no acquisition
-/// starts past `--duration`, so the run acquires nothing.
-#[test]
-fn a_real_run_of_1ms_that_checked_nothing_exits_3() {
-    if !zklock_real::harness::available_for_tests() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "real",
-        "--duration",
-        "1ms",
-        "--clients",
-        "1",
-        "--faults",
-        "none",
-    ];
-    let (code, out, err) = zklock(&args, dir.path());
-    assert_eq!(code, 3, "{out}{err}");
-    assert!(
-        out.contains("inconclusive: the run checked nothing"),
-        "{out}"
-    );
-    assert!(!out.contains("ok: every property held"), "{out}");
-}
-
 /// Flags that do not apply to the chosen recipe were taken and ignored (`real --items 5`
 /// on a lock; `explore --recipe queue --drop-every 2`): each is refused, naming itself,
 /// with exit status 2, before anything runs.

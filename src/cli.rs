@@ -407,9 +407,15 @@ pub struct RealArgs {
     /// pause, crash, kill-leader (all: every fault the setup can have)
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub faults: String,
-    /// Someone else's servers, instead of starting them
+    /// Someone else's servers, instead of starting them; the run works under
+    /// /zklock/real-<ms> there, and removes it at its end
     #[arg(long, value_name = "HOST:PORT[,...]")]
     pub connect: Option<String>,
+    /// With --connect: remove what runs killed before their end left on those servers
+    /// (every /zklock/real-* tree), and run nothing; not while another zklock real runs
+    /// on them
+    #[arg(long, requires = "connect")]
+    pub clean: bool,
     /// The faults' seed [default: from the clock, printed]
     #[arg(long, allow_negative_numbers = true, value_name = "S")]
     pub seed: Option<u64>,

@@ -15,6 +15,7 @@ use zklock_checker::properties::queue::QueueFacts;
 use zklock_checker::real_judge::{RunShape, judge_real, judge_real_queue};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
+use zklock_real::ZkClient;
 use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix};
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
@@ -23,6 +24,7 @@ use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
 use zklock_real::workload::queue::queue_paths;
 use zklock_real::workload::{MAX_DURATION_MS, QueueWorkload, RealRun, WorkloadConfig, run_recipe};
+use zklock_recipe::{Coordination, ZkError};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -39,6 +41,8 @@ struct RealOptions {
     ensemble_size: usize,
     /// Someone else's servers, instead of the harness's.
     connect: Option<String>,
+    /// On `connect`'s servers, the tree this run works under, removed at its end.
+    run_root: Option<String>,
     /// Where a failing run's timeline goes.
     out_dir: PathBuf,
     /// A released library's lock, through its driver; None: `recipe`.
@@ -169,6 +173,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
             MAX_DURATION_MS / 1000
         );
     }
+    let mut run_root = None;
     let leader_killable = connect.is_none() && ensemble_size >= 3;
     if faults.faults.contains(RealFault::KillLeader) && !leader_killable {
         if faults_given && faults.faults != FaultSet::all() {
@@ -185,7 +190,8 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         let stamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        workload.lock_path = format!("/zklock/real-{stamp}/lock");
+        run_root = Some(format!("{RUN_ROOT_PREFIX}{stamp}"));
+        workload.lock_path = format!("{RUN_ROOT_PREFIX}{stamp}/lock");
         if c.trim().is_empty() {
             bail!("--connect needs HOST:PORT[,HOST:PORT...]");
         }
@@ -203,6 +209,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         faults,
         ensemble_size,
         connect,
+        run_root,
         out_dir,
         driver,
         recipe,
@@ -332,7 +339,80 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
     ))
 }
 
+/// Where a run on someone else's servers works: `/zklock/real-<ms since the epoch>`.
+const RUN_ROOT_PREFIX: &str = "/zklock/real-";
+
+/// The most times a removal looks again at a node that gained children meanwhile.
+const REMOVE_RETRIES_MAX: u32 = 100;
+
+/// Removes the tree at `path`, children first, as far as it exists; the count of nodes
+/// removed.
+async fn remove_tree(zk: &ZkClient, path: &str) -> Result<u64, ZkError> {
+    // An explicit stack: async recursion would need boxing.
+    let (mut removed, mut retries) = (0, 0);
+    let mut stack = vec![(path.to_owned(), false)];
+    while let Some((p, expanded)) = stack.pop() {
+        if !expanded {
+            match zk.get_children(&p).await {
+                Ok(children) => {
+                    stack.push((p.clone(), true));
+                    for c in children.iter() {
+                        stack.push((format!("{p}/{c}"), false));
+                    }
+                }
+                Err(ZkError::NoNode) => {}
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        match zk.delete(&p, None).await {
+            Ok(()) => removed += 1,
+            Err(ZkError::NoNode) => {}
+            // A child created since the listing (a client's session still at work).
+            Err(ZkError::NotEmpty) if retries < REMOVE_RETRIES_MAX => {
+                retries += 1;
+                stack.push((p, false));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes the trees under `/zklock` named by `which` on `connect`'s servers, through a
+/// session of zklock's own; what it removed, in words.
+async fn remove_runs(
+    connect: &str,
+    w: &WorkloadConfig,
+    which: impl Fn(&str) -> bool,
+) -> Result<Vec<String>> {
+    let zk = ZkClient::connect(connect, w.session_timeout_ms, w.connect_timeout_ms)
+        .await
+        .map_err(anyhow::Error::new)?;
+    let parent = RUN_ROOT_PREFIX.rsplit_once('/').map_or("/", |(p, _)| p);
+    let names = match zk.get_children(parent).await {
+        Ok(c) => c.iter().map(str::to_owned).collect(),
+        Err(ZkError::NoNode) => Vec::new(),
+        Err(e) => bail!("listing {parent} on {connect}: {e}"),
+    };
+    let mut done = Vec::new();
+    for name in names {
+        let path = format!("{parent}/{name}");
+        if !path.starts_with(RUN_ROOT_PREFIX) || !which(&path) {
+            continue;
+        }
+        let n = remove_tree(&zk, &path)
+            .await
+            .map_err(|e| anyhow::anyhow!("removing {path} on {connect}: {e}"))?;
+        done.push(format!("{path} ({n} nodes)"));
+    }
+    Ok(done)
+}
+
 pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
+    if a.clean {
+        return clean(a, given);
+    }
     let opts = parse(a, given)?;
     // Located (and built, the first time) before any server starts.
     let driver = match opts.driver {
@@ -463,6 +543,19 @@ pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
     let status = report(&run, &opts, elapsed)?;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
     drop(run);
+    // What the run created on someone else's servers goes, interrupted or not; a failure
+    // to remove it changes no verdict, and says how to remove it later.
+    if let (Some(connect), Some(root)) = (&opts.connect, &opts.run_root) {
+        let removed =
+            runtime.block_on(remove_runs(connect, &opts.workload, |p| p == root.as_str()));
+        match removed {
+            Ok(done) if done.is_empty() => {}
+            Ok(done) => outln!("removed from {connect}: {}", done.join(", ")),
+            Err(e) => eprintln!(
+                "warning: {e:#}; `zklock real --connect {connect} --clean` removes it later"
+            ),
+        }
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
     Ok(status)
 }
@@ -475,6 +568,46 @@ fn verdict(ok: bool, interrupted: bool, checked: u64) -> Status {
         (true, true, _) | (true, false, 0) => Status::Inconclusive,
         (true, false, _) => Status::Held,
     }
+}
+
+/// `zklock real --connect SERVERS --clean`: removes every `/zklock/real-*` tree there,
+/// left by runs killed before their end, and runs nothing.
+fn clean(a: RealArgs, given: &Given) -> Result<Status> {
+    given.refuse(
+        &[
+            "clients",
+            "readers",
+            "duration",
+            "ensemble",
+            "faults",
+            "seed",
+            "lock",
+            "recipe",
+            "locks",
+            "aim",
+            "producers",
+            "items",
+        ],
+        "--clean",
+        "it removes what killed runs left, and runs nothing",
+    )?;
+    let connect = a.connect.clone().context("--clean needs --connect")?;
+    let w = WorkloadConfig {
+        session_timeout_ms: a.session_timeout_ms,
+        connect_timeout_ms: a.connect_timeout_ms,
+        ..WorkloadConfig::default()
+    };
+    w.validate().map_err(anyhow::Error::new)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    let done = runtime.block_on(remove_runs(&connect, &w, |_| true))?;
+    match done.as_slice() {
+        [] => outln!("nothing to remove: no {RUN_ROOT_PREFIX}* on {connect}"),
+        _ => outln!("removed from {connect}: {}", done.join(", ")),
+    }
+    Ok(Status::Held)
 }
 
 /// "locks: client 0 zklock, client 1 curator-mutex, ..." of a mixed run.

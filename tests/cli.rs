@@ -860,6 +860,73 @@ fn a_shrunk_traces_title_names_the_seed_it_came_from() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// Every `real --connect` run, clean or killed, left `/zklock/real-<ms>/lock` on the
+/// user's server. A run removes what it created; `--clean` removes what a killed run
+/// left (here, a tree made as a killed run would leave it).
+#[test]
+fn real_connect_removes_what_it_created_and_clean_removes_what_killed_runs_left() {
+    use zklock_real::ZkClient;
+    use zklock_real::harness::TestServer;
+    use zklock_recipe::{Coordination, CreateMode};
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let server = TestServer::start().expect("ZooKeeper server starts");
+    let addr = server.connect_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let zk = rt
+        .block_on(ZkClient::connect(&addr, 10_000, 10_000))
+        .unwrap();
+    let runs = || -> Vec<String> {
+        rt.block_on(zk.get_children("/zklock"))
+            .map(|c| c.iter().map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "real",
+        "--connect",
+        &addr,
+        "--clients",
+        "2",
+        "--duration",
+        "2s",
+        "--faults",
+        "none",
+    ];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("removed from "), "{out}");
+    assert_eq!(runs(), Vec::<String>::new(), "{out}");
+    // What a run killed mid-way leaves: its directories, and a lock node.
+    for path in [
+        "/zklock/real-7",
+        "/zklock/real-7/lock",
+        "/zklock/real-7/lock/x-0000000001",
+    ] {
+        rt.block_on(zk.create(path, b"", CreateMode::Persistent))
+            .unwrap();
+    }
+    assert_eq!(runs(), ["real-7"]);
+    let (code, out, err) = zklock(&["real", "--connect", &addr, "--clean"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("/zklock/real-7 (3 nodes)"), "{out}");
+    assert_eq!(runs(), Vec::<String>::new());
+    // --clean runs nothing: a run's flags beside it are refused.
+    let (code, _, err) = zklock(
+        &["real", "--connect", &addr, "--clean", "--duration", "5s"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--duration does not apply to --clean"),
+        "{err}"
+    );
+}
+
 #[test]
 fn completions_for_bash_zsh_and_fish() {
     let dir = tempfile::tempdir().unwrap();

@@ -927,6 +927,89 @@ fn real_connect_removes_what_it_created_and_clean_removes_what_killed_runs_left(
     );
 }
 
+/// A driver stopped by a pause fault (SIGSTOP) outlived a SIGKILL of zklock, stopped and
+/// without a parent, for good. Here zklock is killed once one of its Curator drivers is
+/// stopped (read from /proc: the run's only faults are pauses, the first within a second
+/// of its start), and that driver must be gone. The deadlines only a hang reaches.
+#[cfg(target_os = "linux")]
+#[test]
+fn no_driver_outlives_zklock_killed_during_a_pause() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    use zklock_real::driver::{DriverKind, DriverRecipe};
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    if let Err(e) = DriverRecipe::prepare(DriverKind::CuratorMutex) {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{e}");
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args([
+            "real",
+            "--lock",
+            "curator-mutex",
+            "--clients",
+            "2",
+            "--duration",
+            "60s",
+            "--faults",
+            "pause",
+            "--seed",
+            "1",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let state = |p: &str| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        // After the command's name in parentheses: the state.
+        Some(stat.rsplit_once(") ")?.1.split(' ').next()?.to_owned())
+    };
+    // Children of every thread of zklock: the drivers (and the server's JVM).
+    let children = || -> Vec<String> {
+        let mut all = Vec::new();
+        for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let path = t.unwrap().path().join("children");
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            all.extend(text.split_whitespace().map(str::to_owned));
+        }
+        all
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let stopped = loop {
+        if let Some(p) = children()
+            .into_iter()
+            .find(|c| state(c).as_deref() == Some("T"))
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no driver was ever paused");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Gone, or a zombie its new parent has yet to reap.
+    while state(&stopped).is_some_and(|s| s != "Z") {
+        assert!(
+            Instant::now() < deadline,
+            "driver {stopped} outlived zklock, in state {:?}",
+            state(&stopped)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn completions_for_bash_zsh_and_fish() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,8 +16,17 @@ use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 pub const CHECK_CLIENTS_MAX: u32 = 4;
 use zklock_sim::Scenario;
 
-pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
+pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    crate::explore::refuse_inapplicable(lock, &a.recipe, given)?;
+    // `--shapes all` makes each attempt's mode and count a choice: a queue makes none.
+    if lock.is_work_queue() && a.shape.shapes == crate::shape_args::Shapes::All {
+        bail!(
+            "--shapes all does not apply to the work queue {}: its clients make no acquire \
+             attempts; --fault-durations chosen is the choice it has",
+            a.recipe
+        );
+    }
     let b = Bounds {
         clients: a.clients,
         faults_max: a.faults_max,
@@ -94,6 +103,8 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
         },
         ..b
     };
+    // Where a violation's trace goes, checked before the search, not after it.
+    crate::files::check_out_dir("--out", &a.out)?;
     let control = Control {
         resume: match &a.checkpoint {
             Some(path) => read_checkpoint(path)?,
@@ -171,9 +182,6 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             outln!("ok: every property held on every schedule");
             return Ok(Status::Held);
         }
-        if r.interrupted {
-            outln!("interrupted");
-        }
         let resume = match (&r.checkpoint, &a.checkpoint) {
             (Some(c), Some(path)) => {
                 // Only the checkpoint this check resumed from is replaced.
@@ -187,27 +195,43 @@ pub fn run(a: CheckArgs, recipes: &Recipes) -> Result<Status> {
             }
             _ => "",
         };
-        // Not a pass: the schedules left unexplored may hold a violation.
-        outln!(
-            "incomplete: every property held on the {} schedules explored, but a bound \
-             stopped the search before the rest; raise --schedules-max or --time-limit-s \
-             for a complete check{resume}",
-            r.schedules
-        );
+        outln!("{}", incomplete_line(r.schedules, r.interrupted, resume));
         return Ok(Status::Inconclusive);
     };
     outln!("\nFAILED {}\n", failure_text(&run));
     outln!("{}", run.report_text());
-    create_private_dir(&a.out)?;
-    let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
-    let path = trace_path(&a.out, &stem, a.force)?;
-    run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
-    outln!("trace: {}", path.display());
-    outln!(
-        "reproduce: cargo run --release -- replay {}",
-        path.display()
-    );
+    // A violation found exits 1 even if its trace cannot be written (the error is told).
+    let written = (|| -> Result<()> {
+        create_private_dir(&a.out)?;
+        let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
+        let path = trace_path(&a.out, &stem, a.force)?;
+        run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
+        outln!("trace: {}", path.display());
+        outln!(
+            "reproduce: cargo run --release -- replay {}",
+            path.display()
+        );
+        Ok(())
+    })();
+    if let Err(e) = written {
+        eprintln!("error: {e:#}");
+    }
     Ok(Status::Violated)
+}
+
+/// The verdict of a check that stopped before its end: not a pass, since the schedules
+/// left unexplored may hold a violation, and in the words of what stopped it.
+fn incomplete_line(schedules: u64, interrupted: bool, resume: &str) -> String {
+    let stopped = if interrupted {
+        "the check was interrupted (Ctrl-C) before the rest"
+    } else {
+        "a bound stopped the search before the rest; raise --schedules-max or \
+         --time-limit-s for a complete check"
+    };
+    format!(
+        "incomplete: every property held on the {schedules} schedules explored, but \
+         {stopped}{resume}"
+    )
 }
 
 /// The checkpoint at `path`, if the file exists; a file that is not a readable checkpoint
@@ -224,5 +248,23 @@ fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>> {
             "{}: {e}; it is left as it is (name another file to start afresh)",
             path.display()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interrupted check said "a bound stopped the search; raise --schedules-max".
+    #[test]
+    fn an_interrupted_check_says_it_was_interrupted_not_stopped_by_a_bound() {
+        let line = incomplete_line(7, true, "");
+        assert!(
+            line.contains("the check was interrupted (Ctrl-C)"),
+            "{line}"
+        );
+        assert!(!line.contains("bound"), "{line}");
+        let line = incomplete_line(7, false, "");
+        assert!(line.contains("a bound stopped the search"), "{line}");
     }
 }

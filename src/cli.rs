@@ -17,12 +17,14 @@ Exit status:
      written)
   1  a property was violated, a simulated run did not finish within its virtual time or
      step limit, or a replay's history differs from the one its trace recorded
-  2  usage error or bad input: an unknown flag, subcommand or recipe, a value out of
-     range, an unreadable, corrupt or non-failing trace, a file that exists already
+  2  usage error or bad input: an unknown flag, subcommand or recipe, a flag that does
+     not apply to the recipe, a value out of range, an unreadable, corrupt or non-failing trace, a file that exists already
      (without --force), a server that cannot be reached or started
   3  inconclusive: nothing was violated, but the check did not finish (an exhaustive
-     search stopped by --schedules-max or --time-limit-s, a sweep whose time limit came
-     before its first seed, a merge with shards missing)";
+     search stopped by --schedules-max, --time-limit-s or Ctrl-C; a sweep stopped by
+     --time-limit-s or Ctrl-C before its last seed; a merge lacking any seed of the
+     sweep, which it names; a sweep or real run that checked nothing, no acquisition
+     made or item completed, as real --duration 1ms)";
 
 /// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
 ///
@@ -184,7 +186,7 @@ pub struct ExploreArgs {
     pub locks: Option<u32>,
     /// The kinds of fault the runs draw: a comma-separated list as check's --faults, or
     /// `all`; each at the recipe's rate if its scenario has that kind, else at the
-    /// default rate [default: the recipe's kinds; all for most]
+    /// default rate; `none` for no fault [default: the recipe's kinds; all for most]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
     pub faults: Option<Vec<crate::fault_args::FaultArg>>,
     /// Where failing traces go (a trace already there is never replaced: the new one is
@@ -330,7 +332,7 @@ pub struct CheckArgs {
     /// The kinds of fault the search places, a comma-separated list of connection-loss,
     /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
     /// local-expiry (each at most once; real's cut, lost-create, expire, black-hole and
-    /// local-expire name the same kinds), or `all`: fewer kinds, fewer schedules
+    /// local-expire name the same kinds), `all`, or `none`: fewer kinds, fewer schedules
     /// [default: the recipe's kinds; all for most]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
     pub faults: Option<Vec<crate::fault_args::FaultArg>>,
@@ -423,9 +425,15 @@ pub struct RealArgs {
     /// pause, crash, kill-leader (all: every fault the setup can have)
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub faults: String,
-    /// Someone else's servers, instead of starting them
+    /// Someone else's servers, instead of starting them; the run works under
+    /// /zklock/real-<ms> there, and removes it at its end
     #[arg(long, value_name = "HOST:PORT[,...]")]
     pub connect: Option<String>,
+    /// With --connect: remove what runs killed before their end left on those servers
+    /// (every /zklock/real-* tree), and run nothing; not while another zklock real runs
+    /// on them
+    #[arg(long, requires = "connect")]
+    pub clean: bool,
     /// The faults' seed [default: from the clock, printed]
     #[arg(long, allow_negative_numbers = true, value_name = "S")]
     pub seed: Option<u64>,

@@ -2,7 +2,10 @@
 //! is written as a trace, shrunk, and its replay command printed. And `zklock merge`.
 
 use crate::cli::{ExploreArgs, MergeArgs};
-use crate::files::{create_private_dir, refuse_existing, trace_path, write_private};
+use crate::files::{
+    check_out_dir, check_out_file, create_private_dir, refuse_existing, trace_path, write_private,
+};
+use crate::given::Given;
 use crate::{Status, recipe};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -35,8 +38,9 @@ fn for_ms(v: &str) -> Result<u64> {
     Ok(ms)
 }
 
-pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
+pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
+    refuse_inapplicable(lock, &a.recipe, given)?;
     let time_limit_ms = match (&a.for_, a.time_limit_s) {
         (Some(d), _) => Some(for_ms(d)?),
         (None, Some(s)) => Some(zklock_checker::limits::wall_time_ms_from_s(
@@ -103,10 +107,12 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     if budget.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    // Refused before the sweep, not after it has run for an hour.
+    // Refused before the sweep, not after it has run for an hour and found a failure
+    // with nowhere to write it.
     if let Some(p) = &a.summary {
-        refuse_existing(p, false, a.force).context("--summary")?;
+        check_out_file("--summary", p, false, a.force)?;
     }
+    check_out_dir("--out", &a.out)?;
     let total = budget.seed_count();
     if total == 0 {
         bail!(
@@ -181,11 +187,15 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
     // Summaries and traces name the recipe as it is registered, which is what
     // `--recipe` and `replay` look up.
     s.recipe = a.recipe.clone();
+    // A sweep bounded by time alone has no end seed to name.
+    let range_end = match (&a.for_, a.seeds) {
+        (Some(_), None) => "".to_owned(),
+        _ => budget.seed_start.saturating_add(budget.seeds).to_string(),
+    };
     outln!(
-        "{} seeds run (seeds {}..{}, shard {}/{}) of recipe {} on {} threads in {:.2} s{}",
+        "{} seeds run (seeds {}..{range_end}, shard {}/{}) of recipe {} on {} threads in {:.2} s{}",
         s.seeds_run,
         budget.seed_start,
-        budget.seed_start.saturating_add(budget.seeds),
         budget.shard_index + 1,
         budget.shard_count,
         a.recipe,
@@ -193,6 +203,8 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         s.wall_ms as f64 / 1000.0,
         if s.interrupted {
             " (interrupted: the sweep was cut short)"
+        } else if s.stopped_by_time && a.for_.is_some() {
+            " (its time is up)"
         } else if s.stopped_by_time {
             " (time limit reached)"
         } else {
@@ -231,12 +243,8 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
         );
     }
     outln!("{}", s.counters);
-    if let Some(p) = &a.summary {
-        let text = serde_json::to_string_pretty(&s)?;
-        write_private(p, text.as_bytes(), a.force).context("--summary")?;
-        outln!("summary: {}", p.display());
-    }
     let Some((seed, run)) = explored.failure else {
+        write_summary(&a, &s)?;
         if s.seeds_run == 0 {
             // Nothing was checked, so nothing held.
             let why = if s.interrupted {
@@ -247,15 +255,33 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             outln!("inconclusive: no seed ran, so nothing was checked: {why}");
             return Ok(Status::Inconclusive);
         }
-        if s.interrupted {
+        // `--for` alone asks for as many seeds as its time allows: the time is the budget.
+        let time_is_the_budget = a.for_.is_some() && a.seeds.is_none() && !s.interrupted;
+        if s.seeds_run < total && !time_is_the_budget {
+            // Not a pass: the seeds left may hold a violation (a merge says the same).
             outln!(
-                "inconclusive: every property held on the {} seeds run, but the sweep was \
-                 interrupted before the rest",
-                s.seeds_run
+                "inconclusive: every property held on the {} seeds run, but the sweep {} \
+                 before the other {} of its {total} seeds",
+                s.seeds_run,
+                if s.interrupted {
+                    "was interrupted"
+                } else {
+                    "reached its time limit (--time-limit-s)"
+                },
+                total - s.seeds_run
             );
             return Ok(Status::Inconclusive);
         }
         let (checked, what) = s.counters.checked();
+        if checked == 0 {
+            // Every acquire failed or was dropped: nothing was put to the test.
+            outln!(
+                "inconclusive: no property was put to the test: the {} seeds run made 0 \
+                 {what}",
+                s.seeds_run
+            );
+            return Ok(Status::Inconclusive);
+        }
         outln!(
             "ok: every property held on every seed ({:.0} checked {what}/s)",
             checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
@@ -276,10 +302,42 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             );
         }
     }
+    // A violation found exits 1 whatever happens to the files after it: the trace first,
+    // then the summary, each error told.
+    // The seed's own scenario: under a strategy other than uniform, not the sweep's.
+    let seed_sc = budget.strategy.scenario_for(&sc, seed);
+    let written = write_failure(&a, &seed_sc, lock, seed, &run);
+    if let Err(e) = &written {
+        eprintln!("error: {e:#}");
+    }
+    if let Err(e) = write_summary(&a, &s) {
+        eprintln!("error: {e:#}");
+    }
+    Ok(Status::Violated)
+}
+
+/// Writes the summary, when `--summary` asks for one.
+fn write_summary(a: &ExploreArgs, s: &Summary) -> Result<()> {
+    if let Some(p) = &a.summary {
+        let text = serde_json::to_string_pretty(s)?;
+        write_private(p, text.as_bytes(), a.force).context("--summary")?;
+        outln!("summary: {}", p.display());
+    }
+    Ok(())
+}
+
+/// Writes a failing seed's trace, shrinks it unless `--no-shrink`, and prints the
+/// commands that replay each.
+fn write_failure(
+    a: &ExploreArgs,
+    sc: &Scenario,
+    lock: &dyn zklock_checker::registry::AnyRecipe,
+    seed: u64,
+    run: &CheckedRun,
+) -> Result<()> {
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
-    // The seed's own scenario: under a strategy other than uniform, not the sweep's.
-    let trace = run.trace(&budget.strategy.scenario_for(&sc, seed), seed, &a.recipe);
+    let trace = run.trace(sc, seed, &a.recipe);
     trace.write(&path)?;
     outln!("trace: {}", path.display());
     outln!(
@@ -306,7 +364,40 @@ pub fn run(a: ExploreArgs, recipes: &Recipes) -> Result<Status> {
             at_commit(&shrunk.trace.zklock_commit)
         );
     }
-    Ok(Status::Violated)
+    Ok(())
+}
+
+/// Refuses the flags of explore and check that `lock` (registered as `name`) would
+/// ignore: a work queue's clients make no acquire attempts on lock directories, and a
+/// semaphore's clients all take leases alike.
+pub fn refuse_inapplicable(
+    lock: &dyn zklock_checker::registry::AnyRecipe,
+    name: &str,
+    given: &Given,
+) -> Result<()> {
+    if lock.is_work_queue() {
+        given.refuse(
+            &[
+                "readers",
+                "drop_every",
+                "mix_offset",
+                "locks",
+                "modes",
+                "counts",
+            ],
+            &format!("the work queue {name}"),
+            "its clients produce and consume items, they make no acquire attempts on lock \
+             directories",
+        )?;
+    }
+    if lock.leases().is_some() {
+        given.refuse(
+            &["readers"],
+            &format!("the semaphore {name}"),
+            "every client takes a lease, and none is a reader or a writer",
+        )?;
+    }
+    Ok(())
 }
 
 /// The largest summary file `zklock merge` reads: a summary holds counters and at most a
@@ -372,12 +463,12 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
     let recipe = format!("{recipe}{}", crate::fault_args::flag(&sc.faults));
     if c.queue.is_some() {
         outln!(
-            "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
+            "next: cargo run --release -- explore{recipe} --for 10m    (a sweep of ten minutes; \
              --acquisitions N: items produced)"
         );
     } else {
         outln!(
-            "next: cargo run --release -- explore{recipe} --seeds 10000    (a larger sweep; \
+            "next: cargo run --release -- explore{recipe} --for 10m    (a sweep of ten minutes; \
              --readers 2: the read/write lock)"
         );
     }
@@ -501,13 +592,17 @@ fn at_commit(commit: &str) -> String {
     }
 }
 
-/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards, each once.
+/// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards, each once. Green
+/// only when every seed of the sweep was run: a shard missing, interrupted or stopped by
+/// its time limit leaves seeds unchecked, and the merge says which (exit status 3).
 pub fn merge(a: MergeArgs) -> Result<Status> {
     let mut merged: Option<Summary> = None;
-    // Each shard's index, with the file that holds it.
-    let mut shards: BTreeMap<u64, PathBuf> = BTreeMap::new();
+    // Each shard's index, with the file that holds it and the seeds it ran.
+    let mut shards: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
     let mut first_range: Option<SweepRange> = None;
     let mut without_range = Vec::new();
+    // Summaries without a range whose sweep was cut short: what they lack is unknown.
+    let mut cut_unknown = Vec::new();
     let mut files_seen: Vec<PathBuf> = Vec::new();
     for p in &a.summaries {
         // The same file by another spelling (./s1.json) is the same file.
@@ -534,7 +629,21 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
         let s: Summary = serde_json::from_str(&text)
             .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
         match s.range {
-            None => without_range.push(p.display().to_string()),
+            None => {
+                without_range.push(p.display().to_string());
+                if s.interrupted || s.stopped_by_time {
+                    cut_unknown.push(format!(
+                        "{}: {} seeds run, then {}",
+                        p.display(),
+                        s.seeds_run,
+                        if s.interrupted {
+                            "interrupted"
+                        } else {
+                            "stopped by its time limit"
+                        }
+                    ));
+                }
+            }
             Some(r) => {
                 if let Some(f) = first_range
                     && (f.seed_start, f.seeds, f.shard_count)
@@ -552,8 +661,9 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
                         f.shard_count
                     );
                 }
+                check_seeds_ran(p, &s, &r)?;
                 first_range.get_or_insert(r);
-                if let Some(other) = shards.insert(r.shard_index, p.clone()) {
+                if let Some((other, _)) = shards.insert(r.shard_index, (p.clone(), s.seeds_run)) {
                     bail!(
                         "{}: shard {}/{} again (also in {}); give each shard once",
                         p.display(),
@@ -594,36 +704,137 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
             without_range.join(", ")
         );
     }
-    let missing: Vec<String> = first_range
-        .map(|r| {
-            (0..r.shard_count)
-                .filter(|k| !shards.contains_key(k))
-                .map(|k| format!("{}/{}", k + 1, r.shard_count))
-                .collect()
-        })
-        .unwrap_or_default();
+    let missing = first_range.map(|r| missing_seeds(&r, &shards));
+    let incomplete = missing.as_ref().is_some_and(|(n, _)| *n > 0) || !cut_unknown.is_empty();
+    if incomplete {
+        let (n, lines) = missing.unwrap_or_default();
+        let mut lines = lines;
+        lines.extend(
+            cut_unknown
+                .iter()
+                .map(|l| format!("{l} (which seeds it lacks, it does not record)")),
+        );
+        outln!(
+            "incomplete: {} not run, so not checked:",
+            match n {
+                0 => "some seeds were".to_owned(),
+                1 => "1 seed was".to_owned(),
+                n => format!("{n} seeds were"),
+            }
+        );
+        for l in lines {
+            outln!("  {l}");
+        }
+    }
+    // A violation found is a failure, whatever else is missing.
     if !m.failures.is_empty() {
         return Ok(Status::Violated);
     }
-    if !missing.is_empty() {
-        let shown: Vec<&str> = missing.iter().take(20).map(String::as_str).collect();
-        outln!(
-            "incomplete: shard{} {}{} missing: their seeds were not checked",
-            if missing.len() == 1 { "" } else { "s" },
-            shown.join(", "),
-            if missing.len() > shown.len() {
-                format!(" and {} more", missing.len() - shown.len())
-            } else {
-                String::new()
-            }
-        );
+    if incomplete {
         return Ok(Status::Inconclusive);
     }
-    let cut = if m.stopped_by_time {
-        " run (a shard's time limit stopped it before its last seed)"
-    } else {
-        ""
-    };
-    outln!("ok: every property held on every seed{cut} of every shard");
+    outln!("ok: every property held on every seed of every shard");
     Ok(Status::Held)
+}
+
+/// Refuses a summary whose record of the seeds it ran does not fit the seeds it was
+/// given: an edited or damaged file could otherwise pass for a complete shard.
+fn check_seeds_ran(p: &Path, s: &Summary, r: &SweepRange) -> Result<()> {
+    let b = r.budget();
+    let count = b.seed_count();
+    let fits = s.seeds_run <= count
+        && match s.ran {
+            None => true,
+            Some(ran) => {
+                s.seeds_run > 0 && ran.first == b.seed(0) && ran.last == b.seed(s.seeds_run - 1)
+            }
+        };
+    if !fits {
+        bail!(
+            "{}: it records {} seeds run ({:?}), which is not a run of the first seeds of \
+             shard {}/{} of seeds {}..{} ({count} seeds): is it damaged or edited?",
+            p.display(),
+            s.seeds_run,
+            s.ran,
+            r.shard_index + 1,
+            r.shard_count,
+            r.seed_start,
+            r.seed_start.saturating_add(r.seeds),
+        );
+    }
+    Ok(())
+}
+
+/// The most shards `merge` names one by one among those with seeds missing.
+const MISSING_LINES_MAX: usize = 20;
+
+/// The seeds of the sweep `r` that no summary ran: their count, and a line per shard
+/// that lacks some (at most [`MISSING_LINES_MAX`], then how many more).
+fn missing_seeds(r: &SweepRange, shards: &BTreeMap<u64, (PathBuf, u64)>) -> (u128, Vec<String>) {
+    let every = |k: u64| {
+        if r.shard_count > 1 {
+            format!(
+                ", one in {} (seed % {} == {k})",
+                r.shard_count, r.shard_count
+            )
+        } else {
+            String::new()
+        }
+    };
+    let all =
+        (u128::from(r.seed_start) + u128::from(r.seeds)).min(1 << 64) - u128::from(r.seed_start);
+    let mut given = 0u128;
+    let mut n = 0u128;
+    let mut lines = Vec::new();
+    let mut shards_short = 0u128;
+    for (&k, (path, run)) in shards {
+        let b = SweepRange {
+            shard_index: k,
+            ..*r
+        }
+        .budget();
+        let count = b.seed_count();
+        given += u128::from(count);
+        if *run < count {
+            n += u128::from(count - run);
+            shards_short += 1;
+            if lines.len() < MISSING_LINES_MAX {
+                lines.push(format!(
+                    "shard {}/{} ({}): {} of its {count} seeds, seeds {} to {}{}",
+                    k + 1,
+                    r.shard_count,
+                    path.display(),
+                    count - run,
+                    b.seed(*run),
+                    b.seed(count - 1),
+                    every(k % r.shard_count.max(1))
+                ));
+            }
+        }
+    }
+    // Shards no summary was given for: all their seeds.
+    n += all - given;
+    let absent = u128::from(r.shard_count) - shards.len() as u128;
+    let mut k = 0u64;
+    while lines.len() < MISSING_LINES_MAX && k < r.shard_count {
+        if !shards.contains_key(&k) {
+            let b = SweepRange {
+                shard_index: k,
+                ..*r
+            }
+            .budget();
+            lines.push(format!(
+                "shard {}/{}: all its {} seeds (no summary of it given)",
+                k + 1,
+                r.shard_count,
+                b.seed_count()
+            ));
+        }
+        k += 1;
+    }
+    let shown = lines.len() as u128;
+    if shards_short + absent > shown {
+        lines.push(format!("and {} more shards", shards_short + absent - shown));
+    }
+    (n, lines)
 }

@@ -68,8 +68,74 @@ pub fn trace_path(dir: &Path, stem: &str, force: bool) -> Result<PathBuf> {
     )
 }
 
-/// Refuses `path` if it (or, for a trace, one of its timelines) exists, unless `force`.
+/// Checks, before a run, that `dir` can be the directory `flag` names for its output: a
+/// directory, or a path whose nearest existing ancestor is one (it is created when
+/// something is written). A run must not find out after its work that its findings have
+/// nowhere to go.
+pub fn check_out_dir(flag: &str, dir: &Path) -> Result<()> {
+    let mut at = Some(dir);
+    while let Some(p) = at {
+        // An empty path is the working directory.
+        let p = if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        };
+        match fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) if p == dir => bail!(
+                "{flag} {}: it is a file, not a directory: name a directory",
+                dir.display()
+            ),
+            Ok(_) => bail!(
+                "{flag} {}: {} is a file, so the directory cannot be created",
+                dir.display(),
+                p.display()
+            ),
+            // Not there, or under a file: the ancestors tell which.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                at = p.parent()
+            }
+            Err(e) => return Err(e).with_context(|| format!("{flag} {}", dir.display())),
+        }
+    }
+    Ok(())
+}
+
+/// Checks, before a run, the file `flag` names for its output: not a directory, not
+/// there already unless `force` (nor, for a trace, its timelines), and in a directory
+/// that exists.
+pub fn check_out_file(flag: &str, path: &Path, is_trace: bool, force: bool) -> Result<()> {
+    refuse_existing(path, is_trace, force).with_context(|| flag.to_owned())?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "{flag} {}: the directory {} does not exist",
+            path.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `path` if it (or, for a trace, one of its timelines) exists, unless `force`;
+/// a directory always.
 pub fn refuse_existing(path: &Path, is_trace: bool, force: bool) -> Result<()> {
+    if path.is_dir() {
+        bail!(
+            "{} is a directory: name a file (--force replaces a file, never a directory \
+             and what it holds)",
+            path.display()
+        );
+    }
     if force {
         return Ok(());
     }

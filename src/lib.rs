@@ -36,6 +36,7 @@ mod explore;
 pub use explore::SEEDS_DEFAULT;
 mod fault_args;
 mod files;
+mod given;
 mod interrupt;
 mod real_cmd;
 mod real_recipes;
@@ -66,8 +67,8 @@ pub enum Status {
     /// (without `--force`), a server that cannot be reached.
     BadInput,
     /// 3: inconclusive: nothing was violated, but the check did not finish (an
-    /// exhaustive search stopped by a bound, a sweep whose time limit came before its
-    /// first seed, a merge with shards missing).
+    /// exhaustive search stopped by a bound, a sweep stopped before its last seed, a
+    /// merge lacking any seed, an interrupted run).
     Inconclusive,
 }
 
@@ -112,9 +113,16 @@ where
     let parsed = cli::command()
         .bin_name(&bin)
         .try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
-        Ok(cli) => cli,
+        .and_then(|m| {
+            // The flags given, of the subcommand (or of the default explore).
+            let given = match m.subcommand() {
+                Some((_, sub)) => given::Given::of(sub),
+                None => given::Given::of(&m),
+            };
+            Ok((Cli::from_arg_matches(&m)?, given))
+        });
+    let (cli, given) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             // Help and version go to stdout with status 0, usage errors to stderr with 2.
             let _ = e.print();
@@ -126,14 +134,14 @@ where
         }
     };
     let outcome = match cli.command {
-        None => explore::run(cli.explore, recipes),
-        Some(Command::Explore(a)) => explore::run(a, recipes),
-        Some(Command::Check(a)) => check_cmd::run(a, recipes),
+        None => explore::run(cli.explore, recipes, &given),
+        Some(Command::Explore(a)) => explore::run(a, recipes, &given),
+        Some(Command::Check(a)) => check_cmd::run(a, recipes, &given),
         Some(Command::Replay(a)) => replay::run(a, recipes),
         Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes),
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a),
-        Some(Command::Real(a)) => real_cmd::run(a),
+        Some(Command::Real(a)) => real_cmd::run(a, &given),
         Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
         Some(Command::Bench(a)) => bench::run(a),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),

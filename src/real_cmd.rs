@@ -4,6 +4,7 @@
 use crate::Status;
 use crate::cli::RealArgs;
 use crate::files::create_private_dir;
+use crate::given::Given;
 use crate::real_recipes::{QueueShape, RealRecipeKind};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use zklock_checker::properties::queue::QueueFacts;
 use zklock_checker::real_judge::{RunShape, judge_real, judge_real_queue};
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
+use zklock_real::ZkClient;
 use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix};
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
@@ -22,6 +24,7 @@ use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
 use zklock_real::workload::queue::queue_paths;
 use zklock_real::workload::{MAX_DURATION_MS, QueueWorkload, RealRun, WorkloadConfig, run_recipe};
+use zklock_recipe::{Coordination, ZkError};
 
 /// Faults stop at this fraction of the run (numerator, denominator), leaving the rest to
 /// judge liveness.
@@ -38,6 +41,8 @@ struct RealOptions {
     ensemble_size: usize,
     /// Someone else's servers, instead of the harness's.
     connect: Option<String>,
+    /// On `connect`'s servers, the tree this run works under, removed at its end.
+    run_root: Option<String>,
     /// Where a failing run's timeline goes.
     out_dir: PathBuf,
     /// A released library's lock, through its driver; None: `recipe`.
@@ -70,7 +75,7 @@ pub(crate) fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
     Ok(n.saturating_mul(unit_ms))
 }
 
-fn parse(a: RealArgs) -> Result<RealOptions> {
+fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
     let mut workload = WorkloadConfig {
         clients: a.clients,
         readers: a.readers,
@@ -122,6 +127,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         bail!("--readers: the {recipe} recipe has no read side");
     }
     let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
+    refuse_inapplicable(&a, given, recipe, mix.is_some(), &faults.faults)?;
     if mix.is_some() && workload.readers > 0 {
         bail!("--readers: a mix of locks has no read side (its locks are exclusive)");
     }
@@ -155,6 +161,8 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
     for spec in &a.aim {
         faults.aimed.push(parse_aim(spec, workload.clients)?);
     }
+    // Where a failing run's timelines go, checked before any server starts.
+    crate::files::check_out_dir("--out", &a.out)?;
     let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
     if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
         bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
@@ -165,6 +173,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
             MAX_DURATION_MS / 1000
         );
     }
+    let mut run_root = None;
     let leader_killable = connect.is_none() && ensemble_size >= 3;
     if faults.faults.contains(RealFault::KillLeader) && !leader_killable {
         if faults_given && faults.faults != FaultSet::all() {
@@ -181,7 +190,8 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         let stamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        workload.lock_path = format!("/zklock/real-{stamp}/lock");
+        run_root = Some(format!("{RUN_ROOT_PREFIX}{stamp}"));
+        workload.lock_path = format!("{RUN_ROOT_PREFIX}{stamp}/lock");
         if c.trim().is_empty() {
             bail!("--connect needs HOST:PORT[,HOST:PORT...]");
         }
@@ -199,6 +209,7 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         faults,
         ensemble_size,
         connect,
+        run_root,
         out_dir,
         driver,
         recipe,
@@ -206,6 +217,63 @@ fn parse(a: RealArgs) -> Result<RealOptions> {
         allow_foreign_naming: a.allow_foreign_naming,
         queue,
     })
+}
+
+/// Refuses the flags given that this run would ignore: a work queue's flags on a lock,
+/// a lock's on a work queue, a mix's without one, a started ensemble's with --connect.
+fn refuse_inapplicable(
+    a: &RealArgs,
+    given: &Given,
+    recipe: RealRecipeKind,
+    mixed: bool,
+    faults: &FaultSet,
+) -> Result<()> {
+    let driver = a.lock != "zklock" && !mixed;
+    if driver || mixed || !recipe.is_queue() {
+        let what = if driver || mixed {
+            format!("--lock {}", a.lock)
+        } else {
+            format!("the {recipe} recipe")
+        };
+        given.refuse(
+            &["producers", "items"],
+            &what,
+            "only a work queue's run has producers and items (--recipe queue, queue-naive or \
+             a queue canary)",
+        )?;
+    } else {
+        given.refuse(
+            &["drop_every", "mix_offset", "acquire_timeout_ms"],
+            &format!("the work queue {recipe}"),
+            "its clients produce and consume items, they make no acquire attempts",
+        )?;
+    }
+    if !mixed {
+        given.refuse(
+            &["allow_foreign_naming"],
+            &format!("--lock {}", a.lock),
+            "it allows a mix of locks (--lock A,B), and this is one lock",
+        )?;
+    }
+    if a.connect.is_some() {
+        given.refuse(
+            &["ensemble"],
+            "a run on --connect's servers",
+            "--ensemble sets the servers the run starts itself",
+        )?;
+    }
+    // `all` drops kill-leader where the setup has no leader to kill.
+    let leader_killed =
+        faults.contains(RealFault::KillLeader) && a.connect.is_none() && a.ensemble >= 3;
+    if !leader_killed {
+        given.refuse(
+            &["restart_killed_leader"],
+            "a run that kills no leader",
+            "it restarts a leader the kill-leader fault killed (--faults kill-leader or all, \
+             with --ensemble 3 or more)",
+        )?;
+    }
+    Ok(())
 }
 
 /// `--lock A,B,...`: the mix, checked (see `zklock_real::driver::mixed`); None for one
@@ -271,8 +339,81 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
     ))
 }
 
-pub fn run(a: RealArgs) -> Result<Status> {
-    let opts = parse(a)?;
+/// Where a run on someone else's servers works: `/zklock/real-<ms since the epoch>`.
+const RUN_ROOT_PREFIX: &str = "/zklock/real-";
+
+/// The most times a removal looks again at a node that gained children meanwhile.
+const REMOVE_RETRIES_MAX: u32 = 100;
+
+/// Removes the tree at `path`, children first, as far as it exists; the count of nodes
+/// removed.
+async fn remove_tree(zk: &ZkClient, path: &str) -> Result<u64, ZkError> {
+    // An explicit stack: async recursion would need boxing.
+    let (mut removed, mut retries) = (0, 0);
+    let mut stack = vec![(path.to_owned(), false)];
+    while let Some((p, expanded)) = stack.pop() {
+        if !expanded {
+            match zk.get_children(&p).await {
+                Ok(children) => {
+                    stack.push((p.clone(), true));
+                    for c in children.iter() {
+                        stack.push((format!("{p}/{c}"), false));
+                    }
+                }
+                Err(ZkError::NoNode) => {}
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        match zk.delete(&p, None).await {
+            Ok(()) => removed += 1,
+            Err(ZkError::NoNode) => {}
+            // A child created since the listing (a client's session still at work).
+            Err(ZkError::NotEmpty) if retries < REMOVE_RETRIES_MAX => {
+                retries += 1;
+                stack.push((p, false));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(removed)
+}
+
+/// Removes the trees under `/zklock` named by `which` on `connect`'s servers, through a
+/// session of zklock's own; what it removed, in words.
+async fn remove_runs(
+    connect: &str,
+    w: &WorkloadConfig,
+    which: impl Fn(&str) -> bool,
+) -> Result<Vec<String>> {
+    let zk = ZkClient::connect(connect, w.session_timeout_ms, w.connect_timeout_ms)
+        .await
+        .map_err(anyhow::Error::new)?;
+    let parent = RUN_ROOT_PREFIX.rsplit_once('/').map_or("/", |(p, _)| p);
+    let names = match zk.get_children(parent).await {
+        Ok(c) => c.iter().map(str::to_owned).collect(),
+        Err(ZkError::NoNode) => Vec::new(),
+        Err(e) => bail!("listing {parent} on {connect}: {e}"),
+    };
+    let mut done = Vec::new();
+    for name in names {
+        let path = format!("{parent}/{name}");
+        if !path.starts_with(RUN_ROOT_PREFIX) || !which(&path) {
+            continue;
+        }
+        let n = remove_tree(&zk, &path)
+            .await
+            .map_err(|e| anyhow::anyhow!("removing {path} on {connect}: {e}"))?;
+        done.push(format!("{path} ({n} nodes)"));
+    }
+    Ok(done)
+}
+
+pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
+    if a.clean {
+        return clean(a, given);
+    }
+    let opts = parse(a, given)?;
     // Located (and built, the first time) before any server starts.
     let driver = match opts.driver {
         Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
@@ -399,16 +540,74 @@ pub fn run(a: RealArgs) -> Result<Status> {
             bail!("the run's driver failed: {why}");
         }
     }
-    let ok = report(&run, &opts, elapsed)?;
-    let interrupted = run.interrupted;
+    let status = report(&run, &opts, elapsed)?;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
     drop(run);
+    // What the run created on someone else's servers goes, interrupted or not; a failure
+    // to remove it changes no verdict, and says how to remove it later.
+    if let (Some(connect), Some(root)) = (&opts.connect, &opts.run_root) {
+        let removed =
+            runtime.block_on(remove_runs(connect, &opts.workload, |p| p == root.as_str()));
+        match removed {
+            Ok(done) if done.is_empty() => {}
+            Ok(done) => outln!("removed from {connect}: {}", done.join(", ")),
+            Err(e) => eprintln!(
+                "warning: {e:#}; `zklock real --connect {connect} --clean` removes it later"
+            ),
+        }
+    }
     runtime.shutdown_timeout(Duration::from_secs(1));
-    Ok(match (ok, interrupted) {
-        (false, _) => Status::Violated,
-        (true, true) => Status::Inconclusive,
-        (true, false) => Status::Held,
-    })
+    Ok(status)
+}
+
+/// A real run's exit status: a violation fails it; a run interrupted, or one that
+/// checked nothing (no acquisition, no item completed), held nothing and is inconclusive.
+fn verdict(ok: bool, interrupted: bool, checked: u64) -> Status {
+    match (ok, interrupted, checked) {
+        (false, _, _) => Status::Violated,
+        (true, true, _) | (true, false, 0) => Status::Inconclusive,
+        (true, false, _) => Status::Held,
+    }
+}
+
+/// `zklock real --connect SERVERS --clean`: removes every `/zklock/real-*` tree there,
+/// left by runs killed before their end, and runs nothing.
+fn clean(a: RealArgs, given: &Given) -> Result<Status> {
+    given.refuse(
+        &[
+            "clients",
+            "readers",
+            "duration",
+            "ensemble",
+            "faults",
+            "seed",
+            "lock",
+            "recipe",
+            "locks",
+            "aim",
+            "producers",
+            "items",
+        ],
+        "--clean",
+        "it removes what killed runs left, and runs nothing",
+    )?;
+    let connect = a.connect.clone().context("--clean needs --connect")?;
+    let w = WorkloadConfig {
+        session_timeout_ms: a.session_timeout_ms,
+        connect_timeout_ms: a.connect_timeout_ms,
+        ..WorkloadConfig::default()
+    };
+    w.validate().map_err(anyhow::Error::new)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    let done = runtime.block_on(remove_runs(&connect, &w, |_| true))?;
+    match done.as_slice() {
+        [] => outln!("nothing to remove: no {RUN_ROOT_PREFIX}* on {connect}"),
+        _ => outln!("removed from {connect}: {}", done.join(", ")),
+    }
+    Ok(Status::Held)
 }
 
 /// "locks: client 0 zklock, client 1 curator-mutex, ..." of a mixed run.
@@ -426,8 +625,9 @@ fn describe(servers: &Servers) -> String {
     }
 }
 
-/// Checks the run, prints the verdict; true when every property held.
-fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> {
+/// Checks the run, prints the verdict, and writes the timelines of a run that did not
+/// pass.
+fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status> {
     // With pauses on, an overlap of a paused holder is the known, unavoidable class.
     let cfg = CheckConfig::from(run.facts());
     let shape = RunShape {
@@ -499,12 +699,13 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         );
     }
     let (checked, what) = report.counters.checked();
-    if report.ok() && !run.interrupted {
+    let status = verdict(report.ok(), run.interrupted, checked);
+    if status == Status::Held {
         outln!(
             "ok: every property held ({:.1} s, {checked} checked {what})",
             elapsed.as_secs_f64(),
         );
-        return Ok(true);
+        return Ok(status);
     }
     // A failing run's timeline, or an interrupted one's: what it recorded is kept.
     create_private_dir(&opts.out_dir)?;
@@ -533,16 +734,26 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
     );
     let html = opts.out_dir.join(format!("real-{stamp}.timeline.html"));
     crate::files::write_private(&html, page.as_bytes(), false)?;
-    if report.ok() {
+    if status == Status::Inconclusive {
+        let why = if run.interrupted {
+            format!(
+                "every property held on what ran ({:.1} s, {checked} checked {what}), but \
+                 the run was interrupted (faults healed then)",
+                elapsed.as_secs_f64()
+            )
+        } else {
+            format!(
+                "the run checked nothing: 0 {what} in {:.1} s, so no property was put to \
+                 the test; give it a longer --duration",
+                elapsed.as_secs_f64()
+            )
+        };
         outln!(
-            "inconclusive: every property held on what ran ({:.1} s, {checked} checked \
-             {what}), but the run was interrupted (faults healed then); the run's \
-             timelines: {} and {}",
-            elapsed.as_secs_f64(),
+            "inconclusive: {why}; the run's timelines: {} and {}",
             path.display(),
             html.display()
         );
-        return Ok(true);
+        return Ok(status);
     }
     outln!(
         "FAILED: {} (seed {}); the run's timelines: {} and {}",
@@ -551,7 +762,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<bool> 
         path.display(),
         html.display()
     );
-    Ok(false)
+    Ok(status)
 }
 
 #[cfg(test)]
@@ -560,11 +771,99 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn args(list: &[&str]) -> RealArgs {
-        let all = ["zklock", "real"].iter().chain(list);
-        match Cli::try_parse_from(all).unwrap().command {
-            Some(Command::Real(a)) => a,
+    /// `zklock real LIST...`'s arguments, and the flags given.
+    fn args(list: &[&str]) -> (RealArgs, Given) {
+        use clap::FromArgMatches;
+        let all: Vec<&str> = ["zklock", "real"].iter().chain(list).copied().collect();
+        let m = crate::cli::command().try_get_matches_from(all).unwrap();
+        let given = Given::of(m.subcommand().unwrap().1);
+        match Cli::from_arg_matches(&m).unwrap().command {
+            Some(Command::Real(a)) => (a, given),
             other => panic!("{other:?}"),
+        }
+    }
+
+    fn parse((a, given): (RealArgs, Given)) -> Result<RealOptions> {
+        super::parse(a, &given)
+    }
+
+    fn run((a, given): (RealArgs, Given)) -> Result<Status> {
+        super::run(a, &given)
+    }
+
+    /// `real --items 5` on a lock was taken and ignored: every flag that does not apply
+    /// to the recipe, lock or setup chosen is refused, naming itself.
+    #[test]
+    fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
+        for (bad, says) in [
+            (
+                &["--items", "5"][..],
+                "--items does not apply to the zklock recipe",
+            ),
+            (&["--producers", "2"], "--producers does not apply"),
+            (
+                &["--recipe", "semaphore", "--items", "5"],
+                "--items does not apply",
+            ),
+            (
+                &["--lock", "kazoo-lock", "--items", "5"],
+                "--items does not apply to --lock",
+            ),
+            (
+                &["--recipe", "queue", "--drop-every", "2"],
+                "--drop-every does not apply to the work queue",
+            ),
+            (
+                &["--recipe", "queue", "--mix-offset", "1"],
+                "--mix-offset does not apply",
+            ),
+            (
+                &["--recipe", "queue", "--acquire-timeout-ms", "9"],
+                "--acquire-timeout-ms does not apply",
+            ),
+            (
+                &["--allow-foreign-naming"],
+                "--allow-foreign-naming does not apply",
+            ),
+            (
+                &["--connect", "127.0.0.1:2181", "--ensemble", "3"],
+                "--ensemble does not apply",
+            ),
+            (
+                &["--restart-killed-leader"],
+                "--restart-killed-leader does not apply",
+            ),
+            (
+                &[
+                    "--ensemble",
+                    "3",
+                    "--faults",
+                    "cut",
+                    "--restart-killed-leader",
+                ],
+                "--restart-killed-leader does not apply",
+            ),
+        ] {
+            let e = format!("{:#}", parse(args(bad)).unwrap_err());
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // Where they apply, they are taken.
+        for good in [
+            &["--recipe", "queue", "--items", "5", "--producers", "2"][..],
+            &["--items", "20", "--recipe", "canary-queue-no-exists-check"],
+            &[
+                "--drop-every",
+                "2",
+                "--mix-offset",
+                "1",
+                "--acquire-timeout-ms",
+                "9",
+            ],
+            &["--lock", "zklock,curator-mutex", "--allow-foreign-naming"],
+            &["--ensemble", "3", "--restart-killed-leader"],
+            &["--connect", "127.0.0.1:2181"],
+        ] {
+            assert!(parse(args(good)).is_ok(), "{good:?}");
         }
     }
 
@@ -731,6 +1030,17 @@ mod tests {
             "kazoo-lock",
         ];
         assert!(Cli::try_parse_from(both).is_err());
+    }
+
+    /// `real --duration 1ms` ran no acquisition and said "ok: every property held
+    /// (0 checked acquisitions)", exit status 0.
+    #[test]
+    fn a_real_run_that_checked_nothing_is_inconclusive() {
+        assert_eq!(verdict(true, false, 0), Status::Inconclusive);
+        assert_eq!(verdict(true, false, 1), Status::Held);
+        assert_eq!(verdict(true, true, 5), Status::Inconclusive);
+        assert_eq!(verdict(false, false, 0), Status::Violated);
+        assert_eq!(verdict(false, true, 5), Status::Violated);
     }
 
     #[test]

@@ -15,6 +15,10 @@ use zklock_sim::SimError;
 
 pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
     let (trace, lock) = crate::read_trace(recipes, &a.trace)?;
+    // Checked before the replay, so that a replay that fails is never cut short by it.
+    if let Some(out) = &a.save {
+        crate::files::check_out_file("--save", out, true, a.force)?;
+    }
     let run = lock
         .replay(&trace)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
@@ -44,8 +48,14 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
         outln!("{}", divergence(&trace, &run));
     }
     let failure = run.failure();
-    if let Some(out) = &a.save {
-        save(&trace, &run, same, out, a.force)?;
+    if let Some(out) = &a.save
+        && let Err(e) = save(&trace, &run, same, out, a.force)
+    {
+        // The verdict below stands (a violation exits 1); the save's error is told.
+        eprintln!("error: {e:#}");
+        if failure.is_none() && same {
+            return Err(e);
+        }
     }
     match (&trace.violation, &failure) {
         (Some(recorded), None) => outln!(
@@ -71,6 +81,7 @@ pub fn run(a: ReplayArgs, recipes: &Recipes) -> Result<Status> {
 fn save(trace: &Trace, run: &CheckedRun, same: bool, out: &Path, force: bool) -> Result<()> {
     refuse_existing(out, true, force)?;
     let mut saved = run.trace(&trace.scenario, trace.seed, &trace.recipe);
+    saved.shrunk_from = trace.shrunk_from;
     if let Some(v) = &trace.violation
         && run.violates(v)
     {

@@ -29,7 +29,7 @@ pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
             out.display()
         );
     }
-    refuse_existing(&out, true, a.force)?;
+    crate::files::check_out_file("--out", &out, true, a.force)?;
     let shrunk = lock
         .shrink(&trace, &limits)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;

@@ -14,6 +14,7 @@ pub fn run(a: TimelineArgs) -> Result<Status> {
             out.display()
         );
     }
+    crate::files::check_out_file("-o", &out, false, a.force)?;
     let trace = Trace::read(&a.trace)?;
     write_private(&out, trace.timeline_html().as_bytes(), a.force)?;
     outln!("timeline: {}", out.display());

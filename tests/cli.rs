@@ -506,6 +506,41 @@ fn a_stuck_run_is_never_reported_as_all_properties_hold() {
     assert!(!out.contains("all properties hold"), "{out}");
 }
 
+/// A stuck run printed `VIOLATED: liveness_after_heal` as its headline, then
+/// `eventually: liveness_after_heal: ok` in its list of properties (the README tour's
+/// steps 2 and 3): the report, its replay and the trace's saved report never contradict
+/// themselves.
+#[test]
+fn a_stuck_run_never_lists_liveness_after_heal_as_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "explore",
+        "--recipe",
+        "canary-lost-wakeup",
+        "--seeds",
+        "2",
+        "--no-shrink",
+    ];
+    let (code, out, _) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}");
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: "))
+        .expect("a trace");
+    let (code, replayed, _) = zklock(&["replay", path], dir.path());
+    assert_eq!(code, 1, "{replayed}");
+    let saved = Trace::read(&dir.path().join(path)).unwrap();
+    let saved = saved.report.expect("a saved report").text;
+    for text in [&out, &replayed, &saved] {
+        assert!(text.contains("VIOLATED: liveness_after_heal"), "{text}");
+        assert!(!text.contains("liveness_after_heal: ok"), "{text}");
+        assert!(
+            text.contains("eventually: liveness_after_heal: VIOLATED: the run did not finish"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     let dir = tempfile::tempdir().unwrap();
@@ -540,7 +575,10 @@ fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     );
     let (code, out, _) = zklock(&["merge", "s2.json", "s1.json"], dir.path());
     assert_eq!(code, 3, "{out}");
-    assert!(out.contains("shard 3/3 missing"), "{out}");
+    assert!(
+        out.contains("shard 3/3: all its 1 seeds (no summary of it given)"),
+        "{out}"
+    );
     // A summary written before the range was recorded is read, and said to be unchecked.
     let s1: Summary =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("s1.json")).unwrap())
@@ -551,6 +589,425 @@ fn merge_refuses_a_summary_given_twice_and_names_missing_shards() {
     let (code, out, _) = zklock(&["merge", "old.json"], dir.path());
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("old.json record no seed range"), "{out}");
+}
+
+/// An interrupted or time-limited shard merged to "ok: every property held on every seed
+/// of every shard" with exit status 0: a cancelled CI job made a green build. Each shard
+/// here is given a billion seeds and one second, so it stops by its time limit, certainly
+/// before its last seed; a summary records the seeds it ran, and the merge names the
+/// ones that none ran, with exit status 3.
+#[test]
+fn merge_of_an_interrupted_or_time_limited_shard_is_never_green() {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 1..=2 {
+        let (shard, summary) = (format!("{k}/2"), format!("s{k}.json"));
+        let args = [
+            "explore",
+            "--seeds",
+            "1000000000",
+            "--clients",
+            "2",
+            "--time-limit-s",
+            "1",
+            "--shard",
+            &shard,
+            "--summary",
+            &summary,
+        ];
+        let (code, out, err) = zklock(&args, dir.path());
+        // A sweep cut short is no pass either.
+        assert_eq!(code, 3, "{out}{err}");
+        assert!(out.contains("inconclusive: "), "{out}");
+        let s: Summary =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(&summary)).unwrap())
+                .unwrap();
+        assert!(s.stopped_by_time, "{s:?}");
+        let range = s.range.expect("the seeds it was given");
+        assert_eq!((range.seeds, range.shard_index), (1_000_000_000, k - 1));
+        if s.seeds_run > 0 {
+            let ran = s.ran.expect("the seeds it ran");
+            assert_eq!(ran.first, k - 1);
+            assert_eq!(ran.last, k - 1 + 2 * (s.seeds_run - 1));
+        }
+    }
+    let (code, out, err) = zklock(&["merge", "s1.json", "s2.json"], dir.path());
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(!out.contains("ok: every property held"), "{out}");
+    assert!(out.contains("incomplete: "), "{out}");
+    assert!(out.contains("shard 1/2 (s1.json): "), "{out}");
+    assert!(out.contains("shard 2/2 (s2.json): "), "{out}");
+    assert!(out.contains("seed % 2 == 1"), "{out}");
+    // An interrupted summary of an older zklock, which records no seeds: still not green.
+    let s1: Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s1.json")).unwrap())
+            .unwrap();
+    let mut old = serde_json::to_value(&s1).unwrap();
+    let o = old.as_object_mut().unwrap();
+    o.remove("range").unwrap();
+    o.remove("ran");
+    o.insert("stopped_by_time".into(), false.into());
+    o.insert("interrupted".into(), true.into());
+    std::fs::write(dir.path().join("old.json"), old.to_string()).unwrap();
+    let (code, out, _) = zklock(&["merge", "old.json"], dir.path());
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("old.json: "), "{out}");
+    assert!(out.contains("then interrupted"), "{out}");
+    // A record of the seeds run that does not fit the seeds given is refused.
+    let mut edited = serde_json::to_value(&s1).unwrap();
+    edited["seeds_run"] = (s1.seeds_run + 1).into();
+    std::fs::write(dir.path().join("edited.json"), edited.to_string()).unwrap();
+    let (code, _, err) = zklock(&["merge", "edited.json"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("damaged or edited"), "{err}");
+}
+
+/// Flags that do not apply to the chosen recipe were taken and ignored (`real --items 5`
+/// on a lock; `explore --recipe queue --drop-every 2`): each is refused, naming itself,
+/// with exit status 2, before anything runs.
+#[test]
+fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            &["explore", "--recipe", "queue", "--drop-every", "2"][..],
+            "--drop-every does not apply to the work queue queue",
+        ),
+        (
+            &["explore", "--recipe", "queue-naive", "--readers", "1"],
+            "--readers does not apply",
+        ),
+        (
+            &["explore", "--recipe", "queue", "--mix-offset", "1"],
+            "--mix-offset does not apply",
+        ),
+        (
+            &["explore", "--recipe", "queue", "--locks", "2"],
+            "--locks does not apply",
+        ),
+        (
+            &["explore", "--recipe", "semaphore", "--readers", "1"],
+            "--readers does not apply to the semaphore",
+        ),
+        (
+            &["check", "--recipe", "semaphore", "--readers", "1"],
+            "--readers does not apply to the semaphore",
+        ),
+        (
+            &["check", "--recipe", "queue", "--locks", "2"],
+            "--locks does not apply",
+        ),
+        (
+            &["check", "--recipe", "queue", "--modes", "try"],
+            "--modes does not apply",
+        ),
+        (
+            &["check", "--recipe", "queue", "--counts", "chosen"],
+            "--counts does not apply",
+        ),
+        (
+            &["check", "--recipe", "queue", "--shapes", "all"],
+            "--shapes all does not apply",
+        ),
+        (
+            &["real", "--items", "5"],
+            "--items does not apply to the zklock recipe",
+        ),
+        (
+            &["real", "--recipe", "queue", "--drop-every", "2"],
+            "--drop-every does not apply",
+        ),
+    ] {
+        let (code, out, err) = zklock(args, dir.path());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Where they apply, they are taken.
+    let (code, out, err) = zklock(
+        &[
+            "explore",
+            "--recipe",
+            "queue",
+            "--seeds",
+            "1",
+            "--acquisitions",
+            "2",
+            "--hold-ms",
+            "5",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// `--out` naming an existing file was refused only after the sweep had found its
+/// violation: exit status 2, and the trace lost. Every output path is checked before the
+/// run; a run that found a violation exits 1 with its trace written.
+#[test]
+fn output_paths_are_checked_before_the_run_and_a_violation_keeps_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let canary = [
+        "explore",
+        "--recipe",
+        "canary-lost-wakeup",
+        "--seeds",
+        "2",
+        "--no-shrink",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        canary.iter().chain(extra).copied().collect()
+    };
+    for (args, says) in [
+        (
+            with(&["--out", "file"]),
+            "--out file: it is a file, not a directory",
+        ),
+        (
+            with(&["--out", "file/deeper"]),
+            "file is a file, so the directory cannot be created",
+        ),
+        (
+            with(&["--summary", "gone/s.json"]),
+            "the directory gone does not exist",
+        ),
+        (with(&["--summary", "sub", "--force"]), "sub is a directory"),
+        (with(&["--summary", "file"]), "file exists already"),
+        (
+            vec![
+                "check",
+                "--recipe",
+                "canary-lost-wakeup",
+                "--clients",
+                "2",
+                "--out",
+                "file",
+            ],
+            "--out file: it is a file",
+        ),
+        (vec!["real", "--out", "file"], "--out file: it is a file"),
+    ] {
+        let (code, out, err) = zklock(&args, dir.path());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        // Refused before anything ran.
+        assert!(!out.contains("FAILED"), "{args:?}: {out}");
+    }
+    // The same sweep with a good --out exits 1, its trace written.
+    let (code, out, err) = zklock(&with(&["--out", "sub/traces"]), dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    let path = out
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: "))
+        .expect("a trace line");
+    assert!(Trace::read(&dir.path().join(path)).is_ok(), "{path}");
+    // A replay's --save is checked before the replay too.
+    let (code, out, err) = zklock(&["replay", path, "--save", path], dir.path());
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("exists already"), "{err}");
+    assert!(!out.contains("FAILED"), "{out}");
+}
+
+/// A shrunk trace's titles (its text timeline's header and its page's title) named only
+/// its own seed, which a fresh seed of the shrink may have replaced: they name the seed
+/// it was shrunk from too. And `--faults none` is taken by explore, as by real.
+#[test]
+fn a_shrunk_traces_title_names_the_seed_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["explore", "--recipe", "canary-lost-wakeup", "--seeds", "2"];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    let min = out
+        .lines()
+        .find_map(|l| l.strip_prefix("shrunk trace: "))
+        .and_then(|l| l.split(' ').next())
+        .expect("a shrunk trace");
+    let trace = Trace::read(&dir.path().join(min)).unwrap();
+    assert_eq!(trace.shrunk_from, Some(1));
+    let words = format!("seed {}, shrunk from seed 1", trace.seed);
+    let text = std::fs::read_to_string(Trace::timeline_path(&dir.path().join(min))).unwrap();
+    assert!(text.lines().next().unwrap().contains(&words), "{text}");
+    let page = std::fs::read_to_string(Trace::html_path(&dir.path().join(min))).unwrap();
+    assert!(page.contains(&format!(
+        "<title>zklock timeline: recipe canary-lost-wakeup, {words}</title>"
+    )));
+    let (code, out, err) = zklock(
+        &[
+            "explore",
+            "--seeds",
+            "1",
+            "--clients",
+            "2",
+            "--faults",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("faults of no kind (--faults none)"), "{out}");
+    let (code, out, err) = zklock(
+        &[
+            "check",
+            "--clients",
+            "1",
+            "--faults-max",
+            "1",
+            "--faults",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// Every `real --connect` run, clean or killed, left `/zklock/real-<ms>/lock` on the
+/// user's server. A run removes what it created; `--clean` removes what a killed run
+/// left (here, a tree made as a killed run would leave it).
+#[test]
+fn real_connect_removes_what_it_created_and_clean_removes_what_killed_runs_left() {
+    use zklock_real::ZkClient;
+    use zklock_real::harness::TestServer;
+    use zklock_recipe::{Coordination, CreateMode};
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let server = TestServer::start().expect("ZooKeeper server starts");
+    let addr = server.connect_string();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let zk = rt
+        .block_on(ZkClient::connect(&addr, 10_000, 10_000))
+        .unwrap();
+    let runs = || -> Vec<String> {
+        rt.block_on(zk.get_children("/zklock"))
+            .map(|c| c.iter().map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "real",
+        "--connect",
+        &addr,
+        "--clients",
+        "2",
+        "--duration",
+        "2s",
+        "--faults",
+        "none",
+    ];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("removed from "), "{out}");
+    assert_eq!(runs(), Vec::<String>::new(), "{out}");
+    // What a run killed mid-way leaves: its directories, and a lock node.
+    for path in [
+        "/zklock/real-7",
+        "/zklock/real-7/lock",
+        "/zklock/real-7/lock/x-0000000001",
+    ] {
+        rt.block_on(zk.create(path, b"", CreateMode::Persistent))
+            .unwrap();
+    }
+    assert_eq!(runs(), ["real-7"]);
+    let (code, out, err) = zklock(&["real", "--connect", &addr, "--clean"], dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("/zklock/real-7 (3 nodes)"), "{out}");
+    assert_eq!(runs(), Vec::<String>::new());
+    // --clean runs nothing: a run's flags beside it are refused.
+    let (code, _, err) = zklock(
+        &["real", "--connect", &addr, "--clean", "--duration", "5s"],
+        dir.path(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--duration does not apply to --clean"),
+        "{err}"
+    );
+}
+
+/// A driver stopped by a pause fault (SIGSTOP) outlived a SIGKILL of zklock, stopped and
+/// without a parent, for good. Here zklock is killed once one of its Curator drivers is
+/// stopped (read from /proc: the run's only faults are pauses, the first within a second
+/// of its start), and that driver must be gone. The deadlines only a hang reaches.
+#[cfg(target_os = "linux")]
+#[test]
+fn no_driver_outlives_zklock_killed_during_a_pause() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    use zklock_real::driver::{DriverKind, DriverRecipe};
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    if let Err(e) = DriverRecipe::prepare(DriverKind::CuratorMutex) {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{e}");
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args([
+            "real",
+            "--lock",
+            "curator-mutex",
+            "--clients",
+            "2",
+            "--duration",
+            "60s",
+            "--faults",
+            "pause",
+            "--seed",
+            "1",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let state = |p: &str| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        // After the command's name in parentheses: the state.
+        Some(stat.rsplit_once(") ")?.1.split(' ').next()?.to_owned())
+    };
+    // Children of every thread of zklock: the drivers (and the server's JVM).
+    let children = || -> Vec<String> {
+        let mut all = Vec::new();
+        for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+        {
+            let path = t.unwrap().path().join("children");
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            all.extend(text.split_whitespace().map(str::to_owned));
+        }
+        all
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let stopped = loop {
+        if let Some(p) = children()
+            .into_iter()
+            .find(|c| state(c).as_deref() == Some("T"))
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "no driver was ever paused");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Gone, or a zombie its new parent has yet to reap.
+    while state(&stopped).is_some_and(|s| s != "Z") {
+        assert!(
+            Instant::now() < deadline,
+            "driver {stopped} outlived zklock, in state {:?}",
+            state(&stopped)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]

@@ -2,7 +2,10 @@
 //!
 //! Seeds are handed out in order from a shared counter. When a seed fails, no seed above it
 //! is started, the seeds below it that are already running finish, and the lowest failing
-//! seed is the one reported: the answer does not depend on thread timing.
+//! seed is the one reported: the answer does not depend on thread timing. Nor do the
+//! counts: a failing sweep counts exactly the seeds up to and including its lowest failing
+//! seed (the seeds above it that other threads had under way are run, and left out), so
+//! that its summary is the same on any number of threads.
 
 use crate::limits::{LimitError, THREADS_MAX, check_wall_time_ms};
 use crate::properties::Counters;
@@ -156,6 +159,29 @@ pub struct SweepRange {
     pub shard_count: u64,
 }
 
+impl SweepRange {
+    /// The budget that runs these seeds (every other field its default), to count and
+    /// list them as the sweep did.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            seed_start: self.seed_start,
+            seeds: self.seeds,
+            shard_index: self.shard_index,
+            shard_count: self.shard_count,
+            ..Budget::default()
+        }
+    }
+}
+
+/// The seeds a sweep ran: every seed of its shard from `first` to `last`, both included,
+/// and no other. A sweep hands its seeds out in order and finishes every seed it starts,
+/// so what it ran is always such a run of its shard's first seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedsRan {
+    pub first: u64,
+    pub last: u64,
+}
+
 /// What a sweep found, as JSON-mergeable data (shards on several machines merge theirs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
@@ -167,6 +193,10 @@ pub struct Summary {
     pub range: Option<SweepRange>,
     /// Seeds fully run.
     pub seeds_run: u64,
+    /// Which seeds those are; `None` when no seed ran, and in summaries written before
+    /// it was recorded (their `seeds_run` are the shard's first seeds all the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<SeedsRan>,
     /// Non-vacuity counters over every seed run.
     pub counters: Counters,
     /// Failing seeds with what failed (only the lowest one per sweep).
@@ -183,6 +213,8 @@ impl Summary {
     /// Merges another shard's summary of the same recipe and scenario.
     pub fn merge(&mut self, other: &Summary) {
         self.seeds_run += other.seeds_run;
+        // The shards' seeds together are no one run of a shard's seeds.
+        self.ran = None;
         self.counters.merge(&other.counters);
         self.failures.extend(other.failures.iter().cloned());
         self.failures.sort();
@@ -199,8 +231,32 @@ pub struct Explored {
     pub failure: Option<(u64, CheckedRun)>,
 }
 
-/// Counters so far, seeds run, failing runs.
-type Tally = (Counters, u64, Vec<(u64, CheckedRun)>);
+/// What a sweep has counted so far: the seeds of the shard's first `counted` indices,
+/// every one finished and none above the lowest failure; the seeds finished above those,
+/// waiting for the ones below; the failing runs.
+#[derive(Default)]
+struct Tally {
+    counters: Counters,
+    counted: u64,
+    /// Finished seeds above `counted`, by index: counted once every index below is,
+    /// unless a failure below them cuts them off.
+    waiting: std::collections::BTreeMap<u64, Counters>,
+    failures: Vec<(u64, CheckedRun)>,
+}
+
+impl Tally {
+    /// Counts the seed of index `i` once every index below it is counted, up to `cutoff`
+    /// (the lowest failing index so far, set before its own seed is counted).
+    fn finished(&mut self, i: u64, counters: Counters, cutoff: u64) {
+        self.waiting.insert(i, counters);
+        while self.counted <= cutoff
+            && let Some(c) = self.waiting.remove(&self.counted)
+        {
+            self.counters.merge(&c);
+            self.counted += 1;
+        }
+    }
+}
 
 /// Runs `budget`'s seeds of `scenario` with `recipe` on `budget.threads` threads, stopping
 /// at the lowest failing seed. `progress(done, total)` is called after each seed. A
@@ -238,13 +294,16 @@ pub fn explore_until<R: Recipe>(
         .map(|ms| t0 + Duration::from_millis(ms));
     let stopped_by_time = std::sync::atomic::AtomicBool::new(false);
     let interrupted = std::sync::atomic::AtomicBool::new(false);
-    let results: Mutex<Tally> = Mutex::new((Counters::default(), 0, Vec::new()));
+    let results: Mutex<Tally> = Mutex::new(Tally::default());
     std::thread::scope(|s| {
         for _ in 0..(budget.threads.max(1) as u64).min(total.max(1)) {
             s.spawn(|| {
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
-                        stopped_by_time.store(true, Ordering::Relaxed);
+                        // Only when seeds were left: a sweep that ran them all is complete.
+                        if next.load(Ordering::SeqCst) < total {
+                            stopped_by_time.store(true, Ordering::Relaxed);
+                        }
                         return;
                     }
                     if budget.interrupt.is_set() {
@@ -268,10 +327,12 @@ pub fn explore_until<R: Recipe>(
                     }
                     {
                         let mut r = results.lock().expect("results lock");
-                        r.0.merge(&run.report.counters);
-                        r.1 += 1;
+                        // Read under the lock: a failure below `i` set it before its
+                        // own seed was counted.
+                        let below = cutoff.load(Ordering::SeqCst);
+                        r.finished(i, run.report.counters.clone(), below);
                         if failed {
-                            r.2.push((seed, run));
+                            r.failures.push((seed, run));
                         }
                     }
                     progress(done.fetch_add(1, Ordering::SeqCst) + 1, total);
@@ -279,7 +340,12 @@ pub fn explore_until<R: Recipe>(
             });
         }
     });
-    let (counters, seeds_run, mut failures) = results.into_inner().expect("results lock");
+    let Tally {
+        counters,
+        counted: seeds_run,
+        mut failures,
+        ..
+    } = results.into_inner().expect("results lock");
     failures.sort_by_key(|(seed, _)| *seed);
     let failure = failures.into_iter().next();
     Ok(Explored {
@@ -293,6 +359,10 @@ pub fn explore_until<R: Recipe>(
                 shard_count: budget.shard_count,
             }),
             seeds_run,
+            ran: (seeds_run > 0).then(|| SeedsRan {
+                first: budget.seed(0),
+                last: budget.seed(seeds_run - 1),
+            }),
             counters,
             failures: failure
                 .iter()
@@ -401,6 +471,92 @@ mod tests {
         };
         let err = explore(&sc, &recipe, &Budget::default(), &|_, _| {}).unwrap_err();
         assert!(matches!(err, LimitError::Scenario(_)), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::*;
+    use std::sync::Condvar;
+    use zklock_sim::ShippedRecipe;
+
+    /// With 2 threads a failing sweep counted 143, 144 or 157 seeds, as the seeds above
+    /// the failure that other threads ran happened to finish. Here the failing seed (the
+    /// first) is scripted to fail only once every other thread has finished a seed above
+    /// it, so those seeds certainly ran; they are left out, and the counts are the first
+    /// seed's alone on 1, 2 and 4 threads.
+    #[test]
+    fn a_failing_sweep_counts_the_same_seeds_on_any_number_of_threads() {
+        let sc = Scenario {
+            clients: 2,
+            acquisitions_per_client: 2,
+            ..Scenario::default()
+        };
+        let recipe = ShippedRecipe::default();
+        let first = check_seed(&sc, 0, &recipe);
+        let mut summaries = Vec::new();
+        for threads in [1usize, 2, 4] {
+            let finished = (Mutex::new(0u64), Condvar::new());
+            let budget = Budget {
+                seeds: 40,
+                threads,
+                ..Budget::default()
+            };
+            let progress = |done: u64, _| {
+                *finished.0.lock().unwrap() = done;
+                finished.1.notify_all();
+            };
+            // Seed 0's run, told by its choices: it fails once every other thread has
+            // finished a seed.
+            let failing = |r: &CheckedRun| {
+                if r.outcome.choices != first.outcome.choices {
+                    return false;
+                }
+                let mut done = finished.0.lock().unwrap();
+                while *done < threads as u64 - 1 {
+                    done = finished.1.wait(done).unwrap();
+                }
+                true
+            };
+            let e = explore_until(&sc, &recipe, &budget, &progress, &failing).unwrap();
+            assert_eq!(
+                e.failure.as_ref().map(|f| f.0),
+                Some(0),
+                "{threads} threads"
+            );
+            summaries.push((threads, e.summary));
+        }
+        for (threads, s) in &summaries {
+            assert_eq!(s.seeds_run, 1, "{threads} threads");
+            assert_eq!(s.counters, first.report.counters, "{threads} threads");
+            assert_eq!(
+                s.ran,
+                Some(SeedsRan { first: 0, last: 0 }),
+                "{threads} threads"
+            );
+        }
+    }
+
+    /// Seeds finished out of order are counted once those below them are, and never
+    /// above a failure.
+    #[test]
+    fn a_tally_counts_in_order_up_to_the_cutoff() {
+        let one = Counters {
+            acquisitions: 1,
+            ..Counters::default()
+        };
+        let mut t = Tally::default();
+        t.finished(2, one.clone(), u64::MAX);
+        t.finished(1, one.clone(), u64::MAX);
+        assert_eq!(t.counted, 0);
+        t.finished(0, one.clone(), u64::MAX);
+        assert_eq!((t.counted, t.counters.acquisitions), (3, 3));
+        // Index 4 fails; 5 and 6 finished before it are left out.
+        t.finished(6, one.clone(), u64::MAX);
+        t.finished(5, one.clone(), u64::MAX);
+        t.finished(4, one.clone(), 4);
+        t.finished(3, one.clone(), 4);
+        assert_eq!((t.counted, t.counters.acquisitions), (5, 5));
     }
 }
 

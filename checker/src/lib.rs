@@ -164,7 +164,9 @@ pub use exhaustive::{
     Bounds, Control, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, SearchError, check_exhaustive,
     check_exhaustive_controlled, check_exhaustive_until, check_exhaustive_with,
 };
-pub use explore::{Budget, Explored, Interrupt, Summary, SweepRange, explore, explore_until};
+pub use explore::{
+    Budget, Explored, Interrupt, SeedsRan, Summary, SweepRange, explore, explore_until,
+};
 pub use limits::LimitError;
 pub use properties::{
     CheckConfig, Counters, EventRef, PROPERTY_NAMES, QueueCounters, Report, Verdict, Violation,

@@ -75,6 +75,15 @@ pub trait AnyRecipe: Send + Sync {
     fn replay(&self, trace: &Trace) -> Result<CheckedRun, ScenarioError>;
     /// A failing trace minimized (see [`shrink()`]).
     fn shrink(&self, trace: &Trace, limits: &ShrinkLimits) -> Result<Shrunk, ShrinkError>;
+    /// The recipe's leases ([`Recipe::leases`]): `Some(n)` for a counting semaphore.
+    fn leases(&self) -> Option<u32> {
+        None
+    }
+    /// Whether the recipe is a work queue ([`Recipe::work_queue`]), whose clients
+    /// produce and consume rather than acquire.
+    fn is_work_queue(&self) -> bool {
+        false
+    }
 }
 
 impl<R: Recipe + 'static> AnyRecipe for R {
@@ -107,6 +116,12 @@ impl<R: Recipe + 'static> AnyRecipe for R {
     }
     fn shrink(&self, trace: &Trace, limits: &ShrinkLimits) -> Result<Shrunk, ShrinkError> {
         shrink(trace, self, limits)
+    }
+    fn leases(&self) -> Option<u32> {
+        Recipe::leases(self)
+    }
+    fn is_work_queue(&self) -> bool {
+        self.work_queue().is_some()
     }
 }
 

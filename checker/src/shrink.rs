@@ -425,6 +425,8 @@ pub fn shrink<R: Recipe>(
         }
     }
     let after = size(&s.best_sc, &s.best_run);
+    // The first run of a chain of shrinks is the one that failed.
+    let from = trace.shrunk_from.unwrap_or(trace.seed);
     let trace = Trace::new(
         s.best_sc.clone(),
         s.seed,
@@ -434,6 +436,10 @@ pub fn shrink<R: Recipe>(
         Some(s.target.clone()),
     )
     .with_report(SavedReport::of(&s.best_run));
+    let trace = Trace {
+        shrunk_from: Some(from),
+        ..trace
+    };
     Ok(Shrunk {
         trace,
         before,

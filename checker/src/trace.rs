@@ -62,6 +62,11 @@ pub struct Trace {
     /// faults just before. Absent in traces written before it was saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<SavedReport>,
+    /// The seed of the run this trace was shrunk from ([`shrink`](crate::shrink())),
+    /// which a fresh seed of the shrink may have replaced in `seed`; `None` for a trace
+    /// not shrunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrunk_from: Option<u64>,
 }
 
 impl Trace {
@@ -85,6 +90,7 @@ impl Trace {
             history,
             violation,
             report: None,
+            shrunk_from: None,
         }
     }
 
@@ -138,6 +144,15 @@ impl Trace {
         PathBuf::from(p)
     }
 
+    /// "seed 7", and for a shrunk trace the seed it came from: "seed 7, shrunk from seed
+    /// 1", so that its titles lead back to the run that failed.
+    pub fn seed_words(&self) -> String {
+        match self.shrunk_from {
+            Some(from) => format!("seed {}, shrunk from seed {from}", self.seed),
+            None => format!("seed {}", self.seed),
+        }
+    }
+
     /// The timeline file's text: a header naming the run, then the history's timeline.
     pub fn timeline(&self) -> String {
         let commit = match self.zklock_commit.as_str() {
@@ -145,12 +160,12 @@ impl Trace {
             c => format!(" (commit {c})"),
         };
         let mut out = format!(
-            "zklock {}{commit} trace (format {}): recipe {}, seed {}, {} clients, {} \
+            "zklock {}{commit} trace (format {}): recipe {}, {}, {} clients, {} \
              choices\nviolation: {}\n\n",
             self.zklock_version,
             self.format_version,
             self.recipe,
-            self.seed,
+            self.seed_words(),
             self.scenario.clients,
             self.choices.len(),
             self.violation.as_deref().unwrap_or("none")

@@ -124,12 +124,14 @@ impl ZkClient {
         let timeout = Duration::from_millis(connect_timeout_ms);
         let connector =
             zk::Client::connector().with_session_timeout(Duration::from_millis(session_timeout_ms));
+        let started = std::time::Instant::now();
         let client = match tokio::time::timeout(timeout, connector.connect(addr)).await {
             // zookeeper-client gives up on its own after about a session timeout.
             Err(_) | Ok(Err(zk::Error::Timeout)) => {
                 return Err(RealError::ConnectTimeout {
                     addr: addr.to_string(),
                     timeout,
+                    waited: started.elapsed().min(timeout),
                 });
             }
             Ok(Err(error)) => {

@@ -16,8 +16,16 @@ pub const INSTALL_HINT: &str = "install ZooKeeper 3.8 and Java 17 with \
 #[non_exhaustive]
 #[derive(Debug)]
 pub enum RealError {
-    /// No ZooKeeper server established a session within the connect timeout.
-    ConnectTimeout { addr: String, timeout: Duration },
+    /// No ZooKeeper server established a session within the connect timeout, or the
+    /// client gave up before it.
+    ConnectTimeout {
+        addr: String,
+        /// The connect timeout allowed.
+        timeout: Duration,
+        /// How long the connect actually waited: the client may give up sooner (after
+        /// about a session timeout, or at once on an address it cannot resolve).
+        waited: Duration,
+    },
     /// Connecting failed for a reason other than a timeout, such as a malformed address.
     Connect { addr: String, error: ZkError },
     /// A program or file the real-server harness needs is missing.
@@ -68,13 +76,32 @@ impl RealError {
 impl fmt::Display for RealError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RealError::ConnectTimeout { addr, timeout } => write!(
-                f,
-                "no ZooKeeper server at {addr} established a session within {} ms; check \
-                 that a server is running and listening there (zklock_real::harness::TestServer \
-                 starts one), or raise the connect timeout",
-                timeout.as_millis()
-            ),
+            RealError::ConnectTimeout {
+                addr,
+                timeout,
+                waited,
+            } => {
+                write!(
+                    f,
+                    "no ZooKeeper server at {addr} established a session in the {} ms the \
+                     connect waited",
+                    waited.as_millis()
+                )?;
+                // Say so when the client gave up before the timeout allowed.
+                if waited < timeout {
+                    write!(
+                        f,
+                        " (the client gave up before the connect timeout of {} ms)",
+                        timeout.as_millis()
+                    )?;
+                }
+                write!(
+                    f,
+                    "; check that a server is running and listening there \
+                     (zklock_real::harness::TestServer starts one), or raise the connect \
+                     timeout"
+                )
+            }
             RealError::Connect { addr, error } => write!(
                 f,
                 "cannot connect to ZooKeeper at {addr}: {error}; check the connect string \
@@ -125,6 +152,31 @@ impl std::error::Error for RealError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--connect "not a host"` waited 4 s and said "within 10000 ms": the message names
+    /// the time the connect waited.
+    #[test]
+    fn a_connect_timeout_names_the_time_it_actually_waited() {
+        let e = RealError::ConnectTimeout {
+            addr: "not a host".into(),
+            timeout: Duration::from_millis(10_000),
+            waited: Duration::from_millis(4_012),
+        };
+        let m = e.to_string();
+        assert!(m.contains("in the 4012 ms the connect waited"), "{m}");
+        assert!(
+            m.contains("gave up before the connect timeout of 10000 ms"),
+            "{m}"
+        );
+        let e = RealError::ConnectTimeout {
+            addr: "h:1".into(),
+            timeout: Duration::from_millis(1_000),
+            waited: Duration::from_millis(1_000),
+        };
+        let m = e.to_string();
+        assert!(m.contains("in the 1000 ms the connect waited;"), "{m}");
+        assert!(!m.contains("gave up"), "{m}");
+    }
 
     #[test]
     fn missing_installation_says_what_to_install() {

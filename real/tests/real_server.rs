@@ -682,6 +682,7 @@ async fn connecting_to_a_port_with_no_server_fails_with_a_typed_error() {
         Err(RealError::ConnectTimeout {
             addr: reported,
             timeout,
+            ..
         }) => {
             assert_eq!(reported, addr);
             assert_eq!(timeout, Duration::from_millis(1_000));

@@ -129,11 +129,19 @@ impl Report {
             )?,
         }
         for v in &self.verdicts {
-            let kind = if v.property == super::liveness_after_heal::NAME {
-                "eventually"
-            } else {
-                "always"
-            };
+            let liveness = v.property == super::liveness_after_heal::NAME;
+            let kind = if liveness { "eventually" } else { "always" };
+            // A run that did not finish fails liveness whatever its history up to there
+            // shows: its line says so, never "ok" under a headline that says VIOLATED.
+            if liveness && v.ok && unfinished.is_some() {
+                writeln!(
+                    f,
+                    "{kind}: {}: VIOLATED: the run did not finish (see above); the history \
+                     up to there shows no waiter past its bound",
+                    v.property
+                )?;
+                continue;
+            }
             write!(f, "{kind}: {v}")?;
         }
         write!(f, "{}", self.counters)

@@ -56,8 +56,9 @@ struct Model {
 /// The page of `trace`. Deterministic: the same trace gives the same bytes.
 pub fn render_timeline_html(trace: &Trace) -> String {
     let title = format!(
-        "zklock timeline: recipe {}, seed {}",
-        trace.recipe, trace.seed
+        "zklock timeline: recipe {}, {}",
+        trace.recipe,
+        trace.seed_words()
     );
     let facts = format!(
         "{} clients, {} events, {} choices; zklock {}{}, trace format {}",

@@ -118,13 +118,13 @@ impl Launcher {
         ];
         let mut command = match self {
             Launcher::Python { python, script } => {
-                let mut c = tokio::process::Command::new(python);
+                let mut c = orphan_proof(python);
                 // Unbuffered: every report leaves at once.
                 c.arg("-u").arg(script);
                 c
             }
             Launcher::Java { java, classpath } => {
-                let mut c = tokio::process::Command::new(java);
+                let mut c = orphan_proof(java);
                 c.args(JVM_OPTIONS)
                     .arg("-cp")
                     .arg(classpath)
@@ -295,5 +295,24 @@ fn compile_curator(dir: &Path, classpath: &str, class: &str, source: &str) -> Re
             Ok(())
         }
         Err(e) => Err(format!("moving the build to {}: {e}", dir.display())),
+    }
+}
+
+/// util-linux's setpriv, which sets the parent-death signal of the program it runs.
+const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// A command running `program` that the kernel kills (SIGKILL) when the thread that
+/// started it ends, through setpriv where there is one: a driver must not outlive
+/// zklock, even when zklock is killed (SIGKILL, a second Ctrl-C) while a pause fault
+/// holds the driver stopped (SIGSTOP), where nothing else would ever end it. setpriv
+/// execs the program, so the driver keeps the pid the faults signal. The drivers are
+/// started from the runtime's worker threads, which live as long as the run.
+fn orphan_proof(program: &Path) -> tokio::process::Command {
+    if Path::new(SETPRIV).is_file() {
+        let mut c = tokio::process::Command::new(SETPRIV);
+        c.args(["--pdeathsig", "KILL", "--"]).arg(program);
+        c
+    } else {
+        tokio::process::Command::new(program)
     }
 }

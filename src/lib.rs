@@ -38,6 +38,7 @@ mod interrupt;
 mod real_cmd;
 mod real_recipes;
 mod replay;
+mod search_cmd;
 mod shape_args;
 mod shrink_cmd;
 mod timeline_cmd;
@@ -132,6 +133,7 @@ where
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a),
         Some(Command::Real(a)) => real_cmd::run(a),
+        Some(Command::Search(a)) => search_cmd::run(a),
         Some(Command::Bench(a)) => bench::run(a),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {

@@ -168,6 +168,12 @@ impl ClientLink {
 }
 
 impl ClientLink {
+    /// Whether an aimed fault's window is open on any of its proxies
+    /// ([`Proxy::window_open`]).
+    pub fn window_open(&self) -> bool {
+        self.proxies.iter().any(Proxy::window_open)
+    }
+
     /// Every request the client sent through its proxies that an aim can match, in the
     /// order each proxy saw them (proxy by proxy: one per server), and how many more came
     /// past each proxy's bound.

@@ -340,6 +340,16 @@ impl Proxy {
         unstruck
     }
 
+    /// Whether an aimed fault may still strike a request on its own schedule: a window
+    /// that opened (its first strike came) and has not closed. The search's runs end only
+    /// after, so that liveness is judged once the faults are over.
+    pub fn window_open(&self) -> bool {
+        let now = tokio::time::Instant::now();
+        self.shared.state().aims.iter().any(|a| {
+            matches!((a.first_strike, a.fault.window()), (Some(first), Some(w)) if now < first + w)
+        })
+    }
+
     /// Every request of an op an aim can match (see [`op::name_of`]) that reached the
     /// proxy, oldest first, at most [`MAX_SEEN_REQUESTS`]; and how many more came.
     pub fn requests_seen(&self) -> (Vec<SeenRequest>, u64) {

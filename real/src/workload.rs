@@ -466,6 +466,11 @@ struct Shared {
     /// How long after an aimed crash the client's new process starts
     /// ([`FaultConfig::crash_restart_ms`]).
     crash_restart_ms: u64,
+    /// Run time in ms by which every aimed strike so far is over (a pause's end), and
+    /// whether a window of aimed strikes is still open: a scripted run ends only after
+    /// both, and judges liveness from the first.
+    aims_over_at_ms: AtomicU64,
+    aims_window_open: AtomicBool,
     /// Clients done with their script ([`WorkloadConfig::attempts_per_client`]).
     scripts_done: AtomicU64,
 }
@@ -633,6 +638,8 @@ async fn run_work<W: Work>(
         over: AtomicBool::new(false),
         stop: config.interrupt.clone().unwrap_or_default(),
         scripts_done: AtomicU64::new(0),
+        aims_over_at_ms: AtomicU64::new(0),
+        aims_window_open: AtomicBool::new(false),
         crash_restart_ms: faults.crash_restart_ms,
         healed_at_ms: Arc::new(AtomicU64::new(if faults.faults.is_empty() {
             0
@@ -752,11 +759,13 @@ async fn run_work<W: Work>(
         leases,
         queue: work.queue(),
         run_end_us,
+        // Aimed faults heal after their last strike (a pause, once it ended).
         heal_ms: if faults.faults.is_empty() {
             0
         } else {
             counts.healed_at_ms
-        },
+        }
+        .max(shared.aims_over_at_ms.load(Ordering::Acquire)),
         liveness_bound_ms: config.liveness_bound_ms(),
         session_timeout_ms: config.session_timeout_ms,
         lock_path: config.lock_path.clone(),
@@ -786,6 +795,8 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
         if scripted
             && shared.scripts_done.load(Ordering::Acquire) >= u64::from(c.clients)
             && shared.healed_at_ms.load(Ordering::Acquire) != NOT_HEALED
+            && !shared.aims_window_open.load(Ordering::Acquire)
+            && now.as_millis() as u64 >= shared.aims_over_at_ms.load(Ordering::Acquire)
         {
             break;
         }
@@ -820,10 +831,18 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
     // Per client, per proxy: the caught requests already recorded.
     let mut seen: Vec<Vec<usize>> = links.iter().map(|l| vec![0; l.proxies().len()]).collect();
     while !shared.acquisitions_over() {
+        let open = links.iter().any(|l| l.window_open());
+        shared.aims_window_open.store(open, Ordering::Release);
         for (index, link) in links.iter().enumerate() {
             for (p, proxy) in link.proxies().iter().enumerate() {
                 for caught in proxy.caught_requests().into_iter().skip(seen[index][p]) {
                     seen[index][p] += 1;
+                    let lasts_ms = match caught.action {
+                        AimedAction::Pause { pause_ms } => pause_ms,
+                        _ => 0,
+                    };
+                    let over = shared.recorder.elapsed().as_millis() as u64 + lasts_ms;
+                    shared.aims_over_at_ms.fetch_max(over, Ordering::AcqRel);
                     match caught.action {
                         AimedAction::Pause { pause_ms } => {
                             record_fault(

@@ -242,6 +242,10 @@ pub fn run(a: SearchArgs) -> Result<Status> {
         }
         let (outcome, back) = setup.run(&runtime, servers, &plan, &stop)?;
         servers = back;
+        // A run cut short by Ctrl-C healed early: its verdict says nothing of its point.
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
         tally.tried += 1;
         tally.struck += u64::from(outcome.struck);
         if !outcome.violated.is_empty() {
@@ -288,6 +292,9 @@ pub fn run(a: SearchArgs) -> Result<Status> {
             let points = [first, second];
             let (outcome, back) = setup.run(&runtime, servers, &points, &stop)?;
             servers = back;
+            if stop.load(Ordering::Acquire) {
+                break;
+            }
             pairs_tried += 1;
             tally.tried += 1;
             tally.struck += u64::from(outcome.struck);

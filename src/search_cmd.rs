@@ -406,7 +406,8 @@ fn print_table(
     );
     if frontier.left_out > 0 {
         outln!(
-            "{} points were left out past --max-points",
+            "{} points were left out: past --max-points, or a third point in a chain \
+             (a request first seen after a fault first seen after a fault)",
             frontier.left_out
         );
     }

@@ -86,6 +86,13 @@ pub enum Command {
     /// until 2/3 of the run, the history checked
     #[command(after_help = EXIT_STATUS)]
     Real(RealArgs),
+    /// Search for the fault that breaks a lock on a real server: a reference run of a
+    /// fixed script records every request each client sends, then one run per request ×
+    /// action (drop, withheld reply, expiry, pause, crash; repeated drops and withheld
+    /// replies), and at --k 2 per pair; each violation with the `zklock real` line that
+    /// reproduces it
+    #[command(after_help = EXIT_STATUS)]
+    Search(SearchArgs),
     /// Benchmark figures, printed and written to target/zklock-bench/bench.json
     ///
     /// Simulation against its madsim ceiling, exhaustive schedules/states per second,
@@ -474,14 +481,27 @@ pub struct RealArgs {
     /// Allow a mix of locks whose node names do not interoperate, to show what happens
     #[arg(long)]
     pub allow_foreign_naming: bool,
-    /// A scripted fault aimed at one request (repeatable, at most 64): CLIENT:ACTION:OP:PATH,
-    /// e.g. 0:withhold-reply:delete:/zklock/lock/ withholds the reply to client 0's first
-    /// delete under that path and cuts its connection; ACTION withhold-reply,
-    /// drop-request (never reaches the server) or expire (dropped, and the session that
-    /// sent it expired at the server); OP create, delete, exists, get-data, set-data or
-    /// get-children
-    #[arg(long, value_name = "C:ACTION:OP:PATH")]
+    /// A scripted fault aimed at requests (repeatable, at most 64):
+    /// CLIENT:ACTION:OP:PATH[:NTH[:REPEAT]], e.g. 0:withhold-reply:delete:/zklock/lock/
+    /// withholds the reply to client 0's first delete under that path and cuts its
+    /// connection; ACTION withhold-reply, drop-request (never reaches the server), expire
+    /// (dropped, and the session that sent it expired at the server), crash (dropped, the
+    /// process crashed there), pause or pause-DURATION (held, the process paused for twice
+    /// the session timeout or DURATION); OP create, delete, exists, get-data, set-data or
+    /// get-children; NTH strikes the client's NTH matching request (default 1); REPEAT the
+    /// next N matching requests, or every one for a window such as 3000ms
+    #[arg(long, value_name = "C:ACTION:OP:PATH[:NTH[:REPEAT]]")]
     pub aim: Vec<String>,
+    /// Each client's attempts, then it is done, and the run ends once every client is
+    /// (--duration then bounds the run): a fixed script, as `zklock search` runs it
+    /// (0: attempts go on for --duration)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub attempts: u32,
     /// zklock's recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
     /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases),
     /// queue or queue-naive (the work queue, judged with the queue's properties), or a
@@ -516,6 +536,109 @@ pub struct RealArgs {
         default_value_t = 20
     )]
     pub items: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The lock under search: zklock (the shipped lock), or a released library's lock
+    /// through its driver: curator-mutex, curator-rw, curator-semaphore-mutex,
+    /// kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock
+    #[arg(long, value_name = "NAME", default_value = "zklock")]
+    pub lock: String,
+    /// Contending clients, 1 to 8
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 2
+    )]
+    pub clients: u32,
+    /// Each client's attempts in the script, 1 to 32; their modes cycle blocking, try,
+    /// timed, and every --drop-every-th a dropped (cancelled) acquire
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 4
+    )]
+    pub attempts: u32,
+    /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "K",
+        default_value_t = 1
+    )]
+    pub k: u32,
+    /// The most points (and, at --k 2, pairs) queued; the rest are counted as left out
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 2_000
+    )]
+    pub max_points: usize,
+    /// Session timeout, in ms; a pause lasts twice as long
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 2_000
+    )]
+    pub session_timeout_ms: u64,
+    /// Time in the critical section, in ms
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 5
+    )]
+    pub hold_ms: u64,
+    /// Drop (cancel) every N-th acquire of the script (0: never)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 4
+    )]
+    pub drop_every: u32,
+    /// Timeout of the timed acquires, in ms
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 1_000
+    )]
+    pub acquire_timeout_ms: u64,
+    /// The N of the repeated points: a client's first N matching requests (0: none)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 4
+    )]
+    pub repeat_next: u32,
+    /// The window of the repeated points: every matching request for this long from the
+    /// first, in ms (0: none)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 3_000
+    )]
+    pub repeat_window_ms: u64,
+    /// The longest a run may take, in ms (a run ends once its script is done; a
+    /// blocking acquire still waiting three session timeouts past this is cancelled)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 30_000
+    )]
+    pub run_limit_ms: u64,
+    /// Where the violations' timelines go
+    #[arg(long, value_name = "DIR", default_value = "traces/failures")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

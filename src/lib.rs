@@ -41,6 +41,7 @@ mod interrupt;
 mod real_cmd;
 mod real_recipes;
 mod replay;
+mod search_cmd;
 mod shape_args;
 mod shrink_cmd;
 mod timeline_cmd;
@@ -143,6 +144,7 @@ where
         Some(Command::Merge(a)) => explore::merge(a),
         Some(Command::Real(a)) => real_cmd::run(a, &given),
         Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
+        Some(Command::Search(a)) => search_cmd::run(a),
         Some(Command::Bench(a)) => bench::run(a),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {

@@ -20,7 +20,7 @@ use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix}
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
-use zklock_real::proxy::{AimedAction, AimedFault, op::by_name as op_by_name};
+use zklock_real::plan::{AimedAction, AimedFault, Repeat, op::by_name as op_by_name};
 use zklock_real::servers::Servers;
 use zklock_real::workload::queue::queue_paths;
 use zklock_real::workload::{MAX_DURATION_MS, QueueWorkload, RealRun, WorkloadConfig, run_recipe};
@@ -88,6 +88,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         drain_timeout_ms: a.drain_timeout_ms,
         connect_timeout_ms: a.connect_timeout_ms,
         locks: a.locks,
+        attempts_per_client: a.attempts,
         ..WorkloadConfig::default()
     };
     let mut faults = FaultConfig {
@@ -158,8 +159,12 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
             a.aim.len()
         );
     }
+    // Longer than the session timeout: the server expires the session in the pause.
+    let default_pause_ms = workload.session_timeout_ms.saturating_mul(2);
     for spec in &a.aim {
-        faults.aimed.push(parse_aim(spec, workload.clients)?);
+        faults
+            .aimed
+            .push(parse_aim(spec, workload.clients, default_pause_ms)?);
     }
     // Where a failing run's timelines go, checked before any server starts.
     crate::files::check_out_dir("--out", &a.out)?;
@@ -298,11 +303,17 @@ fn parse_mix(list: &str, allow_foreign: bool) -> Result<Option<Vec<LockName>>> {
 /// The most `--aim` faults a run takes.
 const MAX_AIMED: usize = 64;
 
-/// `CLIENT:ACTION:OP:PATH`, see `--aim`.
-fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
-    let usage = "--aim takes CLIENT:ACTION:OP:PATH, e.g. 0:withhold-reply:delete:/zklock/lock/";
+/// `CLIENT:ACTION:OP:PATH[:NTH[:REPEAT]]`, see `--aim`; a pause without a duration
+/// lasts `default_pause_ms`.
+pub(crate) fn parse_aim(
+    spec: &str,
+    clients: u32,
+    default_pause_ms: u64,
+) -> Result<(u32, AimedFault)> {
+    let usage = "--aim takes CLIENT:ACTION:OP:PATH[:NTH[:REPEAT]], e.g. \
+                 0:withhold-reply:delete:/zklock/lock/ or 1:drop-request:delete:/zklock/lock/:2:3000ms";
     let mut parts = spec.splitn(4, ':');
-    let (Some(client), Some(action), Some(op), Some(under)) =
+    let (Some(client), Some(action), Some(op), Some(rest)) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         bail!("{usage}; got {spec:?}");
@@ -316,9 +327,22 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
         "withhold-reply" => AimedAction::WithholdReply,
         "drop-request" => AimedAction::DropRequest,
         "expire" => AimedAction::Expire,
-        other => {
-            bail!("--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire)")
-        }
+        "crash" => AimedAction::Crash,
+        "pause" => AimedAction::Pause {
+            pause_ms: default_pause_ms,
+        },
+        other => match other
+            .strip_prefix("pause-")
+            .map(|d| parse_duration_ms("--aim's pause", d))
+        {
+            Some(Ok(pause_ms)) if (1..=MAX_DURATION_MS).contains(&pause_ms) => {
+                AimedAction::Pause { pause_ms }
+            }
+            _ => bail!(
+                "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire, \
+                 crash, pause, or pause-DURATION such as pause-9000ms, at most an hour)"
+            ),
+        },
     };
     let ops = op_by_name(op).with_context(|| {
         format!(
@@ -326,18 +350,55 @@ fn parse_aim(spec: &str, clients: u32) -> Result<(u32, AimedFault)> {
              set-data, get-children)"
         )
     })?;
+    // Trailing fields are numbers (NTH) or a count or duration (REPEAT); a path may hold
+    // colons of its own.
+    let mut fields: Vec<&str> = rest.split(':').collect();
+    let mut tail = Vec::new();
+    while fields.len() > 1 && tail.len() < 2 {
+        let last = fields[fields.len() - 1];
+        if last.is_empty()
+            || !last
+                .trim_end_matches("ms")
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        {
+            break;
+        }
+        tail.insert(0, last);
+        fields.pop();
+    }
+    let under = fields.join(":");
     if !under.starts_with('/') || under.len() > 1_024 {
         bail!("--aim {spec:?}: the path must start with / and be at most 1,024 bytes");
     }
-    Ok((
-        client,
-        AimedFault {
-            ops: ops.to_vec(),
-            under: under.to_owned(),
-            action,
-        },
-    ))
+    let mut fault = AimedFault::new(ops, under, action);
+    if let Some(nth) = tail.first() {
+        let nth: u32 = nth
+            .parse()
+            .ok()
+            .filter(|&n| (1..=MAX_AIM_NTH).contains(&n))
+            .with_context(|| format!("--aim {spec:?}: NTH must be 1 to {MAX_AIM_NTH}"))?;
+        fault.skip = nth - 1;
+    }
+    if let Some(repeat) = tail.get(1) {
+        fault.repeat = match repeat.strip_suffix("ms") {
+            Some(ms) => match ms.parse::<u64>() {
+                Ok(ms) if (1..=MAX_DURATION_MS).contains(&ms) => Repeat::WindowMs(ms),
+                _ => bail!("--aim {spec:?}: a window must be 1 to {MAX_DURATION_MS} ms"),
+            },
+            None => match repeat.parse::<u32>() {
+                Ok(n) if (1..=MAX_AIM_NTH).contains(&n) => Repeat::Next(n),
+                _ => bail!(
+                    "--aim {spec:?}: REPEAT must be 1 to {MAX_AIM_NTH} requests, or a window such as 3000ms"
+                ),
+            },
+        };
+    }
+    Ok((client, fault))
 }
+
+/// The highest ordinal (NTH) and repeat count an `--aim` takes.
+const MAX_AIM_NTH: u32 = 100_000;
 
 /// Where a run on someone else's servers works: `/zklock/real-<ms since the epoch>`.
 const RUN_ROOT_PREFIX: &str = "/zklock/real-";
@@ -625,16 +686,15 @@ fn describe(servers: &Servers) -> String {
     }
 }
 
-/// Checks the run, prints the verdict, and writes the timelines of a run that did not
-/// pass.
-fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status> {
+/// Judges a run with the checker: the lock's properties, or a work queue's.
+pub(crate) fn judge(run: &RealRun) -> Judged {
     // With pauses on, an overlap of a paused holder is the known, unavoidable class.
     let cfg = CheckConfig::from(run.facts());
     let shape = RunShape {
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
     };
-    let judged = match &run.queue {
+    match &run.queue {
         Some(paths) => {
             let left = |i: usize| {
                 run.final_children_by_lock
@@ -650,7 +710,13 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
             judge_real_queue(&run.history, &cfg, &facts)
         }
         None => judge_real(&run.history, &cfg, &shape),
-    };
+    }
+}
+
+/// Checks the run, prints the verdict, and writes the timelines of a run that did not
+/// pass.
+fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status> {
+    let judged = judge(run);
     let Judged {
         report,
         history,
@@ -934,7 +1000,40 @@ mod tests {
         assert_eq!(o.faults.aimed[0].1.action, AimedAction::DropRequest);
         let o = parse(args(&["--aim", "0:expire:delete:/zklock/lock/"])).unwrap();
         assert_eq!(o.faults.aimed[0].1.action, AimedAction::Expire);
+        // An ordinal and a repetition, and every point the search prints reads back.
+        let o = parse(args(&[
+            "--aim",
+            "0:drop-request:delete:/zklock/lock/:2:3000ms",
+        ]))
+        .unwrap();
+        let aimed = &o.faults.aimed[0].1;
+        assert_eq!((aimed.skip, aimed.repeat), (1, Repeat::WindowMs(3_000)));
+        assert_eq!(
+            aimed.to_string(),
+            "drop-request:delete:/zklock/lock/:2:3000ms"
+        );
+        for spec in [
+            "1:withhold-reply:create:/zklock/lock/:3:4",
+            "0:pause-9000ms:get-children:/zklock/lock:2",
+            "0:crash:get-data:/zklock/lock-__lock__/",
+        ] {
+            let o = parse(args(&["--aim", spec])).unwrap();
+            let (client, fault) = &o.faults.aimed[0];
+            assert_eq!(format!("{client}:{fault}"), spec);
+        }
+        let o = parse(args(&[
+            "--aim",
+            "0:pause:delete:/x",
+            "--session-timeout-ms",
+            "3000",
+        ]))
+        .unwrap();
+        let pause = AimedAction::Pause { pause_ms: 6_000 };
+        assert_eq!(o.faults.aimed[0].1.action, pause);
         for (bad, says) in [
+            ("0:drop-request:delete:/x:0", "NTH must be 1 to"),
+            ("0:drop-request:delete:/x:1:0", "REPEAT must be 1 to"),
+            ("0:pause-forever:delete:/x", "unknown action"),
             ("9:drop-request:delete:/x", "client must be 0 to 4"),
             ("0:explode:delete:/x", "unknown action"),
             ("0:drop-request:sync:/x", "unknown operation"),

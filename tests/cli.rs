@@ -23,6 +23,8 @@ mod partial_order;
 mod readme;
 #[path = "cli/request_time.rs"]
 mod request_time;
+#[path = "cli/search.rs"]
+mod search;
 #[path = "cli/shape.rs"]
 mod shape;
 #[path = "cli/threads.rs"]

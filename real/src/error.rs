@@ -54,6 +54,8 @@ pub enum RealError {
     Proxy { reason: String },
     /// A run's configuration is out of bounds or inconsistent.
     Config { reason: String },
+    /// Clearing a subtree between runs failed at `path`.
+    Tree { path: String, error: ZkError },
     /// A lock driver (a lock in another process, see `crate::driver`) could not be built
     /// or started, or broke the protocol.
     Driver { driver: String, reason: String },
@@ -139,6 +141,7 @@ impl fmt::Display for RealError {
             }
             RealError::Proxy { reason } => write!(f, "fault-injecting proxy: {reason}"),
             RealError::Config { reason } => write!(f, "invalid run configuration: {reason}"),
+            RealError::Tree { path, error } => write!(f, "clearing {path}: {error}"),
             RealError::Driver { driver, reason } => write!(f, "lock driver {driver}: {reason}"),
             RealError::Io { context, source } => write!(f, "{context}: {source}"),
         }

@@ -31,7 +31,7 @@
 //! anything, and what they learn meanwhile (Disconnected, then Expired) waits for the task.
 
 use crate::client::ZkClient;
-use crate::faults::ClientLink;
+use crate::link::ClientLink;
 use crate::recorder::Recorder;
 use std::future::Future;
 use std::pin::Pin;

@@ -39,7 +39,11 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// ZooKeeper's create op codes: create, create2, createContainer, createTTL.
-pub const CREATE_OPS: [i32; 4] = [1, 15, 19, 21];
+pub const CREATE_OPS: [i32; 4] = op::CREATE_OPS;
+/// How many requests [`Proxy::requests_seen`] remembers; later ones are counted only.
+pub const MAX_SEEN_REQUESTS: usize = 10_000;
+/// How many faults may be aimed at one proxy at once.
+pub const MAX_AIMS: usize = 64;
 /// How many withheld replies [`Proxy::lost_replies`] remembers (the oldest go first).
 pub const MAX_RECORDED_LOST_REPLIES: usize = 64;
 /// Bytes of a request header: xid and type.
@@ -90,56 +94,7 @@ pub struct LostReply {
     pub err: i32,
 }
 
-/// ZooKeeper's op codes, for [`AimedFault::ops`].
-pub mod op {
-    pub const CREATE: i32 = 1;
-    pub const DELETE: i32 = 2;
-    pub const EXISTS: i32 = 3;
-    pub const GET_DATA: i32 = 4;
-    pub const SET_DATA: i32 = 5;
-    pub const GET_CHILDREN: i32 = 8;
-    pub const GET_CHILDREN2: i32 = 12;
-    pub const CREATE2: i32 = 15;
-    pub const CREATE_CONTAINER: i32 = 19;
-    pub const CREATE_TTL: i32 = 21;
-
-    /// The op codes of a name: create (every kind), delete, exists, get-data, set-data,
-    /// get-children (both kinds).
-    pub fn by_name(name: &str) -> Option<&'static [i32]> {
-        Some(match name {
-            "create" => &super::CREATE_OPS,
-            "delete" => &[DELETE],
-            "exists" => &[EXISTS],
-            "get-data" => &[GET_DATA],
-            "set-data" => &[SET_DATA],
-            "get-children" => &[GET_CHILDREN, GET_CHILDREN2],
-            _ => return None,
-        })
-    }
-}
-
-/// What an aimed fault does to the request it catches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AimedAction {
-    /// The request reaches the server; its reply is withheld and the connection cut.
-    WithholdReply,
-    /// The request is dropped before the server sees it, and the connection cut.
-    DropRequest,
-    /// The request is dropped before the server sees it, the connection cut, and the
-    /// session that sent it refused (its reconnects closed) until
-    /// [`Proxy::lift_refusal`]: whoever aimed it expires the session at the server
-    /// meanwhile (see `crate::aimed`), so its client learns Expired when it reconnects.
-    Expire,
-}
-
-/// A fault aimed at the next request of `ops` (op codes, see [`op`]) whose path starts
-/// with `under`, on any connection of the proxy.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AimedFault {
-    pub ops: Vec<i32>,
-    pub under: String,
-    pub action: AimedAction,
-}
+pub use crate::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op};
 
 /// A request an aimed fault caught.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,15 +109,31 @@ pub struct CaughtRequest {
     pub session: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Aimed {
-    Off,
-    Armed(AimedFault),
-    /// Connection `conn`'s request `xid` went to the server; its reply is withheld.
-    Withholding {
-        conn: u64,
-        xid: i32,
-    },
+/// An aimed fault and how far it got.
+#[derive(Clone, Debug)]
+struct Armed {
+    fault: AimedFault,
+    /// Matching requests seen so far.
+    seen: u32,
+    struck: u32,
+    first_strike: Option<tokio::time::Instant>,
+}
+
+impl Armed {
+    /// Whether the request just counted is one to strike.
+    fn due(&self, now: tokio::time::Instant) -> bool {
+        if self.seen <= self.fault.skip {
+            return false;
+        }
+        match self.fault.repeat {
+            Repeat::Once => self.struck == 0,
+            Repeat::Next(n) => self.struck < n.max(1),
+            Repeat::WindowMs(_) => match (self.first_strike, self.fault.window()) {
+                (Some(first), Some(window)) => now < first + window,
+                _ => true,
+            },
+        }
+    }
 }
 
 /// Where the lost-create-response fault stands.
@@ -192,9 +163,16 @@ struct State {
     black_hole_generation: u64,
     /// Sessions whose reconnects are refused, each until its deadline; oldest first.
     refused: VecDeque<(i64, tokio::time::Instant)>,
-    aimed: Aimed,
+    /// Faults aimed at requests, in the order they were aimed (at most [`MAX_AIMS`]).
+    aims: Vec<Armed>,
+    /// Requests an aimed fault sent on whose replies it withholds: (connection, xid).
+    withholding: Vec<(u64, i32)>,
     /// Requests aimed faults caught, oldest first (at most [`MAX_RECORDED_LOST_REPLIES`]).
     caught: VecDeque<CaughtRequest>,
+    /// Every request of an op an aim can match, oldest first (at most
+    /// [`MAX_SEEN_REQUESTS`]), and how many more came.
+    seen: Vec<SeenRequest>,
+    seen_beyond: u64,
 }
 
 #[derive(Debug)]
@@ -259,8 +237,11 @@ impl Proxy {
                 open: 0,
                 black_hole_generation: 0,
                 refused: VecDeque::new(),
-                aimed: Aimed::Off,
+                aims: Vec::new(),
+                withholding: Vec::new(),
                 caught: VecDeque::new(),
+                seen: Vec::new(),
+                seen_beyond: 0,
             }),
         });
         let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -334,23 +315,46 @@ impl Proxy {
         armed
     }
 
-    /// Aims `fault` at the next matching request (replacing one aimed before that has not
-    /// struck yet).
-    pub fn aim(&self, fault: AimedFault) {
+    /// Aims `fault` at matching requests, beside faults aimed before (each counts the
+    /// requests it matches; the first due strikes). False, with nothing aimed, past
+    /// [`MAX_AIMS`].
+    pub fn aim(&self, fault: AimedFault) -> bool {
         let mut state = self.shared.state();
-        if !matches!(state.aimed, Aimed::Withholding { .. }) {
-            state.aimed = Aimed::Armed(fault);
+        if state.aims.len() >= MAX_AIMS {
+            return false;
         }
+        state.aims.push(Armed {
+            fault,
+            seen: 0,
+            struck: 0,
+            first_strike: None,
+        });
+        true
     }
 
-    /// Disarms an aimed fault that has not struck; true if one was armed.
+    /// Disarms every aimed fault; true if one had not struck yet.
     pub fn disarm_aimed(&self) -> bool {
         let mut state = self.shared.state();
-        let armed = matches!(state.aimed, Aimed::Armed(_));
-        if armed {
-            state.aimed = Aimed::Off;
-        }
-        armed
+        let unstruck = state.aims.iter().any(|a| a.struck == 0);
+        state.aims.clear();
+        unstruck
+    }
+
+    /// Whether an aimed fault may still strike a request on its own schedule: a window
+    /// that opened (its first strike came) and has not closed. The search's runs end only
+    /// after, so that liveness is judged once the faults are over.
+    pub fn window_open(&self) -> bool {
+        let now = tokio::time::Instant::now();
+        self.shared.state().aims.iter().any(|a| {
+            matches!((a.first_strike, a.fault.window()), (Some(first), Some(w)) if now < first + w)
+        })
+    }
+
+    /// Every request of an op an aim can match (see [`op::name_of`]) that reached the
+    /// proxy, oldest first, at most [`MAX_SEEN_REQUESTS`]; and how many more came.
+    pub fn requests_seen(&self) -> (Vec<SeenRequest>, u64) {
+        let state = self.shared.state();
+        (state.seen.clone(), state.seen_beyond)
     }
 
     /// The requests aimed faults caught so far, oldest first.
@@ -374,20 +378,8 @@ impl Proxy {
     /// As [`black_hole`](Proxy::black_hole), healing by itself after `duration` (unless
     /// another black hole or heal came in between).
     pub fn black_hole_for(&self, duration: Duration) {
-        let generation = {
-            let mut state = self.shared.state();
-            state.black_hole_generation += 1;
-            state.black_hole_generation
-        };
-        self.shared.black_hole.send_replace(true);
-        let shared = Arc::clone(&self.shared);
-        self.runtime.spawn(async move {
-            tokio::time::sleep(duration).await;
-            let state = shared.state();
-            if state.black_hole_generation == generation {
-                shared.black_hole.send_replace(false);
-            }
-        });
+        let _enter = self.runtime.enter();
+        black_hole_for(&self.shared, duration);
     }
 
     /// Resumes forwarding. Messages held during the black hole go on in order; a side that
@@ -416,6 +408,25 @@ impl Proxy {
     pub fn lift_refusal(&self, session: i64) {
         self.shared.state().refused.retain(|&(s, _)| s != session);
     }
+}
+
+/// Black-holes the proxy, healing by itself after `duration` unless another black hole or
+/// heal came in between. Must run inside the proxy's runtime.
+fn black_hole_for(shared: &Arc<Shared>, duration: Duration) {
+    let generation = {
+        let mut state = shared.state();
+        state.black_hole_generation += 1;
+        state.black_hole_generation
+    };
+    shared.black_hole.send_replace(true);
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        tokio::time::sleep(duration).await;
+        let state = shared.state();
+        if state.black_hole_generation == generation {
+            shared.black_hole.send_replace(false);
+        }
+    });
 }
 
 /// How long a session an [`AimedAction::Expire`] caught stays refused if nobody lifts
@@ -462,9 +473,7 @@ impl Drop for ConnectionGuard {
         }
         // An aimed request whose reply never came: it was caught (and recorded without an
         // error code); the connection's end is what its client sees either way.
-        if matches!(state.aimed, Aimed::Withholding { conn, .. } if conn == self.id) {
-            state.aimed = Aimed::Off;
-        }
+        state.withholding.retain(|&(conn, _)| conn != self.id);
     }
 }
 
@@ -517,7 +526,7 @@ enum Way {
 /// and its session (once the server's ConnectResponse named it).
 #[derive(Clone, Copy)]
 struct Ends<'a> {
-    shared: &'a Shared,
+    shared: &'a Arc<Shared>,
     id: u64,
     epoch: u64,
     session: &'a AtomicI64,
@@ -562,12 +571,21 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                     note_request(shared, id, body);
                     let session = ends.session.load(Ordering::Acquire);
                     match aim_at_request(shared, id, body, session) {
-                        Some(AimedAction::DropRequest) => return,
+                        Some(AimedAction::DropRequest | AimedAction::Crash) => return,
                         Some(AimedAction::Expire) => {
                             refuse(shared, session, EXPIRE_REFUSAL);
                             return;
                         }
-                        _ => {}
+                        Some(AimedAction::Pause { pause_ms }) => {
+                            // Held until the pause ends, then sent, as a paused process
+                            // sends it when it resumes; the workload freezes the process.
+                            black_hole_for(shared, Duration::from_millis(pause_ms));
+                            wait_open(&mut black_hole).await;
+                            if *shared.cut_epoch.borrow() != epoch {
+                                return;
+                            }
+                        }
+                        Some(AimedAction::WithholdReply) | None => {}
                     }
                 }
                 Way::ToClient => {
@@ -634,52 +652,70 @@ fn note_request(shared: &Shared, id: u64, body: &[u8]) {
     }
 }
 
-/// Catches the request an aimed fault waits for; what it does to it.
+/// Notes the request among those seen, and catches it if an aimed fault is due; what
+/// the fault does to it.
 fn aim_at_request(shared: &Shared, id: u64, body: &[u8], session: i64) -> Option<AimedAction> {
     if body.len() < REQUEST_HEADER_BYTES {
         return None;
     }
     let (xid, op) = (be_i32(&body[0..4]), be_i32(&body[4..8]));
+    op::name_of(op)?;
+    let path = created_path(body)?;
     let mut state = shared.state();
-    let Aimed::Armed(fault) = &state.aimed else {
-        return None;
-    };
-    if !fault.ops.contains(&op) {
-        return None;
+    if state.seen.len() < MAX_SEEN_REQUESTS {
+        state.seen.push(SeenRequest {
+            op,
+            path: path.to_owned(),
+        });
+    } else {
+        state.seen_beyond += 1;
     }
-    let path = created_path(body).filter(|p| p.starts_with(fault.under.as_str()))?;
-    let action = fault.action;
-    let caught = CaughtRequest {
+    let now = tokio::time::Instant::now();
+    let mut action = None;
+    for aim in state.aims.iter_mut().filter(|a| a.fault.matches(op, path)) {
+        aim.seen += 1;
+        if action.is_none() && aim.due(now) {
+            aim.struck += 1;
+            aim.first_strike.get_or_insert(now);
+            action = Some(aim.fault.action);
+        }
+    }
+    let action = action?;
+    if action == AimedAction::WithholdReply {
+        state.withholding.push((id, xid));
+    }
+    if state.caught.len() == MAX_RECORDED_LOST_REPLIES {
+        state.caught.pop_front();
+    }
+    state.caught.push_back(CaughtRequest {
         op,
         path: path.to_owned(),
         action,
         err: None,
         session,
-    };
-    state.aimed = match action {
-        AimedAction::DropRequest | AimedAction::Expire => Aimed::Off,
-        AimedAction::WithholdReply => Aimed::Withholding { conn: id, xid },
-    };
-    if state.caught.len() == MAX_RECORDED_LOST_REPLIES {
-        state.caught.pop_front();
-    }
-    state.caught.push_back(caught);
+    });
     Some(action)
 }
 
-/// True if this reply is the one an aimed fault withholds; records its error code.
+/// True if this reply is one an aimed fault withholds; records its error code.
 fn withhold_aimed_reply(shared: &Shared, id: u64, body: &[u8]) -> bool {
     if body.len() < REPLY_HEADER_BYTES {
         return false;
     }
     let xid = be_i32(&body[0..4]);
     let mut state = shared.state();
-    if state.aimed != (Aimed::Withholding { conn: id, xid }) {
+    let Some(at) = state.withholding.iter().position(|&w| w == (id, xid)) else {
         return false;
-    }
-    state.aimed = Aimed::Off;
-    if let Some(last) = state.caught.back_mut() {
-        last.err = Some(be_i32(&body[12..16]));
+    };
+    state.withholding.remove(at);
+    let err = be_i32(&body[12..16]);
+    if let Some(caught) = state
+        .caught
+        .iter_mut()
+        .rev()
+        .find(|c| c.action == AimedAction::WithholdReply && c.err.is_none())
+    {
+        caught.err = Some(err);
     }
     true
 }
@@ -950,11 +986,11 @@ mod tests {
     async fn an_aimed_fault_withholds_the_next_delete_reply_under_its_path_and_cuts() {
         let proxy = Proxy::start(fake_server().await).await.unwrap();
         let mut c = connected(&proxy).await;
-        proxy.aim(AimedFault {
-            ops: op::by_name("delete").unwrap().to_vec(),
-            under: "/locks/".into(),
-            action: AimedAction::WithholdReply,
-        });
+        proxy.aim(AimedFault::new(
+            op::by_name("delete").unwrap(),
+            "/locks/",
+            AimedAction::WithholdReply,
+        ));
         // Another op under the path, and a delete elsewhere, pass.
         c.write_all(&path_request(1, op::GET_CHILDREN2, "/locks/x"))
             .await
@@ -988,6 +1024,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_aimed_fault_skips_its_ordinal_then_strikes_the_next_n_and_logs_every_request() {
+        let proxy = Proxy::start(fake_server().await).await.unwrap();
+        let mut fault = AimedFault::new(
+            op::by_name("delete").unwrap(),
+            "/locks/",
+            AimedAction::DropRequest,
+        );
+        fault.skip = 1;
+        fault.repeat = Repeat::Next(2);
+        proxy.aim(fault);
+        let mut answered = Vec::new();
+        for xid in 1..=4 {
+            let mut c = connected(&proxy).await;
+            c.write_all(&path_request(xid, op::DELETE, &format!("/locks/n-{xid}")))
+                .await
+                .unwrap();
+            let got = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();
+            answered.push(got.is_ok());
+        }
+        // The first passes (skipped), the next two are dropped, the fourth passes.
+        assert_eq!(answered, [true, false, false, true]);
+        let (seen, beyond) = proxy.requests_seen();
+        let paths: Vec<&str> = seen.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["/locks/n-1", "/locks/n-2", "/locks/n-3", "/locks/n-4"]
+        );
+        assert_eq!(beyond, 0);
+    }
+
+    #[tokio::test]
     async fn an_aimed_drop_never_reaches_the_server() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -1003,11 +1070,11 @@ mod tests {
             }
         });
         let proxy = Proxy::start(addr).await.unwrap();
-        proxy.aim(AimedFault {
-            ops: op::by_name("create").unwrap().to_vec(),
-            under: "/locks/".into(),
-            action: AimedAction::DropRequest,
-        });
+        proxy.aim(AimedFault::new(
+            op::by_name("create").unwrap(),
+            "/locks/",
+            AimedAction::DropRequest,
+        ));
         let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
         c.write_all(&frame(b"connect")).await.unwrap();
         let first = tokio::time::timeout(STEP, server_heard.recv()).await;
@@ -1050,11 +1117,11 @@ mod tests {
         let proxy = Proxy::start(fake_server_of_session(77).await)
             .await
             .unwrap();
-        proxy.aim(AimedFault {
-            ops: op::by_name("get-children").unwrap().to_vec(),
-            under: "/locks".into(),
-            action: AimedAction::Expire,
-        });
+        proxy.aim(AimedFault::new(
+            op::by_name("get-children").unwrap(),
+            "/locks",
+            AimedAction::Expire,
+        ));
         let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
         c.write_all(&connect_request(0)).await.unwrap();
         let answer = tokio::time::timeout(STEP, read_one(&mut c)).await.unwrap();

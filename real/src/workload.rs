@@ -22,6 +22,7 @@ mod locks;
 pub mod queue;
 mod semaphore;
 
+pub use crate::goal::RunGoal;
 pub use locks::{MAX_LOCKS, lock_of, lock_paths};
 pub use queue::{QueueWorkload, run_queue};
 pub use semaphore::SemaphoreRealRecipe;
@@ -31,6 +32,7 @@ use crate::error::RealError;
 use crate::faults::{
     ClientLink, FaultConfig, FaultCounts, FaultTargets, LiveSessions, NOT_HEALED, RealFault,
 };
+use crate::plan::AimedAction;
 use crate::process::{Pausable, ProcessControl};
 use crate::recorder::{DEFAULT_MAX_EVENTS, Recorder};
 use crate::recording::RecordingClient;
@@ -104,36 +106,15 @@ pub struct WorkloadConfig {
     /// How long, in run time, a run may go on chasing `until` or a late heal: a bound only
     /// a hang reaches. Default 600,000 (10 minutes).
     pub goal_deadline_ms: u64,
+    /// Each client's attempts, then it is done: a fixed script, as the fault-point search
+    /// runs it, so that a run's requests line up with another's. The run ends once every
+    /// client is done (or at `goal_deadline_ms`). 0 (the default): attempts go on until
+    /// `duration_ms`.
+    pub attempts_per_client: u32,
     /// Set it (from a Ctrl-C handler, say) to cut the run short: faults heal at once, no
     /// new acquisition starts, and the run ends as usual with what it recorded
     /// ([`RealRun::interrupted`]). None: the run cannot be interrupted this way.
     pub interrupt: Option<Arc<AtomicBool>>,
-}
-
-/// A condition on a run's history so far; see [`WorkloadConfig::until`].
-#[derive(Clone)]
-pub struct RunGoal(Arc<GoalFn>);
-
-/// What a [`RunGoal`] asks of the history so far and the run's facts so far.
-type GoalFn = dyn Fn(&History, &RunFacts) -> bool + Send + Sync;
-
-impl RunGoal {
-    /// A goal judged by `reached`, given the history so far and the run's facts so far
-    /// (the heal as it happened, the end as now, no final children yet).
-    pub fn new(reached: impl Fn(&History, &RunFacts) -> bool + Send + Sync + 'static) -> Self {
-        RunGoal(Arc::new(reached))
-    }
-
-    /// Whether the goal holds of `history`.
-    pub fn reached(&self, history: &History, facts: &RunFacts) -> bool {
-        (self.0)(history, facts)
-    }
-}
-
-impl std::fmt::Debug for RunGoal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RunGoal(..)")
-    }
 }
 
 impl Default for WorkloadConfig {
@@ -159,6 +140,7 @@ impl Default for WorkloadConfig {
             max_history_events: DEFAULT_MAX_EVENTS,
             until: None,
             goal_deadline_ms: 600_000,
+            attempts_per_client: 0,
             interrupt: None,
         }
     }
@@ -280,6 +262,12 @@ pub struct RealRun {
     /// The run was cut short by [`WorkloadConfig::interrupt`]: it was judged on what it
     /// had recorded by then.
     pub interrupted: bool,
+    /// Per client, when it had proxies: every request it sent that an aim can match, in
+    /// the order its proxies saw them (see [`ClientLink::requests_seen`]), and how many
+    /// more came past the proxies' bound. Empty when the run had no proxies.
+    pub requests: Vec<(Vec<crate::plan::SeenRequest>, u64)>,
+    /// Requests aimed faults caught ([`FaultConfig::aimed`]), over every client.
+    pub aimed_strikes: u64,
     /// The servers, still running (dropping harness-started ones stops them).
     pub servers: Servers,
 }
@@ -475,6 +463,16 @@ struct Shared {
     healed_at_ms: Arc<AtomicU64>,
     /// The run's interrupt switch ([`WorkloadConfig::interrupt`], or one nobody sets).
     stop: Arc<AtomicBool>,
+    /// How long after an aimed crash the client's new process starts
+    /// ([`FaultConfig::crash_restart_ms`]).
+    crash_restart_ms: u64,
+    /// Run time in ms by which every aimed strike so far is over (a pause's end), and
+    /// whether a window of aimed strikes is still open: a scripted run ends only after
+    /// both, and judges liveness from the first.
+    aims_over_at_ms: AtomicU64,
+    aims_window_open: AtomicBool,
+    /// Clients done with their script ([`WorkloadConfig::attempts_per_client`]).
+    scripts_done: AtomicU64,
 }
 
 impl Shared {
@@ -612,7 +610,7 @@ async fn run_work<W: Work>(
     .await?;
     let clients = config.clients as usize;
     let mut links = Vec::new();
-    if faults.faults.needs_proxies() || !faults.aimed.is_empty() {
+    if faults.faults.needs_proxies() || !faults.aimed.is_empty() || faults.record_requests {
         let addrs = servers.addrs().await?;
         for _ in 0..clients {
             links.push(Arc::new(ClientLink::start(&addrs).await?));
@@ -639,6 +637,10 @@ async fn run_work<W: Work>(
         sessions_opened: AtomicU64::new(0),
         over: AtomicBool::new(false),
         stop: config.interrupt.clone().unwrap_or_default(),
+        scripts_done: AtomicU64::new(0),
+        aims_over_at_ms: AtomicU64::new(0),
+        aims_window_open: AtomicBool::new(false),
+        crash_restart_ms: faults.crash_restart_ms,
         healed_at_ms: Arc::new(AtomicU64::new(if faults.faults.is_empty() {
             0
         } else {
@@ -672,7 +674,7 @@ async fn run_work<W: Work>(
         stop: Arc::clone(&shared.stop),
         facts_so_far: {
             let shared = Arc::clone(&shared);
-            let pauses_on = faults.faults.contains(RealFault::Pause);
+            let pauses_on = faults.pauses_on();
             crate::faults::FactsSoFar(Arc::new(move |heal_ms| {
                 shared.facts_so_far(heal_ms, pauses_on)
             }))
@@ -709,12 +711,22 @@ async fn run_work<W: Work>(
         }
         finals
     };
-    let pauses_on = faults.faults.contains(RealFault::Pause);
+    let pauses_on = faults.pauses_on();
     let (counts, finals, ()) = tokio::join!(
         crate::faults::inject(faults, &targets),
         join_workers,
         Arc::clone(&work).watch_end(&shared, &observer, faults.heal_ms, pauses_on)
     );
+    let requests = targets
+        .links
+        .iter()
+        .map(|link| link.requests_seen())
+        .collect();
+    let aimed_strikes = targets
+        .links
+        .iter()
+        .map(|link| link.caught_request_count() as u64)
+        .sum();
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
@@ -747,11 +759,13 @@ async fn run_work<W: Work>(
         leases,
         queue: work.queue(),
         run_end_us,
+        // Aimed faults heal after their last strike (a pause, once it ended).
         heal_ms: if faults.faults.is_empty() {
             0
         } else {
             counts.healed_at_ms
-        },
+        }
+        .max(shared.aims_over_at_ms.load(Ordering::Acquire)),
         liveness_bound_ms: config.liveness_bound_ms(),
         session_timeout_ms: config.session_timeout_ms,
         lock_path: config.lock_path.clone(),
@@ -759,6 +773,8 @@ async fn run_work<W: Work>(
         pauses_on,
         sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),
         interrupted: shared.stop.load(Ordering::Acquire),
+        requests,
+        aimed_strikes,
         servers,
     })
 }
@@ -773,6 +789,15 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
     loop {
         let now = shared.recorder.elapsed();
         if now >= deadline || shared.recorder.is_full() || shared.stop.load(Ordering::Acquire) {
+            break;
+        }
+        let scripted = c.attempts_per_client > 0;
+        if scripted
+            && shared.scripts_done.load(Ordering::Acquire) >= u64::from(c.clients)
+            && shared.healed_at_ms.load(Ordering::Acquire) != NOT_HEALED
+            && !shared.aims_window_open.load(Ordering::Acquire)
+            && now.as_millis() as u64 >= shared.aims_over_at_ms.load(Ordering::Acquire)
+        {
             break;
         }
         let healed_ms = shared.healed_at_ms.load(Ordering::Acquire);
@@ -806,11 +831,40 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
     // Per client, per proxy: the caught requests already recorded.
     let mut seen: Vec<Vec<usize>> = links.iter().map(|l| vec![0; l.proxies().len()]).collect();
     while !shared.acquisitions_over() {
+        let open = links.iter().any(|l| l.window_open());
+        shared.aims_window_open.store(open, Ordering::Release);
         for (index, link) in links.iter().enumerate() {
             for (p, proxy) in link.proxies().iter().enumerate() {
                 for caught in proxy.caught_requests().into_iter().skip(seen[index][p]) {
                     seen[index][p] += 1;
-                    record_fault(&shared, index, FaultKind::ConnectionLoss);
+                    let lasts_ms = match caught.action {
+                        AimedAction::Pause { pause_ms } => pause_ms,
+                        _ => 0,
+                    };
+                    let over = shared.recorder.elapsed().as_millis() as u64 + lasts_ms;
+                    shared.aims_over_at_ms.fetch_max(over, Ordering::AcqRel);
+                    match caught.action {
+                        AimedAction::Pause { pause_ms } => {
+                            record_fault(
+                                &shared,
+                                index,
+                                FaultKind::Pause {
+                                    duration_ms: pause_ms,
+                                },
+                            );
+                            shared.processes[index].pause_for(Duration::from_millis(pause_ms));
+                            continue;
+                        }
+                        AimedAction::Crash => {
+                            // The process records its crash; nothing of it after.
+                            if let Some(client) = shared.sessions.get(index) {
+                                let restart = Duration::from_millis(shared.crash_restart_ms);
+                                shared.processes[index].crash(&client, restart);
+                            }
+                            continue;
+                        }
+                        _ => record_fault(&shared, index, FaultKind::ConnectionLoss),
+                    }
                     if !crate::aimed::expires(caught.action) {
                         continue;
                     }
@@ -936,13 +990,17 @@ async fn process<W: Work>(
     loop {
         let task = Arc::clone(&work).worker(Arc::clone(&shared), index, first.clone());
         tokio::select! {
-            last = Pausable::new(task, Arc::clone(&control)) => return Some(last),
+            last = Pausable::new(task, Arc::clone(&control)) => {
+                shared.scripts_done.fetch_add(1, Ordering::AcqRel);
+                return Some(last);
+            }
             // The task is dropped here, wherever it was.
             () = control.crashed() => {}
         }
         shared.sessions.set(index, None);
         tokio::time::sleep(control.restart_after()).await;
         if shared.acquisitions_over() {
+            shared.scripts_done.fetch_add(1, Ordering::AcqRel);
             return None;
         }
         // The crashed session is over (its client reports Expired): the worker starts by
@@ -972,7 +1030,8 @@ async fn worker<R: RealRecipe>(
     let mut client = first;
     let mut locks = locks_of(&client);
     let mut k = 0u64;
-    while !shared.acquisitions_over() {
+    let script = u64::from(config.attempts_per_client);
+    while !shared.acquisitions_over() && (script == 0 || k < script) {
         if client.session_state().is_terminal() {
             if let Some(fresh) = shared.renew(index).await {
                 client = fresh;

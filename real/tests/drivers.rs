@@ -102,11 +102,11 @@ fn aimed_at_first(op_name: &str, action: AimedAction) -> FaultConfig {
     FaultConfig {
         aimed: vec![(
             0,
-            AimedFault {
-                ops: op::by_name(op_name).unwrap().to_vec(),
-                under: format!("{LOCK_PATH}/"),
+            AimedFault::new(
+                op::by_name(op_name).unwrap(),
+                format!("{LOCK_PATH}/"),
                 action,
-            },
+            ),
         )],
         ..FaultConfig::default()
     }

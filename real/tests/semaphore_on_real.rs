@@ -190,11 +190,11 @@ fn expired_releasing_the_inner_lock() -> FaultConfig {
     FaultConfig {
         aimed: vec![(
             0,
-            AimedFault {
-                ops: op::by_name("delete").unwrap().to_vec(),
-                under: format!("{}/", inner_lock_path("/zklock/lock")),
-                action: AimedAction::Expire,
-            },
+            AimedFault::new(
+                op::by_name("delete").unwrap(),
+                format!("{}/", inner_lock_path("/zklock/lock")),
+                AimedAction::Expire,
+            ),
         )],
         ..FaultConfig::default()
     }

@@ -368,11 +368,11 @@ async fn a_consumer_whose_item_locks_are_persistent_is_caught_on_a_real_server()
         faults: "none".parse().expect("valid"),
         aimed: vec![(
             1,
-            AimedFault {
-                ops: op::by_name("create").expect("an op").to_vec(),
-                under: format!("{}/", paths.locks),
-                action: AimedAction::WithholdReply,
-            },
+            AimedFault::new(
+                op::by_name("create").expect("an op"),
+                format!("{}/", paths.locks),
+                AimedAction::WithholdReply,
+            ),
         )],
         ..FaultConfig::default()
     };

@@ -17,11 +17,13 @@ mod cluster;
 mod process;
 mod server;
 mod session;
+mod tree;
 
 pub use cluster::{MAX_ENSEMBLE_SIZE, TestCluster};
 pub use process::four_letter_word;
 pub use server::TestServer;
 pub use session::{expire_session, kill_session};
+pub use tree::delete_tree;
 
 use crate::error::RealError;
 use std::path::PathBuf;

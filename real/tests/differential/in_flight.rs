@@ -108,11 +108,7 @@ async fn a_request_in_flight_at_a_connection_loss_is_applied_once_or_not_at_all(
             let proxy = Proxy::start(server.addr()).await.expect("proxy starts");
             let client = connect(proxy.connect_string()).await;
             request.prepare(&client, &dir).await;
-            proxy.aim(AimedFault {
-                ops: request.ops(),
-                under: dir.clone(),
-                action,
-            });
+            proxy.aim(AimedFault::new(&request.ops(), dir.clone(), action));
             let result = request.send(&client, &dir).await;
             assert_eq!(
                 result,

@@ -16,11 +16,11 @@ pub fn expired_while_acquiring() -> FaultConfig {
     FaultConfig {
         aimed: vec![(
             0,
-            AimedFault {
-                ops: op::by_name("get-children").unwrap().to_vec(),
-                under: LOCK_PATH.into(),
-                action: AimedAction::Expire,
-            },
+            AimedFault::new(
+                op::by_name("get-children").unwrap(),
+                LOCK_PATH,
+                AimedAction::Expire,
+            ),
         )],
         ..FaultConfig::default()
     }

@@ -1,0 +1,348 @@
+//! The fault points of a systematic search over real runs, in the manner of FATE/DESTINI
+//! and Filibuster: a reference run records every request each client sends
+//! ([`crate::workload::RealRun::requests`]); each request, named across runs by
+//! ([`RequestKey`]: client, operation, [`path_class`], ordinal among that client's requests
+//! of the same operation and class), meets every action a proxy can take ([`Point`]).
+//! Requests first seen in a faulted run join the frontier ([`Frontier`]); pairs of points
+//! keep only second points the first point's run reached (Filibuster's dynamic
+//! reduction).
+//!
+//! Everything here is plain data: the caller runs each point's [`FaultConfig::aimed`]
+//! plan and feeds back what the run saw.
+//!
+//! [`FaultConfig::aimed`]: crate::faults::FaultConfig::aimed
+
+use crate::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op, path_class};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// One request, named so that the same request of another run has the same name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestKey {
+    pub client: u32,
+    /// The op's name (see [`op::NAMES`]).
+    pub op: &'static str,
+    /// The path prefix that names it ([`path_class`]).
+    pub class: String,
+    /// 1 for the client's first request of `op` under `class`.
+    pub nth: u32,
+}
+
+/// A fault at a request: what a run of the search injects (one point, or two at k = 2).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Point {
+    pub at: RequestKey,
+    pub action: AimedAction,
+    pub repeat: Repeat,
+}
+
+impl Point {
+    /// The plan that strikes it: client and aimed fault, as `FaultConfig::aimed` takes it.
+    pub fn aimed(&self) -> (u32, AimedFault) {
+        let ops = op::by_name(self.at.op).unwrap_or(&[]);
+        let mut fault = AimedFault::new(ops, self.at.class.clone(), self.action);
+        fault.skip = self.at.nth.saturating_sub(1);
+        fault.repeat = self.repeat;
+        (self.at.client, fault)
+    }
+
+    /// The point as `zklock real --aim` takes it.
+    pub fn aim_arg(&self) -> String {
+        let (client, fault) = self.aimed();
+        format!("{client}:{fault}")
+    }
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.aim_arg())
+    }
+}
+
+/// Which actions the search tries at each request, and how it repeats them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Actions {
+    /// How long a pause lasts: longer than the session timeout, so the server expires
+    /// the session while the process is frozen.
+    pub pause_ms: u64,
+    /// The N of "the next N matching requests" (0: no such points).
+    pub repeat_next: u32,
+    /// The window of "every matching request for a while", in ms (0: no such points).
+    pub repeat_window_ms: u64,
+}
+
+impl Actions {
+    /// The single-strike actions, in the order the search tries them.
+    pub fn single(&self) -> [AimedAction; 5] {
+        [
+            AimedAction::DropRequest,
+            AimedAction::WithholdReply,
+            AimedAction::Expire,
+            AimedAction::Pause {
+                pause_ms: self.pause_ms,
+            },
+            AimedAction::Crash,
+        ]
+    }
+
+    /// The points at one request: every single action; and, at a client's first request
+    /// of an op and class, the repeated drops and withheld replies (the next N, every one
+    /// for a window), which strike the same requests from any later start.
+    pub fn points_at(&self, at: &RequestKey) -> Vec<Point> {
+        let mut points: Vec<Point> = self
+            .single()
+            .into_iter()
+            .map(|action| Point {
+                at: at.clone(),
+                action,
+                repeat: Repeat::Once,
+            })
+            .collect();
+        if at.nth == 1 {
+            let mut repeats = Vec::new();
+            if self.repeat_next > 1 {
+                repeats.push(Repeat::Next(self.repeat_next));
+            }
+            if self.repeat_window_ms > 0 {
+                repeats.push(Repeat::WindowMs(self.repeat_window_ms));
+            }
+            for repeat in repeats {
+                for action in [AimedAction::DropRequest, AimedAction::WithholdReply] {
+                    points.push(Point {
+                        at: at.clone(),
+                        action,
+                        repeat,
+                    });
+                }
+            }
+        }
+        points
+    }
+}
+
+/// The keys of each client's requests (`requests[c]` is client c's, in order), as a
+/// proxy aimed at them counts: the nth of a key is how many of the client's requests so
+/// far match its op and start with its class.
+pub fn request_keys(requests: &[Vec<SeenRequest>]) -> Vec<RequestKey> {
+    let mut keys = Vec::new();
+    for (client, seen) in requests.iter().enumerate() {
+        for (i, request) in seen.iter().enumerate() {
+            let Some(name) = op::name_of(request.op) else {
+                continue;
+            };
+            let class = path_class(&request.path);
+            let ops = op::by_name(name).unwrap_or(&[]);
+            let nth = seen[..=i]
+                .iter()
+                .filter(|r| ops.contains(&r.op) && r.path.starts_with(class.as_str()))
+                .count();
+            keys.push(RequestKey {
+                client: client as u32,
+                op: name,
+                class,
+                nth: nth as u32,
+            });
+        }
+    }
+    keys
+}
+
+/// The plans still to try, in the order found, and every request key seen so far. A
+/// plan is the points one run strikes: a point at a request of the reference run alone;
+/// a point at a request first seen in a faulted run after the plan of that run, since
+/// only that fault reaches it (a cleanup, a retry).
+#[derive(Debug, Default)]
+pub struct Frontier {
+    seen_keys: BTreeSet<RequestKey>,
+    queued: BTreeSet<Vec<Point>>,
+    order: std::collections::VecDeque<Vec<Point>>,
+    /// Plans dropped because the frontier was full, or longer than the most points a
+    /// run strikes.
+    pub left_out: u64,
+}
+
+/// The most points one plan of the frontier strikes: a point at a request its run saw
+/// first, after at most one that led to it.
+pub const MAX_PLAN_POINTS: usize = 2;
+
+impl Frontier {
+    /// Adds the points of every request key of `requests` not seen before, each after
+    /// `parent`, the plan of the run that saw them (empty for the reference run); at most
+    /// `max_points` plans are ever queued (the rest are counted in
+    /// [`left_out`](Frontier::left_out)). Returns how many request keys were new.
+    pub fn add_run(
+        &mut self,
+        parent: &[Point],
+        requests: &[Vec<SeenRequest>],
+        actions: &Actions,
+        max_points: usize,
+    ) -> usize {
+        let mut new = 0;
+        for key in request_keys(requests) {
+            if !self.seen_keys.insert(key.clone()) {
+                continue;
+            }
+            new += 1;
+            for point in actions.points_at(&key) {
+                let mut plan = parent.to_vec();
+                plan.push(point);
+                if self.queued.len() >= max_points || plan.len() > MAX_PLAN_POINTS {
+                    self.left_out += 1;
+                } else if self.queued.insert(plan.clone()) {
+                    self.order.push_back(plan);
+                }
+            }
+        }
+        new
+    }
+
+    /// The next plan to try.
+    pub fn pop(&mut self) -> Option<Vec<Point>> {
+        self.order.pop_front()
+    }
+
+    /// Plans queued so far, tried or not.
+    pub fn queued(&self) -> usize {
+        self.queued.len()
+    }
+
+    /// Request keys seen so far.
+    pub fn keys_seen(&self) -> usize {
+        self.seen_keys.len()
+    }
+}
+
+/// The pairs of k = 2 after `first`, whose run saw `reached`: every point of
+/// `singles` other than `first` whose request that run reached (dynamic reduction: a
+/// point whose request the first fault's run never sent is not tried with it), on a
+/// request other than `first`'s.
+pub fn second_points<'a>(
+    first: &'a Point,
+    reached: &'a [Vec<SeenRequest>],
+    singles: &'a [Point],
+) -> impl Iterator<Item = &'a Point> + 'a {
+    let keys: BTreeSet<RequestKey> = request_keys(reached).into_iter().collect();
+    singles
+        .iter()
+        .filter(move |p| p.at != first.at && keys.contains(&p.at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::op as code;
+
+    fn req(op: i32, path: &str) -> SeenRequest {
+        SeenRequest {
+            op,
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn each_request_is_named_by_op_class_and_ordinal_as_the_proxy_counts() {
+        let client0 = vec![
+            req(code::CREATE2, "/l/lock-0000000001"),
+            req(code::GET_CHILDREN2, "/l"),
+            req(code::DELETE, "/l/lock-0000000001"),
+            req(code::CREATE2, "/l/lock-0000000004"),
+            req(11, ""), // a ping: not aimable
+        ];
+        let keys = request_keys(&[client0, vec![req(code::GET_CHILDREN, "/l")]]);
+        let named: Vec<(u32, &str, &str, u32)> = keys
+            .iter()
+            .map(|k| (k.client, k.op, k.class.as_str(), k.nth))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (0, "create", "/l/", 1),
+                (0, "get-children", "/l", 1),
+                (0, "delete", "/l/", 1),
+                (0, "create", "/l/", 2),
+                (1, "get-children", "/l", 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_point_reads_back_as_its_aim() {
+        let at = RequestKey {
+            client: 1,
+            op: "delete",
+            class: "/zklock/lock/".into(),
+            nth: 3,
+        };
+        let p = Point {
+            at: at.clone(),
+            action: AimedAction::WithholdReply,
+            repeat: Repeat::Once,
+        };
+        assert_eq!(p.aim_arg(), "1:withhold-reply:delete:/zklock/lock/:3");
+        let (_, fault) = p.aimed();
+        assert_eq!(fault.skip, 2);
+        let p = Point {
+            at: RequestKey { nth: 1, ..at },
+            action: AimedAction::DropRequest,
+            repeat: Repeat::WindowMs(3_000),
+        };
+        assert_eq!(p.aim_arg(), "1:drop-request:delete:/zklock/lock/:1:3000ms");
+    }
+
+    #[test]
+    fn requests_first_seen_in_a_faulted_run_join_the_frontier_once() {
+        let actions = Actions {
+            pause_ms: 5_000,
+            repeat_next: 4,
+            repeat_window_ms: 3_000,
+        };
+        let mut f = Frontier::default();
+        let reference = vec![vec![req(code::CREATE2, "/l/n-0000000001")]];
+        assert_eq!(f.add_run(&[], &reference, &actions, 1_000), 1);
+        // 5 single actions, and 2 repeats of 2 actions at a first request.
+        assert_eq!(f.queued(), 9);
+        let first = f.pop().unwrap();
+        assert_eq!(first.len(), 1);
+        // A retry of the create, seen in the first point's run: a new request, with its
+        // own points (no repeats at nth 2), each after the point that led to it.
+        let faulted = vec![vec![
+            req(code::CREATE2, "/l/n-0000000001"),
+            req(code::CREATE2, "/l/n-0000000002"),
+        ]];
+        assert_eq!(f.add_run(&first, &faulted, &actions, 1_000), 1);
+        assert_eq!(f.queued(), 14);
+        let chained: Vec<Vec<Point>> = std::iter::from_fn(|| f.pop()).collect();
+        let last = chained.last().unwrap();
+        assert_eq!((last.len(), &last[0], last[1].at.nth), (2, &first[0], 2));
+        assert_eq!(f.add_run(&first, &faulted, &actions, 1_000), 0);
+        // Past the longest plan, or a full frontier: counted as left out.
+        let more = vec![vec![req(code::DELETE, "/l/n-0000000001")]];
+        f.add_run(&last.clone(), &more, &actions, 1_000);
+        assert_eq!((f.queued(), f.left_out), (14, 9));
+    }
+
+    #[test]
+    fn pairs_keep_only_second_points_the_first_points_run_reached() {
+        let actions = Actions {
+            pause_ms: 5_000,
+            repeat_next: 0,
+            repeat_window_ms: 0,
+        };
+        let reference = vec![vec![
+            req(code::CREATE2, "/l/n-0000000001"),
+            req(code::DELETE, "/l/n-0000000001"),
+        ]];
+        let singles: Vec<Point> = request_keys(&reference)
+            .iter()
+            .flat_map(|k| actions.points_at(k))
+            .collect();
+        let first = &singles[0]; // a dropped create
+        // Its run never sent the delete: no pair with it.
+        let reached = vec![vec![req(code::CREATE2, "/l/n-0000000001")]];
+        assert_eq!(second_points(first, &reached, &singles).count(), 0);
+        let reached = reference.clone();
+        let seconds: Vec<&Point> = second_points(first, &reached, &singles).collect();
+        assert_eq!(seconds.len(), 5);
+        assert!(seconds.iter().all(|p| p.at.op == "delete"));
+    }
+}

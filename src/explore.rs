@@ -291,17 +291,6 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     };
     outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
     outln!("{}", run.report_text());
-    if let Some(p) = &regressions {
-        let what = run.failure().unwrap_or_default();
-        if zklock_checker::regressions::record(p, &key, seed, &what)?
-            == zklock_checker::regressions::Recorded::Added
-        {
-            outln!(
-                "recorded: seed {seed} in {} (every later sweep of this recipe replays it first)",
-                p.display()
-            );
-        }
-    }
     // A violation found exits 1 whatever happens to the files after it: the trace first,
     // then the summary, each error told.
     // The seed's own scenario: under a strategy other than uniform, not the sweep's.
@@ -309,6 +298,19 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     let written = write_failure(&a, &seed_sc, lock, seed, &run);
     if let Err(e) = &written {
         eprintln!("error: {e:#}");
+    }
+    // After the trace: its directory is made private first.
+    if let Some(p) = &regressions {
+        let what = run.failure().unwrap_or_default();
+        // A violation found exits 1 whatever happens to this file.
+        match zklock_checker::regressions::record(p, &key, seed, &what) {
+            Ok(zklock_checker::regressions::Recorded::Added) => outln!(
+                "recorded: seed {seed} in {} (every later sweep of this recipe replays it first)",
+                p.display()
+            ),
+            Ok(_) => {}
+            Err(e) => eprintln!("error: --regressions: {e}"),
+        }
     }
     if let Err(e) = write_summary(&a, &s) {
         eprintln!("error: {e:#}");

@@ -218,7 +218,7 @@ fn flags_take_equals_and_typos_get_suggestions_with_status_2() {
     assert!(
         out.contains("what the counters mean (none of them is an error):")
             && out.contains("\n  acquire failures (")
-            && out.contains("\nnext: cargo run --release -- explore --seeds 10000"),
+            && out.contains("\nnext: cargo run --release -- explore --for 10m"),
         "{out}"
     );
     let (code, _, err) = zklock(&["explor"], dir.path());

@@ -55,3 +55,46 @@ fn the_shipped_recipes_run_in_the_default_scenario() {
         );
     }
 }
+
+/// A seed a strategy found is a trace like any other: it records the seed's own scenario,
+/// replays to the same history and violation, and shrinks keeping the violation.
+#[test]
+fn a_seed_the_swarm_strategy_found_replays_and_shrinks_as_any_other() {
+    use zklock_checker::{ShrinkLimits, Strategy, explore, replay, shrink};
+    use zklock_sim::Recipe;
+    let canary = zklock_canaries::Canary(zklock_canaries::Bug::DeafHolder);
+    let base = canary.scenario();
+    let budget = Budget {
+        strategy: Strategy::Swarm,
+        threads: 1,
+        ..Budget::default()
+    };
+    let e = explore(&base, &canary, &budget, &|_, _| {}).unwrap();
+    let (seed, run) = e.failure.expect("the swarm caught the deaf holder");
+    let own = Strategy::Swarm.scenario_for(&base, seed);
+    assert_ne!(
+        own, base,
+        "seed {seed} ran the base scenario: nothing to show"
+    );
+    let trace = run.trace(&own, seed, &canary.name());
+    let again = replay(&trace, &canary).unwrap();
+    assert_eq!(again.outcome.history, run.outcome.history, "seed {seed}");
+    assert_eq!(again.failure(), run.failure());
+    // "liveness_after_heal (stuck)" names the property first.
+    let failure = run.failure().unwrap();
+    let property = failure.split(' ').next().unwrap();
+    // Few runs: a shrink keeps its trace failing whatever its limits.
+    let limits = ShrinkLimits {
+        runs_max: 200,
+        fresh_seeds_max: 0,
+        exhaustive_schedules_max: 0,
+        ..ShrinkLimits::default()
+    };
+    let shrunk = shrink(&trace, &canary, &limits).unwrap();
+    let small = replay(&shrunk.trace, &canary).unwrap();
+    assert!(
+        small.violates(property),
+        "the shrunk trace lost {property}: {}",
+        small.report
+    );
+}

@@ -14,7 +14,7 @@ use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 /// Clients of `zklock check` at most: 4 clients with a fault take minutes; past them the
 /// search grows out of reach.
 pub const CHECK_CLIENTS_MAX: u32 = 4;
-use zklock_sim::Scenario;
+use zklock_sim::{Faults, Scenario};
 
 pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
@@ -55,8 +55,11 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
         sequence_start: a.sequence_start.unwrap_or(own.sequence_start),
         hold_ms: a.hold_ms.unwrap_or(own.hold_ms),
         locks: a.locks.unwrap_or(own.locks),
-        faults: crate::fault_args::faults_or(a.faults.as_deref(), &own.faults)
-            .map_err(anyhow::Error::msg)?,
+        faults: Faults {
+            aim: a.aim_at.or(own.faults.aim),
+            ..crate::fault_args::faults_or(a.faults.as_deref(), &own.faults)
+                .map_err(anyhow::Error::msg)?
+        },
         ..own
     };
     if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {

@@ -196,6 +196,11 @@ pub struct ExploreArgs {
     /// default rate; `none` for no fault [default: the recipe's kinds; all for most]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
     pub faults: Option<Vec<crate::fault_args::FaultArg>>,
+    /// Aim every fault at requests of one operation in flight: create, delete, exists,
+    /// get-data, get-children, set-data or multi. A fault strikes only a client with
+    /// such a request sent and not yet applied [default: the recipe's; none, any step]
+    #[arg(long, value_name = "OP", value_parser = crate::fault_args::parse_aim)]
+    pub aim_at: Option<zklock_recipe::history::ZkOp>,
     /// Where failing traces go (a trace already there is never replaced: the new one is
     /// written beside it, seed-N-2.json, unless --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -213,10 +218,11 @@ pub struct ExploreArgs {
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
-    /// The scenario each seed runs in: uniform, every seed in the scenario the flags
-    /// give; swarm, each seed in one of its own drawn from the seed (a subset of the
-    /// fault kinds at higher rates, fewer clients, longer holds; docs/cli.md)
-    #[arg(long, value_enum, value_name = "NAME", default_value = "uniform")]
+    /// The scenario each seed runs in: swarm, each seed in one of its own drawn from the
+    /// seed (a subset of the fault kinds at higher rates, fewer clients, longer holds);
+    /// aimed, swarm with every fault aimed at one operation's requests in flight on half
+    /// the seeds; uniform, every seed in the scenario the flags give (docs/cli.md)
+    #[arg(long, value_enum, value_name = "NAME", default_value = "aimed")]
     pub strategy: StrategyArg,
     /// The regressions file: seeds a sweep of this recipe and strategy found are recorded
     /// there and replayed first by every later sweep, as proptest's regressions files
@@ -239,6 +245,7 @@ pub struct ExploreArgs {
 pub enum StrategyArg {
     Uniform,
     Swarm,
+    Aimed,
 }
 
 impl From<StrategyArg> for zklock_checker::Strategy {
@@ -246,6 +253,7 @@ impl From<StrategyArg> for zklock_checker::Strategy {
         match s {
             StrategyArg::Uniform => zklock_checker::Strategy::Uniform,
             StrategyArg::Swarm => zklock_checker::Strategy::Swarm,
+            StrategyArg::Aimed => zklock_checker::Strategy::Aimed,
         }
     }
 }
@@ -343,6 +351,11 @@ pub struct CheckArgs {
     /// [default: the recipe's kinds; all for most]
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
     pub faults: Option<Vec<crate::fault_args::FaultArg>>,
+    /// Aim every fault at requests of one operation in flight: create, delete, exists,
+    /// get-data, get-children, set-data or multi. A fault strikes only a client with
+    /// such a request sent and not yet applied [default: the recipe's; none, any step]
+    #[arg(long, value_name = "OP", value_parser = crate::fault_args::parse_aim)]
+    pub aim_at: Option<zklock_recipe::history::ZkOp>,
     #[command(flatten)]
     pub shape: crate::shape_args::ShapeArgs,
 }

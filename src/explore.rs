@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
-use zklock_sim::{Scenario, SimError};
+use zklock_sim::{Faults, Scenario, SimError};
 
 /// The regressions file's name in the --out directory, by default.
 pub const REGRESSIONS_FILE: &str = "regressions.txt";
@@ -80,8 +80,11 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
         sequence_start: a.sequence_start.unwrap_or(base.sequence_start),
         hold_ms: a.hold_ms.unwrap_or(base.hold_ms),
         locks: a.locks.unwrap_or(base.locks),
-        faults: crate::fault_args::faults_or(a.faults.as_deref(), &base.faults)
-            .map_err(anyhow::Error::msg)?,
+        faults: Faults {
+            aim: a.aim_at.or(base.faults.aim),
+            ..crate::fault_args::faults_or(a.faults.as_deref(), &base.faults)
+                .map_err(anyhow::Error::msg)?
+        },
         ..base
     };
     // A sweep of nothing would print "every property held" having checked nothing.
@@ -216,8 +219,11 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
         n => format!(", one acquire in {n} dropped"),
     };
     let swarm = match budget.strategy {
-        zklock_checker::Strategy::Uniform => "",
-        _ => "; each seed in a scenario of its own within it (--strategy swarm)",
+        zklock_checker::Strategy::Uniform => String::new(),
+        s => format!(
+            "; each seed in a scenario of its own within it (--strategy {})",
+            s.name()
+        ),
     };
     if s.counters.queue.is_some() {
         // The work queue's workload: one producer of that many items, the rest consume.

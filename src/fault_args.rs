@@ -2,7 +2,37 @@
 //! kind left out takes its placements out of the search, so that more clients or more
 //! faults of the kinds that matter to a lock come within reach.
 
+use zklock_recipe::history::ZkOp;
 use zklock_sim::{Faults, Rate};
+
+/// `--aim-at`'s names of the operations a fault can be aimed at.
+const AIMS: [(&str, ZkOp); 7] = [
+    ("create", ZkOp::Create),
+    ("delete", ZkOp::Delete),
+    ("exists", ZkOp::Exists),
+    ("get-data", ZkOp::GetData),
+    ("get-children", ZkOp::GetChildren),
+    ("set-data", ZkOp::SetData),
+    ("multi", ZkOp::Multi),
+];
+
+/// `--aim-at OP`: the operation whose requests in flight every fault strikes.
+pub fn parse_aim(s: &str) -> Result<ZkOp, String> {
+    AIMS.iter()
+        .find(|(n, _)| *n == s)
+        .map(|&(_, op)| op)
+        .ok_or_else(|| {
+            let names: Vec<&str> = AIMS.iter().map(|(n, _)| *n).collect();
+            format!("unknown operation {s:?}: {}", names.join(", "))
+        })
+}
+
+/// An operation's name on the command line.
+pub fn aim_name(op: ZkOp) -> &'static str {
+    AIMS.iter()
+        .find(|(_, o)| *o == op)
+        .map_or("close", |(n, _)| n)
+}
 
 /// One item of `--faults`.
 #[derive(Clone, Copy, Debug)]
@@ -138,20 +168,28 @@ fn kinds_on(faults: &Faults) -> Option<String> {
 
 /// The kinds on, for a report line, when not every kind is: empty otherwise.
 pub fn describe(faults: &Faults) -> String {
-    match kinds_on(faults) {
+    let kinds = match kinds_on(faults) {
         None => String::new(),
         Some(on) if on.is_empty() => " of no kind (--faults none)".to_owned(),
         Some(on) => format!(" of kinds {on}"),
+    };
+    match faults.aim {
+        Some(op) => format!("{kinds} aimed at {} requests in flight", aim_name(op)),
+        None => kinds,
     }
 }
 
 /// The `--faults` flag that asks for these kinds, for a command to suggest: empty when
 /// every kind is on.
 pub fn flag(faults: &Faults) -> String {
-    match kinds_on(faults) {
+    let kinds = match kinds_on(faults) {
         None => String::new(),
         Some(on) if on.is_empty() => " --faults none".to_owned(),
         Some(on) => format!(" --faults {on}"),
+    };
+    match faults.aim {
+        Some(op) => format!("{kinds} --aim-at {}", aim_name(op)),
+        None => kinds,
     }
 }
 
@@ -162,6 +200,22 @@ mod tests {
     fn list(s: &str) -> Result<Faults, String> {
         let items: Result<Vec<FaultArg>, String> = s.split(',').map(parse_fault).collect();
         faults_of(&items?)
+    }
+
+    #[test]
+    fn an_aim_is_named_as_its_flag_takes_it() {
+        for (name, op) in AIMS {
+            assert_eq!(parse_aim(name), Ok(op));
+            assert_eq!(aim_name(op), name);
+        }
+        let err = parse_aim("getdata").unwrap_err();
+        assert!(err.contains("get-data"), "{err}");
+        let f = Faults {
+            aim: Some(ZkOp::Delete),
+            ..Faults::default()
+        };
+        assert_eq!(flag(&f), " --aim-at delete");
+        assert_eq!(describe(&f), " aimed at delete requests in flight");
     }
 
     #[test]

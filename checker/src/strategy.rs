@@ -15,6 +15,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use zklock_recipe::history::ZkOp;
 use zklock_sim::{Rate, Scenario};
 
 /// The scenario of each seed of a sweep. See the [module docs](self).
@@ -23,22 +24,28 @@ use zklock_sim::{Rate, Scenario};
 #[non_exhaustive]
 pub enum Strategy {
     /// Every seed in the sweep's scenario.
-    #[default]
     Uniform,
     /// Each seed in a scenario of its own: a subset of the fault kinds, at higher rates,
     /// and a workload shape within the sweep's.
     Swarm,
+    /// Swarm, and on half the seeds every fault aimed at one operation's requests in
+    /// flight ([`Faults::aim`](zklock_sim::Faults::aim)): a delete, a create, a listing,
+    /// a read. The default: of the strategies, the one with the smallest worst-case time
+    /// to a canary's first failure (docs/figures.md).
+    #[default]
+    Aimed,
 }
 
 impl Strategy {
     /// Every strategy, in the order reports list them.
-    pub const ALL: [Strategy; 2] = [Strategy::Uniform, Strategy::Swarm];
+    pub const ALL: [Strategy; 3] = [Strategy::Uniform, Strategy::Swarm, Strategy::Aimed];
 
     /// Its name on the command line and in summaries.
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Uniform => "uniform",
             Strategy::Swarm => "swarm",
+            Strategy::Aimed => "aimed",
         }
     }
 
@@ -51,7 +58,8 @@ impl Strategy {
     pub fn scenario_for(self, base: &Scenario, seed: u64) -> Scenario {
         match self {
             Strategy::Uniform => base.clone(),
-            Strategy::Swarm => swarm(base, seed),
+            Strategy::Swarm => swarm(&mut swarm_rng(seed), base),
+            Strategy::Aimed => aimed(base, seed),
         }
     }
 }
@@ -77,8 +85,11 @@ fn raised(r: Rate, factor: u32) -> Rate {
     }
 }
 
-fn swarm(base: &Scenario, seed: u64) -> Scenario {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ SWARM_STREAM);
+fn swarm_rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ SWARM_STREAM)
+}
+
+fn swarm(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
     let mut sc = base.clone();
     // Fault kinds: each kept with probability one half, at least one if any was on; the
     // kept ones raised by how many were dropped, so that the run's fault pressure stays.
@@ -121,6 +132,43 @@ fn swarm(base: &Scenario, seed: u64) -> Scenario {
     }
     if rng.random_bool(0.25) {
         sc.drop_every = 0;
+    }
+    sc
+}
+
+/// The operations an aimed seed strikes: those every recipe sends.
+const AIMS: [ZkOp; 5] = [
+    ZkOp::Delete,
+    ZkOp::Create,
+    ZkOp::GetChildren,
+    ZkOp::GetData,
+    ZkOp::Exists,
+];
+
+/// How much an aimed seed raises its rates: a fault draws only at steps where a request
+/// of the aimed op is in flight, a few in ten of a run's steps.
+const AIM_RAISE: u32 = 4;
+
+/// The seed's swarm scenario (the same draws as [`Strategy::Swarm`]'s, then more from the
+/// same stream), aimed at one operation on half the seeds. An aim set by the base stays.
+fn aimed(base: &Scenario, seed: u64) -> Scenario {
+    let mut rng = swarm_rng(seed);
+    let mut sc = swarm(&mut rng, base);
+    if sc.faults.aim.is_none() && rng.random_bool(0.5) {
+        sc.faults.aim = Some(AIMS[rng.random_range(0..AIMS.len())]);
+        let f = &mut sc.faults;
+        for r in [
+            &mut f.connection_loss,
+            &mut f.lost_create_response,
+            &mut f.forced_expiry,
+            &mut f.partition,
+            &mut f.pause,
+            &mut f.crash,
+            &mut f.delayed_delivery,
+            &mut f.local_expiry,
+        ] {
+            *r = raised(*r, AIM_RAISE);
+        }
     }
     sc
 }
@@ -181,5 +229,32 @@ mod tests {
             assert_eq!(Strategy::from_name(s.name()), Some(s));
         }
         assert_eq!(Strategy::from_name("pct"), None);
+    }
+
+    #[test]
+    fn aimed_is_swarm_with_an_aim_on_about_half_the_seeds() {
+        let base = Scenario::default();
+        let mut aimed = 0;
+        for seed in 0..400 {
+            let a = Strategy::Aimed.scenario_for(&base, seed);
+            let s = Strategy::Swarm.scenario_for(&base, seed);
+            assert!(a.validate().is_ok(), "seed {seed}: {a:?}");
+            // The same workload as the seed's swarm scenario; faults raised if aimed.
+            assert_eq!(
+                (a.clients, a.hold_ms, a.drop_every),
+                (s.clients, s.hold_ms, s.drop_every)
+            );
+            match a.faults.aim {
+                None => assert_eq!(a, s, "seed {seed}"),
+                Some(op) => {
+                    aimed += 1;
+                    assert!(AIMS.contains(&op));
+                    assert!(
+                        a.faults.connection_loss.is_never() == s.faults.connection_loss.is_never()
+                    );
+                }
+            }
+        }
+        assert!((120..=280).contains(&aimed), "{aimed} of 400 seeds aimed");
     }
 }

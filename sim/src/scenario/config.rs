@@ -2,6 +2,7 @@
 
 use super::Shape;
 use serde::{Deserialize, Serialize};
+use zklock_recipe::history::ZkOp;
 
 /// A probability as an integer ratio, `num` in `den`, checked once per world step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +58,12 @@ pub struct Faults {
     pub partition_ms_max: u64,
     /// Longest process pause, in milliseconds. Default 12000.
     pub pause_ms_max: u64,
+    /// `Some(op)`: every fault is aimed at a request of that operation in flight. A fault
+    /// strikes only a client with such a request sent and not yet applied, and a step
+    /// where no client has one draws no fault: the rates count the steps where one is in
+    /// flight. Default `None`, a fault at any step (a trace without it reads `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aim: Option<ZkOp>,
 }
 
 impl Default for Faults {
@@ -73,6 +80,7 @@ impl Default for Faults {
             delay_ms_max: 1000,
             partition_ms_max: 12_000,
             pause_ms_max: 12_000,
+            aim: None,
         }
     }
 }

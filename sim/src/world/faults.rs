@@ -4,6 +4,7 @@
 //! Draw 0 always means "no fault", so a replayed list that runs out (a shrunk trace)
 //! continues fault-free.
 
+use super::request::RequestKind;
 use super::{ClientId, Conn, World};
 use crate::chooser::ChoiceKind;
 use crate::scenario::{FaultMode, Faults, Rate, fault_durations_ms};
@@ -41,6 +42,8 @@ pub(crate) struct FaultPlan {
     /// Bounded mode: whether a partition's or pause's duration is chosen
     /// ([`Shape::fault_durations_chosen`](crate::Shape::fault_durations_chosen)).
     durations_chosen: bool,
+    /// [`Faults::aim`]: faults strike only a client with a request of this op in flight.
+    aim: Option<RequestKind>,
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -99,6 +102,7 @@ impl FaultPlan {
                 FaultMode::Bounded { faults_max } => Some(faults_max),
             },
             durations_chosen,
+            aim: f.aim,
         }
     }
 }
@@ -125,6 +129,15 @@ impl World {
     /// One draw: does a fault strike now? Returns whether one did.
     pub(crate) fn maybe_fault(&mut self) -> bool {
         if !self.faults_on() {
+            return false;
+        }
+        let plan = self.faults.as_ref().expect("faults on");
+        let aim = plan.aim;
+        // Aimed: a step with no such request in flight draws nothing (the scan is cheap
+        // beside a draw, and only aimed runs pay it).
+        if let Some(op) = aim
+            && !(0..self.clients.len()).any(|c| self.has_in_flight(c, op))
+        {
             return false;
         }
         let plan = self.faults.as_ref().expect("faults on");
@@ -169,7 +182,7 @@ impl World {
             return false;
         };
         let targets: Vec<ClientId> = (0..self.clients.len())
-            .filter(|&c| self.eligible(c, kind))
+            .filter(|&c| self.eligible(c, kind) && aim.is_none_or(|op| self.has_in_flight(c, op)))
             .collect();
         if targets.is_empty() {
             return false;
@@ -255,6 +268,11 @@ impl World {
             Kind::LostCreateResponse => live && !cl.lose_next_create,
             Kind::DelayedDelivery => live && cl.delayed_until.is_none(),
         }
+    }
+
+    /// Whether client `c` has a request of `op` sent and not yet applied.
+    fn has_in_flight(&self, c: ClientId, op: RequestKind) -> bool {
+        self.clients[c].outbound.iter().any(|o| o.req.kind() == op)
     }
 
     pub(crate) fn record_fault(&mut self, c: ClientId, fault: FaultKind) {

@@ -249,7 +249,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
         );
     }
     outln!("{}", s.counters);
-    let Some((seed, run)) = explored.failure else {
+    let (Some((seed, run)), Some(seed_sc)) = (explored.failure, explored.failure_scenario) else {
         write_summary(&a, &s)?;
         if s.seeds_run == 0 {
             // Nothing was checked, so nothing held.
@@ -299,8 +299,8 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     outln!("{}", run.report_text());
     // A violation found exits 1 whatever happens to the files after it: the trace first,
     // then the summary, each error told.
-    // The seed's own scenario: under a strategy other than uniform, not the sweep's.
-    let seed_sc = budget.strategy.scenario_for(&sc, seed);
+    // `seed_sc` is the seed's own scenario: under a strategy other than uniform, not the
+    // sweep's.
     let written = write_failure(&a, &seed_sc, lock, seed, &run);
     if let Err(e) = &written {
         eprintln!("error: {e:#}");
@@ -689,6 +689,14 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
                     bail!(
                         "{}: a different recipe or scenario than the first summary",
                         p.display()
+                    );
+                }
+                if m.strategy != s.strategy {
+                    bail!(
+                        "{}: swept with --strategy {}, the first summary with --strategy {}",
+                        p.display(),
+                        s.strategy.name(),
+                        m.strategy.name()
                     );
                 }
                 m.merge(&s);

@@ -7,6 +7,7 @@
 //! seed (the seeds above it that other threads had under way are run, and left out), so
 //! that its summary is the same on any number of threads.
 
+use crate::Trace;
 use crate::limits::{LimitError, THREADS_MAX, check_wall_time_ms};
 use crate::properties::Counters;
 use crate::run::{CheckedRun, check_seed};
@@ -187,6 +188,10 @@ pub struct SeedsRan {
 pub struct Summary {
     pub recipe: String,
     pub scenario: Scenario,
+    /// The strategy that drew each seed's scenario within `scenario`: shards merge only
+    /// under the same one. `uniform` in summaries written before it was recorded.
+    #[serde(default = "Strategy::uniform")]
+    pub strategy: Strategy,
     /// The seeds and shard the sweep was given, so that a merge can tell a shard given
     /// twice or missing. `None` in summaries written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +234,18 @@ impl Summary {
 pub struct Explored {
     pub summary: Summary,
     pub failure: Option<(u64, CheckedRun)>,
+    /// The scenario the failing seed ran in: the sweep's under `uniform`, the seed's own
+    /// under another [`Strategy`]. Its trace must record this one to replay.
+    pub failure_scenario: Option<Scenario>,
+}
+
+impl Explored {
+    /// The failing run's trace, in the scenario the seed ran in.
+    pub fn failure_trace(&self, recipe: &str) -> Option<Trace> {
+        let (seed, run) = self.failure.as_ref()?;
+        let sc = self.failure_scenario.as_ref()?;
+        Some(run.trace(sc, *seed, recipe))
+    }
 }
 
 /// What a sweep has counted so far: the seeds of the shard's first `counted` indices,
@@ -348,10 +365,14 @@ pub fn explore_until<R: Recipe>(
     } = results.into_inner().expect("results lock");
     failures.sort_by_key(|(seed, _)| *seed);
     let failure = failures.into_iter().next();
+    let failure_scenario = failure
+        .as_ref()
+        .map(|(seed, _)| budget.strategy.scenario_for(scenario, *seed));
     Ok(Explored {
         summary: Summary {
             recipe: recipe.name(),
             scenario: scenario.clone(),
+            strategy: budget.strategy,
             range: Some(SweepRange {
                 seed_start: budget.seed_start,
                 seeds: budget.seeds,
@@ -373,6 +394,7 @@ pub fn explore_until<R: Recipe>(
             wall_ms: t0.elapsed().as_millis() as u64,
         },
         failure,
+        failure_scenario,
     })
 }
 
@@ -497,9 +519,11 @@ mod count_tests {
         let mut summaries = Vec::new();
         for threads in [1usize, 2, 4] {
             let finished = (Mutex::new(0u64), Condvar::new());
+            // Uniform: seed 0 runs in `sc` itself, as `first` did.
             let budget = Budget {
                 seeds: 40,
                 threads,
+                strategy: Strategy::Uniform,
                 ..Budget::default()
             };
             let progress = |done: u64, _| {

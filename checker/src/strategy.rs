@@ -40,6 +40,12 @@ impl Strategy {
     /// Every strategy, in the order reports list them.
     pub const ALL: [Strategy; 3] = [Strategy::Uniform, Strategy::Swarm, Strategy::Aimed];
 
+    /// [`Strategy::Uniform`], as a function (for serde defaults: what a file written
+    /// before strategies existed ran).
+    pub fn uniform() -> Strategy {
+        Strategy::Uniform
+    }
+
     /// Its name on the command line and in summaries.
     pub fn name(self) -> &'static str {
         match self {

@@ -5,7 +5,7 @@
 use super::{Bug, Canary};
 use std::path::PathBuf;
 use zklock_checker::{
-    Bounds, Budget, ExhaustiveReport, ShrinkLimits, Shrunk, Trace, check_exhaustive,
+    Bounds, Budget, ExhaustiveReport, ShrinkLimits, Shrunk, Strategy, Trace, check_exhaustive,
     check_exhaustive_until, explore, explore_until, render_timeline, replay, shrink,
 };
 use zklock_sim::{Rate, Recipe, Scenario, ShippedRecipe};
@@ -77,16 +77,27 @@ pub(super) fn bounds(bug: Bug) -> Bounds {
 
 /// The lowest seed of the default budget on which the canary violates its property.
 fn caught_by_explore(bug: Bug) -> Option<(u64, zklock_checker::CheckedRun)> {
+    caught_by_explore_under(bug, Strategy::default()).map(|(seed, run, _)| (seed, run))
+}
+
+/// As [`caught_by_explore`], under `strategy`, with the failing seed's own scenario (the
+/// canary's under `uniform`).
+fn caught_by_explore_under(
+    bug: Bug,
+    strategy: Strategy,
+) -> Option<(u64, zklock_checker::CheckedRun, Scenario)> {
     let expected = bug.caught_by();
-    let e = explore_until(
-        &scenario(bug),
-        &Canary(bug),
-        &Budget::default(),
-        &|_, _| {},
-        &|r| r.violates(expected),
-    )
+    let budget = Budget {
+        strategy,
+        ..Budget::default()
+    };
+    let e = explore_until(&scenario(bug), &Canary(bug), &budget, &|_, _| {}, &|r| {
+        r.violates(expected)
+    })
     .unwrap();
+    let sc = e.failure_scenario;
     e.failure
+        .map(|(seed, run)| (seed, run, sc.expect("a failure has its scenario")))
 }
 
 /// The exhaustive check at the canary's bounds, stopped at its first run that violates
@@ -387,8 +398,10 @@ fn unhurried() -> ShrinkLimits {
 /// Shrinks the run `explore` catches `bug` in, and checks that the shrunk trace replays
 /// to the same violation and history.
 fn shrink_what_explore_finds(bug: Bug, limits: &ShrinkLimits) -> Shrunk {
-    let (seed, run) = caught_by_explore(bug).expect("caught");
-    let trace = run.trace(&scenario(bug), seed, bug.name());
+    // Uniform: the shrinks start from the canary's 5-client run, as the committed
+    // minimized traces did.
+    let (seed, run, sc) = caught_by_explore_under(bug, Strategy::Uniform).expect("caught");
+    let trace = run.trace(&sc, seed, bug.name());
     let shrunk = shrink(&trace, &Canary(bug), limits).unwrap();
     assert!(
         !shrunk.time_limit_hit,
@@ -412,8 +425,8 @@ fn failing_trace(bug: Bug) -> Trace {
             .expect("caught")
             .trace(&r.scenario, 0, bug.name());
     }
-    let (seed, run) = caught_by_explore(bug).expect("caught");
-    run.trace(&scenario(bug), seed, bug.name())
+    let (seed, run, sc) = caught_by_explore_under(bug, Strategy::Uniform).expect("caught");
+    run.trace(&sc, seed, bug.name())
 }
 
 /// `ZKLOCK_BLESS=1 cargo test canary` (re)writes the minimized traces;

@@ -87,8 +87,7 @@ fn the_lease_outside_lock_trace_replays_to_semaphore_leases() {
             &|_, _| {},
         )
         .unwrap();
-        let (seed, run) = e.failure.expect("caught");
-        let trace = run.trace(&scenario, seed, LEASE_OUTSIDE_LOCK);
+        let trace = e.failure_trace(LEASE_OUTSIDE_LOCK).expect("caught");
         let limits = ShrinkLimits {
             time_limit_ms: 3_600_000,
             ..ShrinkLimits::default()

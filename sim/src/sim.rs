@@ -45,12 +45,21 @@ impl std::fmt::Display for SimError {
             SimError::Stuck {
                 at_ms,
                 requests_waiting,
-            } => write!(
-                f,
-                "simulation stuck at {at_ms} ms: every actor is blocked and nothing can wake \
-                 one ({requests_waiting} requests wait at cut-off clients); a waiter never \
-                 got its wake-up"
-            ),
+            } => {
+                write!(
+                    f,
+                    "simulation stuck at {at_ms} ms: every client waits, and no reply, watch \
+                     event or timer is left to wake one"
+                )?;
+                if *requests_waiting > 0 {
+                    write!(
+                        f,
+                        " ({requests_waiting} requests unsent by clients that cannot reach \
+                         the server)"
+                    )?;
+                }
+                f.write_str("; a waiter never got its wake-up")
+            }
             SimError::TimeLimit { limit_ms } => write!(
                 f,
                 "virtual time limit of {limit_ms} ms reached; raise SimConfig::time_limit_ms \

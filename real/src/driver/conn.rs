@@ -146,10 +146,6 @@ impl Conn {
         });
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// From now on, the driver's session changes are recorded for `sink`'s client, and its
     /// process is that client's (a pause stops it, a crash kills it).
     pub fn attach(&self, sink: Sink) {

@@ -128,9 +128,6 @@ impl std::fmt::Display for DriverKind {
 /// How long a driver may take to start and say hello: a JVM on a loaded machine is slow,
 /// so only a hang reaches it.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(120);
-/// How long a release, or the outcome of a cancelled acquire, may take: only a hang
-/// reaches it.
-pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What every lock of a run shares.
 #[derive(Debug)]
@@ -441,20 +438,11 @@ impl DriverLock {
     }
 }
 
-/// Request `id`'s outcome, within [`ANSWER_TIMEOUT`].
+/// Request `id`'s outcome. No bound here: a library that never answers is stuck, not a
+/// broken driver, and the workload gives the call up past its liveness deadline so that
+/// the checker judges it (`liveness_after_heal`).
 async fn answer(conn: &Conn, id: u64) -> Result<Outcome, String> {
-    match tokio::time::timeout(ANSWER_TIMEOUT, conn.outcome(id)).await {
-        Ok(outcome) => outcome,
-        Err(_) => {
-            let why = format!(
-                "driver {} did not answer request {id} within {} s",
-                conn.name(),
-                ANSWER_TIMEOUT.as_secs()
-            );
-            conn.fail(why.clone());
-            Err(why)
-        }
-    }
+    conn.outcome(id).await
 }
 
 impl LockUnderTest for DriverLock {

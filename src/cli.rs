@@ -467,6 +467,10 @@ pub struct RealArgs {
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every)]
     pub long_hold_every: u32,
+    /// Every N-th attempt of a client uses a new lock object of its session, which its
+    /// later attempts then use (1: every attempt; 0: one object per session)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every)]
+    pub fresh_lock_every: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
     /// timeout)
     #[arg(
@@ -645,6 +649,15 @@ pub struct SearchArgs {
         default_value_t = 0
     )]
     pub long_hold_every: u32,
+    /// Every N-th attempt of a client uses a new lock object of its session, which its
+    /// later attempts then use (1: every attempt; 0: one object per session, reused)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub fresh_lock_every: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
     /// timeout)
     #[arg(

@@ -93,6 +93,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         drop_every: a.drop_every,
         idle_after_give_up_ms: a.idle_after_give_up_ms,
         long_hold_every: a.long_hold_every,
+        fresh_lock_every: a.fresh_lock_every,
         long_hold_ms: long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
         mix_offset: a.mix_offset,
         acquire_timeout_ms: a.acquire_timeout_ms,
@@ -266,6 +267,7 @@ fn refuse_inapplicable(
                 "idle_after_give_up_ms",
                 "long_hold_every",
                 "long_hold_ms",
+                "fresh_lock_every",
             ],
             &format!("the work queue {recipe}"),
             "its clients produce and consume items, they make no acquire attempts",
@@ -712,6 +714,7 @@ pub(crate) fn judge(run: &RealRun) -> Judged {
     let shape = RunShape {
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
+        touched: run.final_children_touched.clone(),
     };
     match &run.queue {
         Some(paths) => {

@@ -93,6 +93,9 @@ impl Setup {
                 w.idle_after_give_up_ms
             ));
         }
+        if w.fresh_lock_every > 0 {
+            line.push_str(&format!(" --fresh-lock-every {}", w.fresh_lock_every));
+        }
         if w.long_hold_every > 0 {
             line.push_str(&format!(
                 " --long-hold-every {} --long-hold-ms {}",
@@ -508,6 +511,7 @@ fn parse(a: &SearchArgs) -> Result<Setup> {
         drop_every: a.drop_every,
         idle_after_give_up_ms: a.idle_after_give_up_ms,
         long_hold_every: a.long_hold_every,
+        fresh_lock_every: a.fresh_lock_every,
         long_hold_ms: crate::real_cmd::long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
         acquire_timeout_ms: a.acquire_timeout_ms,
         // A bound on each run only: a run ends once its script is done.

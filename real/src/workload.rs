@@ -106,6 +106,10 @@ pub struct WorkloadConfig {
     pub long_hold_every: u32,
     /// See [`long_hold_every`](WorkloadConfig::long_hold_every); positive when it is.
     pub long_hold_ms: u64,
+    /// Every `fresh_lock_every`-th attempt of a client uses a new lock object of its
+    /// session ([`RealRecipe::fresh_lock`]), which the later attempts then use; 1: every
+    /// attempt. 0 (the default): one lock object per session, reused.
+    pub fresh_lock_every: u32,
     /// Soft cap on history events: past it, no new acquisition starts.
     pub max_history_events: usize,
     /// What the run must have seen before it ends: past `duration_ms` (and as long past
@@ -151,6 +155,7 @@ impl Default for WorkloadConfig {
             idle_after_give_up_ms: 0,
             long_hold_every: 0,
             long_hold_ms: 0,
+            fresh_lock_every: 0,
             max_history_events: DEFAULT_MAX_EVENTS,
             until: None,
             goal_deadline_ms: 600_000,
@@ -254,6 +259,12 @@ pub struct RealRun {
     /// Every lock directory of the run ([`WorkloadConfig::lock_paths`]) with its children
     /// read as `final_lock_children` is.
     pub final_children_by_lock: Vec<(String, Vec<String>)>,
+    /// Every other directory the clients created nodes in, as their proxies saw the
+    /// creates (a library's internal directories: Kazoo's `<path>-__lock__`, Curator's
+    /// `locks`), with the ephemeral nodes left in it, read after the lock directories
+    /// (and re-read while sessions that are ending expire, for as long). Only directories
+    /// with nodes left are listed; empty when the run had no proxies.
+    pub final_children_touched: Vec<(String, Vec<String>)>,
     /// The recipe's [`RealRecipe::leases`]: `Some(n)` for a semaphore of `n` leases.
     pub leases: Option<u32>,
     /// A work queue's run ([`run_queue`]): its directories, whose final children are the
@@ -337,6 +348,21 @@ pub trait RealRecipe: Send + Sync + 'static {
     /// path: the run checks it first). Called again with the new session's client when a
     /// client opens a new session after an expiry.
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock;
+
+    /// A new lock object for the same client session as `current`, for an attempt that
+    /// uses a fresh lock object ([`WorkloadConfig::fresh_lock_every`]): it knows nothing of
+    /// what `current` left behind. Default: [`lock`](RealRecipe::lock) again. (A driver's
+    /// lock asks its process for a new library lock object instead of a new process.)
+    fn fresh_lock(
+        &self,
+        current: &Self::Lock,
+        client: RecordingClient,
+        role: LockRole,
+        path: &str,
+    ) -> Self::Lock {
+        let _ = current;
+        self.lock(client, role, path)
+    }
 
     /// The directory whose children are the lock's nodes, read when the run ends for
     /// orphans. Default: the lock path itself. (Curator's semaphores keep their nodes in
@@ -774,7 +800,7 @@ async fn run_work<W: Work>(
         join_workers,
         Arc::clone(&work).watch_end(&shared, &observer, faults.heal_ms, pauses_on)
     );
-    let requests = targets
+    let requests: Vec<_> = targets
         .links
         .iter()
         .map(|link| link.requests_seen())
@@ -794,6 +820,18 @@ async fn run_work<W: Work>(
         final_children_by_lock.push((path, children));
     }
     let final_lock_children = final_children_by_lock[0].1.clone();
+    let read: Vec<String> = work
+        .final_dirs(config)
+        .into_iter()
+        .flat_map(|(path, dir)| [path, dir])
+        .collect();
+    let mut final_children_touched = Vec::new();
+    for dir in touched_dirs(&requests, &read) {
+        let left = settled_ephemerals(&observer, &dir, settle).await;
+        if !left.is_empty() {
+            final_children_touched.push((dir, left));
+        }
+    }
     for client in finals.into_iter().flatten() {
         let _ = tokio::time::timeout(settle, client.close()).await;
     }
@@ -813,6 +851,7 @@ async fn run_work<W: Work>(
         history: recorder.history(),
         final_lock_children,
         final_children_by_lock,
+        final_children_touched,
         leases,
         queue: work.queue(),
         run_end_us,
@@ -997,6 +1036,44 @@ pub async fn settled_children<C: Coordination>(
     }
 }
 
+/// Every directory the clients created a node in (the parent of each create their
+/// proxies saw), but those of `read`, their ancestors and the root, in order.
+fn touched_dirs(requests: &[(Vec<crate::plan::SeenRequest>, u64)], read: &[String]) -> Vec<String> {
+    let creates = crate::plan::op::by_name("create").unwrap_or(&[]);
+    let dirs: std::collections::BTreeSet<String> = requests
+        .iter()
+        .flat_map(|(seen, _)| seen)
+        .filter(|r| creates.contains(&r.op))
+        .filter_map(|r| r.path.rfind('/').map(|slash| r.path[..slash].to_owned()))
+        .filter(|dir| !dir.is_empty() && !read.contains(dir))
+        // The lock directories' ancestors hold the run's own directories (and, on
+        // someone else's servers, other runs'), not the library's nodes.
+        .filter(|dir| !read.iter().any(|r| r.starts_with(&format!("{dir}/"))))
+        .collect();
+    dirs.into_iter().collect()
+}
+
+/// The ephemeral children of `dir`, read until none is left or `settle` has passed (as
+/// [`settled_children`]); persistent ones (a library's directories) are not counted.
+async fn settled_ephemerals(observer: &ZkClient, dir: &str, settle: Duration) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + settle;
+    loop {
+        let mut left = Vec::new();
+        for name in settled_children(observer, dir, Duration::ZERO).await {
+            let stat = observer.exists(&format!("{dir}/{name}")).await;
+            if let Ok(Some(stat)) = stat
+                && stat.ephemeral_owner != 0
+            {
+                left.push(name);
+            }
+        }
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(SETTLE_POLL_MS)).await;
+    }
+}
+
 /// How often the final children are re-read while sessions expire.
 const SETTLE_POLL_MS: u64 = 200;
 
@@ -1166,8 +1243,13 @@ async fn worker<R: RealRecipe>(
         }
         let mode = mode_of(index, k, config);
         let which = lock_of(config.lock_seed, index, k, config.locks);
-        let lock = &locks[which];
         k += 1;
+        let fresh_every = u64::from(config.fresh_lock_every);
+        if fresh_every > 0 && k.is_multiple_of(fresh_every) {
+            let fresh = recipe.fresh_lock(&locks[which], client.clone(), role, &paths[which]);
+            locks[which] = fresh;
+        }
+        let lock = &locks[which];
         client.record(EventKind::AcquireInvoked {
             role,
             mode,

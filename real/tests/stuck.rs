@@ -229,3 +229,122 @@ async fn a_contender_that_gave_up_stays_idle_and_every_third_hold_is_long() {
     assert!(long_hold_ended(&run.history), "no long hold");
     crate::common::assert_ok(&check_run(&run));
 }
+
+/// The shipped lock, but every acquire also creates an ephemeral node in a directory of
+/// its own (`/zklock/aux`) and never deletes it: a library's internal node left behind.
+struct LeavesANodeElsewhere;
+
+struct AuxLock {
+    inner: ShippedLock<RecordingClient>,
+    client: RecordingClient,
+}
+
+const AUX_DIR: &str = "/zklock/aux";
+
+impl RealRecipe for LeavesANodeElsewhere {
+    type Lock = AuxLock;
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> AuxLock {
+        AuxLock {
+            inner: ShippedLock::new(client.clone(), role, path, LockOptions::default())
+                .expect("a valid path"),
+            client,
+        }
+    }
+}
+
+impl LockUnderTest for AuxLock {
+    type Guard = <ShippedLock<RecordingClient> as LockUnderTest>::Guard;
+
+    async fn acquire(&self) -> Result<Self::Guard, String> {
+        use zklock_recipe::CreateMode;
+        // Held first: the lock has made `/zklock` by then.
+        let guard = self.inner.acquire().await?;
+        match self
+            .client
+            .create(AUX_DIR, b"", CreateMode::Persistent)
+            .await
+        {
+            Ok(_) | Err(zklock_recipe::ZkError::NodeExists) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        let marker = format!("{AUX_DIR}/marker-");
+        self.client
+            .create(&marker, b"", CreateMode::EphemeralSequential)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(guard)
+    }
+
+    async fn acquire_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<Self::Guard>, String> {
+        self.inner.acquire_timeout(timeout).await
+    }
+
+    fn token(&self, guard: &Self::Guard) -> i64 {
+        self.inner.token(guard)
+    }
+
+    fn node(&self, guard: &Self::Guard) -> String {
+        self.inner.node(guard)
+    }
+
+    async fn lost<'a>(&'a self, guard: &'a Self::Guard) -> String {
+        self.inner.lost(guard).await
+    }
+
+    async fn release(&self, guard: Self::Guard) -> Result<(), String> {
+        self.inner.release(guard).await
+    }
+}
+
+/// The orphan check reads every directory the clients created nodes in, as their
+/// proxies saw the creates, not only the lock directory: the node left in `/zklock/aux`
+/// is an orphan of `liveness_after_heal`, which the lock directory alone does not show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_left_in_another_directory_the_library_touched_is_an_orphan() {
+    if !zookeeper_available() {
+        return;
+    }
+    let config = WorkloadConfig {
+        clients: 1,
+        lock_path: LOCK_PATH.into(),
+        // One blocking attempt: it creates the node elsewhere, then takes the lock.
+        attempts_per_client: 1,
+        drop_every: 0,
+        duration_ms: 500,
+        session_timeout_ms: 2_000,
+        goal_deadline_ms: 300_000,
+        ..WorkloadConfig::default()
+    };
+    let faults = FaultConfig {
+        // Proxies that record each request, and no fault.
+        record_requests: true,
+        ..FaultConfig::default()
+    };
+    let servers = Servers::start(1, ServerOptions::default()).unwrap();
+    let run = run_recipe(servers, &config, &faults, LeavesANodeElsewhere)
+        .await
+        .unwrap();
+    assert_eq!(run.final_lock_children, Vec::<String>::new());
+    let [(dir, left)] = run.final_children_touched.as_slice() else {
+        panic!("touched: {:?}", run.final_children_touched);
+    };
+    assert_eq!(dir, AUX_DIR);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].starts_with("marker-"), "{left:?}");
+    // The lock directory alone shows nothing; with the touched directories, an orphan.
+    assert!(check_run(&run).report.ok());
+    let judged = crate::common::check_run_shaped(&run);
+    let violation = judged
+        .report
+        .verdict("liveness_after_heal")
+        .and_then(|v| v.report.as_ref())
+        .unwrap_or_else(|| panic!("the orphan was not flagged:\n{}", judged.report));
+    assert!(
+        violation.summary.contains("/zklock/aux/marker-"),
+        "{}",
+        violation.summary
+    );
+}

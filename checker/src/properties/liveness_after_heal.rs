@@ -240,7 +240,12 @@ fn stuck_release(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Op
 }
 
 fn orphans(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<Violation> {
-    if cfg.final_lock_children.is_empty() {
+    let touched: Vec<String> = cfg
+        .touched_children
+        .iter()
+        .flat_map(|(dir, names)| names.iter().map(move |n| format!("{dir}/{n}")))
+        .collect();
+    if cfg.final_lock_children.is_empty() && touched.is_empty() {
         return None;
     }
     // Some client took part, and every one of them is done.
@@ -253,13 +258,33 @@ fn orphans(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<V
     }
     let mut names = cfg.final_lock_children.clone();
     names.sort();
-    let summary = format!(
-        "every client is done, yet {} lock node{} remain{} under {}: {}",
-        names.len(),
-        if names.len() == 1 { "" } else { "s" },
-        if names.len() == 1 { "s" } else { "" },
-        cfg.lock_path,
-        names.join(", ")
+    let mut summary = match names.is_empty() {
+        true => "every client is done".to_owned(),
+        false => format!(
+            "every client is done, yet {} lock node{} remain{} under {}: {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            if names.len() == 1 { "s" } else { "" },
+            cfg.lock_path,
+            names.join(", ")
+        ),
+    };
+    if !touched.is_empty() {
+        summary.push_str(&format!(
+            "{} {} ephemeral node{} remain{} in other directories the library created \
+             nodes in: {}",
+            if names.is_empty() { ", yet" } else { "; and" },
+            touched.len(),
+            if touched.len() == 1 { "" } else { "s" },
+            if touched.len() == 1 { "s" } else { "" },
+            touched.join(", ")
+        ));
+    }
+    // The creator of a node elsewhere is looked for by its name, as of a lock node.
+    names.extend(
+        cfg.touched_children
+            .iter()
+            .flat_map(|(_, names)| names.iter().cloned()),
     );
     let roles: Vec<(usize, String)> = names
         .iter()

@@ -473,6 +473,26 @@ pub struct RealArgs {
     /// Drop every N-th acquire (0: never)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every)]
     pub drop_every: u32,
+    /// After an attempt that gave up (a try that found the lock held, a timed acquire that
+    /// timed out, a dropped acquire), stay connected and idle this long, in ms (0: go on)
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms)]
+    pub idle_after_give_up_ms: u64,
+    /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every)]
+    pub long_hold_every: u32,
+    /// Every N-th attempt of a client uses a new lock object of its session, which its
+    /// later attempts then use (1: every attempt; 0: one object per session)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every)]
+    pub fresh_lock_every: u32,
+    /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
+    /// timeout)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub long_hold_ms: u64,
     /// Start each client's acquires at the N-th of the mix of modes: 2 starts with the
     /// timed one
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset)]
@@ -575,6 +595,16 @@ pub struct SearchArgs {
         default_value_t = 4
     )]
     pub attempts: u32,
+    /// Of the clients, how many take the read side (the first N; the rest write): for
+    /// a lock with readers (zklock, kazoo-rw, curator-rw). 0: every client takes the
+    /// exclusive (or write) lock
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub readers: u32,
     /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction)
     #[arg(
         long,
@@ -615,6 +645,41 @@ pub struct SearchArgs {
         default_value_t = 4
     )]
     pub drop_every: u32,
+    /// After an attempt that gave up (try held, timed out, dropped), the client stays
+    /// connected and idle this long, in ms (0: it goes on at once)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub idle_after_give_up_ms: u64,
+    /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub long_hold_every: u32,
+    /// Every N-th attempt of a client uses a new lock object of its session, which its
+    /// later attempts then use (1: every attempt; 0: one object per session, reused)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub fresh_lock_every: u32,
+    /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
+    /// timeout)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub long_hold_ms: u64,
     /// Timeout of the timed acquires, in ms
     #[arg(
         long,

@@ -75,6 +75,14 @@ pub(crate) fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
     Ok(n.saturating_mul(unit_ms))
 }
 
+/// `--long-hold-ms`: 0 stands for 1.5 × the session timeout.
+pub(crate) fn long_hold_ms(given_ms: u64, session_timeout_ms: u64) -> u64 {
+    match given_ms {
+        0 => session_timeout_ms.saturating_mul(3) / 2,
+        ms => ms,
+    }
+}
+
 fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
     let mut workload = WorkloadConfig {
         clients: a.clients,
@@ -83,6 +91,10 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         session_timeout_ms: a.session_timeout_ms,
         hold_ms: a.hold_ms,
         drop_every: a.drop_every,
+        idle_after_give_up_ms: a.idle_after_give_up_ms,
+        long_hold_every: a.long_hold_every,
+        fresh_lock_every: a.fresh_lock_every,
+        long_hold_ms: long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
         mix_offset: a.mix_offset,
         acquire_timeout_ms: a.acquire_timeout_ms,
         drain_timeout_ms: a.drain_timeout_ms,
@@ -248,7 +260,15 @@ fn refuse_inapplicable(
         )?;
     } else {
         given.refuse(
-            &["drop_every", "mix_offset", "acquire_timeout_ms"],
+            &[
+                "drop_every",
+                "mix_offset",
+                "acquire_timeout_ms",
+                "idle_after_give_up_ms",
+                "long_hold_every",
+                "long_hold_ms",
+                "fresh_lock_every",
+            ],
             &format!("the work queue {recipe}"),
             "its clients produce and consume items, they make no acquire attempts",
         )?;
@@ -594,7 +614,8 @@ pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
         if let Some(hello) = status.hello() {
             outln!("driver: {hello}");
         }
-        // A driver that broke the protocol or hung leaves no verdict to trust.
+        // A driver that broke the protocol leaves no verdict to trust. (One whose library
+        // hangs is judged: the run gives its call up, and the checker reports it stuck.)
         if let Some(why) = status.failure() {
             drop(run);
             runtime.shutdown_timeout(Duration::from_secs(1));
@@ -693,6 +714,7 @@ pub(crate) fn judge(run: &RealRun) -> Judged {
     let shape = RunShape {
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
+        touched: run.final_children_touched.clone(),
     };
     match &run.queue {
         Some(paths) => {
@@ -713,6 +735,48 @@ pub(crate) fn judge(run: &RealRun) -> Judged {
     }
 }
 
+/// How many of a stuck client's last requests a report lists.
+const LAST_REQUESTS_SHOWN: usize = 8;
+
+/// When `liveness_after_heal` caught a stuck lock call (a lock or release that never
+/// returned), the stuck client's last requests as its proxies saw them, in one line;
+/// `None` otherwise, or when the run had no proxies.
+pub(crate) fn stuck_client_requests(
+    run: &RealRun,
+    report: &zklock_checker::properties::Report,
+) -> Option<String> {
+    let violation = report
+        .verdict(zklock_checker::properties::liveness_after_heal::NAME)?
+        .report
+        .as_ref()?;
+    if !violation.summary.contains(": a stuck") {
+        return None;
+    }
+    let c = violation.events.first()?.client;
+    let (seen, past_bound) = run.requests.get(c as usize)?;
+    if seen.is_empty() {
+        return None;
+    }
+    let shown = &seen[seen.len().saturating_sub(LAST_REQUESTS_SHOWN)..];
+    let list: Vec<String> = shown
+        .iter()
+        .map(|r| {
+            let name = zklock_real::plan::op::name_of(r.op).unwrap_or("op");
+            format!("{name} {}", r.path)
+        })
+        .collect();
+    let more = match past_bound {
+        0 => String::new(),
+        n => format!(" ({n} more came past the proxies' record)"),
+    };
+    Some(format!(
+        "c{c}'s last {} of {} requests, as its proxies saw them{more}: {}",
+        shown.len(),
+        seen.len(),
+        list.join("; ")
+    ))
+}
+
 /// Checks the run, prints the verdict, and writes the timelines of a run that did not
 /// pass.
 fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status> {
@@ -723,6 +787,10 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
         reordered,
     } = judged;
     out!("{report}");
+    let stuck = stuck_client_requests(run, &report);
+    if let Some(line) = &stuck {
+        outln!("{line}");
+    }
     outln!("{}", run.faults);
     let left: Vec<usize> = run
         .final_children_by_lock
@@ -781,6 +849,9 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
     let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
     let saved = SavedReport::of_report(&report);
     let mut text = render_marked_timeline(&history, &saved.marks());
+    if let Some(line) = &stuck {
+        text.insert_str(0, &format!("{line}\n"));
+    }
     let locks = opts
         .mix
         .as_ref()

@@ -28,7 +28,7 @@ use zklock_real::workload::{RealRun, WorkloadConfig, run_recipe};
 
 /// What one run of the search saw.
 struct Outcome {
-    /// Properties violated (a stuck driver is `driver_stuck`).
+    /// Properties violated (a driver that broke the protocol is `driver_failed`).
     violated: Vec<String>,
     /// Whether an aimed fault caught a request.
     struck: bool,
@@ -84,6 +84,24 @@ impl Setup {
             w.acquire_timeout_ms,
             w.duration_ms
         );
+        if w.readers > 0 {
+            line.push_str(&format!(" --readers {}", w.readers));
+        }
+        if w.idle_after_give_up_ms > 0 {
+            line.push_str(&format!(
+                " --idle-after-give-up-ms {}",
+                w.idle_after_give_up_ms
+            ));
+        }
+        if w.fresh_lock_every > 0 {
+            line.push_str(&format!(" --fresh-lock-every {}", w.fresh_lock_every));
+        }
+        if w.long_hold_every > 0 {
+            line.push_str(&format!(
+                " --long-hold-every {} --long-hold-ms {}",
+                w.long_hold_every, w.long_hold_ms
+            ));
+        }
         for p in points {
             line.push_str(&format!(" --aim {}", p.aim_arg()));
         }
@@ -105,7 +123,7 @@ impl Setup {
         };
         let mut workload = self.workload.clone();
         workload.interrupt = Some(Arc::clone(stop));
-        let (run, stuck) = match self.lock {
+        let (run, failed) = match self.lock {
             Lock::Zklock(kind) => {
                 let queue = QueueShape {
                     producers: 1,
@@ -122,22 +140,24 @@ impl Setup {
             }
         };
         let run = run.map_err(anyhow::Error::new)?;
-        let outcome = judge(&run, stuck);
+        let outcome = judge(&run, failed);
         let servers = clear(runtime, run)?;
         Ok((outcome, servers))
     }
 }
 
-/// The run's verdict; a driver that stopped answering is a liveness violation of its own.
-fn judge(run: &RealRun, stuck: Option<String>) -> Outcome {
+/// The run's verdict. A library that stopped answering is judged by the checker (a stuck
+/// lock or release, `liveness_after_heal`, with the stuck client's last requests); a
+/// driver that broke the protocol is `driver_failed`, its verdict not to be trusted.
+fn judge(run: &RealRun, failed: Option<String>) -> Outcome {
     let Judged {
         report, history, ..
     } = crate::real_cmd::judge(run);
     let mut violated: Vec<String> = report.violated().iter().map(|p| p.to_string()).collect();
-    let mut timeline = None;
-    if let Some(why) = &stuck {
-        violated.push("driver_stuck".into());
-        timeline = Some(format!("the driver stopped answering: {why}\n"));
+    let mut timeline = crate::real_cmd::stuck_client_requests(run, &report).map(|l| l + "\n");
+    if let Some(why) = &failed {
+        violated.push("driver_failed".into());
+        timeline = Some(format!("the driver failed: {why}\n"));
     }
     if !violated.is_empty() {
         let saved = SavedReport::of_report(&report);
@@ -201,9 +221,11 @@ pub fn run(a: SearchArgs) -> Result<Status> {
     let started = Instant::now();
     let w = &setup.workload;
     outln!(
-        "zklock search: {} with {} clients, {} attempts each (drop every {}, session {} ms), k = {}",
+        "zklock search: {} with {} clients ({} readers), {} attempts each (drop every {}, \
+         session {} ms), k = {}",
         setup.lock_name(),
         w.clients,
+        w.readers,
         w.attempts_per_client,
         w.drop_every,
         w.session_timeout_ms,
@@ -397,9 +419,13 @@ fn print_table(
     outln!();
     outln!("| lock | requests seen | points tried (k=2 pairs) | points that struck | violations |");
     outln!("|---|---|---|---|---|");
+    let w = &setup.workload;
+    let lock = match w.readers {
+        0 => setup.lock_name().to_owned(),
+        r => format!("{} ({r} of {} clients read)", setup.lock_name(), w.clients),
+    };
     outln!(
-        "| {} | {} | {} ({pairs_tried}) | {} | {violations} |",
-        setup.lock_name(),
+        "| {lock} | {} | {} ({pairs_tried}) | {} | {violations} |",
         frontier.keys_seen(),
         tally.tried,
         tally.struck,
@@ -457,12 +483,36 @@ fn parse(a: &SearchArgs) -> Result<Setup> {
     if a.max_points == 0 {
         bail!("--max-points must be positive");
     }
+    if a.readers > 0 {
+        let has_readers = match lock {
+            Lock::Zklock(kind) => kind.has_readers(),
+            Lock::Driver(kind) => kind.has_readers(),
+        };
+        if !has_readers {
+            bail!(
+                "--readers: the lock {} has no read side (zklock, kazoo-rw and curator-rw have)",
+                a.lock
+            );
+        }
+        if a.readers > a.clients {
+            bail!(
+                "--readers must be at most --clients ({}), got {}",
+                a.clients,
+                a.readers
+            );
+        }
+    }
     let workload = WorkloadConfig {
         clients: a.clients,
+        readers: a.readers,
         attempts_per_client: a.attempts,
         session_timeout_ms: a.session_timeout_ms,
         hold_ms: a.hold_ms,
         drop_every: a.drop_every,
+        idle_after_give_up_ms: a.idle_after_give_up_ms,
+        long_hold_every: a.long_hold_every,
+        fresh_lock_every: a.fresh_lock_every,
+        long_hold_ms: crate::real_cmd::long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
         acquire_timeout_ms: a.acquire_timeout_ms,
         // A bound on each run only: a run ends once its script is done.
         duration_ms: a.run_limit_ms,

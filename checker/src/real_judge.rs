@@ -18,6 +18,9 @@ pub struct RunShape {
     pub locks: Vec<(String, Vec<String>)>,
     /// `Some(n)` for a counting semaphore of `n` leases: `semaphore_leases` is judged too.
     pub leases: Option<u32>,
+    /// Other directories the library created nodes in, each with the ephemeral nodes left
+    /// in it at the end ([`CheckConfig::touched_children`]); judged in a run of one lock.
+    pub touched: Vec<(String, Vec<String>)>,
 }
 
 /// Every property on `history`, per lock when `shape` has several, `semaphore_leases`
@@ -28,9 +31,13 @@ pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Jud
             Some((path, children)) => CheckConfig {
                 lock_path: path.clone(),
                 final_lock_children: children.clone(),
+                touched_children: shape.touched.clone(),
                 ..cfg.clone()
             },
-            None => cfg.clone(),
+            None => CheckConfig {
+                touched_children: shape.touched.clone(),
+                ..cfg.clone()
+            },
         };
         judge_parallel(history, &cfg)
     } else {
@@ -136,6 +143,7 @@ mod tests {
                         .zip(o.final_children_by_lock.iter().cloned())
                         .collect(),
                     leases,
+                    touched: Vec::new(),
                 };
                 let judged = judge_real(&o.history, &cfg, &shape);
                 assert_eq!(judged.reordered, 0);

@@ -31,14 +31,15 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.data.Stat;
 
 public final class ZklockCuratorDriver {
-    static final int PROTOCOL = 1;
+    static final int PROTOCOL = 2;
     static final int LINE_BYTES_MAX = 65536;
     static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
 
     final String kind;
     final String path;
     final CuratorFramework client;
-    final InterProcessLock lock;
+    // Replaced by an acquire that asks for a fresh lock object, on the owner thread.
+    volatile InterProcessLock lock;
     // Curator's locks belong to the thread that took them (a release from another thread
     // is refused), so every acquire and release runs on this one thread, in order.
     final ExecutorService owner = Executors.newSingleThreadExecutor(r -> {
@@ -137,6 +138,15 @@ public final class ZklockCuratorDriver {
     }
 
     void acquire(long id, String mode, long timeoutMs) {
+        acquire(id, mode, timeoutMs, false);
+    }
+
+    void acquire(long id, String mode, long timeoutMs, boolean fresh) {
+        if (fresh) {
+            // A new object for this acquire and the next ones; the old one is dropped with
+            // whatever it left behind (zklock settles an acquire before it sends the next).
+            lock = lockOf(kind, client, path);
+        }
         synchronized (this) {
             Thread.interrupted(); // a cancel that came too late for an earlier acquire
             ownerThread = Thread.currentThread();
@@ -261,8 +271,14 @@ public final class ZklockCuratorDriver {
             if ("acquire".equals(op)) {
                 String mode = String.valueOf(req.getOrDefault("mode", "blocking"));
                 long timeoutMs = req.get("timeout_ms") instanceof Long ? (Long) req.get("timeout_ms") : 0L;
+                Object object = req.getOrDefault("object", "same");
+                if (!"same".equals(object) && !"fresh".equals(object)) {
+                    emit(obj("event", "error", "id", id, "message", "bad acquire: object " + object));
+                    continue;
+                }
+                boolean fresh = "fresh".equals(object);
                 d.sent(id);
-                d.owner.execute(() -> d.acquire(id, mode, timeoutMs));
+                d.owner.execute(() -> d.acquire(id, mode, timeoutMs, fresh));
             } else if ("release".equals(op)) {
                 d.owner.execute(() -> d.release(id));
             } else if ("cancel".equals(op)) {

@@ -1,4 +1,4 @@
-"""zklock's driver for Kazoo's locks: speaks zklock's lock-under-test protocol (version 1,
+"""zklock's driver for Kazoo's locks: speaks zklock's lock-under-test protocol (version 2,
 docs/drivers.md) on stdin/stdout, one JSON object a line.
 
 usage: zklock_driver.py KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
@@ -20,7 +20,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import CancelledError, LockTimeout
 from kazoo.recipe.lock import Lock, ReadLock, Semaphore, WriteLock
 
-PROTOCOL = 1
+PROTOCOL = 2
 LINE_BYTES_MAX = 65536
 
 _out = threading.Lock()
@@ -44,19 +44,23 @@ class Driver:
         self.lost_sent = False
         self.acquiring = None
         self.client.add_listener(self.on_state)
+        self.lock = self.make_lock()
+
+    def make_lock(self):
+        """A new lock object of the driver's kind, on its client."""
+        kind, path = self.kind, self.path
         if kind == "lock":
-            self.lock = Lock(self.client, path, identifier="zklock-driver")
-        elif kind == "lock-interop":
-            self.lock = Lock(self.client, path, identifier="zklock-driver",
-                             extra_lock_patterns=["-lock-"])
-        elif kind == "read":
-            self.lock = ReadLock(self.client, path, identifier="zklock-driver")
-        elif kind == "write":
-            self.lock = WriteLock(self.client, path, identifier="zklock-driver")
-        elif kind == "semaphore":
-            self.lock = Semaphore(self.client, path, identifier="zklock-driver", max_leases=1)
-        else:
-            raise ValueError("unknown kind %r" % kind)
+            return Lock(self.client, path, identifier="zklock-driver")
+        if kind == "lock-interop":
+            return Lock(self.client, path, identifier="zklock-driver",
+                        extra_lock_patterns=["-lock-"])
+        if kind == "read":
+            return ReadLock(self.client, path, identifier="zklock-driver")
+        if kind == "write":
+            return WriteLock(self.client, path, identifier="zklock-driver")
+        if kind == "semaphore":
+            return Semaphore(self.client, path, identifier="zklock-driver", max_leases=1)
+        raise ValueError("unknown kind %r" % kind)
 
     def session_id(self):
         cid = self.client.client_id
@@ -163,7 +167,16 @@ def handle(driver, op, rid, req):
         except (ValueError, TypeError) as e:
             emit(event="error", id=rid, message="bad acquire: %s" % e)
             return True
+        obj = req.get("object", "same")
+        if obj not in ("same", "fresh"):
+            emit(event="error", id=rid, message="bad acquire: object %r" % (obj,))
+            return True
         with driver.state:
+            if obj == "fresh":
+                # A new lock object for this acquire and the next ones, made here so that a
+                # cancel read next reaches it; the old one is dropped with whatever it left
+                # behind (zklock settles an acquire before it sends the next).
+                driver.lock = driver.make_lock()
             driver.acquiring = rid
             # Here, not on the acquire's thread, so that a cancel read next is kept even
             # if that thread has not started yet. Kazoo would keep a cancel that came

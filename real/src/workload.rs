@@ -95,6 +95,21 @@ pub struct WorkloadConfig {
     pub drain_timeout_ms: u64,
     /// Pause after an acquire that failed with an error.
     pub error_backoff_ms: u64,
+    /// A contender that gives up (its try found the lock held, its timed acquire timed
+    /// out, its acquire was dropped) stays connected and idle this long before its next
+    /// attempt: a node its attempt left behind then outlives it, instead of being picked
+    /// up again at once by the next attempt. 0 (the default): it goes on at once.
+    pub idle_after_give_up_ms: u64,
+    /// Every `long_hold_every`-th attempt of a client that acquires holds for
+    /// `long_hold_ms` instead of `hold_ms` (a hold past the session timeout, when
+    /// `long_hold_ms` is longer). 0 (the default): every hold is `hold_ms`.
+    pub long_hold_every: u32,
+    /// See [`long_hold_every`](WorkloadConfig::long_hold_every); positive when it is.
+    pub long_hold_ms: u64,
+    /// Every `fresh_lock_every`-th attempt of a client uses a new lock object of its
+    /// session ([`RealRecipe::fresh_lock`]), which the later attempts then use; 1: every
+    /// attempt. 0 (the default): one lock object per session, reused.
+    pub fresh_lock_every: u32,
     /// Soft cap on history events: past it, no new acquisition starts.
     pub max_history_events: usize,
     /// What the run must have seen before it ends: past `duration_ms` (and as long past
@@ -137,6 +152,10 @@ impl Default for WorkloadConfig {
             mix_offset: 0,
             drain_timeout_ms: 10_000,
             error_backoff_ms: 10,
+            idle_after_give_up_ms: 0,
+            long_hold_every: 0,
+            long_hold_ms: 0,
+            fresh_lock_every: 0,
             max_history_events: DEFAULT_MAX_EVENTS,
             until: None,
             goal_deadline_ms: 600_000,
@@ -188,12 +207,17 @@ impl WorkloadConfig {
             ("acquire_timeout_ms", self.acquire_timeout_ms),
             ("drain_timeout_ms", self.drain_timeout_ms),
             ("error_backoff_ms", self.error_backoff_ms),
+            ("idle_after_give_up_ms", self.idle_after_give_up_ms),
+            ("long_hold_ms", self.long_hold_ms),
         ] {
             if ms > MAX_DURATION_MS {
                 return bad(format!(
                     "{name} must be at most {MAX_DURATION_MS} (an hour), got {ms}"
                 ));
             }
+        }
+        if self.long_hold_every > 0 && self.long_hold_ms == 0 {
+            return bad("long_hold_ms must be positive when long_hold_every is".into());
         }
         if self.drop_after_ms_max > MAX_DROP_AFTER_MS {
             return bad(format!(
@@ -235,6 +259,12 @@ pub struct RealRun {
     /// Every lock directory of the run ([`WorkloadConfig::lock_paths`]) with its children
     /// read as `final_lock_children` is.
     pub final_children_by_lock: Vec<(String, Vec<String>)>,
+    /// Every other directory the clients created nodes in, as their proxies saw the
+    /// creates (a library's internal directories: Kazoo's `<path>-__lock__`, Curator's
+    /// `locks`), with the ephemeral nodes left in it, read after the lock directories
+    /// (and re-read while sessions that are ending expire, for as long). Only directories
+    /// with nodes left are listed; empty when the run had no proxies.
+    pub final_children_touched: Vec<(String, Vec<String>)>,
     /// The recipe's [`RealRecipe::leases`]: `Some(n)` for a semaphore of `n` leases.
     pub leases: Option<u32>,
     /// A work queue's run ([`run_queue`]): its directories, whose final children are the
@@ -319,6 +349,21 @@ pub trait RealRecipe: Send + Sync + 'static {
     /// client opens a new session after an expiry.
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock;
 
+    /// A new lock object for the same client session as `current`, for an attempt that
+    /// uses a fresh lock object ([`WorkloadConfig::fresh_lock_every`]): it knows nothing of
+    /// what `current` left behind. Default: [`lock`](RealRecipe::lock) again. (A driver's
+    /// lock asks its process for a new library lock object instead of a new process.)
+    fn fresh_lock(
+        &self,
+        current: &Self::Lock,
+        client: RecordingClient,
+        role: LockRole,
+        path: &str,
+    ) -> Self::Lock {
+        let _ = current;
+        self.lock(client, role, path)
+    }
+
     /// The directory whose children are the lock's nodes, read when the run ends for
     /// orphans. Default: the lock path itself. (Curator's semaphores keep their nodes in
     /// `<path>/leases` and `<path>/locks`.)
@@ -380,13 +425,13 @@ impl RealRecipe for ShippedRealRecipe {
 /// ([`queue::QueueWork`]).
 trait Work: Send + Sync + 'static {
     /// Client `index`'s loop from its first session; returns its last client, to be
-    /// closed once the run is read.
+    /// closed once the run is read (`None`: it gave up a stuck call).
     fn worker(
         self: Arc<Self>,
         shared: Arc<Shared>,
         index: usize,
         first: RecordingClient,
-    ) -> BoxFuture<'static, RecordingClient>;
+    ) -> BoxFuture<'static, Option<RecordingClient>>;
     /// Each directory whose children are read at the end: as reported, and as read.
     fn final_dirs(&self, config: &WorkloadConfig) -> Vec<(String, String)>;
     /// `Some(n)` for a semaphore of `n` leases.
@@ -416,7 +461,7 @@ impl<R: RealRecipe> Work for LockWork<R> {
         shared: Arc<Shared>,
         index: usize,
         first: RecordingClient,
-    ) -> BoxFuture<'static, RecordingClient> {
+    ) -> BoxFuture<'static, Option<RecordingClient>> {
         Box::pin(worker(shared, self, index, first))
     }
     fn final_dirs(&self, config: &WorkloadConfig) -> Vec<(String, String)> {
@@ -473,11 +518,47 @@ struct Shared {
     aims_window_open: AtomicBool,
     /// Clients done with their script ([`WorkloadConfig::attempts_per_client`]).
     scripts_done: AtomicU64,
+    /// Clients inside a lock call past its liveness deadline (see [`unless_stuck`]): a
+    /// scripted run ends without waiting for them.
+    stuck_now: AtomicU64,
+    /// Per client: it gave up a stuck call, and its session stays open until the history
+    /// is read (closing it would record a close that excuses the stuck call).
+    abandoned: Mutex<Vec<RecordingClient>>,
 }
 
 impl Shared {
     fn acquisitions_over(&self) -> bool {
         self.over.load(Ordering::Acquire) || self.recorder.is_full()
+    }
+
+    /// Keeps `client`, whose worker gave up a stuck call, open until the history is read.
+    fn abandon(&self, client: RecordingClient) -> Option<RecordingClient> {
+        self.abandoned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(client);
+        None
+    }
+
+    /// The heal's run time in ms as the checker will take it (aimed strikes heal after
+    /// their last), once the heal happened.
+    fn heal_so_far_ms(&self) -> Option<u64> {
+        let healed = self.healed_at_ms.load(Ordering::Acquire);
+        (healed != NOT_HEALED).then(|| healed.max(self.aims_over_at_ms.load(Ordering::Acquire)))
+    }
+
+    /// Whether a lock call invoked at `since_us` has gone unanswered past its liveness
+    /// deadline (the later of `since_us` and the heal, plus the liveness bound) by more
+    /// than [`STUCK_MARGIN_MS`].
+    fn past_liveness_deadline(&self, since_us: u64) -> bool {
+        let Some(heal_ms) = self.heal_so_far_ms() else {
+            return false;
+        };
+        let deadline_ms = (since_us / 1000)
+            .max(heal_ms)
+            .saturating_add(self.config.liveness_bound_ms())
+            .saturating_add(STUCK_MARGIN_MS);
+        self.recorder.now_us() / 1000 > deadline_ms
     }
 
     /// Where a blocking acquire starting now is cancelled: `drain_timeout_ms` past the later
@@ -638,6 +719,8 @@ async fn run_work<W: Work>(
         over: AtomicBool::new(false),
         stop: config.interrupt.clone().unwrap_or_default(),
         scripts_done: AtomicU64::new(0),
+        stuck_now: AtomicU64::new(0),
+        abandoned: Mutex::new(Vec::new()),
         aims_over_at_ms: AtomicU64::new(0),
         aims_window_open: AtomicBool::new(false),
         crash_restart_ms: faults.crash_restart_ms,
@@ -717,7 +800,7 @@ async fn run_work<W: Work>(
         join_workers,
         Arc::clone(&work).watch_end(&shared, &observer, faults.heal_ms, pauses_on)
     );
-    let requests = targets
+    let requests: Vec<_> = targets
         .links
         .iter()
         .map(|link| link.requests_seen())
@@ -737,6 +820,18 @@ async fn run_work<W: Work>(
         final_children_by_lock.push((path, children));
     }
     let final_lock_children = final_children_by_lock[0].1.clone();
+    let read: Vec<String> = work
+        .final_dirs(config)
+        .into_iter()
+        .flat_map(|(path, dir)| [path, dir])
+        .collect();
+    let mut final_children_touched = Vec::new();
+    for dir in touched_dirs(&requests, &read) {
+        let left = settled_ephemerals(&observer, &dir, settle).await;
+        if !left.is_empty() {
+            final_children_touched.push((dir, left));
+        }
+    }
     for client in finals.into_iter().flatten() {
         let _ = tokio::time::timeout(settle, client.close()).await;
     }
@@ -756,6 +851,7 @@ async fn run_work<W: Work>(
         history: recorder.history(),
         final_lock_children,
         final_children_by_lock,
+        final_children_touched,
         leases,
         queue: work.queue(),
         run_end_us,
@@ -793,7 +889,9 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
         }
         let scripted = c.attempts_per_client > 0;
         if scripted
-            && shared.scripts_done.load(Ordering::Acquire) >= u64::from(c.clients)
+            && shared.scripts_done.load(Ordering::Acquire)
+                + shared.stuck_now.load(Ordering::Acquire)
+                >= u64::from(c.clients)
             && shared.healed_at_ms.load(Ordering::Acquire) != NOT_HEALED
             && !shared.aims_window_open.load(Ordering::Acquire)
             && now.as_millis() as u64 >= shared.aims_over_at_ms.load(Ordering::Acquire)
@@ -938,6 +1036,44 @@ pub async fn settled_children<C: Coordination>(
     }
 }
 
+/// Every directory the clients created a node in (the parent of each create their
+/// proxies saw), but those of `read`, their ancestors and the root, in order.
+fn touched_dirs(requests: &[(Vec<crate::plan::SeenRequest>, u64)], read: &[String]) -> Vec<String> {
+    let creates = crate::plan::op::by_name("create").unwrap_or(&[]);
+    let dirs: std::collections::BTreeSet<String> = requests
+        .iter()
+        .flat_map(|(seen, _)| seen)
+        .filter(|r| creates.contains(&r.op))
+        .filter_map(|r| r.path.rfind('/').map(|slash| r.path[..slash].to_owned()))
+        .filter(|dir| !dir.is_empty() && !read.contains(dir))
+        // The lock directories' ancestors hold the run's own directories (and, on
+        // someone else's servers, other runs'), not the library's nodes.
+        .filter(|dir| !read.iter().any(|r| r.starts_with(&format!("{dir}/"))))
+        .collect();
+    dirs.into_iter().collect()
+}
+
+/// The ephemeral children of `dir`, read until none is left or `settle` has passed (as
+/// [`settled_children`]); persistent ones (a library's directories) are not counted.
+async fn settled_ephemerals(observer: &ZkClient, dir: &str, settle: Duration) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + settle;
+    loop {
+        let mut left = Vec::new();
+        for name in settled_children(observer, dir, Duration::ZERO).await {
+            let stat = observer.exists(&format!("{dir}/{name}")).await;
+            if let Ok(Some(stat)) = stat
+                && stat.ephemeral_owner != 0
+            {
+                left.push(name);
+            }
+        }
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(SETTLE_POLL_MS)).await;
+    }
+}
+
 /// How often the final children are re-read while sessions expire.
 const SETTLE_POLL_MS: u64 = 200;
 
@@ -992,7 +1128,7 @@ async fn process<W: Work>(
         tokio::select! {
             last = Pausable::new(task, Arc::clone(&control)) => {
                 shared.scripts_done.fetch_add(1, Ordering::AcqRel);
-                return Some(last);
+                return last;
             }
             // The task is dropped here, wherever it was.
             () = control.crashed() => {}
@@ -1009,17 +1145,83 @@ async fn process<W: Work>(
     }
 }
 
-/// One client's loop. Returns its last client, to be closed once the run is read.
+/// How long the hold of a client's `k`th attempt (counted from 1) lasts:
+/// [`WorkloadConfig::long_hold_ms`] every [`WorkloadConfig::long_hold_every`]-th attempt,
+/// [`WorkloadConfig::hold_ms`] otherwise.
+fn hold_of(k: u64, config: &WorkloadConfig) -> Duration {
+    let every = u64::from(config.long_hold_every);
+    let ms = match every > 0 && k.is_multiple_of(every) {
+        true => config.long_hold_ms,
+        false => config.hold_ms,
+    };
+    Duration::from_millis(ms)
+}
+
+/// How long past its liveness deadline a lock call may stay unanswered before its client
+/// gives it up: the run then outlives the deadline, so the checker sees it stuck.
+pub const STUCK_MARGIN_MS: u64 = 1_000;
+
+/// How often a lock call in progress is looked at for [`unless_stuck`].
+const STUCK_POLL_MS: u64 = 100;
+
+/// `call`'s output, or `None` once the call is stuck: unanswered past its liveness deadline
+/// ([`Shared::past_liveness_deadline`]) when no acquisition may start any more. A stuck
+/// call lets a scripted run end without it; once given up, it stays unanswered in the
+/// history, where `liveness_after_heal` judges it (a stuck lock, or a stuck release), and
+/// its client does nothing more. Only a hang reaches it: a call answered late, but
+/// answered, is recorded as it ended.
+async fn unless_stuck<T>(
+    shared: &Shared,
+    since_us: u64,
+    call: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    /// Counts its client in [`Shared::stuck_now`] while set; uncounts it when dropped,
+    /// also when a crash drops the call.
+    struct Counted<'a>(&'a AtomicU64, bool);
+    impl Counted<'_> {
+        fn set(&mut self, on: bool) {
+            if on != self.1 {
+                match on {
+                    true => self.0.fetch_add(1, Ordering::AcqRel),
+                    false => self.0.fetch_sub(1, Ordering::AcqRel),
+                };
+                self.1 = on;
+            }
+        }
+    }
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.set(false);
+        }
+    }
+    tokio::pin!(call);
+    let mut counted = Counted(&shared.stuck_now, false);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut call => return Some(out),
+            () = tokio::time::sleep(Duration::from_millis(STUCK_POLL_MS)) => {}
+        }
+        // Judged again each time: a later strike moves the heal, and the deadline with it.
+        let past = shared.past_liveness_deadline(since_us);
+        counted.set(past);
+        if past && shared.acquisitions_over() {
+            return None;
+        }
+    }
+}
+
+/// One client's loop. Returns its last client, to be closed once the run is read; `None`
+/// when it gave up a stuck call (the client is kept open in [`Shared::abandoned`]).
 async fn worker<R: RealRecipe>(
     shared: Arc<Shared>,
     work: Arc<LockWork<R>>,
     index: usize,
     first: RecordingClient,
-) -> RecordingClient {
+) -> Option<RecordingClient> {
     let recipe = &work.0;
     let config = &shared.config;
     let role = role_in(index, config, recipe.leases());
-    let hold = Duration::from_millis(config.hold_ms);
     let paths = config.lock_paths();
     let locks_of = |client: &RecordingClient| -> Vec<R::Lock> {
         paths
@@ -1041,14 +1243,20 @@ async fn worker<R: RealRecipe>(
         }
         let mode = mode_of(index, k, config);
         let which = lock_of(config.lock_seed, index, k, config.locks);
-        let lock = &locks[which];
         k += 1;
+        let fresh_every = u64::from(config.fresh_lock_every);
+        if fresh_every > 0 && k.is_multiple_of(fresh_every) {
+            let fresh = recipe.fresh_lock(&locks[which], client.clone(), role, &paths[which]);
+            locks[which] = fresh;
+        }
+        let lock = &locks[which];
         client.record(EventKind::AcquireInvoked {
             role,
             mode,
             // Named only in a run of several locks, as the simulation names it.
             lock: (config.locks > 1).then(|| paths[which].clone()),
         });
+        let invoked_us = shared.recorder.now_us();
         let got = match mode {
             AcquireMode::Blocking => {
                 // The lock's own blocking acquire (its timed one may be another path), its
@@ -1061,10 +1269,16 @@ async fn worker<R: RealRecipe>(
                     .await
                     .map_or(Ok(None), |got| got.map(Some))
             }
-            AcquireMode::Try => lock.try_acquire().await,
+            AcquireMode::Try => match unless_stuck(&shared, invoked_us, lock.try_acquire()).await {
+                Some(got) => got,
+                None => return shared.abandon(client),
+            },
             AcquireMode::Timeout { timeout_ms } => {
-                lock.acquire_timeout(Duration::from_millis(timeout_ms))
-                    .await
+                let call = lock.acquire_timeout(Duration::from_millis(timeout_ms));
+                match unless_stuck(&shared, invoked_us, call).await {
+                    Some(got) => got,
+                    None => return shared.abandon(client),
+                }
             }
             AcquireMode::Dropped { after_ms } => {
                 tokio::select! {
@@ -1085,6 +1299,11 @@ async fn worker<R: RealRecipe>(
                 client.record(EventKind::AcquireFailed {
                     reason: reason.into(),
                 });
+                if config.idle_after_give_up_ms > 0 {
+                    client
+                        .sleep(Duration::from_millis(config.idle_after_give_up_ms))
+                        .await;
+                }
                 continue;
             }
             Err(reason) => {
@@ -1112,7 +1331,7 @@ async fn worker<R: RealRecipe>(
             // The work first, as the simulation's runner: a process resuming from a pause
             // finishes the step it was on before it reads its mail.
             biased;
-            () = client.sleep(hold) => None,
+            () = client.sleep(hold_of(k, config)) => None,
             reason = lock.lost(&guard) => Some(reason),
         };
         match lost {
@@ -1126,14 +1345,16 @@ async fn worker<R: RealRecipe>(
             Some(reason) => client.record(EventKind::Lost { reason }),
         }
         client.record(EventKind::ReleaseInvoked);
-        match lock.release(guard).await {
-            Ok(()) => client.record(EventKind::Released),
-            Err(reason) => client.record(EventKind::ReleaseFailed { reason }),
+        let invoked_us = shared.recorder.now_us();
+        match unless_stuck(&shared, invoked_us, lock.release(guard)).await {
+            Some(Ok(())) => client.record(EventKind::Released),
+            Some(Err(reason)) => client.record(EventKind::ReleaseFailed { reason }),
+            None => return shared.abandon(client),
         }
     }
     client.record(EventKind::Done);
     shared.sessions.set(index, None);
-    client
+    Some(client)
 }
 
 #[cfg(test)]

@@ -247,6 +247,30 @@ async fn stuck_is_flagged(kind: DriverKind, readers: u32) {
     assert_ok(&check_run(&shipped));
 }
 
+/// Protocol 2's fresh lock objects: every attempt of Kazoo's Lock and of Curator's
+/// InterProcessMutex uses a new object of its library, in the same process and session
+/// (`WorkloadConfig::fresh_lock_every`). Contended runs of both pass the checker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_lock_objects_per_attempt_pass_a_contended_run() {
+    for kind in [DriverKind::KazooLock, DriverKind::CuratorMutex] {
+        let Some(recipe) = driver(kind) else {
+            continue;
+        };
+        let status = recipe.status();
+        let mut config = workload(contended(5));
+        config.fresh_lock_every = 1;
+        let run = run(recipe, &config, &FaultConfig::default()).await.unwrap();
+        assert_eq!(status.failure(), None, "{kind}");
+        let judged = check_run(&run);
+        assert!(
+            judged.report.counters.contended_acquisitions >= 5,
+            "{kind}: {}",
+            judged.report
+        );
+        assert_ok(&judged);
+    }
+}
+
 /// zookeeper-client 0.11's `Client::lock` has neither a try nor a timed acquire: its
 /// users time its future out and drop it (`tokio::time::timeout`), as the workload drops
 /// every fourth acquire. After such drops the lock is stuck: every later contender waits

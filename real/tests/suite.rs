@@ -13,3 +13,4 @@ mod interop;
 mod real_server;
 mod recipe_on_real;
 mod semaphore_on_real;
+mod stuck;

@@ -164,6 +164,7 @@ where
     let shape = RunShape {
         locks: Vec::new(),
         leases: Some(LEASES),
+        touched: Vec::new(),
     };
     let judged = judge_real(&recorder.history(), &cfg, &shape);
     eprintln!("{}", judged.report);

@@ -88,6 +88,14 @@ fn bad_search_arguments_are_refused_with_a_reason() {
         (vec!["search", "--lock", "queue"], "not a lock to search"),
         (vec!["search", "--attempts", "0"], "--attempts must be 1 to"),
         (vec!["search", "--clients", "9"], "--clients must be 1 to"),
+        (
+            vec!["search", "--lock", "kazoo-lock", "--readers", "1"],
+            "has no read side",
+        ),
+        (
+            vec!["search", "--readers", "3"],
+            "--readers must be at most --clients",
+        ),
     ] {
         let (code, out, err) = zklock(&args, dir.path());
         assert_eq!(code, 2, "{args:?}: {out}{err}");

@@ -27,6 +27,11 @@ pub struct CheckConfig {
     /// How long past its deadline a timed acquire may return, for the cleanup at the
     /// deadline, in milliseconds.
     pub timed_grace_ms: u64,
+    /// Other directories the lock's library created nodes in (its internal ones, as a
+    /// real run's proxies saw its creates), each with the ephemeral nodes left in it when
+    /// the run ended. Any of them left when every client is done is an orphan, as in
+    /// `lock_path`.
+    pub touched_children: Vec<(String, Vec<String>)>,
 }
 
 /// `CheckConfig::timed_grace_ms` by default: a cleanup's round trips, with room for a
@@ -47,6 +52,7 @@ impl Default for CheckConfig {
             run_end_us: None,
             session_timeout_ms: 6000,
             timed_grace_ms: TIMED_GRACE_MS,
+            touched_children: Vec::new(),
         }
     }
 }
@@ -63,6 +69,7 @@ impl From<RunFacts> for CheckConfig {
             run_end_us: Some(f.run_end_us),
             session_timeout_ms: f.session_timeout_ms,
             timed_grace_ms: TIMED_GRACE_MS,
+            touched_children: Vec::new(),
         }
     }
 }
@@ -79,6 +86,7 @@ impl CheckConfig {
             run_end_us: None,
             session_timeout_ms: scenario.session_timeout_ms,
             timed_grace_ms: TIMED_GRACE_MS,
+            touched_children: Vec::new(),
         }
     }
 
@@ -122,6 +130,7 @@ mod tests {
                 run_end_us: Some(13),
                 session_timeout_ms: 17,
                 timed_grace_ms: TIMED_GRACE_MS,
+                touched_children: Vec::new(),
             }
         );
     }

@@ -2,8 +2,11 @@
 //! served (`Acquired` or `AcquireFailed`) within `liveness_bound_ms`: a wait invoked at
 //! `t` must end by `max(t, heal) + bound`. A waiter is excused when it crashed or its
 //! session expired or closed. A wait still pending when the run ended past its deadline
-//! is a stuck lock. And when every client is `Done`, no lock node may remain: each one
-//! left is an orphan (a lost create response shows up here).
+//! is a stuck lock. A release (`ReleaseInvoked`) still unanswered, neither `Released` nor
+//! `ReleaseFailed`, when the run ended past the same deadline is a stuck library (only a
+//! crash excuses it: a release must return, whatever became of the session). And when
+//! every client is `Done`, no lock node may remain: each one left is an orphan (a lost
+//! create response shows up here).
 
 use super::beliefs::Beliefs;
 use super::slots::Slots;
@@ -30,6 +33,9 @@ struct Wait {
 struct Client {
     /// The wait in progress.
     wait: Option<Wait>,
+    /// The release in progress (its `ReleaseInvoked`), until it is answered or the client
+    /// crashes.
+    release: Option<Wait>,
     /// Excused: crashed, or its session ended.
     dead: bool,
     /// `None` until it invokes an acquire or finishes; then the index of its `Done`, if
@@ -85,6 +91,24 @@ impl<'h> Judge<'h> for LivenessAfterHeal<'h> {
     }
 
     #[inline]
+    fn release_invoked(&mut self, step: Step<'h>, _: &Beliefs<'h>) {
+        self.clients[step.slot].release = Some(Wait {
+            invoke: step.index,
+            since_us: step.event.time_us,
+        });
+    }
+
+    #[inline]
+    fn released(&mut self, step: Step<'h>) {
+        self.clients[step.slot].release = None;
+    }
+
+    #[inline]
+    fn release_failed(&mut self, step: Step<'h>) {
+        self.clients[step.slot].release = None;
+    }
+
+    #[inline]
     fn session(&mut self, step: Step<'h>, state: SessionState) {
         if matches!(state, SessionState::Expired | SessionState::Closed) {
             self.clients[step.slot].dead = true;
@@ -94,7 +118,9 @@ impl<'h> Judge<'h> for LivenessAfterHeal<'h> {
     #[inline]
     fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
         if fault == FaultKind::Crash {
-            self.clients[step.slot].dead = true;
+            let st = &mut self.clients[step.slot];
+            st.dead = true;
+            st.release = None;
         }
     }
 
@@ -107,6 +133,7 @@ impl<'h> Judge<'h> for LivenessAfterHeal<'h> {
         let violation = self
             .late
             .or_else(|| stuck(self.history, self.cfg, &self.clients))
+            .or_else(|| stuck_release(self.history, self.cfg, &self.clients))
             .or_else(|| orphans(self.history, self.cfg, &self.clients));
         Verdict::from_violation(NAME, violation)
     }
@@ -181,8 +208,44 @@ fn stuck(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<Vio
     Some(Violation::new(NAME, history, summary, &proof))
 }
 
+/// The earliest release still unanswered when the run ended past its deadline: the lock's
+/// library never returned from it.
+fn stuck_release(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<Violation> {
+    let last_us = history.events.last().map_or(0, |e| e.time_us);
+    let end_us = cfg.run_end_us.unwrap_or(0).max(last_us);
+    let r = clients
+        .iter()
+        .filter_map(|st| st.release)
+        .filter(|r| end_us > deadline_us(*r, cfg))
+        .min_by_key(|r| r.invoke)?;
+    let c = history.events[r.invoke].client;
+    let summary = format!(
+        "c{c} invoked a release at {} and had no answer when the run ended at {} ms, past \
+         its deadline {} ms (heal {} ms + bound {} ms): a stuck release",
+        at(history, r.invoke),
+        format_ms(end_us),
+        format_ms(deadline_us(r, cfg)),
+        cfg.heal_ms,
+        cfg.liveness_bound_ms
+    );
+    let mut proof = vec![(r.invoke, "release invoked, never answered")];
+    let last_seen = history
+        .events
+        .iter()
+        .rposition(|e| e.client == c && !matches!(e.kind, EventKind::Fault { .. }));
+    if let Some(last) = last_seen.filter(|&l| l != r.invoke) {
+        proof.push((last, "its last event"));
+    }
+    Some(Violation::new(NAME, history, summary, &proof))
+}
+
 fn orphans(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<Violation> {
-    if cfg.final_lock_children.is_empty() {
+    let touched: Vec<String> = cfg
+        .touched_children
+        .iter()
+        .flat_map(|(dir, names)| names.iter().map(move |n| format!("{dir}/{n}")))
+        .collect();
+    if cfg.final_lock_children.is_empty() && touched.is_empty() {
         return None;
     }
     // Some client took part, and every one of them is done.
@@ -195,13 +258,33 @@ fn orphans(history: &History, cfg: &CheckConfig, clients: &[Client]) -> Option<V
     }
     let mut names = cfg.final_lock_children.clone();
     names.sort();
-    let summary = format!(
-        "every client is done, yet {} lock node{} remain{} under {}: {}",
-        names.len(),
-        if names.len() == 1 { "" } else { "s" },
-        if names.len() == 1 { "s" } else { "" },
-        cfg.lock_path,
-        names.join(", ")
+    let mut summary = match names.is_empty() {
+        true => "every client is done".to_owned(),
+        false => format!(
+            "every client is done, yet {} lock node{} remain{} under {}: {}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            if names.len() == 1 { "s" } else { "" },
+            cfg.lock_path,
+            names.join(", ")
+        ),
+    };
+    if !touched.is_empty() {
+        summary.push_str(&format!(
+            "{} {} ephemeral node{} remain{} in other directories the library created \
+             nodes in: {}",
+            if names.is_empty() { ", yet" } else { "; and" },
+            touched.len(),
+            if touched.len() == 1 { "" } else { "s" },
+            if touched.len() == 1 { "s" } else { "" },
+            touched.join(", ")
+        ));
+    }
+    // The creator of a node elsewhere is looked for by its name, as of a lock node.
+    names.extend(
+        cfg.touched_children
+            .iter()
+            .flat_map(|(_, names)| names.iter().cloned()),
     );
     let roles: Vec<(usize, String)> = names
         .iter()

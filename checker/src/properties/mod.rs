@@ -7,7 +7,7 @@
 //! | `fencing_token_order` | always     | each hold's token exceeds every earlier hold's it excludes, per lock |
 //! | `rightful_write_accepted` | always | the fence refuses no write of a hold still valid on the server |
 //! | `read_write_compat`   | always     | no reader's hold overlaps a writer's                        |
-//! | `liveness_after_heal` | eventually | every live waiter is served within the bound after the heal; no orphan node |
+//! | `liveness_after_heal` | eventually | every live waiter is served, every release answered, within the bound after the heal; no orphan node |
 //! | `no_herd`             | always     | a release wakes at most one waiter (or, a writer's, the readers directly behind it) |
 //! | `fifo`                | always     | grants follow sequence order                                |
 //! | `timed_acquire_in_time` | always   | a timed acquire returns by its deadline, plus its client's faults |

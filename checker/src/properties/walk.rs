@@ -47,6 +47,7 @@ pub(crate) trait Judge<'h> {
     fn acquire_failed(&mut self, step: Step<'h>) {}
     fn release_invoked(&mut self, step: Step<'h>, beliefs: &Beliefs<'h>) {}
     fn released(&mut self, step: Step<'h>) {}
+    fn release_failed(&mut self, step: Step<'h>) {}
     fn lost(&mut self, step: Step<'h>) {}
     fn session(&mut self, step: Step<'h>, state: SessionState) {}
     fn resource_write(&mut self, step: Step<'h>, write: Write, beliefs: &Beliefs<'h>) {}
@@ -102,6 +103,11 @@ impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
     fn released(&mut self, step: Step<'h>) {
         self.0.released(step);
         self.1.released(step);
+    }
+    #[inline(always)]
+    fn release_failed(&mut self, step: Step<'h>) {
+        self.0.release_failed(step);
+        self.1.release_failed(step);
     }
     #[inline(always)]
     fn lost(&mut self, step: Step<'h>) {
@@ -189,6 +195,7 @@ fn walk_by<'h, J: Judge<'h>>(
                 beliefs.stop(step.slot);
             }
             EventKind::Released => judge.released(step),
+            EventKind::ReleaseFailed { .. } => judge.release_failed(step),
             EventKind::Lost { .. } => {
                 judge.lost(step);
                 beliefs.stop(step.slot);
@@ -217,7 +224,7 @@ fn walk_by<'h, J: Judge<'h>>(
                 }
             }
             EventKind::Done => judge.done(step),
-            // No property reads the others (`ReleaseFailed`).
+            // No property reads the others.
             _ => {}
         }
     }

@@ -146,10 +146,6 @@ impl Conn {
         });
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// From now on, the driver's session changes are recorded for `sink`'s client, and its
     /// process is that client's (a pause stops it, a crash kills it).
     pub fn attach(&self, sink: Sink) {
@@ -426,7 +422,7 @@ mod tests {
     #[tokio::test]
     async fn a_malformed_report_fails_the_driver_with_the_line_never_a_panic() {
         let (conn, fatal) = fake_driver(
-            "{\"event\":\"hello\",\"protocol\":1,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n{\"event\":\"acquired\",\"id\":\"one\"}\n",
+            "{\"event\":\"hello\",\"protocol\":2,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n{\"event\":\"acquired\",\"id\":\"one\"}\n",
         );
         assert_eq!(conn.hello(Duration::from_secs(5)).await.unwrap(), "x 1 L");
         let err = conn.outcome(1).await.unwrap_err();
@@ -443,10 +439,10 @@ mod tests {
     #[tokio::test]
     async fn another_protocol_version_is_refused() {
         let (conn, fatal) = fake_driver(
-            "{\"event\":\"hello\",\"protocol\":2,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n",
+            "{\"event\":\"hello\",\"protocol\":3,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n",
         );
         let err = conn.hello(Duration::from_secs(5)).await.unwrap_err();
-        assert!(err.contains("speaks protocol 2"), "{err}");
+        assert!(err.contains("speaks protocol 3"), "{err}");
         assert!(fatal.lock().unwrap().is_some());
     }
 

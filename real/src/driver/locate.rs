@@ -146,6 +146,9 @@ impl Launcher {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A process group of its own: a Ctrl-C at the terminal reaches zklock, which
+            // winds the run down and needs its drivers for that, not the drivers.
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = command
             .spawn()

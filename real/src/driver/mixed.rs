@@ -202,6 +202,22 @@ impl MixedRecipe {
 impl RealRecipe for MixedRecipe {
     type Lock = MixedLock;
 
+    fn fresh_lock(
+        &self,
+        current: &MixedLock,
+        client: RecordingClient,
+        role: LockRole,
+        path: &str,
+    ) -> MixedLock {
+        match (current, lock_of(&self.locks, client.index() as usize)) {
+            (MixedLock::Driver(lock), LockName::Driver(kind)) => match self.driver(kind) {
+                Some(d) => MixedLock::Driver(d.fresh_lock(lock, client, role, path)),
+                None => MixedLock::Missing(kind),
+            },
+            _ => self.lock(client, role, path),
+        }
+    }
+
     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> MixedLock {
         match lock_of(&self.locks, client.index() as usize) {
             LockName::Driver(kind) => match self.driver(kind) {

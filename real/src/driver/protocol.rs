@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The protocol version a driver must name in its `hello`.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol version a driver must name in its `hello`. Version 2 added the acquire's
+/// `object`.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// The longest line either side may send, in bytes (newline excluded).
 pub const LINE_BYTES_MAX: usize = 65_536;
 /// The longest lock node name a driver may report, in bytes.
@@ -18,11 +19,12 @@ pub const TEXT_BYTES_MAX: usize = 4_096;
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// Take the lock: `mode` blocking (until held or cancelled), try (only if free now) or
-    /// timed (at most `timeout_ms`).
+    /// timed (at most `timeout_ms`), with the library's lock object `object` names.
     Acquire {
         id: u64,
         mode: Mode,
         timeout_ms: u64,
+        object: LockObject,
     },
     /// Release the hold taken by acquire `id`.
     Release { id: u64 },
@@ -40,6 +42,18 @@ pub enum Mode {
     Blocking,
     Try,
     Timed,
+}
+
+/// Which of the library's lock objects an acquire uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LockObject {
+    /// The driver's current one, as the earlier acquires did.
+    Same,
+    /// A new one, made for this acquire (it becomes the current one): it knows nothing of
+    /// what an earlier object left behind.
+    Fresh,
 }
 
 /// A session state a driver reports.
@@ -181,10 +195,21 @@ mod tests {
             id: 3,
             mode: Mode::Timed,
             timeout_ms: 250,
+            object: LockObject::Same,
         };
         assert_eq!(
             request_line(&acquire),
-            "{\"op\":\"acquire\",\"id\":3,\"mode\":\"timed\",\"timeout_ms\":250}\n"
+            "{\"op\":\"acquire\",\"id\":3,\"mode\":\"timed\",\"timeout_ms\":250,\"object\":\"same\"}\n"
+        );
+        let fresh = Request::Acquire {
+            id: 4,
+            mode: Mode::Blocking,
+            timeout_ms: 0,
+            object: LockObject::Fresh,
+        };
+        assert_eq!(
+            request_line(&fresh),
+            "{\"op\":\"acquire\",\"id\":4,\"mode\":\"blocking\",\"timeout_ms\":0,\"object\":\"fresh\"}\n"
         );
         assert_eq!(
             request_line(&Request::Release { id: 3 }),

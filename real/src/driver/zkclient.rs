@@ -161,6 +161,14 @@ impl Driver {
             let id = req["id"].as_u64().unwrap_or(0);
             match req["op"].as_str() {
                 Some("acquire") => {
+                    // zookeeper-client's lock is a call, not an object: every acquire is
+                    // made afresh, so `same` and `fresh` are one.
+                    if !matches!(req["object"].as_str(), None | Some("same" | "fresh")) {
+                        me.emit(
+                            json!({"event": "error", "id": id, "message": "bad acquire: object"}),
+                        );
+                        continue;
+                    }
                     let timeout = match req["mode"].as_str() {
                         Some("blocking") => None,
                         _ => Some(Duration::from_millis(

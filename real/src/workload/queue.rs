@@ -196,11 +196,11 @@ impl Work for QueueWork {
         shared: Arc<Shared>,
         index: usize,
         first: RecordingClient,
-    ) -> BoxFuture<'static, RecordingClient> {
+    ) -> BoxFuture<'static, Option<RecordingClient>> {
         if index < self.spec.producers as usize {
-            Box::pin(producer(self, shared, index, first))
+            Box::pin(async move { Some(producer(self, shared, index, first).await) })
         } else {
-            Box::pin(consumer(self, shared, index, first))
+            Box::pin(async move { Some(consumer(self, shared, index, first).await) })
         }
     }
 

@@ -56,3 +56,10 @@ fn kazoos_driver_reports_a_grant_whose_node_is_gone() {
 fn kazoos_driver_refuses_an_acquire_while_kazoo_still_holds() {
     case("acquire_of_a_lock_that_still_holds");
 }
+
+/// Protocol 2's `fresh` acquire gives the driver a new Kazoo object, which a stale one
+/// (believing it still holds) no longer blocks, and a cancel reaches the new one.
+#[test]
+fn kazoos_driver_takes_a_fresh_lock_object_when_asked() {
+    case("a_fresh_object_replaces_a_lock_that_still_holds");
+}

@@ -117,11 +117,35 @@ def acquire_of_a_lock_that_still_holds(m, d, emitted, deferred):
     assert "still holds" in emitted[-1]["message"], emitted
 
 
+def a_fresh_object_replaces_a_lock_that_still_holds(m, d, emitted, deferred):
+    # The driver's Lock believes it still holds (an earlier release that failed): a
+    # `fresh` acquire takes a new object, which acquires, and a cancel reaches the new one.
+    stale = d.lock
+    stale.is_acquired = True
+    d.make_lock = Lock
+    m.handle(d, "acquire", 1, {"op": "acquire", "id": 1, "mode": "blocking", "object": "fresh"})
+    assert d.lock is not stale
+    m.handle(d, "cancel", 1, {"op": "cancel", "id": 1})
+    assert d.lock.cancelled and not stale.cancelled
+    d.lock.cancelled = False
+    target, args = deferred.pop()
+    target(*args)
+    assert emitted[-1] == {"event": "acquired", "id": 1, "token": 42,
+                           "node": "c0__lock__0000000001"}, emitted
+    # `same` keeps the object; an unknown object is refused.
+    current = d.lock
+    m.handle(d, "acquire", 2, {"op": "acquire", "id": 2, "mode": "try", "object": "same"})
+    assert d.lock is current
+    m.handle(d, "acquire", 3, {"op": "acquire", "id": 3, "mode": "try", "object": "other"})
+    assert emitted[-1]["event"] == "error" and emitted[-1]["id"] == 3, emitted
+
+
 CASES = {f.__name__: f for f in (
     cancel_sent_before_its_acquire_starts,
     hold_whose_token_read_fails,
     grant_whose_node_is_gone,
     acquire_of_a_lock_that_still_holds,
+    a_fresh_object_replaces_a_lock_that_still_holds,
 )}
 
 

@@ -70,6 +70,53 @@ fn expired_or_crashed_waiters_are_excused() {
     assert!(liveness_after_heal::check(&h.build(), &cfg().with_run_end_us(100_000_000)).ok);
 }
 
+/// A holder whose release was invoked and never answered: its library is stuck.
+fn stuck_release() -> (Hb, usize, usize) {
+    let mut h = Hb::new();
+    h.at_ms(10_000);
+    h.acquire(1, 1);
+    let invoke = h.ev(1, EventKind::ReleaseInvoked);
+    let last = h.op(1, ZkOp::Delete, &crate::testkit::node(1, 1)) + 1;
+    (h, invoke, last)
+}
+
+#[test]
+fn a_release_never_answered_is_a_stuck_release_once_the_run_outlives_its_deadline() {
+    let (h, invoke, last) = stuck_release();
+    let v = liveness_after_heal::check(&h.build(), &cfg().with_run_end_us(100_000_000));
+    assert!(!v.ok);
+    let r = v.report.unwrap();
+    assert_eq!(r.event_indices(), vec![invoke, last]);
+    assert!(r.summary.contains("stuck release"), "{}", r.summary);
+    // Not before its deadline.
+    let (h, _, _) = stuck_release();
+    let v = liveness_after_heal::check(&h.build(), &cfg().with_run_end_us(40_000_000));
+    assert!(v.ok, "{v}");
+}
+
+#[test]
+fn a_release_answered_or_cut_by_a_crash_is_not_stuck() {
+    for answer in [
+        EventKind::Released,
+        EventKind::ReleaseFailed {
+            reason: "connection loss".into(),
+        },
+    ] {
+        let (mut h, _, _) = stuck_release();
+        h.ev(1, answer);
+        h.ev(1, EventKind::Done);
+        let v = liveness_after_heal::check(&h.build(), &cfg().with_run_end_us(100_000_000));
+        assert!(v.ok, "{v}");
+    }
+    // Its session's expiry does not excuse it: a release returns, whatever the session.
+    let (mut h, _, _) = stuck_release();
+    h.session(1, SessionState::Expired);
+    assert!(!liveness_after_heal::check(&h.build(), &cfg().with_run_end_us(100_000_000)).ok);
+    let (mut h, _, _) = stuck_release();
+    h.fault(1, FaultKind::Crash);
+    assert!(liveness_after_heal::check(&h.build(), &cfg().with_run_end_us(100_000_000)).ok);
+}
+
 /// A create whose reply was lost, retried without guid recovery: an orphan node.
 fn orphan_run() -> (Hb, usize) {
     let mut h = Hb::new();

@@ -69,6 +69,10 @@
 //! split the tree of schedules between them; a violation is reported as the search on
 //! one thread reports it: [`crate::parallel`] gives the argument.
 //!
+//! **Shards.** With [`Control::shard`], the search covers only one shard's subtrees of
+//! the tree, with a seen set of its own, so that separate processes split a check:
+//! [`crate::shard`] gives the split and the argument.
+//!
 //! **Resuming.** The search is fully described by the work left, the digests seen and its
 //! counters: a [`Checkpoint`] of them, taken when a bound or an interrupt stops the
 //! search ([`Control::checkpoint`]), resumes it ([`Control::resume`]). On one thread the

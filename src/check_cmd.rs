@@ -5,9 +5,10 @@ use crate::explore::{failure_text, non_default_knobs};
 use crate::files::{create_private_dir, trace_path, write_private};
 use crate::shape_args::describe;
 use crate::{Status, recipe};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use zklock_checker::check_summary::CheckSummary;
 use zklock_checker::registry::Recipes;
 use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 
@@ -91,6 +92,20 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
             "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
         );
     }
+    if let Some(shard) = a.shard
+        && b.reduces_by_partial_order()
+    {
+        bail!(
+            "--shard {shard} needs --partial-order off: a reduced search's sleep sets follow \
+             one run after another across the whole tree, which shards split"
+        );
+    }
+    if a.summary.is_some() && a.shard.is_none() {
+        bail!(
+            "--summary records a shard of a check for zklock merge: give --shard K/N too \
+             (1/1 for the whole check)"
+        );
+    }
     // Sleep sets follow one run after another: such a search takes one thread, and
     // asking for more is refused rather than ignored. A checkpoint keeps the work left on
     // every thread, and resumes on any number.
@@ -115,9 +130,14 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
         },
         interrupt: crate::interrupt::for_sweep(),
         checkpoint: a.checkpoint.is_some(),
+        shard: a.shard,
         ..Control::default()
     };
     let resuming = control.resume.is_some();
+    // A resumed shard replaces the summary it wrote when it stopped.
+    if let Some(p) = &a.summary {
+        crate::files::check_out_file("--summary", p, false, a.force || resuming)?;
+    }
     let resumed_from = control.resume.as_ref().map_or(0, |c| c.schedules);
     // A count, not a bar: the search usually ends long before its schedule limit.
     let spinner = ProgressBar::new_spinner().with_style(
@@ -180,11 +200,41 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
             String::new()
         }
     );
-    let Some(run) = r.violation else {
+    if let Some(s) = &r.shard {
+        outln!(
+            "shard {}: {} of the check's {} subtrees, split at depth {} ({} schedules run to \
+             find them)",
+            s.shard,
+            s.shard_subtrees,
+            s.subtrees,
+            s.depth,
+            s.split_runs
+        );
+    }
+    let summary = |failure: Option<String>, trace: Option<String>| -> Result<()> {
+        let Some(path) = &a.summary else {
+            return Ok(());
+        };
+        let Some(s) = CheckSummary::of(&r, &a.recipe, b.prune, failure, trace) else {
+            return Ok(());
+        };
+        let text = serde_json::to_string_pretty(&s)? + "\n";
+        write_private(path, text.as_bytes(), a.force || resuming).context("--summary")?;
+        outln!("summary: {}", path.display());
+        Ok(())
+    };
+    let Some(run) = &r.violation else {
         if r.complete {
-            outln!("ok: every property held on every schedule");
+            summary(None, None)?;
+            let of = if r.shard.is_some() {
+                " of this shard"
+            } else {
+                ""
+            };
+            outln!("ok: every property held on every schedule{of}");
             return Ok(Status::Held);
         }
+        summary(None, None)?;
         let resume = match (&r.checkpoint, &a.checkpoint) {
             (Some(c), Some(path)) => {
                 // Only the checkpoint this check resumed from is replaced.
@@ -201,12 +251,18 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
         outln!("{}", incomplete_line(r.schedules, r.interrupted, resume));
         return Ok(Status::Inconclusive);
     };
-    outln!("\nFAILED {}\n", failure_text(&run));
+    outln!("\nFAILED {}\n", failure_text(run));
     outln!("{}", run.report_text());
     // A violation found exits 1 even if its trace cannot be written (the error is told).
-    let written = (|| -> Result<()> {
+    let written = (|| -> Result<PathBuf> {
         create_private_dir(&a.out)?;
-        let stem = format!("check-{}c-{}f", b.clients, b.faults_max);
+        let stem = match a.shard {
+            Some(s) => format!(
+                "check-{}c-{}f-shard-{}-of-{}",
+                b.clients, b.faults_max, s.index, s.count
+            ),
+            None => format!("check-{}c-{}f", b.clients, b.faults_max),
+        };
         let path = trace_path(&a.out, &stem, a.force)?;
         run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
         outln!("trace: {}", path.display());
@@ -214,9 +270,17 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
             "reproduce: cargo run --release -- replay {}",
             path.display()
         );
-        Ok(())
+        Ok(path)
     })();
-    if let Err(e) = written {
+    let trace = match written {
+        Ok(p) => Some(p.display().to_string()),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            None
+        }
+    };
+    // After the trace, so that a summary names a trace that exists; its failure told.
+    if let Err(e) = summary(Some(failure_text(run)), trace) {
         eprintln!("error: {e:#}");
     }
     Ok(Status::Violated)

@@ -23,7 +23,7 @@ Exit status:
   3  inconclusive: nothing was violated, but the check did not finish (an exhaustive
      search stopped by --schedules-max, --time-limit-s or Ctrl-C; a sweep stopped by
      --time-limit-s or Ctrl-C before its last seed; a merge lacking any seed of the
-     sweep, which it names; a sweep or real run that checked nothing, no acquisition
+     sweep or any shard of the check, which it names; a sweep or real run that checked nothing, no acquisition
      made or item completed, as real --duration 1ms)";
 
 /// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
@@ -79,7 +79,8 @@ pub enum Command {
     /// holds, requests, watch events and faults, the violation's events ringed
     #[command(after_help = EXIT_STATUS)]
     Timeline(TimelineArgs),
-    /// Merge the JSON summaries of an explore sweep's shards (--shard K/N --summary FILE)
+    /// Merge the JSON summaries of an explore sweep's or a check's shards (--shard K/N
+    /// --summary FILE)
     #[command(after_help = EXIT_STATUS)]
     Merge(MergeArgs),
     /// The shipped recipe and the same workload on real ZooKeeper servers, with faults
@@ -132,6 +133,11 @@ fn parse_shard(v: &str) -> Result<Shard, String> {
             count: n,
         })
         .ok_or_else(|| format!("{v:?} is not K/N with 1 <= K <= N"))
+}
+
+fn parse_check_shard(v: &str) -> Result<zklock_checker::shard::Shard, String> {
+    v.parse()
+        .map_err(|e: zklock_checker::shard::ShardError| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -344,6 +350,16 @@ pub struct CheckArgs {
     /// (replacing only the checkpoint it resumed from); on any number of threads
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
+    /// Search only shard K of N of the check (1 <= K <= N <= 1024): the tree of schedules
+    /// is cut into many more subtrees than N, and subtree i is shard i % N + 1's. Each
+    /// shard writes --summary FILE; `zklock merge` combines them, green only when every
+    /// shard completed. Not with --partial-order on
+    #[arg(long, value_name = "K/N", value_parser = parse_check_shard)]
+    pub shard: Option<zklock_checker::shard::Shard>,
+    /// Write the shard's summary as JSON, for `zklock merge` (with --shard); an existing
+    /// file is refused unless --force
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
     /// The kinds of fault the search places, a comma-separated list of connection-loss,
     /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
     /// local-expiry (each at most once; real's cut, lost-create, expire, black-hole and
@@ -416,7 +432,8 @@ pub struct ShrinkArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The shards' summaries (explore --summary), each shard once
+    /// The shards' summaries (explore --summary, or check --shard K/N --summary), each
+    /// shard once
     #[arg(required = true, value_name = "SUMMARY")]
     pub summaries: Vec<PathBuf>,
 }

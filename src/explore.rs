@@ -604,6 +604,16 @@ fn at_commit(commit: &str) -> String {
 /// only when every seed of the sweep was run: a shard missing, interrupted or stopped by
 /// its time limit leaves seeds unchecked, and the merge says which (exit status 3).
 pub fn merge(a: MergeArgs) -> Result<Status> {
+    // A check's shards merge by their own rules (`check_merge`).
+    if a.summaries.len() <= MERGE_FILES_MAX {
+        let files = read_summaries(&a.summaries)?;
+        if files
+            .iter()
+            .any(|(_, t)| crate::check_merge::is_check_summary(t))
+        {
+            return crate::check_merge::merge(&files);
+        }
+    }
     let mut merged: Option<Summary> = None;
     // Each shard's index, with the file that holds it and the seeds it ran.
     let mut shards: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
@@ -751,6 +761,40 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
     }
     outln!("ok: every property held on every seed of every shard");
     Ok(Status::Held)
+}
+
+/// Summaries read at once to tell a check's from a sweep's; a merge of more is a sweep's
+/// (a check has at most [`SHARDS_MAX`](zklock_checker::shard::SHARDS_MAX) shards).
+const MERGE_FILES_MAX: usize = zklock_checker::shard::SHARDS_MAX as usize;
+
+/// Each summary's file and text, each file once and none too large.
+fn read_summaries(paths: &[PathBuf]) -> Result<Vec<(PathBuf, String)>> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut out = Vec::new();
+    for p in paths {
+        let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        if seen.contains(&canonical) {
+            bail!(
+                "{}: given twice; give each shard's summary once",
+                p.display()
+            );
+        }
+        seen.push(canonical);
+        let bytes = std::fs::metadata(p)
+            .with_context(|| format!("reading {}", p.display()))?
+            .len();
+        if bytes > SUMMARY_BYTES_MAX {
+            bail!(
+                "{}: {bytes} bytes, more than the {SUMMARY_BYTES_MAX} bytes a summary may be \
+                 (is it a zklock summary?)",
+                p.display()
+            );
+        }
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        out.push((p.clone(), text));
+    }
+    Ok(out)
 }
 
 /// Refuses a summary whose record of the seeds it ran does not fit the seeds it was

@@ -31,6 +31,7 @@ mod out;
 mod bench;
 mod bench_search;
 mod check_cmd;
+mod check_merge;
 mod cli;
 mod explore;
 pub use explore::SEEDS_DEFAULT;

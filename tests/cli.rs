@@ -27,6 +27,8 @@ mod request_time;
 mod search;
 #[path = "cli/shape.rs"]
 mod shape;
+#[path = "cli/shard.rs"]
+mod shard;
 #[path = "cli/threads.rs"]
 mod threads;
 

@@ -26,6 +26,8 @@
 //! it (version and commit): the choices of a prefix and the encoding of a digest mean
 //! something only to the same simulation, so any difference is refused
 //! ([`CheckpointError::Mismatch`]) rather than resumed unsoundly.
+//! A shard's checkpoint ([`crate::shard`]) names its shard with its recipe
+//! ("zklock (shard 2/8)"), so that it resumes that shard only.
 //!
 //! **Format.** Binary, little-endian: a magic line, the format version, the identity
 //! (lengths then bytes), the counters, the work left, the digests (sorted, so equal

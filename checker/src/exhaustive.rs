@@ -69,6 +69,10 @@
 //! split the tree of schedules between them; a violation is reported as the search on
 //! one thread reports it: [`crate::parallel`] gives the argument.
 //!
+//! **Shards.** With [`Control::shard`], the search covers only one shard's subtrees of
+//! the tree, with a seen set of its own, so that separate processes split a check:
+//! [`crate::shard`] gives the split and the argument.
+//!
 //! **Resuming.** The search is fully described by the work left, the digests seen and its
 //! counters: a [`Checkpoint`] of them, taken when a bound or an interrupt stops the
 //! search ([`Control::checkpoint`]), resumes it ([`Control::resume`]). On one thread the
@@ -77,140 +81,20 @@
 //! job, and the resumed search (on any number of threads) reaches the same states and
 //! verdict as one run in one go ([`crate::checkpoint`], [`crate::parallel`]).
 
+pub use crate::bounds::Bounds;
 use crate::checkpoint::{Checkpoint, CheckpointError, Subtree};
+pub use crate::dfs::PROGRESS_EVERY_SCHEDULES;
+use crate::dfs::{DfsChooser, Por, judge_pruned};
 use crate::explore::Interrupt;
-use crate::limits::THREADS_MAX;
-use crate::limits::{LimitError, check_wall_time_ms};
+use crate::limits::LimitError;
 use crate::parallel::Search;
-use crate::partial_order::{Explored, RunSleep, SleepingStates};
-use crate::run::{CheckedRun, judge, prefix_broke_a_property};
+use crate::run::{CheckedRun, judge};
 use crate::seen::SeenStates;
+use crate::shard::{Shard, ShardError, sketch, split};
+use crate::sleep_sets::{Explored, RunSleep, SleepingStates};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use zklock_sim::{
-    ChoiceKind, Chooser, FaultMode, Folds, Footprint, GuidedChooser, Offer, Recipe, RunOutcome,
-    SavedFolds, Scenario, Shape, SimError, run_scenario_with,
-};
-
-/// Bounds of an exhaustive check.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Bounds {
-    /// Clients. Default 2.
-    pub clients: u32,
-    /// Acquisitions per client. Default 1.
-    pub acquisitions_per_client: u32,
-    /// Faults per schedule at most. Default 1.
-    pub faults_max: u32,
-    /// Schedules at most before giving up (the report then says it is incomplete); any
-    /// count, since the time limit bounds the search too. A resumed search counts only
-    /// the schedules it runs itself. Default 2,000,000.
-    pub schedules_max: u64,
-    /// Wall time at most, in milliseconds (of this search, when resumed), at most
-    /// [`WALL_TIME_LIMIT_MS_MAX`](crate::limits::WALL_TIME_LIMIT_MS_MAX). Default 600000.
-    pub time_limit_ms: u64,
-    /// Prune revisited states. Default true.
-    pub prune: bool,
-    /// Which of the workload's decisions are choices too, so that every schedule of
-    /// each is explored: each attempt's mode among `shape.modes`, each client's count of
-    /// attempts up to `acquisitions_per_client`, and bounded partitions' and pauses'
-    /// durations around the session timeout ([`Shape`]). Default [`Shape::fixed`]: the
-    /// base scenario's fixed mix, every attempt made, faults that outlive the session.
-    pub shape: Shape,
-    /// Prune, too, states that are a seen state with interchangeable clients permuted
-    /// (symmetry reduction: see [`crate::symmetry`]), when the recipe declares itself
-    /// symmetric ([`Recipe::symmetric`]); else, and without `prune`, no effect. Default
-    /// true.
-    pub symmetry: bool,
-    /// Count as one the states that differ only in what a recipe said it does not keep
-    /// of a reply ([`Coordination::keep_only`](zklock_recipe::Coordination::keep_only):
-    /// the shipped lock keeps only its place of a listing); only with `prune`. Default
-    /// true.
-    pub keep_only: bool,
-    /// Skip schedules that only reorder commuting requests of different clients
-    /// (partial-order reduction by sleep sets: see [`crate::partial_order`]); only with
-    /// `prune`. Such a search takes no checkpoint and resumes none. Default false.
-    pub partial_order: bool,
-    /// Threads searching at once, at most [`THREADS_MAX`] (0 runs one). The verdict and
-    /// the violation reported are the same for any number ([`crate::parallel`]); the
-    /// counts of schedules are not. A checkpoint taken on any number resumes on any
-    /// number. A search that reduces by partial order runs on one thread. Default 1.
-    pub threads: usize,
-    /// Virtual time each request takes, in microseconds ([`Scenario::request_time_us`],
-    /// at most [`REQUEST_TIME_US_MAX`](zklock_sim::scenario::limits::REQUEST_TIME_US_MAX)).
-    /// Default 0: the clock moves only to the next timer, once no request is ready (see
-    /// "Time" in the module docs).
-    pub request_time_us: u64,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Bounds {
-            clients: 2,
-            acquisitions_per_client: 1,
-            faults_max: 1,
-            schedules_max: 2_000_000,
-            time_limit_ms: 600_000,
-            prune: true,
-            shape: Shape::fixed(),
-            symmetry: true,
-            keep_only: true,
-            partial_order: false,
-            threads: 1,
-            request_time_us: 0,
-        }
-    }
-}
-
-impl Bounds {
-    /// Whether a search of `recipe` within these bounds prunes up to symmetry.
-    pub fn reduces_by_symmetry<R: Recipe>(&self, recipe: &R) -> bool {
-        self.prune && self.symmetry && recipe.symmetric()
-    }
-
-    /// Whether a search within these bounds counts states by what recipes keep of
-    /// replies ([`Bounds::keep_only`]).
-    pub fn reduces_by_keep_only(&self) -> bool {
-        self.prune && self.keep_only
-    }
-
-    /// Whether a search within these bounds reduces by partial order.
-    pub fn reduces_by_partial_order(&self) -> bool {
-        self.prune && self.partial_order
-    }
-
-    /// Checks the time limit, and the scenario these bounds explore from `base` (clients,
-    /// acquisitions and faults within the scenario's bounds).
-    pub fn validate(&self, base: &Scenario) -> Result<(), LimitError> {
-        check_wall_time_ms("the exhaustive check's time limit (ms)", self.time_limit_ms)?;
-        if self.threads > THREADS_MAX {
-            return Err(LimitError::TooLarge {
-                what: "the exhaustive check's threads",
-                value: self.threads as u64,
-                max: THREADS_MAX as u64,
-            });
-        }
-        self.scenario(base).validate()?;
-        Ok(())
-    }
-
-    /// The scenario these bounds explore, from a base (lock path, timeouts, enabled fault
-    /// kinds).
-    pub fn scenario(&self, base: &Scenario) -> Scenario {
-        Scenario {
-            clients: self.clients,
-            acquisitions_per_client: self.acquisitions_per_client,
-            readers: base.readers.min(self.clients),
-            fault_mode: FaultMode::Bounded {
-                faults_max: self.faults_max,
-            },
-            // Faults may strike at any step; their number is what is bounded.
-            heal_ms: base.time_limit_ms,
-            shape: self.shape.clone(),
-            request_time_us: self.request_time_us,
-            ..base.clone()
-        }
-    }
-}
+use zklock_sim::{GuidedChooser, Recipe, SavedFolds, Scenario, SimError, run_scenario_with};
 
 /// What an exhaustive check found.
 #[derive(Debug)]
@@ -253,6 +137,24 @@ pub struct ExhaustiveReport {
     pub checkpoint: Option<Checkpoint>,
     /// Threads that searched ([`Bounds::threads`], or 1 where the search runs on one).
     pub threads: usize,
+    /// The shard searched, when [`Control::shard`] split the check.
+    pub shard: Option<ShardReport>,
+}
+
+/// What a shard of a split check searched ([`crate::shard`]).
+#[derive(Clone, Debug)]
+pub struct ShardReport {
+    pub shard: Shard,
+    /// The split's depth, in choices.
+    pub depth: usize,
+    /// The subtrees of the whole check.
+    pub subtrees: u64,
+    /// Of those, this shard's.
+    pub shard_subtrees: u64,
+    /// Schedules run to find the split (not counted in the report's schedules).
+    pub split_runs: u64,
+    /// The sketch of the states this shard saw, to estimate the shards' union.
+    pub sketch: Vec<u64>,
 }
 
 /// Where an exhaustive search starts, what may stop it early, and whether it keeps a
@@ -273,6 +175,10 @@ pub struct Control {
     /// ([`ExhaustiveReport::final_states`]), for comparing a reduced search with an
     /// unreduced one. Default false.
     pub final_states: bool,
+    /// Search only this shard's subtrees of the check, with a seen set of its own
+    /// ([`crate::shard`]); a checkpoint then resumes only the same shard. Not with
+    /// partial-order reduction. Default: none, the whole check.
+    pub shard: Option<Shard>,
     /// Fold what actors are given while a schedule replays its prefix, as the first
     /// schedule does, rather than take over the folds the schedule before had there:
     /// slower, with the same digests (for the evidence that they are the same). Default
@@ -288,6 +194,8 @@ pub enum SearchError {
     Limit(LimitError),
     /// The checkpoint to resume from belongs to another check.
     Checkpoint(CheckpointError),
+    /// A split that cannot be made.
+    Shard(ShardError),
 }
 
 impl std::fmt::Display for SearchError {
@@ -295,6 +203,7 @@ impl std::fmt::Display for SearchError {
         match self {
             SearchError::Limit(e) => e.fmt(f),
             SearchError::Checkpoint(e) => e.fmt(f),
+            SearchError::Shard(e) => e.fmt(f),
         }
     }
 }
@@ -330,141 +239,6 @@ impl std::fmt::Display for ExhaustiveReport {
     }
 }
 
-/// The chooser of one run of a depth-first search, on one thread or several.
-pub(crate) struct DfsChooser {
-    pub(crate) guided: GuidedChooser,
-    prefix_len: usize,
-    visited: Arc<SeenStates>,
-    prune: bool,
-    /// Prune by symmetric digests.
-    symmetry: bool,
-    /// Fold what recipes keep of replies in the replies' place (see [`Bounds::keep_only`]).
-    keep_only: bool,
-    /// Collect final states up to symmetry (so every digest is symmetric where it can be).
-    finals: Option<Arc<Mutex<std::collections::BTreeSet<u128>>>>,
-    /// With partial-order reduction: this run's sleep sets, what was explored at the
-    /// prefix's choices, and the states seen with a sleep set.
-    por: Option<Por>,
-    /// The folds of earlier runs at their choices, carried from run to run, and whether
-    /// this run takes them over for its prefix (see [`SavedFolds`]).
-    pub(crate) folds: SavedFolds,
-    reuse_folds: bool,
-}
-
-impl DfsChooser {
-    /// A run that follows `prefix`, then answers 0, pruning at states in `visited` (when
-    /// `prune`), without partial-order reduction.
-    pub(crate) fn new(
-        prefix: Vec<u32>,
-        visited: Arc<SeenStates>,
-        prune: bool,
-        symmetry: bool,
-        finals: Option<Arc<Mutex<std::collections::BTreeSet<u128>>>>,
-        folds: SavedFolds,
-        reuse_folds: bool,
-    ) -> DfsChooser {
-        DfsChooser {
-            prefix_len: prefix.len(),
-            guided: GuidedChooser::new(prefix),
-            visited,
-            prune,
-            symmetry,
-            keep_only: false,
-            finals,
-            por: None,
-            folds,
-            reuse_folds,
-        }
-    }
-
-    /// The same, folding what recipes keep of replies in the replies' place when
-    /// `keep_only` (see [`Bounds::keep_only`]).
-    pub(crate) fn keeping_only(self, keep_only: bool) -> DfsChooser {
-        DfsChooser { keep_only, ..self }
-    }
-}
-
-struct Por {
-    run: RunSleep,
-    explored: Arc<Mutex<Explored>>,
-    sleeping: Arc<Mutex<SleepingStates>>,
-}
-
-impl Chooser for DfsChooser {
-    fn choose(&mut self, kind: ChoiceKind, n: usize) -> usize {
-        match &mut self.por {
-            Some(p) if kind == ChoiceKind::NextRequest => {
-                let position = self.guided.made.len();
-                let explored = p.explored.lock().expect("explored lock");
-                let c = p.run.choose(position, n, explored.at(position));
-                self.guided.made.push((kind, n as u32, c as u32));
-                c
-            }
-            _ => self.guided.choose(kind, n),
-        }
-    }
-    fn wants_digests(&self) -> bool {
-        true
-    }
-    fn at_state(&mut self, digest: u128) -> bool {
-        // Re-executing the prefix revisits its own states: never prune there.
-        if self.guided.made.len() < self.prefix_len {
-            return true;
-        }
-        let fresh = self.visited.insert(digest);
-        let Some(p) = &mut self.por else {
-            return fresh || !self.prune;
-        };
-        let z = p.run.sleep_offers();
-        let mut sleeping = p.sleeping.lock().expect("sleeping lock");
-        if fresh {
-            sleeping.first(digest, z);
-            return true;
-        }
-        !sleeping.prune_revisit(digest, &z, self.symmetry)
-    }
-    fn needs_digest(&self) -> bool {
-        self.guided.made.len() >= self.prefix_len
-    }
-    fn wants_symmetry(&self) -> bool {
-        self.symmetry || self.finals.is_some()
-    }
-    fn prunes_by_symmetry(&self) -> bool {
-        self.symmetry
-    }
-    fn at_end(&mut self, digest: u128) {
-        if let Some(f) = &self.finals {
-            f.lock().expect("finals lock").insert(digest);
-        }
-    }
-    fn wants_partial_order(&self) -> bool {
-        self.por.is_some()
-    }
-    fn honours_keep_only(&self) -> bool {
-        self.keep_only
-    }
-    fn after_transition(&mut self, transition: Option<&Footprint>) {
-        if let Some(p) = &mut self.por {
-            p.run.after_transition(transition);
-        }
-    }
-    fn offer_requests(&mut self, offers: &[Offer]) -> bool {
-        self.por.as_mut().is_none_or(|p| p.run.offer(offers))
-    }
-    fn saved_folds(&mut self) -> Option<(usize, Folds)> {
-        self.reuse_folds
-            .then(|| self.folds.for_prefix(self.guided.prefix()))?
-    }
-    fn keeps_folds(&self) -> bool {
-        self.reuse_folds
-    }
-    fn keep_folds(&mut self, position: usize, folds: &Folds) {
-        debug_assert_eq!(position, self.guided.made.len());
-        self.folds
-            .keep(self.guided.made.iter().map(|&(_, _, c)| c), folds);
-    }
-}
-
 /// Explores every schedule of `bounds` for `recipe`, stopping at the first violation.
 pub fn check_exhaustive<R: Recipe>(
     base: &Scenario,
@@ -484,9 +258,6 @@ pub fn check_exhaustive_until<R: Recipe>(
     check_exhaustive_with(base, recipe, bounds, failing, &|_, _| {})
 }
 
-/// Schedules between two calls of an exhaustive check's `progress`.
-pub const PROGRESS_EVERY_SCHEDULES: u64 = 1024;
-
 /// As [`check_exhaustive_until`], calling `progress(schedules, distinct_states)` every
 /// [`PROGRESS_EVERY_SCHEDULES`] schedules, for a progress display. Bounds or a scenario
 /// outside their limits ([`Bounds::validate`]) are a [`LimitError`], and nothing runs.
@@ -501,6 +272,7 @@ pub fn check_exhaustive_with<R: Recipe>(
         Ok(r) => Ok(r),
         Err(SearchError::Limit(e)) => Err(e),
         Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
+        Err(SearchError::Shard(_)) => unreachable!("no shard asked for"),
     }
 }
 
@@ -520,9 +292,16 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let symmetry = bounds.reduces_by_symmetry(recipe);
     let keep_only = bounds.reduces_by_keep_only();
     let partial_order = bounds.reduces_by_partial_order();
+    if partial_order && control.shard.is_some() {
+        return Err(SearchError::Shard(ShardError::PartialOrder));
+    }
+    let identity = match control.shard {
+        Some(s) => s.checkpoint_recipe(&recipe.name()),
+        None => recipe.name(),
+    };
     // A checkpoint of this search, with no progress yet.
     let checkpoint_start =
-        || Checkpoint::start_reduced(&recipe.name(), &scenario, bounds.prune, symmetry, keep_only);
+        || Checkpoint::start_reduced(&identity, &scenario, bounds.prune, symmetry, keep_only);
     if partial_order && control.resume.is_some() {
         return Err(SearchError::Checkpoint(CheckpointError::Mismatch {
             what: "partial-order reduction",
@@ -536,10 +315,18 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         .final_states
         .then(|| Arc::new(Mutex::new(std::collections::BTreeSet::new())));
     let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
-    let mut work = vec![Subtree::from_prefix(Vec::new())];
+    let t0 = Instant::now();
+    let cut = control
+        .shard
+        .map(|s| (s, split(&scenario, recipe, s.count)));
+    let mut work = match &cut {
+        Some((s, split)) => split.work_of(*s),
+        None => vec![Subtree::from_prefix(Vec::new())],
+    };
     let mut seen = Vec::new();
+    let resumed = control.resume.is_some();
     if let Some(c) = control.resume {
-        c.belongs_to_reduced(&recipe.name(), &scenario, bounds.prune, symmetry, keep_only)
+        c.belongs_to_reduced(&identity, &scenario, bounds.prune, symmetry, keep_only)
             .map_err(SearchError::Checkpoint)?;
         (schedules, pruned) = (c.schedules, c.pruned);
         max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
@@ -547,14 +334,24 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         seen = c.visited;
     }
     let resumed_at_schedules = schedules;
-    let t0 = Instant::now();
     let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
     let workers = bounds.threads.max(1);
     // One thread's work is the whole tree from a prefix, which the loop below runs as in
     // one go; any other (a checkpoint of several threads) runs as jobs, one after
     // another on one thread.
     let one_prefix = matches!(work.as_slice(), [w] if w.is_whole_tree());
-    if !partial_order && (workers > 1 || !one_prefix) {
+    let shard_report = |seen: &SeenStates| {
+        cut.as_ref().map(|(s, split)| ShardReport {
+            shard: *s,
+            depth: split.depth,
+            subtrees: split.roots.len() as u64,
+            shard_subtrees: s.subtrees_of(split.roots.len() as u64),
+            split_runs: split.runs,
+            sketch: sketch(seen),
+        })
+    };
+    if !partial_order && (workers > 1 || !one_prefix || cut.is_some()) {
+        let seen = Arc::new(SeenStates::new(seen));
         let found = Search {
             scenario: &scenario,
             recipe,
@@ -568,12 +365,15 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             reuse_folds: !control.fold_replayed_prefix,
             start: work,
             // Moved in, so that the checkpoint's digests are not held twice.
-            seen: Arc::new(SeenStates::new(seen)),
+            seen: seen.clone(),
             schedules_before: resumed_at_schedules,
             keep_left: control.checkpoint,
         }
         .run(workers);
-        if found.violation.is_some() {
+        // A shard searched from its start on one thread found its first violation
+        // already: its jobs ran one after another, in order.
+        let in_order = workers == 1 && !resumed && cut.is_some();
+        if found.violation.is_some() && !in_order {
             // The one-thread search's first violation, so that the report does not
             // depend on the threads' timing; it stops there, as soon as it finds it. A
             // resumed search runs it from the start too: where the threads' work was
@@ -589,6 +389,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 interrupt: control.interrupt.clone(),
                 final_states: control.final_states,
                 fold_replayed_prefix: control.fold_replayed_prefix,
+                shard: control.shard,
                 ..Control::default()
             };
             let r = check_exhaustive_controlled(base, recipe, &one, failing, progress, control)?;
@@ -625,6 +426,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             resumed_at_schedules,
             checkpoint,
             threads: workers,
+            shard: shard_report(&seen),
         });
     }
     let visited = Arc::new(SeenStates::new(seen));
@@ -642,14 +444,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             break;
         }
         let run_sleep = partial_order.then(|| RunSleep::new(p.clone()));
-        let chooser = Arc::new(Mutex::new(DfsChooser {
-            por: run_sleep.map(|run| Por {
-                run,
-                explored: explored.clone(),
-                sleeping: sleeping.clone(),
-            }),
-            keep_only,
-            ..DfsChooser::new(
+        let chooser = Arc::new(Mutex::new(
+            DfsChooser::new(
                 p,
                 visited.clone(),
                 bounds.prune,
@@ -658,7 +454,13 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 std::mem::take(&mut folds),
                 !control.fold_replayed_prefix,
             )
-        }));
+            .keeping_only(keep_only)
+            .with_por(run_sleep.map(|run| Por {
+                run,
+                explored: explored.clone(),
+                sleeping: sleeping.clone(),
+            })),
+        ));
         let out = run_scenario_with(&scenario, 0, Box::new(chooser.clone()), recipe);
         schedules += 1;
         if schedules % PROGRESS_EVERY_SCHEDULES == 0 {
@@ -667,7 +469,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         let (made, por) = {
             let mut c = chooser.lock().expect("chooser lock");
             folds = std::mem::take(&mut c.folds);
-            (std::mem::take(&mut c.guided.made), c.por.take())
+            (std::mem::take(&mut c.guided.made), c.take_por())
         };
         max_depth = max_depth.max(made.len());
         if out.error == Some(SimError::Pruned) {
@@ -723,51 +525,6 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         resumed_at_schedules,
         checkpoint,
         threads: 1,
+        shard: None,
     })
-}
-
-/// Judges a run stopped at a seen state: its history as far as it went, and when that
-/// broke a property already, the same schedule run to its end without pruning, so that a
-/// violation is reported, and its trace replays, as a whole run. That run, if `failing`
-/// accepts it.
-pub(crate) fn judge_pruned<R: Recipe>(
-    scenario: &Scenario,
-    recipe: &R,
-    out: RunOutcome,
-    made: &[(ChoiceKind, u32, u32)],
-    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
-) -> Option<CheckedRun> {
-    if !prefix_broke_a_property(scenario, out) {
-        return None;
-    }
-    let choices = made.iter().map(|&(_, _, c)| c).collect();
-    let whole = run_scenario_with(scenario, 0, Box::new(GuidedChooser::new(choices)), recipe);
-    let run = judge(scenario, whole);
-    failing(&run).then_some(run)
-}
-
-/// Runs `bounds` twice, with a reduction that `set` switches on in the first run and off
-/// in the second, each until `failing` accepts a schedule, collecting final states: the
-/// (reduced, unreduced) reports the soundness evidence compares.
-pub(crate) fn reduced_and_unreduced<R: Recipe>(
-    base: &Scenario,
-    recipe: &R,
-    bounds: &Bounds,
-    failing: &(dyn Fn(&CheckedRun) -> bool + Sync),
-    set: fn(&mut Bounds, bool),
-) -> Result<(ExhaustiveReport, ExhaustiveReport), LimitError> {
-    let run = |on: bool| {
-        let mut b = bounds.clone();
-        set(&mut b, on);
-        let control = Control {
-            final_states: true,
-            ..Control::default()
-        };
-        match check_exhaustive_controlled(base, recipe, &b, failing, &|_, _| {}, control) {
-            Ok(r) => Ok(r),
-            Err(SearchError::Limit(e)) => Err(e),
-            Err(SearchError::Checkpoint(_)) => unreachable!("no checkpoint to resume"),
-        }
-    };
-    Ok((run(true)?, run(false)?))
 }

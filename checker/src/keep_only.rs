@@ -40,7 +40,8 @@
 //! (2 and 3 clients, readers and writers, two locks, with faults), and the canary suite
 //! catches every canary with the check's default bounds.
 
-use crate::exhaustive::{Bounds, reduced_and_unreduced};
+use crate::bounds::Bounds;
+use crate::evidence::reduced_and_unreduced;
 use crate::limits::LimitError;
 use crate::run::CheckedRun;
 use crate::symmetry::Evidence;

@@ -133,8 +133,12 @@
 //!    that wrote the trace ([`Trace::zklock_commit`]) when it was not this build's: the
 //!    seed and that commit reproduce the run exactly.
 
+mod bounds;
+pub mod check_summary;
 pub mod checkpoint;
 pub mod concurrent;
+mod dfs;
+mod evidence;
 pub mod exhaustive;
 pub mod explore;
 pub mod holds;
@@ -149,7 +153,9 @@ pub mod registry;
 pub mod regressions;
 pub mod run;
 mod seen;
+pub mod shard;
 pub mod shrink;
+mod sleep_sets;
 pub mod strategy;
 pub mod sweep;
 pub mod symmetry;
@@ -161,8 +167,8 @@ mod testkit;
 
 pub use checkpoint::{Checkpoint, CheckpointError, Subtree};
 pub use exhaustive::{
-    Bounds, Control, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, SearchError, check_exhaustive,
-    check_exhaustive_controlled, check_exhaustive_until, check_exhaustive_with,
+    Bounds, Control, ExhaustiveReport, PROGRESS_EVERY_SCHEDULES, SearchError, ShardReport,
+    check_exhaustive, check_exhaustive_controlled, check_exhaustive_until, check_exhaustive_with,
 };
 pub use explore::{
     Budget, Explored, Interrupt, SeedsRan, Summary, SweepRange, explore, explore_until,

@@ -43,8 +43,9 @@
 //! A search that reduces by partial order runs on one thread: its sleep sets follow one
 //! run after another.
 
+use crate::bounds::Bounds;
 use crate::checkpoint::Subtree;
-use crate::exhaustive::{Bounds, DfsChooser, PROGRESS_EVERY_SCHEDULES, judge_pruned};
+use crate::dfs::{DfsChooser, PROGRESS_EVERY_SCHEDULES, judge_pruned};
 use crate::explore::Interrupt;
 use crate::run::{CheckedRun, judge};
 use crate::seen::SeenStates;

@@ -65,6 +65,13 @@ impl SeenStates {
         self.len.load(Ordering::Relaxed)
     }
 
+    /// Calls `f` with every digest, in no particular order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u128)) {
+        for s in &self.shards {
+            s.lock().expect("seen lock").iter().for_each(|&d| f(d));
+        }
+    }
+
     /// Every digest, in order.
     pub(crate) fn sorted(&self) -> Vec<u128> {
         let mut all: Vec<u128> = self

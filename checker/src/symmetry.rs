@@ -53,7 +53,9 @@
 //! searches' state counts, as stateright's examples do, and each canary is caught with
 //! and without reduction at its smallest bounds (`tests/canaries/cases.rs`).
 
-use crate::exhaustive::{Bounds, ExhaustiveReport, reduced_and_unreduced};
+use crate::bounds::Bounds;
+use crate::evidence::{agree, reduced_and_unreduced};
+use crate::exhaustive::ExhaustiveReport;
 use crate::limits::LimitError;
 use crate::run::CheckedRun;
 use zklock_sim::{Recipe, Scenario};
@@ -70,45 +72,12 @@ impl Evidence {
     /// found a violation; and, when neither did, the same final states up to permutation.
     /// The first difference otherwise.
     pub fn agrees(&self) -> Result<(), String> {
-        Evidence::agree(&self.reduced, &self.unreduced)
-    }
-
-    /// As [`agrees`](Evidence::agrees), of any reduced search `r` and unreduced `u`.
-    pub(crate) fn agree(r: &ExhaustiveReport, u: &ExhaustiveReport) -> Result<(), String> {
-        if r.violation.is_some() != u.violation.is_some() {
-            return Err(format!(
-                "verdicts differ: reduced {}, unreduced {}",
-                verdict(r),
-                verdict(u)
-            ));
-        }
-        if r.violation.is_none() {
-            if !(r.complete && u.complete) {
-                return Err(format!("incomplete: reduced {r}; unreduced {u}"));
-            }
-            if r.final_states != u.final_states {
-                let count = |x: &ExhaustiveReport| x.final_states.as_ref().map_or(0, |f| f.len());
-                return Err(format!(
-                    "final states differ: reduced {}, unreduced {}",
-                    count(r),
-                    count(u)
-                ));
-            }
-        }
-        Ok(())
+        agree(&self.reduced, &self.unreduced)
     }
 
     /// Distinct states of the unreduced search per distinct state of the reduced one.
     pub fn reduction(&self) -> f64 {
         self.unreduced.distinct_states as f64 / self.reduced.distinct_states.max(1) as f64
-    }
-}
-
-fn verdict(r: &ExhaustiveReport) -> String {
-    match &r.violation {
-        Some(v) => format!("violated ({})", v.violated().join(", ")),
-        None if r.complete => "held".into(),
-        None => "incomplete".into(),
     }
 }
 

@@ -16,6 +16,7 @@ mod partial_order;
 mod regressions_replay;
 mod seed_env;
 mod shapes;
+mod shard;
 mod shipped_passes;
 mod symmetry;
 mod trace_fuzz;

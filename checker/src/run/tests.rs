@@ -1,7 +1,7 @@
 //! Judging runs an exploring search stopped at a seen state.
 
 use super::*;
-use crate::exhaustive::judge_pruned;
+use crate::dfs::judge_pruned;
 use crate::testkit::{Hb, node};
 use std::time::Duration;
 use zklock_recipe::history::{EventKind, LockRole};

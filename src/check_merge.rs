@@ -1,0 +1,190 @@
+//! `zklock merge` of a split check's summaries (`check --shard K/N --summary FILE`):
+//! green only when every shard completed; a violation in any shard fails the merge.
+
+use crate::Status;
+use anyhow::{Context, Result, bail};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use zklock_checker::check_summary::{CHECK_SUMMARY_KIND, CheckSummary};
+use zklock_checker::shard::union_states;
+
+/// Whether `text` is a check's summary rather than a sweep's.
+pub fn is_check_summary(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some(CHECK_SUMMARY_KIND))
+}
+
+/// The most shards the merge names one by one among those missing or unfinished.
+const MISSING_LINES_MAX: usize = 20;
+
+/// Merges the shards' summaries, each `(file, text)` a check summary.
+pub fn merge(files: &[(PathBuf, String)]) -> Result<Status> {
+    let mut shards: BTreeMap<u32, (PathBuf, CheckSummary)> = BTreeMap::new();
+    let mut first: Option<(PathBuf, CheckSummary)> = None;
+    for (p, text) in files {
+        if !is_check_summary(text) {
+            bail!(
+                "{}: not a zklock check summary, but {} is: give the summaries of one check",
+                p.display(),
+                files[0].0.display()
+            );
+        }
+        let s: CheckSummary = serde_json::from_str(text)
+            .with_context(|| format!("{}: not a zklock check summary", p.display()))?;
+        if let Some((fp, f)) = &first {
+            same_check(p, &s, fp, f)?;
+        }
+        consistent(p, &s)?;
+        first.get_or_insert_with(|| (p.clone(), s.clone()));
+        if let Some((other, _)) = shards.insert(s.shard.index, (p.clone(), s.clone())) {
+            bail!(
+                "{}: shard {} again (also in {}); give each shard once",
+                p.display(),
+                s.shard,
+                other.display()
+            );
+        }
+    }
+    let (_, f) = first.context("no summary given")?;
+    let n = f.shard.count;
+    let sum = |g: fn(&CheckSummary) -> u64| shards.values().map(|(_, s)| g(s)).sum::<u64>();
+    outln!(
+        "check of {}: {} of {n} shards given, the tree split at depth {} into {} subtrees",
+        f.recipe,
+        shards.len(),
+        f.split_depth,
+        f.subtrees
+    );
+    let states = sum(|s| s.distinct_states);
+    let parts: Vec<(&[u64], u64)> = shards
+        .values()
+        .map(|(_, s)| (s.sketch.as_slice(), s.distinct_states))
+        .collect();
+    let (union, exact) = union_states(&parts);
+    outln!(
+        "{} schedules ({} pruned at seen states), {} states over the shards, {} {union} \
+         distinct: {} ({:.1} %) searched by more than one shard; the slowest shard {:.2} s",
+        sum(|s| s.schedules),
+        sum(|s| s.pruned),
+        states,
+        if exact { "exactly" } else { "about" },
+        states.saturating_sub(union),
+        100.0 * states.saturating_sub(union) as f64 / states.max(1) as f64,
+        shards.values().map(|(_, s)| s.wall_ms).max().unwrap_or(0) as f64 / 1000.0
+    );
+    let mut violated = false;
+    for (p, s) in shards.values() {
+        if let Some(v) = &s.violation {
+            violated = true;
+            outln!("shard {} ({}): FAILED {}", s.shard, p.display(), v.failure);
+            match &v.trace {
+                Some(t) => outln!("  trace: {t}\n  reproduce: cargo run --release -- replay {t}"),
+                None => outln!("  its trace could not be written (the shard said why)"),
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    let mut short = 0;
+    for k in 1..=n {
+        let line = match shards.get(&k) {
+            None => format!("shard {k}/{n}: no summary of it given"),
+            Some((_, s)) if s.complete || s.violation.is_some() => continue,
+            Some((p, s)) => format!(
+                "shard {k}/{n} ({}): {} after {} schedules",
+                p.display(),
+                if s.interrupted {
+                    "interrupted"
+                } else {
+                    "stopped by a bound"
+                },
+                s.schedules
+            ),
+        };
+        short += 1;
+        if lines.len() < MISSING_LINES_MAX {
+            lines.push(line);
+        }
+    }
+    if short > 0 {
+        outln!(
+            "incomplete: {short} of {n} shards did not search all their subtrees, so not \
+             every schedule was checked:"
+        );
+        for l in &lines {
+            outln!("  {l}");
+        }
+        if short > lines.len() {
+            outln!("  and {} more shards", short - lines.len());
+        }
+    }
+    // A violation found is a failure, whatever else is missing.
+    if violated {
+        return Ok(Status::Violated);
+    }
+    if short > 0 {
+        return Ok(Status::Inconclusive);
+    }
+    outln!("ok: every property held on every schedule of every shard");
+    Ok(Status::Held)
+}
+
+/// Refuses a summary of another check than the first one's.
+fn same_check(p: &Path, s: &CheckSummary, fp: &Path, f: &CheckSummary) -> Result<()> {
+    let scenario = |x: &CheckSummary| serde_json::to_string(&x.scenario).unwrap_or_default();
+    let pairs: [(&str, String, String); 9] = [
+        ("zklock version", s.version.clone(), f.version.clone()),
+        ("zklock commit", s.commit.clone(), f.commit.clone()),
+        ("recipe", s.recipe.clone(), f.recipe.clone()),
+        ("scenario", scenario(s), scenario(f)),
+        ("pruning", s.prune.to_string(), f.prune.to_string()),
+        ("symmetry", s.symmetry.to_string(), f.symmetry.to_string()),
+        (
+            "keep-only",
+            s.keep_only.to_string(),
+            f.keep_only.to_string(),
+        ),
+        (
+            "number of shards",
+            s.shard.count.to_string(),
+            f.shard.count.to_string(),
+        ),
+        (
+            "split",
+            format!("{} subtrees at depth {}", s.subtrees, s.split_depth),
+            format!("{} subtrees at depth {}", f.subtrees, f.split_depth),
+        ),
+    ];
+    for (what, ours, theirs) in pairs {
+        if ours != theirs {
+            bail!(
+                "{}: its {what} is {ours}, but {}'s is {theirs}: not shards of one check",
+                p.display(),
+                fp.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a summary whose counts do not fit its shard: an edited or damaged file could
+/// otherwise pass for a complete shard.
+fn consistent(p: &Path, s: &CheckSummary) -> Result<()> {
+    let shard_ok = zklock_checker::shard::Shard::new(s.shard.index, s.shard.count).is_ok();
+    if !shard_ok
+        || s.shard_subtrees != s.shard.subtrees_of(s.subtrees)
+        || (s.complete && (s.interrupted || s.violation.is_some()))
+        || s.sketch.len() as u64 > s.distinct_states
+    {
+        bail!(
+            "{}: shard {} with {} of {} subtrees, complete {}, {} states: is it damaged or \
+             edited?",
+            p.display(),
+            s.shard,
+            s.shard_subtrees,
+            s.subtrees,
+            s.complete,
+            s.distinct_states
+        );
+    }
+    Ok(())
+}

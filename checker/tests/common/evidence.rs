@@ -52,9 +52,13 @@ pub fn scenario_and_bounds(
         locks,
         ..Scenario::default()
     };
+    // The pinned counts are of complete searches: a wall-time limit a loaded machine could
+    // reach (the default 600 s) would make them depend on the machine; an hour is reached
+    // only by a hang.
     let bounds = Bounds {
         clients,
         faults_max,
+        time_limit_ms: 3_600_000,
         ..Bounds::default()
     };
     (base, bounds)

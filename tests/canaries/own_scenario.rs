@@ -98,3 +98,61 @@ fn a_seed_the_swarm_strategy_found_replays_and_shrinks_as_any_other() {
         small.report
     );
 }
+
+/// A seed whose faults the aimed strategy aimed at one operation's requests: `explore`
+/// finds it failing, and its trace records the aim through a write and a read, replays
+/// to the same history and violation, and shrinks keeping the violation.
+#[test]
+fn an_aimed_seed_replays_from_its_file_and_shrinks_as_any_other() {
+    use zklock_checker::{ShrinkLimits, Strategy, Trace, check_seed, explore, replay, shrink};
+    use zklock_sim::Recipe;
+    let canary = zklock_canaries::Canary(zklock_canaries::Bug::DeafHolder);
+    let base = canary.scenario();
+    // The first aimed seed the canary fails on (an aimed seed's run is `check_seed` in
+    // its own scenario, as the sweep runs it).
+    let (seed, own) = (0..10_000u64)
+        .map(|seed| (seed, Strategy::Aimed.scenario_for(&base, seed)))
+        .find(|(seed, sc)| {
+            sc.faults.aim.is_some() && check_seed(sc, *seed, &canary).failure().is_some()
+        })
+        .expect("an aimed seed catches the deaf holder");
+    let op = own.faults.aim.expect("aimed");
+    // The sweep finds it as well, and hands over its scenario.
+    let budget = Budget {
+        strategy: Strategy::Aimed,
+        seed_start: seed,
+        seeds: 1,
+        threads: 1,
+        ..Budget::default()
+    };
+    let e = explore(&base, &canary, &budget, &|_, _| {}).unwrap();
+    assert_eq!(e.failure_scenario.as_ref(), Some(&own), "seed {seed}");
+    let trace = e
+        .failure_trace(&canary.name())
+        .unwrap_or_else(|| panic!("seed {seed} did not fail in the sweep"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("aimed.json");
+    trace.write(&path).unwrap();
+    let trace = Trace::read(&path).unwrap();
+    assert_eq!(trace.scenario.faults.aim, Some(op), "the file lost the aim");
+    let run = &e.failure.as_ref().unwrap().1;
+    let again = replay(&trace, &canary).unwrap();
+    assert_eq!(again.outcome.history, run.outcome.history, "seed {seed}");
+    assert_eq!(again.failure(), run.failure());
+    let failure = run.failure().unwrap();
+    let property = failure.split(' ').next().unwrap();
+    let limits = ShrinkLimits {
+        runs_max: 200,
+        fresh_seeds_max: 0,
+        exhaustive_schedules_max: 0,
+        ..ShrinkLimits::default()
+    };
+    let shrunk = shrink(&trace, &canary, &limits).unwrap();
+    assert_eq!(shrunk.trace.scenario.faults.aim, Some(op));
+    let small = replay(&shrunk.trace, &canary).unwrap();
+    assert!(
+        small.violates(property),
+        "the shrunk trace lost {property}: {}",
+        small.report
+    );
+}

@@ -4,7 +4,7 @@
 //! Each schedule is a fresh run that follows a prefix of choices and answers 0 after it;
 //! the search then backtracks by incrementing the deepest choice that has an untried
 //! alternative (stateless model checking, re-executing from the start as loom and shuttle
-//! do). Faults use [`FaultMode::Bounded`]: at each step "no fault" or one of the enabled
+//! do). Faults use [`FaultMode::Bounded`](zklock_sim::FaultMode::Bounded): at each step "no fault" or one of the enabled
 //! kinds, at most `faults_max` per run.
 //!
 //! **Pruning, and why it is sound.** At each step the world hands the explorer a digest of

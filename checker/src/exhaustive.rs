@@ -240,6 +240,18 @@ impl std::fmt::Display for ExhaustiveReport {
 }
 
 /// Explores every schedule of `bounds` for `recipe`, stopping at the first violation.
+///
+/// ```
+/// use zklock_checker::{Bounds, check_exhaustive};
+/// use zklock_sim::{Scenario, ShippedRecipe};
+///
+/// // Every interleaving and fault placement of two clients with at most one fault.
+/// let bounds = Bounds { clients: 2, faults_max: 1, ..Bounds::default() };
+/// let report = check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &bounds)
+///     .expect("bounds within their limits");
+/// assert!(report.complete, "{report}");
+/// assert!(report.violation.is_none());
+/// ```
 pub fn check_exhaustive<R: Recipe>(
     base: &Scenario,
     recipe: &R,

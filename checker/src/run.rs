@@ -145,6 +145,19 @@ pub fn check_seed<R: Recipe>(scenario: &Scenario, seed: u64, recipe: &R) -> Chec
 
 /// Replays a trace's choices with `recipe`, then judges the run. A scenario outside its
 /// bounds ([`Scenario::validate`]) is an error, and nothing runs.
+///
+/// ```
+/// use zklock_checker::{check_seed, replay};
+/// use zklock_sim::{Scenario, ShippedRecipe};
+///
+/// // A run kept as a trace (`Trace::write` puts it in a file) replays exactly.
+/// let sc = Scenario { clients: 2, acquisitions_per_client: 2, ..Scenario::default() };
+/// let run = check_seed(&sc, 7, &ShippedRecipe::default());
+/// let trace = run.trace(&sc, 7, "zklock");
+/// let again = replay(&trace, &ShippedRecipe::default()).expect("a scenario within bounds");
+/// assert!(trace.same_history(&again.outcome.history));
+/// assert_eq!(again.failure(), run.failure());
+/// ```
 pub fn replay<R: Recipe>(trace: &Trace, recipe: &R) -> Result<CheckedRun, ScenarioError> {
     trace.scenario.validate()?;
     let chooser = ReplayChooser::new(trace.choices.clone());

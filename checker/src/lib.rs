@@ -157,6 +157,7 @@ pub mod shard;
 pub mod shrink;
 mod sleep_sets;
 pub mod strategy;
+mod stuck;
 pub mod sweep;
 pub mod symmetry;
 pub mod timeline;

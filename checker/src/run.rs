@@ -1,6 +1,7 @@
 //! Running a scenario and judging it in one call: what `explore` and `replay` share.
 
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
+use crate::properties::Violation;
 use crate::properties::queue::{QueueFacts, check_queue};
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::{SavedReport, Trace};
@@ -46,10 +47,25 @@ impl CheckedRun {
         }
     }
 
-    /// The report, headed by the failure of a run that did not finish.
+    /// The report, headed by the failure of a run that did not finish; a stuck run's
+    /// report names why it is stuck ([`CheckedRun::stuck_cause`]).
     pub fn report_text(&self) -> String {
         let why = self.unfinished();
-        self.report.display_unfinished(why.as_deref()).to_string()
+        let cause = self.stuck_cause();
+        self.report
+            .display_unfinished(why.as_deref(), cause.as_ref())
+            .to_string()
+    }
+
+    /// For a run the simulation found stuck: each acquire left waiting, its last
+    /// requests and their answers, and what became of the node it last watched, as a
+    /// violation of `liveness_after_heal` with those events as its proof. `None` for a
+    /// run that was not stuck, or had no acquire waiting.
+    pub fn stuck_cause(&self) -> Option<Violation> {
+        match self.outcome.error {
+            Some(SimError::Stuck { .. }) => crate::stuck::cause(&self.outcome.history),
+            _ => None,
+        }
     }
 
     /// Every property this run violated (a stuck world counts as `liveness_after_heal`).

@@ -501,3 +501,39 @@ fn unordered_tokens_make_the_fence_refuse_a_rightful_holder() {
     assert!(again.violates("fencing_token_order"));
     assert!(again.violates("rightful_write_accepted"));
 }
+
+/// A stuck run's report named no cause ("a waiter never got its wake-up"), and its page
+/// opened on the waiting acquires alone, far from what made the wait endless. In the
+/// README's lost-wakeup canary the waiter's getData of the node before it fails "no
+/// node", so no watch is set: that answer is in the report's proof, in words, and among
+/// the events the page rings and opens on.
+#[test]
+fn a_stuck_runs_report_names_the_answer_after_which_the_waiter_waits_forever() {
+    use zklock_checker::trace::SavedReport;
+    use zklock_recipe::ZkError;
+    use zklock_recipe::history::EventKind;
+    let bug = Bug::LostWakeup;
+    let trace = Trace::read(&trace_path(bug)).unwrap();
+    let run = replay(&trace, &Canary(bug)).unwrap();
+    let cause = run.stuck_cause().expect("the canary's run is stuck");
+    let gone = cause
+        .events
+        .iter()
+        .find(|e| e.role.contains("the node it came to watch was gone"))
+        .unwrap_or_else(|| panic!("no cause among the proving events: {cause}"));
+    assert!(
+        matches!(
+            run.outcome.history.events[gone.index].kind,
+            EventKind::OpFail {
+                error: ZkError::NoNode,
+                ..
+            }
+        ),
+        "{cause}"
+    );
+    let text = run.report_text();
+    assert!(text.contains("with a watch failed with no node"), "{text}");
+    assert!(!text.contains("cut-off"), "{text}");
+    let marks = SavedReport::of(&run).marks();
+    assert!(marks.contains_key(&gone.index), "{marks:?}");
+}

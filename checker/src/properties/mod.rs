@@ -32,7 +32,7 @@ pub mod rightful_write_accepted;
 pub mod semaphore_leases;
 mod slots;
 pub mod timed_acquire;
-mod verdict;
+pub(crate) mod verdict;
 mod walk;
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Every property at once, with the counters.
 
+use super::Violation;
 use super::counters::Counting;
 use super::fenced_resource::FencedResource;
 use super::fencing_token_order::FencingTokenOrder;
@@ -105,14 +106,26 @@ impl Report {
 impl Report {
     /// The report with its headline naming `unfinished` (why the run stopped before every
     /// client was done) as a failure of liveness: a run cut short is never "all hold".
-    pub fn display_unfinished<'a>(&'a self, unfinished: Option<&'a str>) -> impl fmt::Display + 'a {
+    /// `cause`, when given, is printed under liveness_after_heal's line: why the run is
+    /// stuck.
+    pub fn display_unfinished<'a>(
+        &'a self,
+        unfinished: Option<&'a str>,
+        cause: Option<&'a Violation>,
+    ) -> impl fmt::Display + 'a {
         Unfinished {
             report: self,
             unfinished,
+            cause,
         }
     }
 
-    fn fmt_with(&self, f: &mut fmt::Formatter<'_>, unfinished: Option<&str>) -> fmt::Result {
+    fn fmt_with(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        unfinished: Option<&str>,
+        cause: Option<&Violation>,
+    ) -> fmt::Result {
         let failed = self.violated();
         match (failed.is_empty(), unfinished) {
             (true, None) => writeln!(f, "all properties hold")?,
@@ -140,6 +153,9 @@ impl Report {
                      up to there shows no waiter past its bound",
                     v.property
                 )?;
+                if let Some(c) = cause {
+                    write!(f, "{c}")?;
+                }
                 continue;
             }
             write!(f, "{kind}: {v}")?;
@@ -151,16 +167,17 @@ impl Report {
 struct Unfinished<'a> {
     report: &'a Report,
     unfinished: Option<&'a str>,
+    cause: Option<&'a Violation>,
 }
 
 impl fmt::Display for Unfinished<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.report.fmt_with(f, self.unfinished)
+        self.report.fmt_with(f, self.unfinished, self.cause)
     }
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.fmt_with(f, None)
+        self.fmt_with(f, None, None)
     }
 }

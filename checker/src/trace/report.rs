@@ -7,8 +7,6 @@ use crate::run::CheckedRun;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use zklock_recipe::SessionId;
-use zklock_recipe::history::{EventKind, History};
-use zklock_sim::SimError;
 
 /// The report of the run a trace records.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,25 +67,10 @@ impl SavedReport {
             text: run.report_text(),
             ..SavedReport::of_report(&run.report)
         };
-        if let Some(error @ SimError::Stuck { .. }) = &run.outcome.error
-            && !saved.violations.iter().any(|v| v.property == LIVENESS)
+        if !saved.violations.iter().any(|v| v.property == LIVENESS)
+            && let Some(v) = run.stuck_cause()
         {
-            let history = &run.outcome.history;
-            let waiting = waiting_acquires(history);
-            if !waiting.is_empty() {
-                let proof: Vec<(usize, &str)> = waiting
-                    .iter()
-                    .map(|&i| (i, "still waiting when the run got stuck"))
-                    .collect();
-                let v = Violation::new_at(
-                    LIVENESS,
-                    history,
-                    error.to_string(),
-                    &proof,
-                    Some(history.events.len()),
-                );
-                saved.violations.push(SavedViolation::from(&v));
-            }
+            saved.violations.push(SavedViolation::from(&v));
         }
         saved
     }
@@ -145,23 +128,6 @@ impl SavedReport {
 }
 
 const LIVENESS: &str = crate::properties::liveness_after_heal::NAME;
-
-/// Each client's last `AcquireInvoked` that no `Acquired` or `AcquireFailed` answered.
-fn waiting_acquires(history: &History) -> Vec<usize> {
-    let mut waiting: BTreeMap<u32, usize> = BTreeMap::new();
-    for (i, e) in history.events.iter().enumerate() {
-        match e.kind {
-            EventKind::AcquireInvoked { .. } => {
-                waiting.insert(e.client, i);
-            }
-            EventKind::Acquired { .. } | EventKind::AcquireFailed { .. } => {
-                waiting.remove(&e.client);
-            }
-            _ => {}
-        }
-    }
-    waiting.into_values().collect()
-}
 
 impl From<&Violation> for SavedViolation {
     fn from(v: &Violation) -> SavedViolation {

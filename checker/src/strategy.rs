@@ -91,16 +91,9 @@ fn raised(r: Rate, factor: u32) -> Rate {
     }
 }
 
-fn swarm_rng(seed: u64) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(seed ^ SWARM_STREAM)
-}
-
-fn swarm(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
-    let mut sc = base.clone();
-    // Fault kinds: each kept with probability one half, at least one if any was on; the
-    // kept ones raised by how many were dropped, so that the run's fault pressure stays.
-    let f = &mut sc.faults;
-    let kinds: [&mut Rate; 8] = [
+/// Every fault kind's rate, in a fixed order (the order swarm draws them in).
+fn rates_mut(f: &mut zklock_sim::Faults) -> [&mut Rate; 8] {
+    [
         &mut f.connection_loss,
         &mut f.lost_create_response,
         &mut f.forced_expiry,
@@ -109,7 +102,18 @@ fn swarm(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
         &mut f.crash,
         &mut f.delayed_delivery,
         &mut f.local_expiry,
-    ];
+    ]
+}
+
+fn swarm_rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ SWARM_STREAM)
+}
+
+fn swarm(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
+    let mut sc = base.clone();
+    // Fault kinds: each kept with probability one half, at least one if any was on; the
+    // kept ones raised by how many were dropped, so that the run's fault pressure stays.
+    let kinds = rates_mut(&mut sc.faults);
     let on: Vec<usize> = (0..kinds.len()).filter(|&i| !kinds[i].is_never()).collect();
     if !on.is_empty() {
         let mut keep: Vec<bool> = on.iter().map(|_| rng.random_bool(0.5)).collect();
@@ -162,17 +166,7 @@ fn aimed(base: &Scenario, seed: u64) -> Scenario {
     let mut sc = swarm(&mut rng, base);
     if sc.faults.aim.is_none() && rng.random_bool(0.5) {
         sc.faults.aim = Some(AIMS[rng.random_range(0..AIMS.len())]);
-        let f = &mut sc.faults;
-        for r in [
-            &mut f.connection_loss,
-            &mut f.lost_create_response,
-            &mut f.forced_expiry,
-            &mut f.partition,
-            &mut f.pause,
-            &mut f.crash,
-            &mut f.delayed_delivery,
-            &mut f.local_expiry,
-        ] {
+        for r in rates_mut(&mut sc.faults) {
             *r = raised(*r, AIM_RAISE);
         }
     }

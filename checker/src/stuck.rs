@@ -7,6 +7,7 @@
 
 use crate::properties::liveness_after_heal::NAME as LIVENESS;
 use crate::properties::verdict::{Violation, at};
+use crate::timeline::op_name;
 use std::collections::BTreeMap;
 use zklock_recipe::ZkError;
 use zklock_recipe::history::{EventKind, History, ZkOp};
@@ -204,17 +205,4 @@ fn deletes_of(history: &History, path: &str, from: usize) -> Option<usize> {
         }
     }
     None
-}
-
-fn op_name(op: ZkOp) -> &'static str {
-    match op {
-        ZkOp::Create => "create",
-        ZkOp::Delete => "delete",
-        ZkOp::Exists => "exists",
-        ZkOp::GetData => "getData",
-        ZkOp::GetChildren => "getChildren",
-        ZkOp::SetData => "setData",
-        ZkOp::Multi => "multi",
-        ZkOp::Close => "close",
-    }
 }

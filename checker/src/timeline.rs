@@ -215,7 +215,7 @@ impl<'a> Describer<'a> {
     }
 }
 
-fn op_name(op: ZkOp) -> &'static str {
+pub(crate) fn op_name(op: ZkOp) -> &'static str {
     match op {
         ZkOp::Create => "create",
         ZkOp::Delete => "delete",

@@ -24,7 +24,7 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
     if lock.is_work_queue() && a.shape.shapes == crate::shape_args::Shapes::All {
         bail!(
             "--shapes all does not apply to the work queue {}: its clients make no acquire \
-             attempts; --fault-durations chosen is the choice it has",
+             attempts; --fault-durations chosen and --holds chosen are the choices it has",
             a.recipe
         );
     }

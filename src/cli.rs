@@ -227,7 +227,8 @@ pub struct ExploreArgs {
     /// The scenario each seed runs in: swarm, each seed in one of its own drawn from the
     /// seed (a subset of the fault kinds at higher rates, fewer clients, longer holds);
     /// aimed, swarm with every fault aimed at one operation's requests in flight on half
-    /// the seeds; uniform, every seed in the scenario the flags give (docs/cli.md)
+    /// the seeds; pct, aimed with requests applied in an order of client priorities on
+    /// half the seeds; uniform, every seed in the scenario the flags give (docs/cli.md)
     #[arg(long, value_enum, value_name = "NAME", default_value = "aimed")]
     pub strategy: StrategyArg,
     /// The regressions file: seeds a sweep of this recipe and strategy found are recorded
@@ -252,6 +253,7 @@ pub enum StrategyArg {
     Uniform,
     Swarm,
     Aimed,
+    Pct,
 }
 
 impl From<StrategyArg> for zklock_checker::Strategy {
@@ -260,6 +262,7 @@ impl From<StrategyArg> for zklock_checker::Strategy {
             StrategyArg::Uniform => zklock_checker::Strategy::Uniform,
             StrategyArg::Swarm => zklock_checker::Strategy::Swarm,
             StrategyArg::Aimed => zklock_checker::Strategy::Aimed,
+            StrategyArg::Pct => zklock_checker::Strategy::Pct,
         }
     }
 }

@@ -1,5 +1,5 @@
 //! `zklock check`'s shape flags: which of the workload's decisions (each attempt's mode,
-//! each client's count of attempts, partitions' and pauses' durations) the exhaustive
+//! each client's count of attempts, partitions' and pauses' durations, holds) the exhaustive
 //! search explores as choices.
 
 use clap::{Args, ValueEnum};
@@ -42,6 +42,12 @@ pub struct ShapeArgs {
     /// session timeout, as the search chooses [default: as --shapes]
     #[arg(long, value_enum, value_name = "PICK")]
     pub fault_durations: Option<Pick>,
+    /// `chosen`: each hold (each queue item's processing) lasts --hold-ms or a session
+    /// timeout longer, as the search chooses; with forced expiries, this reaches a
+    /// grant whose session was lost before it was made. Not part of `--shapes all`
+    /// [default: fixed]
+    #[arg(long, value_enum, value_name = "PICK")]
+    pub holds: Option<Pick>,
 }
 
 /// One item of `--modes`.
@@ -79,6 +85,9 @@ impl ShapeArgs {
         if let Some(p) = self.fault_durations {
             shape.fault_durations_chosen = p == Pick::Chosen;
         }
+        if let Some(p) = self.holds {
+            shape.holds_chosen = p == Pick::Chosen;
+        }
         Ok(shape)
     }
 }
@@ -114,6 +123,9 @@ pub fn describe(shape: &Shape) -> String {
     }
     if shape.fault_durations_chosen {
         out.push_str(", fault durations chosen");
+    }
+    if shape.holds_chosen {
+        out.push_str(", holds chosen");
     }
     out
 }

@@ -119,6 +119,8 @@ impl Bounds {
             heal_ms: base.time_limit_ms,
             shape: self.shape.clone(),
             request_time_us: self.request_time_us,
+            // The search branches on every order of requests.
+            priorities: None,
             ..base.clone()
         }
     }

@@ -8,6 +8,11 @@
 //!   workload shape within the scenario's (fewer clients, longer holds, no drops). A bug
 //!   that a kind of fault or a busy workload hides shows on the seeds without it.
 //!
+//! - [`Strategy::Aimed`] is swarm, with every fault aimed at one operation's requests in
+//!   flight on half the seeds.
+//! - [`Strategy::Pct`] is aimed, with requests applied in an order of client priorities
+//!   on half the seeds ([`Priorities`], after PCT: Burckhardt et al., ASPLOS 2010).
+//!
 //! A seed's scenario is a function of the seed alone (a ChaCha8 stream of its own, apart
 //! from the run's chooser), and it is the one the seed's trace records: a failing seed
 //! replays and shrinks as any other.
@@ -16,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use zklock_recipe::history::ZkOp;
-use zklock_sim::{Rate, Scenario};
+use zklock_sim::{Priorities, Rate, Scenario};
 
 /// The scenario of each seed of a sweep. See the [module docs](self).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -34,11 +39,20 @@ pub enum Strategy {
     /// to a canary's first failure (docs/figures.md).
     #[default]
     Aimed,
+    /// Aimed, and on half the seeds requests applied in the order of client priorities
+    /// with a few change points ([`Priorities`]), instead of drawn uniformly at each
+    /// step.
+    Pct,
 }
 
 impl Strategy {
     /// Every strategy, in the order reports list them.
-    pub const ALL: [Strategy; 3] = [Strategy::Uniform, Strategy::Swarm, Strategy::Aimed];
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Uniform,
+        Strategy::Swarm,
+        Strategy::Aimed,
+        Strategy::Pct,
+    ];
 
     /// [`Strategy::Uniform`], as a function (for serde defaults: what a file written
     /// before strategies existed ran).
@@ -52,6 +66,7 @@ impl Strategy {
             Strategy::Uniform => "uniform",
             Strategy::Swarm => "swarm",
             Strategy::Aimed => "aimed",
+            Strategy::Pct => "pct",
         }
     }
 
@@ -65,7 +80,8 @@ impl Strategy {
         match self {
             Strategy::Uniform => base.clone(),
             Strategy::Swarm => swarm(&mut swarm_rng(seed), base),
-            Strategy::Aimed => aimed(base, seed),
+            Strategy::Aimed => aimed(&mut swarm_rng(seed), base),
+            Strategy::Pct => pct(&mut swarm_rng(seed), base),
         }
     }
 }
@@ -161,14 +177,33 @@ const AIM_RAISE: u32 = 4;
 
 /// The seed's swarm scenario (the same draws as [`Strategy::Swarm`]'s, then more from the
 /// same stream), aimed at one operation on half the seeds. An aim set by the base stays.
-fn aimed(base: &Scenario, seed: u64) -> Scenario {
-    let mut rng = swarm_rng(seed);
-    let mut sc = swarm(&mut rng, base);
+fn aimed(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
+    let mut sc = swarm(rng, base);
     if sc.faults.aim.is_none() && rng.random_bool(0.5) {
         sc.faults.aim = Some(AIMS[rng.random_range(0..AIMS.len())]);
         for r in rates_mut(&mut sc.faults) {
             *r = raised(*r, AIM_RAISE);
         }
+    }
+    sc
+}
+
+/// Change points a PCT seed draws its rate among: one step in 8, 32 or 128 of those with
+/// two or more clients ready. A run of the default workload has some thousands such
+/// steps, so from a few to some hundreds of changes: PCT's depth, for bugs of a few
+/// ordering constraints, at the scale of one acquisition's round trips.
+const PCT_CHANGE_EVERY: [u32; 3] = [8, 32, 128];
+
+/// The seed's aimed scenario (the same draws as [`Strategy::Aimed`]'s, then more from
+/// the same stream), ordered by priorities on half the seeds. Priorities set by the base
+/// stay.
+fn pct(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
+    let mut sc = aimed(rng, base);
+    if sc.priorities.is_none() && rng.random_bool(0.5) {
+        let every = PCT_CHANGE_EVERY[rng.random_range(0..PCT_CHANGE_EVERY.len())];
+        sc.priorities = Some(Priorities {
+            change: Rate::new(1, every),
+        });
     }
     sc
 }
@@ -228,7 +263,7 @@ mod tests {
         for s in Strategy::ALL {
             assert_eq!(Strategy::from_name(s.name()), Some(s));
         }
-        assert_eq!(Strategy::from_name("pct"), None);
+        assert_eq!(Strategy::from_name("coverage"), None);
     }
 
     #[test]
@@ -256,5 +291,35 @@ mod tests {
             }
         }
         assert!((120..=280).contains(&aimed), "{aimed} of 400 seeds aimed");
+    }
+
+    #[test]
+    fn pct_is_aimed_with_priorities_on_about_half_the_seeds() {
+        let base = Scenario::default();
+        let mut ordered = 0;
+        for seed in 0..400 {
+            let p = Strategy::Pct.scenario_for(&base, seed);
+            let a = Strategy::Aimed.scenario_for(&base, seed);
+            assert!(p.validate().is_ok(), "seed {seed}: {p:?}");
+            match p.priorities {
+                None => assert_eq!(p, a, "seed {seed}"),
+                Some(pr) => {
+                    ordered += 1;
+                    assert_eq!(
+                        Scenario {
+                            priorities: None,
+                            ..p
+                        },
+                        a,
+                        "seed {seed}"
+                    );
+                    assert!(PCT_CHANGE_EVERY.contains(&pr.change.den));
+                }
+            }
+        }
+        assert!(
+            (120..=280).contains(&ordered),
+            "{ordered} of 400 seeds ordered"
+        );
     }
 }

@@ -33,6 +33,13 @@ pub enum ChoiceKind {
     /// How long a bounded partition or pause lasts, when the scenario's shape chooses
     /// fault durations.
     FaultDuration,
+    /// Whether a hold (or an item's processing) lasts the scenario's `hold_ms` (0) or
+    /// outlasts a session timeout (1), when the scenario's shape chooses holds.
+    HoldLength,
+    /// A client's priority, or whether this step is a priority change point, when the
+    /// scenario orders requests by priorities
+    /// ([`Scenario::priorities`](crate::Scenario::priorities)).
+    Priority,
 }
 
 /// A source of decisions. `choose(kind, n)` returns an index in `0..n`; it is only called

@@ -146,3 +146,61 @@ fn the_fixed_shape_is_left_out_of_a_scenarios_json_and_read_back_as_fixed() {
     let back: Scenario = serde_json::from_str(&shaped_json).unwrap();
     assert_eq!(back, shaped());
 }
+
+/// The hold of each acquisition, from its grant to its release's invocation, in ms.
+fn holds_ms(out: &zklock_sim::RunOutcome) -> Vec<u64> {
+    let mut held_at = None;
+    let mut out_ms = Vec::new();
+    for e in &out.history.events {
+        match e.kind {
+            EventKind::Acquired { .. } => held_at = Some(e.time_us),
+            EventKind::ReleaseInvoked => {
+                if let Some(t) = held_at.take() {
+                    out_ms.push((e.time_us - t) / 1000);
+                }
+            }
+            _ => {}
+        }
+    }
+    out_ms
+}
+
+#[test]
+fn a_hold_lasts_hold_ms_or_a_session_timeout_longer_as_chosen() {
+    let sc = Scenario {
+        clients: 1,
+        acquisitions_per_client: 1,
+        shape: Shape {
+            holds_chosen: true,
+            ..Shape::fixed()
+        },
+        faults: Faults::none(),
+        ..Scenario::default()
+    };
+    for (answer, ms) in [(0, 5), (1, 6005)] {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let chooser = Scripted {
+            answers: vec![(ChoiceKind::HoldLength, answer)],
+            asked: asked.clone(),
+        };
+        let out = run_scenario_with(&sc, 0, Box::new(chooser), &ShippedRecipe::default());
+        assert!(asked.lock().unwrap().contains(&ChoiceKind::HoldLength));
+        assert_eq!(holds_ms(&out), [ms], "answer {answer}");
+    }
+    // Not chosen: no such choice, and the hold is hold_ms.
+    let fixed = Scenario {
+        shape: Shape::fixed(),
+        ..sc
+    };
+    let out = zklock_sim::run_scenario(&fixed, 0, &ShippedRecipe::default());
+    assert_eq!(holds_ms(&out), [5]);
+    // A shape that chooses holds serializes it; the others leave it out.
+    let json = serde_json::to_string(&Shape::all()).unwrap();
+    assert!(!json.contains("holds_chosen"), "{json}");
+    let chosen = Shape {
+        holds_chosen: true,
+        ..Shape::fixed()
+    };
+    let back: Shape = serde_json::from_str(&serde_json::to_string(&chosen).unwrap()).unwrap();
+    assert_eq!(back, chosen);
+}

@@ -5,6 +5,7 @@
 
 mod detached;
 mod madsim_seed;
+mod priorities;
 mod renewal;
 mod scenario;
 mod semantics;

@@ -3,8 +3,8 @@
 //! hands the grant over although its trust ended meanwhile. The shipped semaphore and
 //! queue hand over through `zklock_recipe::lock::hand_over`; each canary skips it. Each
 //! canary is caught by explore's default budget in the class's scenario and by the check
-//! at a pinned bound (three clients, one fault, holds that outlast a forced expiry), and
-//! the shipped recipes pass both.
+//! at a pinned bound (three clients, one fault, holds that outlast a forced expiry: set by
+//! the scenario, or chosen by the search), and the shipped recipes pass both.
 
 use std::path::{Path, PathBuf};
 use zklock_canaries::{
@@ -15,7 +15,7 @@ use zklock_checker::{
     Bounds, Budget, ExhaustiveReport, ShrinkLimits, Trace, check_exhaustive, explore,
     explore_until, replay, shrink,
 };
-use zklock_sim::{Faults, QueueRecipe, Rate, Recipe, Scenario, SemaphoreRecipe};
+use zklock_sim::{Faults, QueueRecipe, Rate, Recipe, Scenario, SemaphoreRecipe, Shape};
 
 const ITEM: QueueBug = QueueBug::HandsOverLostItem;
 
@@ -124,6 +124,51 @@ fn check_catches_both_canaries_at_three_clients_and_one_fault_and_the_shipped_re
     for shipped in [
         check(&SemaphoreRecipe::default(), SHIPPED_SCHEDULES),
         check(&QueueRecipe::default(), SHIPPED_SCHEDULES),
+    ] {
+        assert!(shipped.violation.is_none(), "{shipped}");
+        assert_eq!(shipped.schedules, SHIPPED_SCHEDULES, "{shipped}");
+    }
+}
+
+/// Holds as a choice ([`Shape::holds_chosen`]): in the canaries' own scenario (holds of
+/// 200 ms, their fault kinds), with no knob for the hold, the check finds both at three
+/// clients and one fault, where a hold that outlasts the lost session is one of its
+/// branches. `zklock check --recipe NAME --clients 3 --faults-max 1 --holds chosen`.
+#[test]
+fn check_with_holds_chosen_catches_both_canaries_in_their_own_scenario() {
+    let bounds = |schedules_max| Bounds {
+        clients: 3,
+        faults_max: 1,
+        shape: Shape {
+            holds_chosen: true,
+            ..Shape::fixed()
+        },
+        schedules_max,
+        ..Bounds::default()
+    };
+    let sc = lost_before_granted_scenario();
+    let all = Bounds::default().schedules_max;
+    let sem = check_exhaustive(&sc, &LeaseHandedOverLost::default(), &bounds(all)).unwrap();
+    let run = sem
+        .violation
+        .as_ref()
+        .expect("the semaphore canary survived");
+    assert!(
+        run.violates(LEASE_HANDED_OVER_LOST_CAUGHT_BY),
+        "{}",
+        run.report
+    );
+    let queue = check_exhaustive(&sc, &QueueCanary(ITEM), &bounds(all)).unwrap();
+    let run = queue.violation.as_ref().expect("the queue canary survived");
+    assert!(run.violates(ITEM.caught_by()), "{}", run.report);
+    assert_eq!(
+        (sem.schedules, queue.schedules),
+        (25_627, 16_872),
+        "{sem}\n{queue}"
+    );
+    for shipped in [
+        check_exhaustive(&sc, &SemaphoreRecipe::default(), &bounds(SHIPPED_SCHEDULES)).unwrap(),
+        check_exhaustive(&sc, &QueueRecipe::default(), &bounds(SHIPPED_SCHEDULES)).unwrap(),
     ] {
         assert!(shipped.violation.is_none(), "{shipped}");
         assert_eq!(shipped.schedules, SHIPPED_SCHEDULES, "{shipped}");

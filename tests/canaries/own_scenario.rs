@@ -60,7 +60,7 @@ fn the_shipped_recipes_run_in_the_default_scenario() {
 /// replays to the same history and violation, and shrinks keeping the violation.
 #[test]
 fn a_seed_the_swarm_strategy_found_replays_and_shrinks_as_any_other() {
-    use zklock_checker::{ShrinkLimits, Strategy, explore, replay, shrink};
+    use zklock_checker::{Strategy, explore};
     use zklock_sim::Recipe;
     let canary = zklock_canaries::Canary(zklock_canaries::Bug::DeafHolder);
     let base = canary.scenario();
@@ -77,8 +77,19 @@ fn a_seed_the_swarm_strategy_found_replays_and_shrinks_as_any_other() {
         "seed {seed} ran the base scenario: nothing to show"
     );
     let trace = run.trace(&own, seed, &canary.name());
-    let again = replay(&trace, &canary).unwrap();
-    assert_eq!(again.outcome.history, run.outcome.history, "seed {seed}");
+    replays_and_shrinks(&trace, &run, &canary);
+}
+
+/// The tail every strategy's seed shares: its trace replays to the run's history and
+/// violation, and shrinks keeping the violation; the shrunk trace is returned.
+fn replays_and_shrinks<R: zklock_sim::Recipe + 'static>(
+    trace: &zklock_checker::Trace,
+    run: &zklock_checker::CheckedRun,
+    canary: &R,
+) -> zklock_checker::Trace {
+    use zklock_checker::{ShrinkLimits, replay, shrink};
+    let again = replay(trace, canary).unwrap();
+    assert_eq!(again.outcome.history, run.outcome.history);
     assert_eq!(again.failure(), run.failure());
     // "liveness_after_heal (stuck)" names the property first.
     let failure = run.failure().unwrap();
@@ -90,36 +101,39 @@ fn a_seed_the_swarm_strategy_found_replays_and_shrinks_as_any_other() {
         exhaustive_schedules_max: 0,
         ..ShrinkLimits::default()
     };
-    let shrunk = shrink(&trace, &canary, &limits).unwrap();
-    let small = replay(&shrunk.trace, &canary).unwrap();
+    let shrunk = shrink(trace, canary, &limits).unwrap();
+    let small = replay(&shrunk.trace, canary).unwrap();
     assert!(
         small.violates(property),
         "the shrunk trace lost {property}: {}",
         small.report
     );
+    shrunk.trace
 }
 
-/// A seed whose faults the aimed strategy aimed at one operation's requests: `explore`
-/// finds it failing, and its trace records the aim through a write and a read, replays
-/// to the same history and violation, and shrinks keeping the violation.
-#[test]
-fn an_aimed_seed_replays_from_its_file_and_shrinks_as_any_other() {
-    use zklock_checker::{ShrinkLimits, Strategy, Trace, check_seed, explore, replay, shrink};
+/// The first seed of `strategy` whose scenario `pick` accepts and on which the canary
+/// fails, found by the sweep as well: its scenario and its trace, written and read back.
+fn first_failing_seed_through_a_file(
+    strategy: zklock_checker::Strategy,
+    pick: fn(&zklock_sim::Scenario) -> bool,
+) -> (
+    zklock_canaries::Canary,
+    zklock_sim::Scenario,
+    zklock_checker::Trace,
+    zklock_checker::CheckedRun,
+) {
+    use zklock_checker::{Trace, check_seed, explore};
     use zklock_sim::Recipe;
     let canary = zklock_canaries::Canary(zklock_canaries::Bug::DeafHolder);
     let base = canary.scenario();
-    // The first aimed seed the canary fails on (an aimed seed's run is `check_seed` in
-    // its own scenario, as the sweep runs it).
+    // A strategy's seed runs `check_seed` in its own scenario, as the sweep runs it.
     let (seed, own) = (0..10_000u64)
-        .map(|seed| (seed, Strategy::Aimed.scenario_for(&base, seed)))
-        .find(|(seed, sc)| {
-            sc.faults.aim.is_some() && check_seed(sc, *seed, &canary).failure().is_some()
-        })
-        .expect("an aimed seed catches the deaf holder");
-    let op = own.faults.aim.expect("aimed");
+        .map(|seed| (seed, strategy.scenario_for(&base, seed)))
+        .find(|(seed, sc)| pick(sc) && check_seed(sc, *seed, &canary).failure().is_some())
+        .unwrap_or_else(|| panic!("no {} seed catches the deaf holder", strategy.name()));
     // The sweep finds it as well, and hands over its scenario.
     let budget = Budget {
-        strategy: Strategy::Aimed,
+        strategy,
         seed_start: seed,
         seeds: 1,
         threads: 1,
@@ -131,28 +145,42 @@ fn an_aimed_seed_replays_from_its_file_and_shrinks_as_any_other() {
         .failure_trace(&canary.name())
         .unwrap_or_else(|| panic!("seed {seed} did not fail in the sweep"));
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("aimed.json");
+    let path = dir.path().join("seed.json");
     trace.write(&path).unwrap();
     let trace = Trace::read(&path).unwrap();
+    let run = e.failure.unwrap().1;
+    (canary, own, trace, run)
+}
+
+/// A seed whose faults the aimed strategy aimed at one operation's requests: `explore`
+/// finds it failing, and its trace records the aim through a write and a read, replays
+/// to the same history and violation, and shrinks keeping the violation.
+#[test]
+fn an_aimed_seed_replays_from_its_file_and_shrinks_as_any_other() {
+    let (canary, own, trace, run) =
+        first_failing_seed_through_a_file(zklock_checker::Strategy::Aimed, |sc| {
+            sc.faults.aim.is_some()
+        });
+    let op = own.faults.aim.expect("aimed");
     assert_eq!(trace.scenario.faults.aim, Some(op), "the file lost the aim");
-    let run = &e.failure.as_ref().unwrap().1;
-    let again = replay(&trace, &canary).unwrap();
-    assert_eq!(again.outcome.history, run.outcome.history, "seed {seed}");
-    assert_eq!(again.failure(), run.failure());
-    let failure = run.failure().unwrap();
-    let property = failure.split(' ').next().unwrap();
-    let limits = ShrinkLimits {
-        runs_max: 200,
-        fresh_seeds_max: 0,
-        exhaustive_schedules_max: 0,
-        ..ShrinkLimits::default()
-    };
-    let shrunk = shrink(&trace, &canary, &limits).unwrap();
-    assert_eq!(shrunk.trace.scenario.faults.aim, Some(op));
-    let small = replay(&shrunk.trace, &canary).unwrap();
-    assert!(
-        small.violates(property),
-        "the shrunk trace lost {property}: {}",
-        small.report
+    let shrunk = replays_and_shrinks(&trace, &run, &canary);
+    assert_eq!(shrunk.scenario.faults.aim, Some(op));
+}
+
+/// A seed whose requests the pct strategy ordered by priorities: the same, with the
+/// priorities kept through the file and the shrink.
+#[test]
+fn a_pct_seed_replays_from_its_file_and_shrinks_as_any_other() {
+    let (canary, own, trace, run) =
+        first_failing_seed_through_a_file(zklock_checker::Strategy::Pct, |sc| {
+            sc.priorities.is_some()
+        });
+    let order = own.priorities.expect("ordered by priorities");
+    assert_eq!(
+        trace.scenario.priorities,
+        Some(order),
+        "the file lost the order"
     );
+    let shrunk = replays_and_shrinks(&trace, &run, &canary);
+    assert_eq!(shrunk.scenario.priorities, Some(order));
 }

@@ -114,6 +114,22 @@ fn is_default_request_time(us: &u64) -> bool {
     *us == REQUEST_TIME_US_DEFAULT
 }
 
+/// PCT-style scheduling (Burckhardt et al., ASPLOS 2010): of the clients with a request
+/// ready, the server applies the one of highest priority, instead of one drawn uniformly.
+/// A client's priority is drawn when it is first ready; at each step where two or more
+/// are ready, at the `change` rate, the client about to run drops below every other (a
+/// priority change point). A run then keeps one order of clients for long stretches and
+/// starves the low ones, where a uniform draw interleaves them evenly: the orders a bug
+/// of a few ordering constraints needs are each reached with a probability that does not
+/// shrink with the run's length. Priorities and change points are draws of kind
+/// [`ChoiceKind::Priority`](crate::ChoiceKind::Priority): a run replays and shrinks as
+/// any other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Priorities {
+    /// How often a step with two or more clients ready is a change point.
+    pub change: Rate,
+}
+
 /// How faults are drawn.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FaultMode {
@@ -187,6 +203,12 @@ pub struct Scenario {
     pub shape: Shape,
     /// Faults and their rates.
     pub faults: Faults,
+    /// `Some`: requests are applied in the order of client priorities
+    /// ([`Priorities`]); `None`, the default (which a serialized scenario leaves out):
+    /// each step's request is drawn uniformly among the clients ready. The exhaustive
+    /// check explores every order, and sets it to `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priorities: Option<Priorities>,
     /// Random rates, or a bounded number of explicitly chosen faults. Default Random.
     pub fault_mode: FaultMode,
     /// Virtual time at which faults stop, in milliseconds, so liveness can be judged.
@@ -218,6 +240,7 @@ impl Default for Scenario {
             sequence_start: 0,
             shape: Shape::fixed(),
             faults: Faults::default(),
+            priorities: None,
             fault_mode: FaultMode::Random,
             heal_ms: 30_000,
             liveness_bound_ms: 13_000,

@@ -13,10 +13,10 @@ mod shape;
 mod shipped;
 pub mod work_queue;
 
-pub use config::{FaultMode, Faults, Rate, Scenario};
+pub use config::{FaultMode, Faults, Priorities, Rate, Scenario};
 pub use limits::ScenarioError;
 pub use runner::{RunOutcome, run_scenario, run_scenario_with};
-pub use shape::{ModeKind, Shape, fault_durations_ms};
+pub use shape::{ModeKind, Shape, fault_durations_ms, hold_lengths_ms};
 pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
 pub use work_queue::{QueueRecipe, WorkQueue};
 

@@ -162,6 +162,7 @@ pub(super) fn prepare_world(sim: &Sim, scenario: &Scenario, lock_paths: &[String
         scenario.heal_ms,
         scenario.shape.fault_durations_chosen,
     ));
+    w.priorities = scenario.priorities.map(crate::world::PriorityOrder::new);
     // Clients of one role are interchangeable, for an explorer's symmetric digests.
     w.set_roles(roles);
     if scenario.sequence_start != 0 {
@@ -279,7 +280,6 @@ async fn worker<L: LockUnderTest>(
     sc: Scenario,
     renew: mpsc::UnboundedSender<NewLock<L>>,
 ) {
-    let hold = Duration::from_millis(sc.hold_ms);
     let lock_paths = sc.lock_paths();
     for k in 0..sc.acquisitions_per_client {
         if stops_before(&sim, &c, &sc, k).await {
@@ -375,6 +375,7 @@ async fn worker<L: LockUnderTest>(
                 },
             )
             .await;
+        let hold = hold_length(&sim, &c, &sc).await;
         let lost = {
             let work = pin!(c.sleep(hold));
             let lost = pin!(lock.lost(&guard));
@@ -420,6 +421,18 @@ async fn attempt_mode(sim: &Sim, c: &SimClient, sc: &Scenario, k: u32) -> Acquir
         0
     };
     modes[i].mode(sc.acquire_timeout_ms)
+}
+
+/// How long this hold lasts: `hold_ms`, or the chooser's pick of
+/// [`hold_lengths_ms`](super::shape::hold_lengths_ms) when the shape chooses holds.
+pub(super) async fn hold_length(sim: &Sim, c: &SimClient, sc: &Scenario) -> Duration {
+    let ms = if sc.shape.holds_chosen {
+        let lengths = super::shape::hold_lengths_ms(sc.hold_ms, sc.session_timeout_ms);
+        lengths[sim.choose(c, ChoiceKind::HoldLength, lengths.len()).await]
+    } else {
+        sc.hold_ms
+    };
+    Duration::from_millis(ms)
 }
 
 /// Whether the client stops before attempt `k`, however the one before it ended: the

@@ -87,6 +87,14 @@ pub struct Shape {
     /// client sees its connection lost, the server keeps its session). Random faults draw
     /// their durations anyway. Default false: the longest.
     pub fault_durations_chosen: bool,
+    /// Whether each hold (a lock's critical section, a queue item's processing) lasts,
+    /// by the chooser's pick (kind [`ChoiceKind::HoldLength`](crate::ChoiceKind::HoldLength)),
+    /// `hold_ms` or a session timeout longer ([`hold_lengths_ms`]): a holder still
+    /// holds when a session another client lost at its start has expired, which the
+    /// lost-before-granted bugs need. Not part of [`Shape::all`], whose searches it
+    /// would double at every hold. Default false: `hold_ms`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub holds_chosen: bool,
 }
 
 impl Shape {
@@ -101,6 +109,7 @@ impl Shape {
             modes: ModeKind::ALL.to_vec(),
             count_chosen: true,
             fault_durations_chosen: true,
+            holds_chosen: false,
         }
     }
 
@@ -131,6 +140,12 @@ pub fn fault_durations_ms(max_ms: u64, session_timeout_ms: u64) -> Vec<u64> {
         }
     }
     out
+}
+
+/// The lengths, in milliseconds, a hold chooses between when holds are chosen: the
+/// scenario's `hold_ms` first (the fixed shape's), then one a session timeout longer.
+pub fn hold_lengths_ms(hold_ms: u64, session_timeout_ms: u64) -> [u64; 2] {
+    [hold_ms, hold_ms.saturating_add(session_timeout_ms)]
 }
 
 #[cfg(test)]

@@ -231,7 +231,6 @@ async fn consumer(
     queue: WorkQueue,
     progress: Arc<Mutex<Progress>>,
 ) {
-    let hold = Duration::from_millis(sc.hold_ms);
     let mut q = (queue.consumer)(c.clone());
     // The clock is compared, not kept: only the answer is part of the state.
     let stop = |sim: &Sim, c: &SimClient| {
@@ -278,6 +277,7 @@ async fn consumer(
                 token: taken.token,
             },
         );
+        let hold = super::runner::hold_length(&sim, &c, &sc).await;
         let lost = {
             let work = pin!(c.sleep(hold));
             let lost = pin!(q.lost());

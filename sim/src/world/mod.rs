@@ -15,6 +15,7 @@ pub(crate) mod folds;
 pub(crate) mod footprint;
 mod hash128;
 mod kept;
+mod priorities;
 #[cfg(test)]
 mod recorder;
 mod remembered;
@@ -33,6 +34,7 @@ use detached::Detached;
 use digest::Seen;
 pub(crate) use faults::FaultPlan;
 use footprint::{Footprint, Offer};
+pub(crate) use priorities::PriorityOrder;
 use request::{Answer, REQUEST_BYTES_MAX, Reply, Request, RequestKind, WatchKind};
 pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
@@ -322,6 +324,9 @@ pub(crate) struct World {
     pub(crate) more_resources: Vec<ResourceState>,
     /// Random faults, when a scenario switched them on.
     pub(crate) faults: Option<FaultPlan>,
+    /// The order of requests by client priorities, when a scenario asks for it
+    /// ([`Scenario::priorities`](crate::Scenario::priorities)).
+    pub(crate) priorities: Option<priorities::PriorityOrder>,
     /// Clients with background cleanup pending, so a step need not scan every client.
     detached_clients: usize,
     /// Sequence of items staged from outside any actor (see `stage_outside`).
@@ -389,6 +394,7 @@ impl World {
             resource: ResourceState::default(),
             more_resources: Vec::new(),
             faults: None,
+            priorities: None,
             detached_clients: 0,
             outside_seq: 0,
             digesting,
@@ -624,7 +630,11 @@ impl World {
             if self.partial_order && !self.offer_requests() {
                 return Step::Pruned;
             }
-            let i = self.choose(ChoiceKind::NextRequest, n);
+            let i = if self.priorities.is_some() {
+                self.by_priority()
+            } else {
+                self.choose(ChoiceKind::NextRequest, n)
+            };
             let c = match i {
                 0 => first,
                 _ => self.ready_clients().nth(i).expect("i < n"),

@@ -123,3 +123,36 @@ fn a_sole_consumer_that_crashes_mid_item_is_no_violation_but_every_schedule_is_j
         assert_eq!(r.schedules, schedules, "{r}");
     }
 }
+
+/// Regression: the check of three consumers and two items with a fault reported the
+/// herd-free queue as a herd at schedule 12,688, where two deletes applied at one
+/// instant (the check's requests take no time) each woke one consumer. The naive queue's
+/// herd is still found there. `zklock check --recipe queue --clients 4 --acquisitions 2
+/// --faults-max 1`.
+#[test]
+fn the_herd_free_queue_is_no_herd_where_two_writes_at_one_instant_wake_one_consumer_each() {
+    use zklock_checker::{Bounds, check_exhaustive};
+    let bounds = |schedules_max| Bounds {
+        clients: 4,
+        acquisitions_per_client: 2,
+        faults_max: 1,
+        schedules_max,
+        threads: 1,
+        ..Bounds::default()
+    };
+    let shipped = check_exhaustive(
+        &Scenario::default(),
+        &QueueRecipe::default(),
+        &bounds(20_000),
+    )
+    .unwrap();
+    assert!(shipped.violation.is_none(), "{shipped}");
+    assert_eq!(shipped.schedules, 20_000, "{shipped}");
+    let naive =
+        check_exhaustive(&Scenario::default(), &QueueRecipe::naive(), &bounds(20_000)).unwrap();
+    let run = naive
+        .violation
+        .as_ref()
+        .expect("the naive queue's herd was missed");
+    assert!(run.violates(herd::NAME), "{}", run.report);
+}

@@ -11,8 +11,9 @@
 //! leaves this one standing, and it fires later for nothing. Such notifications are
 //! counted in the figures, not judged.
 //!
-//! In a simulated run, a change is a watch event's type and path at one instant: every
-//! watcher of a node is told of its change at once (a delayed delivery splits a change,
+//! In a simulated run, a change is a watch event's type and path at one instant, in one
+//! run of notifications with no other event between: every watcher of a node is told of
+//! its change at once, in the step that applies it (a delayed delivery splits a change,
 //! which only makes the measure lenient). In a run of parallel clients (a real server),
 //! each client hears of a change at its own instant, so a notification is charged to the
 //! write that caused it ([`Changes::Parallel`]): the one write on the watched path
@@ -56,10 +57,15 @@ type ChangeKey<'h> = (Cause, &'h str, String);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Cause {
     Write(usize),
-    /// The instant, and how many writes that make a new incarnation of the path had been
-    /// sent by then ([`Incarnations`]): two deletes of one path at one instant, of two
-    /// nodes created there one after the other, are two changes.
-    Instant(u64, usize),
+    /// The instant, how many writes that make a new incarnation of the path had been sent
+    /// by then ([`Incarnations`]): two deletes of one path at one instant, of two nodes
+    /// created there one after the other, are two changes; and, in a simulated run, the
+    /// last event before the notification that is not one. The simulated server tells
+    /// every watcher of a change in the step that applies it, so its notifications come
+    /// one after another; a watcher of the next change set its watch after this one, and
+    /// the reply that set it lies between. So two writes applied at one instant (an
+    /// exhaustive check's requests take no time) are two changes, not one herd.
+    Instant(u64, usize, usize),
 }
 
 /// The run's figures: notifications, listings and completed items.
@@ -111,16 +117,23 @@ pub fn check_with(history: &History, queue: &str, changes: Changes) -> Verdict {
     let mut watched_from: BTreeMap<(u32, &str), usize> = BTreeMap::new();
     let waits = Waits::of(history);
     let incarnations = Incarnations::of(history);
+    // The last event before this one that is not a notification: the notifications of
+    // one change come one after another (see `Cause::Instant`).
+    let mut block = 0;
     for (i, e) in history.events.iter().enumerate() {
         let (event_type, path) = match &e.kind {
             EventKind::OpInvoke {
                 path, watch: true, ..
             } => {
                 watched_from.insert((e.client, &**path), i);
+                block = i;
                 continue;
             }
             EventKind::WatchEvent { event_type, path } => (event_type, path),
-            _ => continue,
+            _ => {
+                block = i;
+                continue;
+            }
         };
         if !waits.woken(history, i, e.client, path, queue) {
             continue;
@@ -133,7 +146,13 @@ pub fn check_with(history: &History, queue: &str, changes: Changes) -> Verdict {
             .as_ref()
             .and_then(|w| w.cause(i, from, *event_type, path))
             .map_or_else(
-                || Cause::Instant(e.time_us, incarnations.at(i, *event_type, path)),
+                || {
+                    let block = match changes {
+                        Changes::Instant => block,
+                        Changes::Parallel => 0,
+                    };
+                    Cause::Instant(e.time_us, incarnations.at(i, *event_type, path), block)
+                },
                 Cause::Write,
             );
         let told = told_by_change
@@ -531,5 +550,36 @@ mod tests {
         h.op(2, ZkOp::GetChildren, QUEUE);
         let v = check(&h.build(), QUEUE);
         assert!(v.ok, "{v:?}");
+    }
+
+    /// Regression: `zklock check --recipe queue --clients 4 --acquisitions 2 --faults-max
+    /// 1` reported the shipped queue's herd-free consumers as a herd. Two deletes of items
+    /// were applied one after the other at one instant (the check's requests take no
+    /// time), and each woke the one consumer then waiting on the queue: the second
+    /// watched after the first delete's notification. Two changes, one consumer each.
+    #[test]
+    fn two_writes_applied_at_one_instant_each_waking_one_consumer_are_no_herd() {
+        let mut h = Hb::new();
+        h.op(3, ZkOp::GetChildren, QUEUE);
+        let first = h.invoke(1, ZkOp::Delete, "/queue/item-x-0000000000");
+        let second = h.invoke(2, ZkOp::Delete, "/queue/item-x-0000000001");
+        h.at_ms(5);
+        notify(&mut h, 3);
+        h.at_ms(5);
+        h.ok(1, first);
+        h.at_ms(5);
+        h.op(3, ZkOp::GetChildren, QUEUE);
+        h.at_ms(5);
+        h.op(1, ZkOp::GetChildren, QUEUE);
+        h.at_ms(5);
+        notify(&mut h, 1);
+        h.at_ms(5);
+        h.ok(2, second);
+        h.at_ms(5);
+        h.op(1, ZkOp::GetChildren, QUEUE);
+        let v = check(&h.build(), QUEUE);
+        assert!(v.ok, "{v:?}");
+        let note = v.note.expect("the figures");
+        assert!(note.starts_with("at most 1 consumers woken"), "{note}");
     }
 }

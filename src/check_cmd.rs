@@ -202,13 +202,11 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
     );
     if let Some(s) = &r.shard {
         outln!(
-            "shard {}: {} of the check's {} subtrees, split at depth {} ({} schedules run to \
-             find them)",
+            "shard {}: the schedules whose first fault is of {} of the check's {} kinds, and \
+             those without a fault",
             s.shard,
-            s.shard_subtrees,
-            s.subtrees,
-            s.depth,
-            s.split_runs
+            s.shard_kinds,
+            s.fault_kinds
         );
     }
     let summary = |failure: Option<String>, trace: Option<String>| -> Result<()> {

@@ -49,11 +49,11 @@ pub fn merge(files: &[(PathBuf, String)]) -> Result<Status> {
     let n = f.shard.count;
     let sum = |g: fn(&CheckSummary) -> u64| shards.values().map(|(_, s)| g(s)).sum::<u64>();
     outln!(
-        "check of {}: {} of {n} shards given, the tree split at depth {} into {} subtrees",
+        "check of {}: {} of {n} shards given, split by the kind of each schedule's first \
+         fault, of {} kinds",
         f.recipe,
         shards.len(),
-        f.split_depth,
-        f.subtrees
+        f.fault_kinds
     );
     let states = sum(|s| s.distinct_states);
     let parts: Vec<(&[u64], u64)> = shards
@@ -107,7 +107,7 @@ pub fn merge(files: &[(PathBuf, String)]) -> Result<Status> {
     }
     if short > 0 {
         outln!(
-            "incomplete: {short} of {n} shards did not search all their subtrees, so not \
+            "incomplete: {short} of {n} shards did not search all their schedules, so not \
              every schedule was checked:"
         );
         for l in &lines {
@@ -149,9 +149,9 @@ fn same_check(p: &Path, s: &CheckSummary, fp: &Path, f: &CheckSummary) -> Result
             f.shard.count.to_string(),
         ),
         (
-            "split",
-            format!("{} subtrees at depth {}", s.subtrees, s.split_depth),
-            format!("{} subtrees at depth {}", f.subtrees, f.split_depth),
+            "kinds of fault",
+            s.fault_kinds.to_string(),
+            f.fault_kinds.to_string(),
         ),
     ];
     for (what, ours, theirs) in pairs {
@@ -171,17 +171,17 @@ fn same_check(p: &Path, s: &CheckSummary, fp: &Path, f: &CheckSummary) -> Result
 fn consistent(p: &Path, s: &CheckSummary) -> Result<()> {
     let shard_ok = zklock_checker::shard::Shard::new(s.shard.index, s.shard.count).is_ok();
     if !shard_ok
-        || s.shard_subtrees != s.shard.subtrees_of(s.subtrees)
+        || s.shard_kinds != s.shard.kinds_of(s.fault_kinds)
         || (s.complete && (s.interrupted || s.violation.is_some()))
         || s.sketch.len() as u64 > s.distinct_states
     {
         bail!(
-            "{}: shard {} with {} of {} subtrees, complete {}, {} states: is it damaged or \
-             edited?",
+            "{}: shard {} with {} of {} kinds of fault, complete {}, {} states: is it damaged \
+             or edited?",
             p.display(),
             s.shard,
-            s.shard_subtrees,
-            s.subtrees,
+            s.shard_kinds,
+            s.fault_kinds,
             s.complete,
             s.distinct_states
         );

@@ -353,9 +353,10 @@ pub struct CheckArgs {
     /// (replacing only the checkpoint it resumed from); on any number of threads
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<PathBuf>,
-    /// Search only shard K of N of the check (1 <= K <= N <= 1024): the tree of schedules
-    /// is cut into many more subtrees than N, and subtree i is shard i % N + 1's. Each
-    /// shard writes --summary FILE; `zklock merge` combines them, green only when every
+    /// Search only shard K of N of the check (1 <= K <= N <= 1024): the schedules whose
+    /// first fault is of the i-th kind are shard i % N + 1's, those without a fault every
+    /// shard's, so up to as many shards as fault kinds divide the work. Each shard writes
+    /// --summary FILE; `zklock merge` combines them, green only when every
     /// shard completed. Not with --partial-order on
     #[arg(long, value_name = "K/N", value_parser = parse_check_shard)]
     pub shard: Option<zklock_checker::shard::Shard>,

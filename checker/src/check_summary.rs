@@ -27,11 +27,11 @@ pub struct CheckSummary {
     pub symmetry: bool,
     pub keep_only: bool,
     pub shard: Shard,
-    /// The split: its depth in choices, the check's subtrees, and this shard's of them.
-    pub split_depth: u64,
-    pub subtrees: u64,
-    pub shard_subtrees: u64,
-    /// Whether every schedule of the shard's subtrees was explored.
+    /// The split ([`crate::shard`]): the kinds of fault the check places, and of those
+    /// the kinds of the first faults this shard searches.
+    pub fault_kinds: u64,
+    pub shard_kinds: u64,
+    /// Whether every schedule of the shard was explored.
     pub complete: bool,
     /// Whether Ctrl-C stopped it (else a bound did, when not complete).
     pub interrupted: bool,
@@ -87,9 +87,8 @@ impl CheckSummary {
             symmetry: report.symmetry,
             keep_only: report.keep_only,
             shard: s.shard,
-            split_depth: s.depth as u64,
-            subtrees: s.subtrees,
-            shard_subtrees: s.shard_subtrees,
+            fault_kinds: s.fault_kinds,
+            shard_kinds: s.shard_kinds,
             complete: report.complete,
             interrupted: report.interrupted,
             schedules: report.schedules,

@@ -4,6 +4,7 @@
 
 use crate::run::{CheckedRun, judge, prefix_broke_a_property};
 use crate::seen::SeenStates;
+use crate::shard::Shard;
 use crate::sleep_sets::{Explored, RunSleep, SleepingStates};
 use std::sync::{Arc, Mutex};
 use zklock_sim::{
@@ -33,6 +34,14 @@ pub(crate) struct DfsChooser {
     /// this run takes them over for its prefix (see [`SavedFolds`]).
     pub(crate) folds: SavedFolds,
     reuse_folds: bool,
+    /// A shard's search: it takes only the first faults of the kinds it owns
+    /// ([`Shard::owns_first_fault`]).
+    shard: Option<Shard>,
+    /// Whether this run has made its first fault.
+    faulted: bool,
+    /// Whether its first fault is another shard's: the run stops at its next state,
+    /// which it leaves out of the seen states.
+    others: bool,
 }
 
 impl DfsChooser {
@@ -58,7 +67,15 @@ impl DfsChooser {
             por: None,
             folds,
             reuse_folds,
+            shard: None,
+            faulted: false,
+            others: false,
         }
+    }
+
+    /// The same, searching only `shard`'s part of the tree (see [`crate::shard`]).
+    pub(crate) fn in_shard(self, shard: Option<Shard>) -> DfsChooser {
+        DfsChooser { shard, ..self }
     }
 
     /// The same, folding what recipes keep of replies in the replies' place when
@@ -94,13 +111,24 @@ impl Chooser for DfsChooser {
                 self.guided.made.push((kind, n as u32, c as u32));
                 c
             }
-            _ => self.guided.choose(kind, n),
+            _ => {
+                let c = self.guided.choose(kind, n);
+                if kind == ChoiceKind::Fault && c != 0 && !self.faulted {
+                    self.faulted = true;
+                    self.others = self.shard.is_some_and(|s| !s.owns_first_fault(c));
+                }
+                c
+            }
         }
     }
     fn wants_digests(&self) -> bool {
         true
     }
     fn at_state(&mut self, digest: u128) -> bool {
+        // Another shard's first fault: its states are that shard's to see.
+        if self.others {
+            return false;
+        }
         // Re-executing the prefix revisits its own states: never prune there.
         if self.guided.made.len() < self.prefix_len {
             return true;

@@ -90,7 +90,7 @@ use crate::limits::LimitError;
 use crate::parallel::Search;
 use crate::run::{CheckedRun, judge};
 use crate::seen::SeenStates;
-use crate::shard::{Shard, ShardError, sketch, split};
+use crate::shard::{Shard, ShardError, fault_kinds, sketch};
 use crate::sleep_sets::{Explored, RunSleep, SleepingStates};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -145,14 +145,10 @@ pub struct ExhaustiveReport {
 #[derive(Clone, Debug)]
 pub struct ShardReport {
     pub shard: Shard,
-    /// The split's depth, in choices.
-    pub depth: usize,
-    /// The subtrees of the whole check.
-    pub subtrees: u64,
-    /// Of those, this shard's.
-    pub shard_subtrees: u64,
-    /// Schedules run to find the split (not counted in the report's schedules).
-    pub split_runs: u64,
+    /// The kinds of fault the check places ([`crate::shard::fault_kinds`]).
+    pub fault_kinds: u64,
+    /// Of those, this shard's: the kinds of the first faults it searches.
+    pub shard_kinds: u64,
     /// The sketch of the states this shard saw, to estimate the shards' union.
     pub sketch: Vec<u64>,
 }
@@ -328,13 +324,8 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         .then(|| Arc::new(Mutex::new(std::collections::BTreeSet::new())));
     let (mut schedules, mut pruned, mut max_depth) = (0u64, 0u64, 0usize);
     let t0 = Instant::now();
-    let cut = control
-        .shard
-        .map(|s| (s, split(&scenario, recipe, s.count)));
-    let mut work = match &cut {
-        Some((s, split)) => split.work_of(*s),
-        None => vec![Subtree::from_prefix(Vec::new())],
-    };
+    // A shard searches the whole tree, taking only its first faults.
+    let mut work = vec![Subtree::from_prefix(Vec::new())];
     let mut seen = Vec::new();
     let resumed = control.resume.is_some();
     if let Some(c) = control.resume {
@@ -352,17 +343,16 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     // one go; any other (a checkpoint of several threads) runs as jobs, one after
     // another on one thread.
     let one_prefix = matches!(work.as_slice(), [w] if w.is_whole_tree());
+    let kinds = fault_kinds(&scenario);
     let shard_report = |seen: &SeenStates| {
-        cut.as_ref().map(|(s, split)| ShardReport {
-            shard: *s,
-            depth: split.depth,
-            subtrees: split.roots.len() as u64,
-            shard_subtrees: s.subtrees_of(split.roots.len() as u64),
-            split_runs: split.runs,
+        control.shard.map(|s| ShardReport {
+            shard: s,
+            fault_kinds: kinds,
+            shard_kinds: s.kinds_of(kinds),
             sketch: sketch(seen),
         })
     };
-    if !partial_order && (workers > 1 || !one_prefix || cut.is_some()) {
+    if !partial_order && (workers > 1 || !one_prefix || control.shard.is_some()) {
         let seen = Arc::new(SeenStates::new(seen));
         let found = Search {
             scenario: &scenario,
@@ -380,11 +370,12 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             seen: seen.clone(),
             schedules_before: resumed_at_schedules,
             keep_left: control.checkpoint,
+            shard: control.shard,
         }
         .run(workers);
         // A shard searched from its start on one thread found its first violation
         // already: its jobs ran one after another, in order.
-        let in_order = workers == 1 && !resumed && cut.is_some();
+        let in_order = workers == 1 && !resumed && control.shard.is_some();
         if found.violation.is_some() && !in_order {
             // The one-thread search's first violation, so that the report does not
             // depend on the threads' timing; it stops there, as soon as it finds it. A

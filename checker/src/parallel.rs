@@ -157,6 +157,8 @@ pub(crate) struct Search<'a, R: Recipe> {
     pub(crate) schedules_before: u64,
     /// Keep the work left and the seen states when a bound or an interrupt stops it.
     pub(crate) keep_left: bool,
+    /// The shard searched, if the check is split ([`crate::shard`]).
+    pub(crate) shard: Option<crate::shard::Shard>,
 }
 
 struct Shared {
@@ -310,7 +312,8 @@ impl<R: Recipe> Search<'_, R> {
                     std::mem::take(&mut job.folds),
                     self.reuse_folds,
                 )
-                .keeping_only(self.bounds.reduces_by_keep_only()),
+                .keeping_only(self.bounds.reduces_by_keep_only())
+                .in_shard(self.shard),
             ));
             let out = run_scenario_with(self.scenario, 0, Box::new(chooser.clone()), self.recipe);
             let made = {

@@ -494,6 +494,11 @@ pub struct RealArgs {
     /// timed out, a dropped acquire), stay connected and idle this long, in ms (0: go on)
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms)]
     pub idle_after_give_up_ms: u64,
+    /// How long a node may outlive the attempt that made it while its session lives, in
+    /// ms, before `node_outlives_attempt` calls it a leak (0: the liveness bound, twice
+    /// the session timeout plus 1 s)
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms)]
+    pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every)]
     pub long_hold_every: u32,
@@ -671,6 +676,16 @@ pub struct SearchArgs {
         default_value_t = 0
     )]
     pub idle_after_give_up_ms: u64,
+    /// How long a node may outlive the attempt that made it while its session lives, in
+    /// ms, before `node_outlives_attempt` calls it a leak (0: twice the session timeout
+    /// plus 1 s, the liveness bound)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
     #[arg(
         long,

@@ -93,6 +93,9 @@ impl Setup {
                 w.idle_after_give_up_ms
             ));
         }
+        if w.leak_bound_ms > 0 {
+            line.push_str(&format!(" --leak-bound-ms {}", w.leak_bound_ms));
+        }
         if w.fresh_lock_every > 0 {
             line.push_str(&format!(" --fresh-lock-every {}", w.fresh_lock_every));
         }
@@ -510,6 +513,7 @@ fn parse(a: &SearchArgs) -> Result<Setup> {
         hold_ms: a.hold_ms,
         drop_every: a.drop_every,
         idle_after_give_up_ms: a.idle_after_give_up_ms,
+        leak_bound_ms: a.leak_bound_ms,
         long_hold_every: a.long_hold_every,
         fresh_lock_every: a.fresh_lock_every,
         long_hold_ms: crate::real_cmd::long_hold_ms(a.long_hold_ms, a.session_timeout_ms),

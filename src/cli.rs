@@ -749,6 +749,21 @@ pub struct SearchArgs {
     /// Where the violations' timelines go
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
+    /// Runs at once, each on a ZooKeeper server of its own (0: one per core, at most 4)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub jobs: u32,
+    /// Write each judged point's result to FILE as it is judged (JSON lines), so that a
+    /// search stopped by Ctrl-C or --max-runs can go on with --resume
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Go on with the search --journal FILE saved: its reference run and every point it
+    /// judged are taken from it, not run again; what follows is appended to it
+    #[arg(long, requires = "journal")]
+    pub resume: bool,
+    /// Stop after this many runs of points (0: no limit), as Ctrl-C does: what ran is
+    /// kept, and --resume goes on from there
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_runs: u64,
 }
 
 #[derive(Debug, Args)]

@@ -1283,6 +1283,94 @@ mod tests {
         addr
     }
 
+    /// A create request of `path` with `flags`, as ZooKeeper's client writes it: the path,
+    /// the data, an ACL of one entry, the flags.
+    fn create_with_flags(xid: i32, path: &str, flags: i32) -> Vec<u8> {
+        let mut body = xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&op::CREATE2.to_be_bytes());
+        for bytes in [path.as_bytes(), b"data"] {
+            body.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+            body.extend_from_slice(bytes);
+        }
+        body.extend_from_slice(&1i32.to_be_bytes());
+        body.extend_from_slice(&31i32.to_be_bytes());
+        for text in ["world", "anyone"] {
+            body.extend_from_slice(&(text.len() as i32).to_be_bytes());
+            body.extend_from_slice(text.as_bytes());
+        }
+        body.extend_from_slice(&flags.to_be_bytes());
+        frame(&body)
+    }
+
+    /// A server of session 9 that answers a create with the path asked plus a sequence,
+    /// and anything else with an empty reply.
+    async fn naming_server() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if read_one(&mut s).await.is_err() {
+                        return;
+                    }
+                    let mut body = 0i32.to_be_bytes().to_vec();
+                    body.extend_from_slice(&4_000i32.to_be_bytes());
+                    body.extend_from_slice(&9i64.to_be_bytes());
+                    s.write_all(&frame(&body)).await.unwrap();
+                    while let Ok(req) = read_one(&mut s).await {
+                        let xid = be_i32(&req[4..8]);
+                        let mut body = reply(xid, 1, 0)[LENGTH_BYTES..].to_vec();
+                        if be_i32(&req[8..12]) == op::CREATE2 {
+                            let path = format!("{}0000000001", created_path(&req[4..]).unwrap());
+                            body.extend_from_slice(&(path.len() as i32).to_be_bytes());
+                            body.extend_from_slice(path.as_bytes());
+                        }
+                        if s.write_all(&frame(&body)).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// The proxy reads the node a create made from its reply, only for an ephemeral
+    /// create, and each delete answered ok; each reply dates its session's last answer.
+    #[tokio::test]
+    async fn ephemeral_creates_and_deletes_are_seen_in_their_replies() {
+        let proxy = Proxy::start(naming_server().await).await.unwrap();
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&connect_request(0)).await.unwrap();
+        read_one(&mut c).await.unwrap();
+        c.write_all(&create_with_flags(1, "/l/n-", 3))
+            .await
+            .unwrap();
+        c.write_all(&create_with_flags(2, "/l/persistent-", 2))
+            .await
+            .unwrap();
+        c.write_all(&path_request(3, op::DELETE, "/l/n-0000000001"))
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            read_one(&mut c).await.unwrap();
+        }
+        let (changes, beyond) = proxy.node_changes();
+        let seen: Vec<(&str, i64, bool)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.session, c.deleted))
+            .collect();
+        assert_eq!(
+            seen,
+            [("/l/n-0000000001", 9, false), ("/l/n-0000000001", 9, true)]
+        );
+        assert_eq!(beyond, 0);
+        let answered = proxy.sessions_answered();
+        assert_eq!(answered.len(), 1);
+        assert_eq!(answered[0].0, 9);
+        assert!(answered[0].1 >= changes[1].at);
+    }
+
     #[tokio::test]
     async fn an_aimed_expiry_drops_the_request_and_refuses_its_session_until_lifted() {
         let proxy = Proxy::start(fake_server_of_session(77).await)

@@ -498,6 +498,11 @@ pub struct RealArgs {
     /// timed out, a dropped acquire), stay connected and idle this long, in ms (0: go on)
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms)]
     pub idle_after_give_up_ms: u64,
+    /// How long a node may outlive the attempt that made it while its session lives, in
+    /// ms, before `node_outlives_attempt` calls it a leak (0: the liveness bound, twice
+    /// the session timeout plus 1 s)
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms)]
+    pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every)]
     pub long_hold_every: u32,
@@ -675,6 +680,16 @@ pub struct SearchArgs {
         default_value_t = 0
     )]
     pub idle_after_give_up_ms: u64,
+    /// How long a node may outlive the attempt that made it while its session lives, in
+    /// ms, before `node_outlives_attempt` calls it a leak (0: twice the session timeout
+    /// plus 1 s, the liveness bound)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        default_value_t = 0
+    )]
+    pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
     #[arg(
         long,
@@ -738,6 +753,21 @@ pub struct SearchArgs {
     /// Where the violations' timelines go
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
+    /// Runs at once, each on a ZooKeeper server of its own (0: one per core, at most 4)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub jobs: u32,
+    /// Write each judged point's result to FILE as it is judged (JSON lines), so that a
+    /// search stopped by Ctrl-C or --max-runs can go on with --resume
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Go on with the search --journal FILE saved: its reference run and every point it
+    /// judged are taken from it, not run again; what follows is appended to it
+    #[arg(long, requires = "journal")]
+    pub resume: bool,
+    /// Stop after this many runs of points (0: no limit), as Ctrl-C does: what ran is
+    /// kept, and --resume goes on from there
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_runs: u64,
 }
 
 #[derive(Debug, Args)]

@@ -92,6 +92,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         hold_ms: a.hold_ms,
         drop_every: a.drop_every,
         idle_after_give_up_ms: a.idle_after_give_up_ms,
+        leak_bound_ms: a.leak_bound_ms,
         long_hold_every: a.long_hold_every,
         fresh_lock_every: a.fresh_lock_every,
         long_hold_ms: long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
@@ -114,6 +115,9 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
                 .map_or(0, |d| d.as_nanos() as u64)
         }),
         restart_killed_leader: a.restart_killed_leader,
+        // Every client behind its proxies, even without a fault: they see each node's
+        // life, which `node_outlives_attempt` judges.
+        record_requests: true,
         ..FaultConfig::default()
     };
     let faults_given = a.faults != "all";
@@ -715,6 +719,7 @@ pub(crate) fn judge(run: &RealRun) -> Judged {
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
         touched: run.final_children_touched.clone(),
+        nodes: run.nodes.clone(),
     };
     match &run.queue {
         Some(paths) => {

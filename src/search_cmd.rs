@@ -10,10 +10,12 @@ use crate::files::create_private_dir;
 use crate::real_recipes::{QueueShape, RealRecipeKind};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::BTreeMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 use zklock_checker::concurrent::Judged;
 use zklock_checker::timeline::render_marked_timeline;
@@ -69,6 +71,18 @@ impl Setup {
         }
     }
 
+    /// What a journal's search must share with this one: the script and the actions.
+    fn journal_line(&self) -> String {
+        let a = &self.actions;
+        format!(
+            "{} (pause {} ms, next {}, window {} ms)",
+            self.repro(&[]),
+            a.pause_ms,
+            a.repeat_next,
+            a.repeat_window_ms
+        )
+    }
+
     /// The `zklock real` line that runs `points` on this script.
     fn repro(&self, points: &[Point]) -> String {
         let w = &self.workload;
@@ -92,6 +106,9 @@ impl Setup {
                 " --idle-after-give-up-ms {}",
                 w.idle_after_give_up_ms
             ));
+        }
+        if w.leak_bound_ms > 0 {
+            line.push_str(&format!(" --leak-bound-ms {}", w.leak_bound_ms));
         }
         if w.fresh_lock_every > 0 {
             line.push_str(&format!(" --fresh-lock-every {}", w.fresh_lock_every));
@@ -204,25 +221,38 @@ struct Tally {
 }
 
 pub fn run(a: SearchArgs) -> Result<Status> {
-    let setup = parse(&a)?;
+    let setup = Arc::new(parse(&a)?);
+    let mut journal = Journal::open(a.journal.as_deref(), a.resume, &setup.journal_line())?;
     if let Lock::Driver(kind) = setup.lock {
         // Located (and built, the first time) before any server starts.
         DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?;
     }
     harness::availability().map_err(anyhow::Error::new)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the tokio runtime")?;
-    eprintln!("starting a ZooKeeper server...");
-    let mut servers =
-        Servers::start(1, ServerOptions::default()).context("starting a ZooKeeper server")?;
+    let jobs = match a.jobs {
+        0 => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(DEFAULT_JOBS_MAX),
+        n => n as usize,
+    };
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("starting the tokio runtime")?,
+    );
+    eprintln!("starting {jobs} ZooKeeper server(s)...");
+    let mut servers = Vec::with_capacity(jobs);
+    for _ in 0..jobs {
+        servers.push(
+            Servers::start(1, ServerOptions::default()).context("starting a ZooKeeper server")?,
+        );
+    }
     let stop = crate::interrupt::for_real_run();
     let started = Instant::now();
     let w = &setup.workload;
     outln!(
         "zklock search: {} with {} clients ({} readers), {} attempts each (drop every {}, \
-         session {} ms), k = {}",
+         session {} ms), k = {}, {jobs} at once",
         setup.lock_name(),
         w.clients,
         w.readers,
@@ -231,8 +261,19 @@ pub fn run(a: SearchArgs) -> Result<Status> {
         w.session_timeout_ms,
         a.k
     );
-    let (reference, back) = setup.run(&runtime, servers, &[], &stop)?;
-    servers = back;
+    let reference = match journal.reference.take() {
+        Some(saved) => {
+            outln!("resumed from {}", journal.describe());
+            saved
+        }
+        None => {
+            let first = servers.pop().context("no server")?;
+            let (reference, back) = setup.run(&runtime, first, &[], &stop)?;
+            servers.push(back);
+            journal.write_reference(&reference)?;
+            reference
+        }
+    };
     let mut tally = Tally::default();
     if !reference.violated.is_empty() {
         record(
@@ -244,108 +285,110 @@ pub fn run(a: SearchArgs) -> Result<Status> {
             reference.timeline.clone(),
         )?;
     }
-    let mut frontier = Frontier::default();
-    frontier.add_run(&[], &reference.requests, &setup.actions, a.max_points);
+    let frontier = RefCell::new(Frontier::default());
+    frontier_add(
+        &frontier,
+        &[],
+        &reference.requests,
+        &setup.actions,
+        a.max_points,
+    );
     outln!(
         "reference run: {} requests, {} points",
-        frontier.keys_seen(),
-        frontier.queued()
+        frontier.borrow().keys_seen(),
+        frontier_queued(&frontier)
     );
-    let bar = ProgressBar::new(frontier.queued() as u64).with_style(
+    let bar = ProgressBar::new(frontier_queued(&frontier) as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} points, {elapsed} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let limit = Limit {
+        stop: &stop,
+        max_runs: a.max_runs,
+        runs: Cell::new(0),
+    };
     // The single points that struck, with the requests their runs saw (for k = 2).
     let mut singles = Vec::new();
     let mut reached: Vec<Vec<Vec<SeenRequest>>> = Vec::new();
-    while let Some(plan) = frontier.pop() {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        let (outcome, back) = setup.run(&runtime, servers, &plan, &stop)?;
-        servers = back;
-        // A run cut short by Ctrl-C healed early: its verdict says nothing of its point.
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        tally.tried += 1;
-        tally.struck += u64::from(outcome.struck);
-        if !outcome.violated.is_empty() {
-            let at = plan
-                .iter()
-                .map(Point::to_string)
-                .collect::<Vec<_>>()
-                .join(" then ");
-            bar.suspend(|| outln!("violated {} at {at}", outcome.violated.join(", ")));
-            record(
-                &a.out,
-                &setup,
-                &mut tally,
-                plan.clone(),
-                outcome.violated,
-                outcome.timeline,
-            )?;
-        }
-        frontier.add_run(&plan, &outcome.requests, &setup.actions, a.max_points);
-        bar.set_length(frontier.queued() as u64);
-        bar.inc(1);
-        bar.set_message(format!("{} violations", tally.findings.len()));
-        if let ([point], true) = (plan.as_slice(), outcome.struck) {
-            singles.push(point.clone());
-            reached.push(outcome.requests);
-        }
-    }
+    let mut pool = Pool::new(&setup, &runtime, &stop, servers);
+    pool.drive(
+        &limit,
+        &mut journal,
+        || frontier_pop(&frontier),
+        |plan, outcome| -> Result<()> {
+            tally.tried += 1;
+            tally.struck += u64::from(outcome.struck);
+            if !outcome.violated.is_empty() {
+                let at = plan
+                    .iter()
+                    .map(Point::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" then ");
+                bar.suspend(|| outln!("violated {} at {at}", outcome.violated.join(", ")));
+                record_found(&a.out, &setup, &mut tally, plan, &outcome)?;
+            }
+            frontier_add(
+                &frontier,
+                plan,
+                &outcome.requests,
+                &setup.actions,
+                a.max_points,
+            );
+            bar.set_length(frontier_queued(&frontier) as u64);
+            bar.inc(1);
+            bar.set_message(format!("{} violations", tally.findings.len()));
+            if let ([point], true) = (plan, outcome.struck) {
+                singles.push(point.clone());
+                reached.push(outcome.requests);
+            }
+            Ok(())
+        },
+    )?;
     let mut pairs_tried = 0u64;
-    if a.k >= 2 && !stop.load(Ordering::Acquire) {
-        let mut pairs: Vec<(Point, Point)> = Vec::new();
+    if a.k >= 2 && !limit.reached() {
+        let mut pairs: VecDeque<Vec<Point>> = VecDeque::new();
         for (first, seen) in singles.iter().zip(&reached) {
             for second in second_points(first, seen, &singles) {
                 if first < second && pairs.len() < a.max_points {
-                    pairs.push((first.clone(), second.clone()));
+                    pairs.push_back(vec![first.clone(), second.clone()]);
                 }
             }
         }
         outln!("k = 2: {} pairs after dynamic reduction", pairs.len());
         bar.set_length(bar.position() + pairs.len() as u64);
-        for (first, second) in pairs {
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            let points = [first, second];
-            let (outcome, back) = setup.run(&runtime, servers, &points, &stop)?;
-            servers = back;
-            if stop.load(Ordering::Acquire) {
-                break;
-            }
-            pairs_tried += 1;
-            tally.tried += 1;
-            tally.struck += u64::from(outcome.struck);
-            if !outcome.violated.is_empty() {
-                bar.suspend(|| {
-                    outln!(
-                        "violated {} at {} and {}",
-                        outcome.violated.join(", "),
-                        points[0],
-                        points[1]
-                    )
-                });
-                record(
-                    &a.out,
-                    &setup,
-                    &mut tally,
-                    points.to_vec(),
-                    outcome.violated,
-                    outcome.timeline,
-                )?;
-            }
-            bar.inc(1);
-            bar.set_message(format!("{} violations", tally.findings.len()));
-        }
+        let pairs = RefCell::new(pairs);
+        pool.drive(
+            &limit,
+            &mut journal,
+            || pairs.borrow_mut().pop_front(),
+            |points, outcome| -> Result<()> {
+                pairs_tried += 1;
+                tally.tried += 1;
+                tally.struck += u64::from(outcome.struck);
+                if !outcome.violated.is_empty() {
+                    bar.suspend(|| {
+                        outln!(
+                            "violated {} at {} and {}",
+                            outcome.violated.join(", "),
+                            points[0],
+                            points[1]
+                        )
+                    });
+                    record_found(&a.out, &setup, &mut tally, points, &outcome)?;
+                }
+                bar.inc(1);
+                bar.set_message(format!("{} violations", tally.findings.len()));
+                Ok(())
+            },
+        )?;
     }
     bar.finish_and_clear();
-    drop(servers);
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    let interrupted = stop.load(Ordering::Acquire);
+    drop(pool);
+    if let Ok(runtime) = Arc::try_unwrap(runtime) {
+        runtime.shutdown_timeout(Duration::from_secs(1));
+    }
+    let interrupted = limit.reached();
+    let frontier = frontier.into_inner();
     print_table(
         &setup,
         &tally,
@@ -354,11 +397,346 @@ pub fn run(a: SearchArgs) -> Result<Status> {
         started.elapsed(),
         interrupted,
     );
+    if interrupted && let Some(path) = &a.journal {
+        outln!(
+            "go on with: the same command with --journal {} --resume",
+            path.display()
+        );
+    }
     Ok(match (tally.findings.is_empty(), interrupted) {
         (false, _) => Status::Violated,
         (true, true) => Status::Inconclusive,
         (true, false) => Status::Held,
     })
+}
+
+/// The most runs at once by default: a run mostly waits (on session timeouts, pauses,
+/// the server), so more than the cores pay, but each brings its own server's JVM.
+const DEFAULT_JOBS_MAX: usize = 4;
+
+fn frontier_pop(f: &RefCell<Frontier>) -> Option<Vec<Point>> {
+    f.borrow_mut().pop()
+}
+
+fn frontier_add(
+    f: &RefCell<Frontier>,
+    plan: &[Point],
+    requests: &[Vec<SeenRequest>],
+    actions: &Actions,
+    max_points: usize,
+) {
+    f.borrow_mut().add_run(plan, requests, actions, max_points);
+}
+
+fn frontier_queued(f: &RefCell<Frontier>) -> usize {
+    f.borrow().queued()
+}
+
+/// When a search stops dispatching: Ctrl-C, or `--max-runs` runs done.
+struct Limit<'a> {
+    stop: &'a Arc<AtomicBool>,
+    max_runs: u64,
+    runs: Cell<u64>,
+}
+
+impl Limit<'_> {
+    fn reached(&self) -> bool {
+        self.stop.load(Ordering::Acquire) || (self.max_runs > 0 && self.runs.get() >= self.max_runs)
+    }
+}
+
+/// A plan and its run's outcome (or the run's error), from a worker.
+type Done = (Vec<Point>, Result<Outcome>);
+
+/// The workers: each runs one plan at a time on a server of its own.
+struct Pool {
+    plans: Option<mpsc::Sender<Vec<Point>>>,
+    done: mpsc::Receiver<Done>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    jobs: usize,
+}
+
+impl Pool {
+    /// One worker per server in `servers`.
+    fn new(
+        setup: &Arc<Setup>,
+        runtime: &Arc<tokio::runtime::Runtime>,
+        stop: &Arc<AtomicBool>,
+        servers: Vec<Servers>,
+    ) -> Pool {
+        let (plans, plan_rx) = mpsc::channel::<Vec<Point>>();
+        let plan_rx = Arc::new(Mutex::new(plan_rx));
+        let (done_tx, done) = mpsc::channel();
+        let jobs = servers.len();
+        let workers = servers
+            .into_iter()
+            .map(|first| {
+                let (setup, runtime, stop) =
+                    (Arc::clone(setup), Arc::clone(runtime), Arc::clone(stop));
+                let (plan_rx, done_tx) = (Arc::clone(&plan_rx), done_tx.clone());
+                std::thread::spawn(move || {
+                    let mut servers = Some(first);
+                    loop {
+                        let next = plan_rx
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .recv();
+                        let (Ok(plan), Some(these)) = (next, servers.take()) else {
+                            return;
+                        };
+                        let result = match setup.run(&runtime, these, &plan, &stop) {
+                            Ok((outcome, back)) => {
+                                servers = Some(back);
+                                Ok(outcome)
+                            }
+                            Err(e) => Err(e),
+                        };
+                        if done_tx.send((plan, result)).is_err() || servers.is_none() {
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        Pool {
+            plans: Some(plans),
+            done,
+            workers,
+            jobs,
+        }
+    }
+
+    /// Runs the plans `next` hands out, `jobs` at once, until it has none or `limit` is
+    /// reached; each result goes to the journal, then to `on_result`. A plan the journal
+    /// judged already is not run: its saved outcome goes to `on_result`.
+    fn drive(
+        &mut self,
+        limit: &Limit<'_>,
+        journal: &mut Journal,
+        mut next: impl FnMut() -> Option<Vec<Point>>,
+        mut on_result: impl FnMut(&[Point], Outcome) -> Result<()>,
+    ) -> Result<()> {
+        let mut in_flight = 0;
+        loop {
+            while in_flight < self.jobs && !limit.reached() {
+                let Some(plan) = next() else {
+                    break;
+                };
+                if let Some(outcome) = journal.judged(&plan) {
+                    on_result(&plan, outcome)?;
+                    continue;
+                }
+                let plans = self.plans.as_ref().context("the search's workers ended")?;
+                plans
+                    .send(plan)
+                    .map_err(|_| anyhow::anyhow!("the search's workers ended"))?;
+                in_flight += 1;
+                limit.runs.set(limit.runs.get() + 1);
+            }
+            if in_flight == 0 {
+                return Ok(());
+            }
+            let (plan, outcome) = self.done.recv().context("the search's workers ended")?;
+            in_flight -= 1;
+            let outcome = outcome?;
+            // A run cut short by Ctrl-C healed early: its verdict says nothing of its point.
+            if limit.stop.load(Ordering::Acquire) {
+                continue;
+            }
+            journal.write(&plan, &outcome)?;
+            on_result(&plan, outcome)?;
+        }
+    }
+}
+
+impl Drop for Pool {
+    /// Lets each worker finish its run, and its servers stop.
+    fn drop(&mut self) {
+        self.plans = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// The results of a search, saved as they come (`--journal`), one JSON object a line: the
+/// setup (the script and the actions, which a resumed search must share), the reference
+/// run's outcome, then each judged plan's.
+#[derive(Default)]
+struct Journal {
+    file: Option<std::fs::File>,
+    path: Option<PathBuf>,
+    reference: Option<Outcome>,
+    /// Saved outcomes not yet replayed, by [`plan_key`].
+    judged: HashMap<String, Outcome>,
+    resumed: usize,
+}
+
+/// A plan's name in a journal: its points as `--aim` takes them.
+fn plan_key(plan: &[Point]) -> String {
+    plan.iter()
+        .map(Point::aim_arg)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Journal {
+    fn open(path: Option<&Path>, resume: bool, setup: &str) -> Result<Journal> {
+        let Some(path) = path else {
+            return Ok(Journal::default());
+        };
+        let mut journal = Journal {
+            path: Some(path.to_owned()),
+            ..Journal::default()
+        };
+        if !resume {
+            if path.exists() {
+                bail!(
+                    "--journal {}: the file exists; add --resume to go on with its search, or name another",
+                    path.display()
+                );
+            }
+            let mut file = std::fs::File::create(path)
+                .with_context(|| format!("creating the journal {}", path.display()))?;
+            writeln!(file, "{}", serde_json::json!({ "setup": setup }))?;
+            journal.file = Some(file);
+            return Ok(journal);
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the journal {}", path.display()))?;
+        let bad = |line: usize, why: &str| {
+            anyhow::anyhow!("--resume: {} line {}: {why}", path.display(), line + 1)
+        };
+        for (n, line) in text.lines().enumerate() {
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| bad(n, &e.to_string()))?;
+            if let Some(saved) = v.get("setup") {
+                if saved.as_str() != Some(setup) {
+                    return Err(bad(
+                        n,
+                        &format!("it was saved by another script or actions: {saved}"),
+                    ));
+                }
+            } else if let Some(r) = v.get("reference") {
+                journal.reference = Some(outcome_of(r).ok_or_else(|| bad(n, "a bad outcome"))?);
+            } else if let (Some(key), Some(o)) =
+                (v.get("plan").and_then(|k| k.as_str()), v.get("outcome"))
+            {
+                let outcome = outcome_of(o).ok_or_else(|| bad(n, "a bad outcome"))?;
+                journal.judged.insert(key.to_owned(), outcome);
+            } else {
+                return Err(bad(n, "neither setup, reference nor plan"));
+            }
+        }
+        if journal.reference.is_none() {
+            bail!("--resume: {} has no reference run", path.display());
+        }
+        journal.resumed = journal.judged.len();
+        journal.file = Some(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening the journal {}", path.display()))?,
+        );
+        Ok(journal)
+    }
+
+    fn describe(&self) -> String {
+        let path = self.path.as_deref().unwrap_or(Path::new("-"));
+        format!("{} ({} points judged)", path.display(), self.resumed)
+    }
+
+    fn write_line(&mut self, v: serde_json::Value) -> Result<()> {
+        if let Some(file) = &mut self.file {
+            // One write per line, so a search killed mid-write loses that line only.
+            file.write_all(format!("{v}\n").as_bytes())
+                .context("writing the journal")?;
+        }
+        Ok(())
+    }
+
+    fn write_reference(&mut self, outcome: &Outcome) -> Result<()> {
+        self.write_line(serde_json::json!({ "reference": outcome_json(outcome) }))
+    }
+
+    fn write(&mut self, plan: &[Point], outcome: &Outcome) -> Result<()> {
+        self.write_line(serde_json::json!({
+            "plan": plan_key(plan),
+            "outcome": outcome_json(outcome),
+        }))
+    }
+
+    /// The saved outcome of `plan`, once.
+    fn judged(&mut self, plan: &[Point]) -> Option<Outcome> {
+        self.judged.remove(&plan_key(plan))
+    }
+}
+
+fn outcome_json(o: &Outcome) -> serde_json::Value {
+    let requests: Vec<Vec<(i32, &str)>> = o
+        .requests
+        .iter()
+        .map(|r| r.iter().map(|s| (s.op, s.path.as_str())).collect())
+        .collect();
+    serde_json::json!({
+        "violated": o.violated,
+        "struck": o.struck,
+        "requests": requests,
+        "timeline": o.timeline,
+    })
+}
+
+fn outcome_of(v: &serde_json::Value) -> Option<Outcome> {
+    let violated = v
+        .get("violated")?
+        .as_array()?
+        .iter()
+        .map(|p| p.as_str().map(str::to_owned))
+        .collect::<Option<Vec<_>>>()?;
+    let requests = v
+        .get("requests")?
+        .as_array()?
+        .iter()
+        .map(|client| {
+            client
+                .as_array()?
+                .iter()
+                .map(|r| {
+                    Some(SeenRequest {
+                        op: i32::try_from(r.get(0)?.as_i64()?).ok()?,
+                        path: r.get(1)?.as_str()?.to_owned(),
+                    })
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Outcome {
+        violated,
+        struck: v.get("struck")?.as_bool()?,
+        requests,
+        timeline: v
+            .get("timeline")
+            .and_then(|t| t.as_str())
+            .map(str::to_owned),
+    })
+}
+
+/// Keeps a run's violation, writing its timeline under `out`.
+fn record_found(
+    out: &Path,
+    setup: &Setup,
+    tally: &mut Tally,
+    plan: &[Point],
+    outcome: &Outcome,
+) -> Result<()> {
+    record(
+        out,
+        setup,
+        tally,
+        plan.to_vec(),
+        outcome.violated.clone(),
+        outcome.timeline.clone(),
+    )
 }
 
 /// Keeps a violation, writing its timeline under `out`.
@@ -510,6 +888,7 @@ fn parse(a: &SearchArgs) -> Result<Setup> {
         hold_ms: a.hold_ms,
         drop_every: a.drop_every,
         idle_after_give_up_ms: a.idle_after_give_up_ms,
+        leak_bound_ms: a.leak_bound_ms,
         long_hold_every: a.long_hold_every,
         fresh_lock_every: a.fresh_lock_every,
         long_hold_ms: crate::real_cmd::long_hold_ms(a.long_hold_ms, a.session_timeout_ms),

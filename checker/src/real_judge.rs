@@ -6,8 +6,8 @@
 use crate::concurrent::{Judged, REORDERED_MAX, hoist_before, judge_parallel, mid_step_request};
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
 use crate::properties::queue::{Changes, QueueFacts, check_queue_with};
-use crate::properties::{CheckConfig, Report, no_herd};
-use zklock_recipe::history::History;
+use crate::properties::{CheckConfig, Report, no_herd, node_outlives_attempt};
+use zklock_recipe::history::{History, NodeLives};
 
 /// What a run is besides its history and [`CheckConfig`]: its lock directories, each with
 /// its children once the run was done, and the lease count of a semaphore's run.
@@ -21,10 +21,14 @@ pub struct RunShape {
     /// Other directories the library created nodes in, each with the ephemeral nodes left
     /// in it at the end ([`CheckConfig::touched_children`]); judged in a run of one lock.
     pub touched: Vec<(String, Vec<String>)>,
+    /// The ephemeral nodes the run's proxies saw made and deleted, and the leak bound:
+    /// `node_outlives_attempt` is judged too. `None` (a run without proxies): it is not.
+    pub nodes: Option<NodeLives>,
 }
 
 /// Every property on `history`, per lock when `shape` has several, `semaphore_leases`
-/// first when it is a semaphore's run.
+/// first when it is a semaphore's run, `node_outlives_attempt` last when the shape has
+/// the run's nodes.
 pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Judged {
     let mut judged = if shape.locks.len() <= 1 {
         let cfg = match shape.locks.first() {
@@ -51,6 +55,10 @@ pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Jud
         let verdict = semaphore_leases_per_lock(&judged.history, leases, cfg.pauses_on, &paths);
         // A semaphore's own property comes first, as in a simulated run's report.
         judged.report.verdicts.insert(0, verdict);
+    }
+    if let Some(nodes) = &shape.nodes {
+        let verdict = node_outlives_attempt::check(&judged.history, nodes);
+        judged.report.verdicts.push(verdict);
     }
     judged
 }
@@ -144,6 +152,7 @@ mod tests {
                         .collect(),
                     leases,
                     touched: Vec::new(),
+                    nodes: None,
                 };
                 let judged = judge_real(&o.history, &cfg, &shape);
                 assert_eq!(judged.reordered, 0);

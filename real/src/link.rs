@@ -4,7 +4,7 @@
 use crate::client::ZkClient;
 use crate::error::RealError;
 use crate::plan::{AimedFault, SeenRequest};
-use crate::proxy::{CaughtRequest, Proxy};
+use crate::proxy::{CaughtRequest, NodeChange, Proxy};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use zklock_recipe::Coordination;
@@ -186,5 +186,31 @@ impl ClientLink {
             beyond += more;
         }
         (all, beyond)
+    }
+
+    /// Every node change its proxies saw ([`Proxy::node_changes`]), proxy by proxy, and
+    /// how many more came past their bound.
+    pub fn node_changes(&self) -> (Vec<NodeChange>, u64) {
+        let mut all = Vec::new();
+        let mut beyond = 0;
+        for p in &self.proxies {
+            let (changes, more) = p.node_changes();
+            all.extend(changes);
+            beyond += more;
+        }
+        (all, beyond)
+    }
+
+    /// Per session, the last time the server sent it anything through any of its proxies
+    /// ([`Proxy::sessions_answered`]).
+    pub fn sessions_answered(&self) -> Vec<(i64, Duration)> {
+        let mut all: Vec<(i64, Duration)> = Vec::new();
+        for (session, at) in self.proxies.iter().flat_map(|p| p.sessions_answered()) {
+            match all.iter_mut().find(|(s, _)| *s == session) {
+                Some(entry) => entry.1 = entry.1.max(at),
+                None => all.push((session, at)),
+            }
+        }
+        all
     }
 }

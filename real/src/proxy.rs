@@ -57,6 +57,15 @@ const LENGTH_BYTES: usize = 4;
 const CONNECT_SESSION_AT: usize = 16;
 /// How many refused sessions a proxy remembers (the oldest go first).
 pub const MAX_REFUSED_SESSIONS: usize = 64;
+/// How many node changes [`Proxy::node_changes`] remembers; later ones are counted only.
+pub const MAX_NODE_CHANGES: usize = 20_000;
+/// How many sessions [`Proxy::sessions_answered`] follows (the longest silent go first).
+pub const MAX_SESSIONS_FOLLOWED: usize = 256;
+/// How many creates and deletes awaiting their reply a proxy follows: one per request in
+/// flight, so only a connection that never reads its replies reaches it.
+const MAX_PENDING_CHANGES: usize = 1_024;
+/// ZooKeeper's create flags of an ephemeral node: ephemeral, ephemeral sequential.
+const EPHEMERAL_FLAGS: [i32; 2] = [1, 3];
 
 /// Bounds on what a proxy holds.
 #[non_exhaustive]
@@ -173,6 +182,40 @@ struct State {
     /// [`MAX_SEEN_REQUESTS`]), and how many more came.
     seen: Vec<SeenRequest>,
     seen_beyond: u64,
+    /// Creates of ephemeral nodes and deletes sent, awaiting their reply: (connection,
+    /// xid) and what the request asks.
+    pending: VecDeque<((u64, i32), Pending)>,
+    /// Nodes the server said it created or deleted, oldest first (at most
+    /// [`MAX_NODE_CHANGES`]), and how many more.
+    changes: Vec<NodeChange>,
+    changes_beyond: u64,
+    /// Per session, the last time (the process's monotonic clock) the server sent it
+    /// anything: a reply, a ping's, a notification. The session lived then.
+    answered: Vec<(i64, Duration)>,
+}
+
+/// A create of an ephemeral node or a delete, awaiting its reply.
+#[derive(Clone, Debug)]
+struct Pending {
+    delete: bool,
+    /// The delete's path (a create's comes with its reply).
+    path: String,
+    session: i64,
+}
+
+/// A node the server created or deleted at a client's request, as its reply said: what a
+/// run needs to tell how long each node outlived the attempt that made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeChange {
+    /// When the reply passed the proxy, on the process's monotonic clock
+    /// (`crate::client::monotonic_now`).
+    pub at: Duration,
+    /// The node's path (a sequential create's, with its sequence).
+    pub path: String,
+    /// The session that sent the request.
+    pub session: i64,
+    /// An ephemeral node created, or a node deleted.
+    pub deleted: bool,
 }
 
 #[derive(Debug)]
@@ -242,6 +285,10 @@ impl Proxy {
                 caught: VecDeque::new(),
                 seen: Vec::new(),
                 seen_beyond: 0,
+                pending: VecDeque::new(),
+                changes: Vec::new(),
+                changes_beyond: 0,
+                answered: Vec::new(),
             }),
         });
         let accept_task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -355,6 +402,21 @@ impl Proxy {
     pub fn requests_seen(&self) -> (Vec<SeenRequest>, u64) {
         let state = self.shared.state();
         (state.seen.clone(), state.seen_beyond)
+    }
+
+    /// Every ephemeral node the server created and every node it deleted at this
+    /// proxy's clients' requests, as the replies said, oldest first; and how many more
+    /// came past [`MAX_NODE_CHANGES`]. A reply the proxy withholds counts: the server
+    /// applied the request.
+    pub fn node_changes(&self) -> (Vec<NodeChange>, u64) {
+        let state = self.shared.state();
+        (state.changes.clone(), state.changes_beyond)
+    }
+
+    /// Per session seen, the last time the server sent it anything through this proxy
+    /// (the process's monotonic clock): the server held the session then.
+    pub fn sessions_answered(&self) -> Vec<(i64, Duration)> {
+        self.shared.state().answered.clone()
     }
 
     /// The requests aimed faults caught so far, oldest first.
@@ -570,6 +632,7 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                 Way::ToServer => {
                     note_request(shared, id, body);
                     let session = ends.session.load(Ordering::Acquire);
+                    note_change_request(shared, id, body, session);
                     match aim_at_request(shared, id, body, session) {
                         Some(AimedAction::DropRequest | AimedAction::Crash) => return,
                         Some(AimedAction::Expire) => {
@@ -589,6 +652,8 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                     }
                 }
                 Way::ToClient => {
+                    // Before any withholding: the server applied what it answered.
+                    note_reply(shared, id, body, ends.session.load(Ordering::Acquire));
                     if withhold_reply(shared, id, body) || withhold_aimed_reply(shared, id, body) {
                         return;
                     }
@@ -649,6 +714,112 @@ fn note_request(shared: &Shared, id: u64, body: &[u8]) {
             .is_none_or(|prefix| created_path(body).is_some_and(|p| p.starts_with(prefix)))
     {
         state.lose_create = LoseCreate::Withholding { conn: id, xid, op };
+    }
+}
+
+/// Follows a create of an ephemeral node, or a delete, until its reply.
+fn note_change_request(shared: &Shared, id: u64, body: &[u8], session: i64) {
+    if body.len() < REQUEST_HEADER_BYTES {
+        return;
+    }
+    let (xid, code) = (be_i32(&body[0..4]), be_i32(&body[4..8]));
+    let delete = code == op::DELETE;
+    let ephemeral_create = CREATE_OPS.contains(&code) && create_is_ephemeral(body);
+    if !(delete || ephemeral_create) {
+        return;
+    }
+    let Some(path) = created_path(body) else {
+        return;
+    };
+    let mut state = shared.state();
+    if state.pending.len() == MAX_PENDING_CHANGES {
+        state.pending.pop_front();
+    }
+    let path = path.to_owned();
+    state.pending.push_back((
+        (id, xid),
+        Pending {
+            delete,
+            path,
+            session,
+        },
+    ));
+}
+
+/// Whether a create request asks for an ephemeral node: after the path come the data
+/// (a length, -1 for none, and the bytes), the ACL (a count, then each entry's perms and
+/// its scheme and id strings) and the flags.
+fn create_is_ephemeral(body: &[u8]) -> bool {
+    fn skip_bytes(body: &[u8], at: usize) -> Option<usize> {
+        let len = be_i32(body.get(at..at + 4)?);
+        Some(at + 4 + usize::try_from(len).unwrap_or(0))
+    }
+    let flags = (|| {
+        let mut at = skip_bytes(body, REQUEST_HEADER_BYTES)?; // the path
+        at = skip_bytes(body, at)?; // the data
+        let entries = be_i32(body.get(at..at + 4)?);
+        at += 4;
+        for _ in 0..entries.max(0) {
+            at = skip_bytes(body, at + 4)?; // perms, then the scheme
+            at = skip_bytes(body, at)?; // the id
+        }
+        Some(be_i32(body.get(at..at + 4)?))
+    })();
+    flags.is_some_and(|f| EPHEMERAL_FLAGS.contains(&f))
+}
+
+/// Notes that the server still held `session`, and the node change a reply to a followed
+/// create or delete reports.
+fn note_reply(shared: &Shared, id: u64, body: &[u8], session: i64) {
+    let now = crate::client::monotonic_now();
+    let mut state = shared.state();
+    if session != 0 {
+        match state.answered.iter_mut().find(|(s, _)| *s == session) {
+            Some(entry) => entry.1 = now,
+            None => {
+                if state.answered.len() == MAX_SESSIONS_FOLLOWED
+                    && let Some(oldest) =
+                        (0..state.answered.len()).min_by_key(|&i| state.answered[i].1)
+                {
+                    state.answered.swap_remove(oldest);
+                }
+                state.answered.push((session, now));
+            }
+        }
+    }
+    if body.len() < REPLY_HEADER_BYTES {
+        return;
+    }
+    let xid = be_i32(&body[0..4]);
+    let Some(at) = state.pending.iter().position(|(key, _)| *key == (id, xid)) else {
+        return;
+    };
+    let Some((_, pending)) = state.pending.remove(at) else {
+        return;
+    };
+    if be_i32(&body[12..16]) != 0 {
+        return;
+    }
+    let path = if pending.delete {
+        pending.path
+    } else {
+        // A create's reply names the node made (with its sequence), as a request does.
+        let mut as_request = body[..REQUEST_HEADER_BYTES].to_vec();
+        as_request.extend_from_slice(&body[REPLY_HEADER_BYTES..]);
+        match created_path(&as_request) {
+            Some(p) => p.to_owned(),
+            None => return,
+        }
+    };
+    if state.changes.len() < MAX_NODE_CHANGES {
+        state.changes.push(NodeChange {
+            at: now,
+            path,
+            session: pending.session,
+            deleted: pending.delete,
+        });
+    } else {
+        state.changes_beyond += 1;
     }
 }
 
@@ -1110,6 +1281,94 @@ mod tests {
             }
         });
         addr
+    }
+
+    /// A create request of `path` with `flags`, as ZooKeeper's client writes it: the path,
+    /// the data, an ACL of one entry, the flags.
+    fn create_with_flags(xid: i32, path: &str, flags: i32) -> Vec<u8> {
+        let mut body = xid.to_be_bytes().to_vec();
+        body.extend_from_slice(&op::CREATE2.to_be_bytes());
+        for bytes in [path.as_bytes(), b"data"] {
+            body.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+            body.extend_from_slice(bytes);
+        }
+        body.extend_from_slice(&1i32.to_be_bytes());
+        body.extend_from_slice(&31i32.to_be_bytes());
+        for text in ["world", "anyone"] {
+            body.extend_from_slice(&(text.len() as i32).to_be_bytes());
+            body.extend_from_slice(text.as_bytes());
+        }
+        body.extend_from_slice(&flags.to_be_bytes());
+        frame(&body)
+    }
+
+    /// A server of session 9 that answers a create with the path asked plus a sequence,
+    /// and anything else with an empty reply.
+    async fn naming_server() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if read_one(&mut s).await.is_err() {
+                        return;
+                    }
+                    let mut body = 0i32.to_be_bytes().to_vec();
+                    body.extend_from_slice(&4_000i32.to_be_bytes());
+                    body.extend_from_slice(&9i64.to_be_bytes());
+                    s.write_all(&frame(&body)).await.unwrap();
+                    while let Ok(req) = read_one(&mut s).await {
+                        let xid = be_i32(&req[4..8]);
+                        let mut body = reply(xid, 1, 0)[LENGTH_BYTES..].to_vec();
+                        if be_i32(&req[8..12]) == op::CREATE2 {
+                            let path = format!("{}0000000001", created_path(&req[4..]).unwrap());
+                            body.extend_from_slice(&(path.len() as i32).to_be_bytes());
+                            body.extend_from_slice(path.as_bytes());
+                        }
+                        if s.write_all(&frame(&body)).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// The proxy reads the node a create made from its reply, only for an ephemeral
+    /// create, and each delete answered ok; each reply dates its session's last answer.
+    #[tokio::test]
+    async fn ephemeral_creates_and_deletes_are_seen_in_their_replies() {
+        let proxy = Proxy::start(naming_server().await).await.unwrap();
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&connect_request(0)).await.unwrap();
+        read_one(&mut c).await.unwrap();
+        c.write_all(&create_with_flags(1, "/l/n-", 3))
+            .await
+            .unwrap();
+        c.write_all(&create_with_flags(2, "/l/persistent-", 2))
+            .await
+            .unwrap();
+        c.write_all(&path_request(3, op::DELETE, "/l/n-0000000001"))
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            read_one(&mut c).await.unwrap();
+        }
+        let (changes, beyond) = proxy.node_changes();
+        let seen: Vec<(&str, i64, bool)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.session, c.deleted))
+            .collect();
+        assert_eq!(
+            seen,
+            [("/l/n-0000000001", 9, false), ("/l/n-0000000001", 9, true)]
+        );
+        assert_eq!(beyond, 0);
+        let answered = proxy.sessions_answered();
+        assert_eq!(answered.len(), 1);
+        assert_eq!(answered[0].0, 9);
+        assert!(answered[0].1 >= changes[1].at);
     }
 
     #[tokio::test]

@@ -41,10 +41,12 @@ use futures_util::future::BoxFuture;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zklock_recipe::history::{AcquireMode, EventKind, FaultKind, History, LockRole, RunFacts};
+use zklock_recipe::history::{
+    AcquireMode, EventKind, FaultKind, History, LockRole, NodeLife, NodeLives, RunFacts,
+};
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::ShippedLock;
-use zklock_recipe::{Coordination, LockUnderTest, ZkError};
+use zklock_recipe::{Coordination, LockUnderTest, SessionId, ZkError};
 
 /// The most clients a run may have: each is a session and up to one proxy per server.
 pub const MAX_CLIENTS: u32 = 64;
@@ -130,6 +132,11 @@ pub struct WorkloadConfig {
     /// new acquisition starts, and the run ends as usual with what it recorded
     /// ([`RealRun::interrupted`]). None: the run cannot be interrupted this way.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// How long a node may outlive the attempt that made it (failed, timed out,
+    /// cancelled, released) while its session lives, in ms, before the checker's
+    /// `node_outlives_attempt` calls it a leak. 0 (the default): the liveness bound,
+    /// twice the session timeout plus 1 s ([`WorkloadConfig::liveness_bound_ms`]).
+    pub leak_bound_ms: u64,
 }
 
 impl Default for WorkloadConfig {
@@ -161,6 +168,7 @@ impl Default for WorkloadConfig {
             goal_deadline_ms: 600_000,
             attempts_per_client: 0,
             interrupt: None,
+            leak_bound_ms: 0,
         }
     }
 }
@@ -173,6 +181,15 @@ impl WorkloadConfig {
         self.session_timeout_ms
             .saturating_mul(2)
             .saturating_add(1_000)
+    }
+
+    /// The leak bound in force: [`leak_bound_ms`](WorkloadConfig::leak_bound_ms), or
+    /// the liveness bound when it is 0.
+    pub fn leak_bound_in_force_ms(&self) -> u64 {
+        match self.leak_bound_ms {
+            0 => self.liveness_bound_ms(),
+            ms => ms,
+        }
     }
 
     /// Checks the bounds; the error says which one.
@@ -209,6 +226,7 @@ impl WorkloadConfig {
             ("error_backoff_ms", self.error_backoff_ms),
             ("idle_after_give_up_ms", self.idle_after_give_up_ms),
             ("long_hold_ms", self.long_hold_ms),
+            ("leak_bound_ms", self.leak_bound_ms),
         ] {
             if ms > MAX_DURATION_MS {
                 return bad(format!(
@@ -298,6 +316,10 @@ pub struct RealRun {
     pub requests: Vec<(Vec<crate::plan::SeenRequest>, u64)>,
     /// Requests aimed faults caught ([`FaultConfig::aimed`]), over every client.
     pub aimed_strikes: u64,
+    /// Every ephemeral node the clients made, as their proxies saw the server's replies,
+    /// with the run's leak bound ([`WorkloadConfig::leak_bound_ms`]), for the checker's
+    /// `node_outlives_attempt`. `None` when the run had no proxies.
+    pub nodes: Option<NodeLives>,
     /// The servers, still running (dropping harness-started ones stops them).
     pub servers: Servers,
 }
@@ -810,6 +832,8 @@ async fn run_work<W: Work>(
         .iter()
         .map(|link| link.caught_request_count() as u64)
         .sum();
+    let nodes = (!targets.links.is_empty())
+        .then(|| node_lives(&targets.links, &recorder, config.leak_bound_in_force_ms()));
     drop(targets);
     let run_end_us = recorder.now_us();
     let settle = Duration::from_millis(config.session_timeout_ms.saturating_add(1_000));
@@ -871,8 +895,59 @@ async fn run_work<W: Work>(
         interrupted: shared.stop.load(Ordering::Acquire),
         requests,
         aimed_strikes,
+        nodes,
         servers,
     })
+}
+
+/// Each ephemeral node the clients' proxies saw created, with its delete (by any client)
+/// and the last time the server answered its session, on `recorder`'s clock.
+fn node_lives(links: &[Arc<ClientLink>], recorder: &Recorder, leak_bound_ms: u64) -> NodeLives {
+    let mut answered: std::collections::HashMap<i64, Duration> = std::collections::HashMap::new();
+    let mut changes = Vec::new();
+    for (client, link) in links.iter().enumerate() {
+        for (session, at) in link.sessions_answered() {
+            let last = answered.entry(session).or_default();
+            *last = (*last).max(at);
+        }
+        changes.extend(
+            link.node_changes()
+                .0
+                .into_iter()
+                .map(|c| (client as u32, c)),
+        );
+    }
+    changes.sort_by_key(|(_, c)| c.at);
+    let mut nodes: Vec<NodeLife> = Vec::new();
+    for (client, change) in changes {
+        let at_us = recorder.time_us_of(change.at);
+        if change.deleted {
+            // The node of that path standing then: the latest made and not yet deleted.
+            if let Some(node) = nodes
+                .iter_mut()
+                .rev()
+                .find(|n| n.path == change.path && n.deleted_us.is_none())
+            {
+                node.deleted_us = Some(at_us);
+            }
+        } else {
+            let session_answered_us = answered
+                .get(&change.session)
+                .map_or(at_us, |&t| recorder.time_us_of(t));
+            nodes.push(NodeLife {
+                path: change.path,
+                client,
+                session: SessionId(change.session),
+                created_us: at_us,
+                deleted_us: None,
+                session_answered_us,
+            });
+        }
+    }
+    NodeLives {
+        nodes,
+        leak_bound_ms,
+    }
 }
 
 /// Ends the acquisitions: at `duration_ms`, or as long past a late heal as `duration_ms` is

@@ -17,7 +17,7 @@ mod kazoo_cases;
 #[path = "drivers/mixed.rs"]
 mod mixed;
 
-use crate::common::{assert_ok, check_run, until_counters};
+use crate::common::{assert_ok, check_run, check_run_shaped, until_counters};
 use zklock_real::RealError;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::FaultConfig;
@@ -279,6 +279,49 @@ async fn fresh_lock_objects_per_attempt_pass_a_contended_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_everyone() {
     stuck_after_dropped_acquires_is_flagged(DriverKind::ZkclientLock).await;
+}
+
+/// The same dropped acquires of zookeeper-client's `Client::lock`, seen while the run
+/// goes on: the dropped attempt's node stands, its session live, long past the attempt's
+/// end, and `node_outlives_attempt` names it. The run goes on until a waiter has waited
+/// the liveness bound, the leak bound and a session timeout: it waits behind the leaked
+/// node, made (and its attempt dropped) before the waiter listed the directory, so the
+/// node's deadline has passed by then and the sessions, pinging, are answered after it.
+/// The shipped lock passes the same workload on this property too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_clients_dropped_lock_node_outlives_its_attempt() {
+    let Some(recipe) = driver(DriverKind::ZkclientLock) else {
+        return;
+    };
+    let mut config = workload(None);
+    config.session_timeout_ms = 1_000;
+    let waited_ms =
+        config.liveness_bound_ms() + config.leak_bound_in_force_ms() + config.session_timeout_ms;
+    config.until = Some(RunGoal::new(move |h, facts| {
+        a_waiter_is_stuck(h, waited_ms, facts.run_end_us)
+    }));
+    // Proxies, without a fault: they see each node's life.
+    let record = FaultConfig {
+        record_requests: true,
+        ..FaultConfig::default()
+    };
+    let leaky = run(recipe, &config, &record).await.unwrap();
+    assert!(leaky.nodes.as_ref().is_some_and(|n| !n.nodes.is_empty()));
+    let judged = check_run_shaped(&leaky);
+    let verdict = judged.report.verdict("node_outlives_attempt").unwrap();
+    assert!(
+        !verdict.ok,
+        "the leaked node was not flagged:\n{}",
+        judged.report
+    );
+    let mut shipped_config = workload(contended(20));
+    shipped_config.session_timeout_ms = 1_000;
+    let shipped = run(ShippedRealRecipe::default(), &shipped_config, &record)
+        .await
+        .unwrap();
+    let judged = check_run_shaped(&shipped);
+    assert!(judged.report.verdict("node_outlives_attempt").is_some());
+    assert_ok(&judged);
 }
 
 /// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquires cancelled by an interrupt

@@ -37,6 +37,32 @@ pub struct RunFacts {
     pub session_timeout_ms: u64,
 }
 
+/// One ephemeral node of a real run, as the proxies saw the server's replies: made by
+/// client `client`'s session `session` at `created_us`, deleted at `deleted_us` (by any
+/// client's delete; `None`: no delete was seen, and the node went with its session or
+/// outlived the run). History time, in µs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeLife {
+    pub path: String,
+    pub client: u32,
+    pub session: SessionId,
+    pub created_us: u64,
+    pub deleted_us: Option<u64>,
+    /// The last time the server sent the session anything (a reply, a ping's, a
+    /// notification): it held the session, and so the node unless deleted, until then.
+    pub session_answered_us: u64,
+}
+
+/// What a real run saw of its nodes' lives ([`NodeLife`]), and how long a node may
+/// outlive the attempt that made it (`leak_bound_ms`), for the checker's
+/// `node_outlives_attempt`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeLives {
+    pub nodes: Vec<NodeLife>,
+    /// How long past its attempt's end a node may stand while its session lives, in ms.
+    pub leak_bound_ms: u64,
+}
+
 /// One event: when (virtual time in the simulation, monotonic time on a real server),
 /// which client and session, and what.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -165,6 +165,7 @@ where
         locks: Vec::new(),
         leases: Some(LEASES),
         touched: Vec::new(),
+        nodes: None,
     };
     let judged = judge_real(&recorder.history(), &cfg, &shape);
     eprintln!("{}", judged.report);

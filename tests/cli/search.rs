@@ -102,3 +102,64 @@ fn bad_search_arguments_are_refused_with_a_reason() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A search stopped after 3 runs (`--max-runs`, as Ctrl-C stops it) keeps what ran in its
+/// journal; `--resume` takes the reference run and those 3 points from it, runs the rest
+/// (here 2 at once, each on a server of its own) and ends where a whole search ends:
+/// every point judged once, the first 3 not run again.
+#[test]
+fn a_stopped_search_resumes_from_its_journal_and_judges_each_point_once() {
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let base = ["search", "--lock", "zklock", "--out", "failures"];
+    let with = |more: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend(SMALL);
+        args.extend(["--journal", "journal.jsonl"]);
+        args.extend(more);
+        zklock(&args, dir.path())
+    };
+    let (code, out, err) = with(&["--jobs", "1", "--max-runs", "3"]);
+    assert_eq!(code, 3, "stopped, inconclusive: {out}{err}");
+    assert!(out.contains("--journal journal.jsonl --resume"), "{out}");
+    let first = std::fs::read_to_string(&journal).unwrap();
+    let plans = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.get("plan").map(|p| p.as_str().unwrap().to_owned())
+            })
+            .collect()
+    };
+    assert_eq!(plans(&first).len(), 3, "{first}");
+    // An existing journal is not overwritten.
+    let (code, _, err) = with(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--resume"), "{err}");
+    let (code, out, err) = with(&["--jobs", "2", "--resume"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("(3 points judged)"), "{out}");
+    let all = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        all.starts_with(&first),
+        "the saved results stay as they were"
+    );
+    let judged = plans(&all);
+    let unique: std::collections::BTreeSet<&String> = judged.iter().collect();
+    assert_eq!(
+        unique.len(),
+        judged.len(),
+        "a point judged twice: {judged:?}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| zklock |"))
+        .unwrap_or_else(|| panic!("no table row:\n{out}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let tried: usize = cells[3].split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(tried, judged.len(), "{row}");
+    assert!(tried > 3, "{row}");
+}

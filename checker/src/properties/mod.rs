@@ -12,6 +12,7 @@
 //! | `fifo`                | always     | grants follow sequence order                                |
 //! | `timed_acquire_in_time` | always   | a timed acquire returns by its deadline, plus its client's faults |
 //! | `semaphore_leases`    | always     | a semaphore of N leases never has more than N holders (a semaphore's run only) |
+//! | `node_outlives_attempt` | always   | no ephemeral node outlives its attempt by more than the leak bound while its session lives (a real run with proxies only) |
 //!
 //! A work queue's run is judged by [`queue`]'s properties instead.
 
@@ -24,6 +25,7 @@ pub mod fifo;
 pub mod liveness_after_heal;
 pub mod mutual_exclusion;
 pub mod no_herd;
+pub mod node_outlives_attempt;
 mod overlap;
 pub mod queue;
 pub mod read_write_compat;

@@ -125,6 +125,7 @@ pub fn shape_of(run: &RealRun) -> zklock_checker::real_judge::RunShape {
         locks: run.final_children_by_lock.clone(),
         leases: run.leases,
         touched: run.final_children_touched.clone(),
+        nodes: run.nodes.clone(),
     }
 }
 

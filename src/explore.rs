@@ -22,9 +22,28 @@ pub const REGRESSIONS_FILE: &str = "regressions.txt";
 /// cores, enough that a bug on one seed in a few thousand shows.
 pub const SEEDS_DEFAULT: u64 = 10_000;
 
+/// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
+pub(crate) fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
+    let (digits, unit_ms) = if let Some(d) = v.strip_suffix("ms") {
+        (d, 1)
+    } else if let Some(d) = v.strip_suffix('s') {
+        (d, 1_000)
+    } else if let Some(d) = v.strip_suffix('m') {
+        (d, 60_000)
+    } else {
+        (v, 1_000)
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .ok()
+        .with_context(|| format!("{flag}: {v:?} is not a duration (e.g. 30s, 1500ms, 2m)"))?;
+    Ok(n.saturating_mul(unit_ms))
+}
+
 /// `--for`'s duration in ms, bounded as --time-limit-s is.
 fn for_ms(v: &str) -> Result<u64> {
-    let ms = crate::real_cmd::parse_duration_ms("--for", v)?;
+    let ms = parse_duration_ms("--for", v)?;
     if ms == 0 {
         bail!("--for must be longer than 0 ms, got {v:?}");
     }

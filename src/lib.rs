@@ -28,7 +28,9 @@
 
 #[macro_use]
 mod out;
+#[cfg(feature = "bench")]
 mod bench;
+#[cfg(feature = "bench")]
 mod bench_search;
 mod check_cmd;
 mod check_merge;
@@ -39,9 +41,12 @@ mod fault_args;
 mod files;
 mod given;
 mod interrupt;
+#[cfg(feature = "real")]
 mod real_cmd;
+#[cfg(feature = "real")]
 mod real_recipes;
 mod replay;
+#[cfg(feature = "real")]
 mod search_cmd;
 mod shape_args;
 mod shrink_cmd;
@@ -143,10 +148,20 @@ where
         Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes),
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a),
+        #[cfg(feature = "real")]
         Some(Command::Real(a)) => real_cmd::run(a, &given),
+        #[cfg(feature = "bench")]
         Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
+        #[cfg(feature = "real")]
         Some(Command::Search(a)) => search_cmd::run(a),
+        #[cfg(feature = "bench")]
         Some(Command::Bench(a)) => bench::run(a),
+        #[cfg(not(feature = "real"))]
+        Some(Command::Real(_)) => Err(absent(&bin, "real", "real")),
+        #[cfg(not(feature = "real"))]
+        Some(Command::Search(_)) => Err(absent(&bin, "search", "real")),
+        #[cfg(not(feature = "bench"))]
+        Some(Command::Bench(_)) => Err(absent(&bin, "bench", "bench")),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {
             let mut cmd = cli::command();
@@ -162,6 +177,16 @@ where
         eprintln!("error: {e:#}");
         Status::BadInput
     })
+}
+
+/// The error for a subcommand this build leaves out: it names the cargo feature that
+/// brings it.
+#[cfg(not(all(feature = "real", feature = "bench")))]
+fn absent(bin: &str, sub: &str, feature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "`{bin} {sub}` is not in this build: it needs zklock's cargo feature `{feature}` \
+         (in Cargo.toml: `zklock = {{ ..., features = [\"{feature}\"] }}`)"
+    )
 }
 
 /// `zklock recipes`: each name and what it is, and where its own scenario (what explore

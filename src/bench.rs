@@ -10,8 +10,6 @@ use crate::Status;
 use crate::cli::BenchArgs;
 use anyhow::{Context, Result, bail};
 use bench_real::{Executor, RealFigures, RealOptions};
-use futures_channel::{mpsc, oneshot};
-use futures_util::StreamExt;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -156,6 +154,8 @@ fn madsim_round_trips(_n: u64) -> f64 {
 /// See the other `madsim_round_trips`.
 #[cfg(madsim)]
 fn madsim_round_trips(n: u64) -> f64 {
+    use futures_channel::{mpsc, oneshot};
+    use futures_util::StreamExt;
     let rt = madsim::runtime::Runtime::with_seed_and_config(1, Default::default());
     // Timed from outside the runtime: inside it, madsim answers `Instant::now()` with
     // its virtual clock, which would make this figure the same on every machine.

@@ -17,7 +17,12 @@ use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 pub const CHECK_CLIENTS_MAX: u32 = 4;
 use zklock_sim::{Faults, Scenario};
 
-pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Result<Status> {
+pub fn run(
+    a: CheckArgs,
+    recipes: &Recipes,
+    given: &crate::given::Given,
+    program: &crate::program::Program,
+) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
     crate::explore::refuse_inapplicable(lock, &a.recipe, given)?;
     // `--shapes all` makes each attempt's mode and count a choice: a queue makes none.
@@ -265,8 +270,9 @@ pub fn run(a: CheckArgs, recipes: &Recipes, given: &crate::given::Given) -> Resu
         run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
         outln!("trace: {}", path.display());
         outln!(
-            "reproduce: cargo run --release -- replay {}",
-            path.display()
+            "reproduce: {}{}",
+            program.line(&format!("replay {}", path.display())),
+            program.at(zklock_checker::ZKLOCK_COMMIT)
         );
         Ok(path)
     })();

@@ -18,7 +18,7 @@ pub fn is_check_summary(text: &str) -> bool {
 const MISSING_LINES_MAX: usize = 20;
 
 /// Merges the shards' summaries, each `(file, text)` a check summary.
-pub fn merge(files: &[(PathBuf, String)]) -> Result<Status> {
+pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> Result<Status> {
     let mut shards: BTreeMap<u32, (PathBuf, CheckSummary)> = BTreeMap::new();
     let mut first: Option<(PathBuf, CheckSummary)> = None;
     for (p, text) in files {
@@ -78,7 +78,11 @@ pub fn merge(files: &[(PathBuf, String)]) -> Result<Status> {
             violated = true;
             outln!("shard {} ({}): FAILED {}", s.shard, p.display(), v.failure);
             match &v.trace {
-                Some(t) => outln!("  trace: {t}\n  reproduce: cargo run --release -- replay {t}"),
+                Some(t) => outln!(
+                    "  trace: {t}\n  reproduce: {}{}",
+                    program.line(&format!("replay {t}")),
+                    program.at(&s.commit)
+                ),
                 None => outln!("  its trace could not be written (the shard said why)"),
             }
         }

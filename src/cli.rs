@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use zklock_checker::registry::SHIPPED_NAME;
 use zklock_checker::{Bounds, ShrinkLimits, ZKLOCK_COMMIT};
+#[cfg(feature = "real")]
 use zklock_real::workload::WorkloadConfig;
 
 /// What each exit status means, shown under every `--help`.
@@ -85,15 +86,25 @@ pub enum Command {
     Merge(MergeArgs),
     /// The shipped recipe and the same workload on real ZooKeeper servers, with faults
     /// until 2/3 of the run, the history checked
+    #[cfg(feature = "real")]
     #[command(after_help = EXIT_STATUS)]
     Real(RealArgs),
+    /// Left out of this build: zklock's cargo feature `real` is off
+    #[cfg(not(feature = "real"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Real(Absent),
     /// Search for the fault that breaks a lock on a real server: a reference run of a
     /// fixed script records every request each client sends, then one run per request ×
     /// action (drop, withheld reply, expiry, pause, crash; repeated drops and withheld
     /// replies), and at --k 2 per pair; each violation with the `zklock real` line that
     /// reproduces it
+    #[cfg(feature = "real")]
     #[command(after_help = EXIT_STATUS)]
     Search(SearchArgs),
+    /// Left out of this build: zklock's cargo feature `real` is off
+    #[cfg(not(feature = "real"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Search(Absent),
     /// Benchmark figures, printed and written to target/zklock-bench/bench.json
     ///
     /// Simulation against its madsim ceiling, exhaustive schedules/states per second,
@@ -104,8 +115,13 @@ pub enum Command {
     /// (python3-kazoo) and Curator with Debian's jars (libcurator-recipes-java, compiled
     /// with javac from openjdk-17-jdk-headless); without them it is skipped with a notice
     /// saying what to install, except under CI=true, where that is an error.
+    #[cfg(feature = "bench")]
     #[command(after_help = EXIT_STATUS)]
     Bench(BenchArgs),
+    /// Left out of this build: zklock's cargo feature `bench` is off
+    #[cfg(not(feature = "bench"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Bench(Absent),
     /// List the recipes --recipe takes, and traces may record
     Recipes,
     /// Print shell completions: `zklock completions bash > /etc/bash_completion.d/zklock`
@@ -114,6 +130,19 @@ pub enum Command {
         #[arg(value_enum)]
         shell: Shell,
     },
+}
+
+/// The arguments of a subcommand this build leaves out (its cargo feature is off), all
+/// taken as they come, so that the subcommand is refused by name, not for a flag.
+#[derive(Debug, Args)]
+pub struct Absent {
+    #[arg(
+        num_args = 0..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        hide = true
+    )]
+    pub args: Vec<std::ffi::OsString>,
 }
 
 /// `K/N`: the K-th of N shards (1-based).
@@ -442,6 +471,7 @@ pub struct MergeArgs {
     pub summaries: Vec<PathBuf>,
 }
 
+#[cfg(feature = "real")]
 #[derive(Debug, Args)]
 pub struct RealArgs {
     /// Contending clients, 1 to 64
@@ -597,6 +627,7 @@ pub struct RealArgs {
     pub items: u32,
 }
 
+#[cfg(feature = "real")]
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     /// The lock under search: zklock (the shipped lock), or a released library's lock
@@ -770,6 +801,7 @@ pub struct SearchArgs {
     pub max_runs: u64,
 }
 
+#[cfg(feature = "bench")]
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Simulation seeds per sweep, all rounds together
@@ -893,6 +925,7 @@ mod tests {
     }
 
     /// The help said `--ensemble 1|3` while 1 to 7 were accepted.
+    #[cfg(feature = "real")]
     #[test]
     fn ensemble_help_names_the_range_the_check_accepts() {
         let max = zklock_real::harness::MAX_ENSEMBLE_SIZE;

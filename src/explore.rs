@@ -6,6 +6,7 @@ use crate::files::{
     check_out_dir, check_out_file, create_private_dir, refuse_existing, trace_path, write_private,
 };
 use crate::given::Given;
+use crate::program::Program;
 use crate::{Status, recipe};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,9 +23,28 @@ pub const REGRESSIONS_FILE: &str = "regressions.txt";
 /// cores, enough that a bug on one seed in a few thousand shows.
 pub const SEEDS_DEFAULT: u64 = 10_000;
 
+/// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
+pub(crate) fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
+    let (digits, unit_ms) = if let Some(d) = v.strip_suffix("ms") {
+        (d, 1)
+    } else if let Some(d) = v.strip_suffix('s') {
+        (d, 1_000)
+    } else if let Some(d) = v.strip_suffix('m') {
+        (d, 60_000)
+    } else {
+        (v, 1_000)
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .ok()
+        .with_context(|| format!("{flag}: {v:?} is not a duration (e.g. 30s, 1500ms, 2m)"))?;
+    Ok(n.saturating_mul(unit_ms))
+}
+
 /// `--for`'s duration in ms, bounded as --time-limit-s is.
 fn for_ms(v: &str) -> Result<u64> {
-    let ms = crate::real_cmd::parse_duration_ms("--for", v)?;
+    let ms = parse_duration_ms("--for", v)?;
     if ms == 0 {
         bail!("--for must be longer than 0 ms, got {v:?}");
     }
@@ -38,7 +58,7 @@ fn for_ms(v: &str) -> Result<u64> {
     Ok(ms)
 }
 
-pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
+pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
     refuse_inapplicable(lock, &a.recipe, given)?;
     let time_limit_ms = match (&a.for_, a.time_limit_s) {
@@ -292,7 +312,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
             "ok: every property held on every seed ({:.0} checked {what}/s)",
             checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
         );
-        print_what_next(&s.counters, &sc, &a.recipe);
+        print_what_next(&s.counters, &sc, &a.recipe, program);
         return Ok(Status::Held);
     };
     outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
@@ -301,7 +321,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given) -> Result<Status> {
     // then the summary, each error told.
     // `seed_sc` is the seed's own scenario: under a strategy other than uniform, not the
     // sweep's.
-    let written = write_failure(&a, &seed_sc, lock, seed, &run);
+    let written = write_failure(&a, &seed_sc, lock, seed, &run, program);
     if let Err(e) = &written {
         eprintln!("error: {e:#}");
     }
@@ -342,6 +362,7 @@ fn write_failure(
     lock: &dyn zklock_checker::registry::AnyRecipe,
     seed: u64,
     run: &CheckedRun,
+    program: &Program,
 ) -> Result<()> {
     create_private_dir(&a.out)?;
     let path = trace_path(&a.out, &format!("seed-{seed}"), a.force)?;
@@ -349,9 +370,9 @@ fn write_failure(
     trace.write(&path)?;
     outln!("trace: {}", path.display());
     outln!(
-        "reproduce: cargo run --release -- replay {}{}",
-        path.display(),
-        at_commit(&trace.zklock_commit)
+        "reproduce: {}{}",
+        program.line(&format!("replay {}", path.display())),
+        program.at(&trace.zklock_commit)
     );
     if !a.no_shrink {
         let shrunk = lock.shrink(&trace, &ShrinkLimits::default())?;
@@ -367,9 +388,9 @@ fn write_failure(
             shrunk.trace.seed
         );
         outln!(
-            "reproduce: cargo run --release -- replay {}{}",
-            spath.display(),
-            at_commit(&shrunk.trace.zklock_commit)
+            "reproduce: {}{}",
+            program.line(&format!("replay {}", spath.display())),
+            program.at(&shrunk.trace.zklock_commit)
         );
     }
     Ok(())
@@ -442,7 +463,7 @@ pub fn failure_text(run: &CheckedRun) -> String {
 
 /// The closing lines of a sweep that held: what the counters that look like errors
 /// are, and what to run next.
-fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
+fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str, program: &Program) {
     outln!("\nwhat the counters mean (none of them is an error):");
     if c.queue.is_some() {
         outln!(
@@ -471,20 +492,20 @@ fn print_what_next(c: &Counters, sc: &Scenario, recipe_name: &str) {
     let recipe = format!("{recipe}{}", crate::fault_args::flag(&sc.faults));
     if c.queue.is_some() {
         outln!(
-            "next: cargo run --release -- explore{recipe} --for 10m    (a sweep of ten minutes; \
-             --acquisitions N: items produced)"
+            "next: {}    (a sweep of ten minutes; --acquisitions N: items produced)",
+            program.line(&format!("explore{recipe} --for 10m"))
         );
     } else {
         outln!(
-            "next: cargo run --release -- explore{recipe} --for 10m    (a sweep of ten minutes; \
-             --readers 2: the read/write lock)"
+            "next: {}    (a sweep of ten minutes; --readers 2: the read/write lock)",
+            program.line(&format!("explore{recipe} --for 10m"))
         );
     }
     outln!(
-        "      cargo run --release -- check{recipe} --clients 2 --faults-max 1    (every \
-         schedule of a small case)"
+        "      {}    (every schedule of a small case)",
+        program.line(&format!("check{recipe} --clients 2 --faults-max 1"))
     );
-    outln!("      cargo run --release -- --help");
+    outln!("      {}", program.line("--help"));
 }
 
 /// What a lock's counters that look like errors are.
@@ -592,18 +613,10 @@ pub fn scenario_differences(sc: &Scenario) -> String {
     out.join(", ")
 }
 
-/// Where a replay reproduces the run exactly: on the commit that wrote the trace.
-fn at_commit(commit: &str) -> String {
-    match commit {
-        "" => String::new(),
-        c => format!(" (at commit {c})"),
-    }
-}
-
 /// `zklock merge <SUMMARY>...`: merges the JSON summaries of shards, each once. Green
 /// only when every seed of the sweep was run: a shard missing, interrupted or stopped by
 /// its time limit leaves seeds unchecked, and the merge says which (exit status 3).
-pub fn merge(a: MergeArgs) -> Result<Status> {
+pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
     // A check's shards merge by their own rules (`check_merge`).
     if a.summaries.len() <= MERGE_FILES_MAX {
         let files = read_summaries(&a.summaries)?;
@@ -611,7 +624,7 @@ pub fn merge(a: MergeArgs) -> Result<Status> {
             .iter()
             .any(|(_, t)| crate::check_merge::is_check_summary(t))
         {
-            return crate::check_merge::merge(&files);
+            return crate::check_merge::merge(&files, program);
         }
     }
     let mut merged: Option<Summary> = None;

@@ -50,6 +50,7 @@ pub fn for_sweep() -> Interrupt {
 }
 
 /// The switch a real run's workload watches.
+#[cfg(feature = "real")]
 pub fn for_real_run() -> Arc<AtomicBool> {
     Arc::clone(&switches().real)
 }

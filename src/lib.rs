@@ -20,6 +20,14 @@
 //! }
 //! ```
 //!
+//! # Cargo features
+//!
+//! `real` (the `real` and `search` subcommands: runs on real ZooKeeper servers, through
+//! zklock-real, tokio and zookeeper-client) and `bench` (the `bench` subcommand), both
+//! default. A binary for your own lock in simulation needs neither: with
+//! `default-features = false` zklock builds the simulation's command line alone, and the
+//! subcommands left out exit 2 naming the feature they need.
+//!
 //! # Exit status
 //!
 //! [`Status`]: 0 when every property held, 1 when one was violated (or a simulated run
@@ -28,20 +36,26 @@
 
 #[macro_use]
 mod out;
+#[cfg(feature = "bench")]
 mod bench;
+#[cfg(feature = "bench")]
 mod bench_search;
 mod check_cmd;
 mod check_merge;
 mod cli;
 mod explore;
+mod program;
 pub use explore::SEEDS_DEFAULT;
 mod fault_args;
 mod files;
 mod given;
 mod interrupt;
+#[cfg(feature = "real")]
 mod real_cmd;
+#[cfg(feature = "real")]
 mod real_recipes;
 mod replay;
+#[cfg(feature = "real")]
 mod search_cmd;
 mod shape_args;
 mod shrink_cmd;
@@ -93,14 +107,90 @@ impl From<Status> for ExitCode {
 }
 
 /// The `zklock` command line on `recipes`, with the process's arguments: the whole of a
-/// `main`. Arguments need not be UTF-8 (paths are taken as they are).
+/// `main`. Arguments need not be UTF-8 (paths are taken as they are). The commands it
+/// prints (a failing seed's replay line, the next steps) name the program as it was
+/// invoked; [`CommandLine`] names a commit of yours beside them.
 pub fn main_with(recipes: Recipes) -> ExitCode {
-    run(std::env::args_os(), &recipes).into()
+    CommandLine::new(recipes).main()
 }
 
 /// The command line on `recipes` with `args` (the first is the program's name), printing
 /// to stdout and stderr as the binary does.
 pub fn run<I, T>(args: I, recipes: &Recipes) -> Status
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    run_as(args, recipes, None, None)
+}
+
+/// The command line on a set of recipes, and how it names itself in the commands it
+/// prints: [`main_with`] with settings.
+///
+/// ```no_run
+/// # let recipes = zklock::Recipes::shipped();
+/// // `MY_COMMIT` set by your build.rs (`cargo:rustc-env=MY_COMMIT=...`), if it sets it.
+/// zklock::CommandLine::new(recipes)
+///     .commit(option_env!("MY_COMMIT").unwrap_or(""))
+///     .main()
+/// # ;
+/// ```
+#[derive(Debug)]
+pub struct CommandLine {
+    recipes: Recipes,
+    command: Option<String>,
+    commit: Option<String>,
+}
+
+impl CommandLine {
+    /// The command line on `recipes`, naming the program as it was invoked (its first
+    /// argument, as `target/debug/my-cli replay traces/failures/seed-3.json`), and no
+    /// commit of yours.
+    pub fn new(recipes: Recipes) -> CommandLine {
+        CommandLine {
+            recipes,
+            command: None,
+            commit: None,
+        }
+    }
+
+    /// The commit of your program's source, named beside each command that replays a
+    /// trace (with zklock's, where it is another): a trace reproduces exactly on the code
+    /// that wrote it. Empty: none.
+    pub fn commit(mut self, commit: impl Into<String>) -> CommandLine {
+        self.commit = Some(commit.into());
+        self
+    }
+
+    /// The command printed before a subcommand in the commands it prints, instead of the
+    /// program as invoked: the `zklock` binary says `cargo run --release --`.
+    pub fn invoked_as(mut self, command: impl Into<String>) -> CommandLine {
+        self.command = Some(command.into());
+        self
+    }
+
+    /// The whole of a `main`: [`CommandLine::run`] with the process's arguments.
+    pub fn main(self) -> ExitCode {
+        self.run(std::env::args_os()).into()
+    }
+
+    /// The command line with `args` (the first is the program's name), printing to
+    /// stdout and stderr as the binary does.
+    pub fn run<I, T>(&self, args: I) -> Status
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        run_as(
+            args,
+            &self.recipes,
+            self.command.as_deref(),
+            self.commit.as_deref(),
+        )
+    }
+}
+
+fn run_as<I, T>(args: I, recipes: &Recipes, command: Option<&str>, commit: Option<&str>) -> Status
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -112,6 +202,7 @@ where
         .first()
         .and_then(|a| std::path::Path::new(a).file_stem())
         .map_or_else(|| "zklock".to_owned(), |s| s.to_string_lossy().into_owned());
+    let program = program::Program::new(command, args.first().map(OsString::as_os_str), commit);
     let parsed = cli::command()
         .bin_name(&bin)
         .try_get_matches_from(args)
@@ -136,17 +227,27 @@ where
         }
     };
     let outcome = match cli.command {
-        None => explore::run(cli.explore, recipes, &given),
-        Some(Command::Explore(a)) => explore::run(a, recipes, &given),
-        Some(Command::Check(a)) => check_cmd::run(a, recipes, &given),
+        None => explore::run(cli.explore, recipes, &given, &program),
+        Some(Command::Explore(a)) => explore::run(a, recipes, &given, &program),
+        Some(Command::Check(a)) => check_cmd::run(a, recipes, &given, &program),
         Some(Command::Replay(a)) => replay::run(a, recipes),
-        Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes),
+        Some(Command::Shrink(a)) => shrink_cmd::run(a, recipes, &program),
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
-        Some(Command::Merge(a)) => explore::merge(a),
+        Some(Command::Merge(a)) => explore::merge(a, &program),
+        #[cfg(feature = "real")]
         Some(Command::Real(a)) => real_cmd::run(a, &given),
+        #[cfg(feature = "bench")]
         Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
+        #[cfg(feature = "real")]
         Some(Command::Search(a)) => search_cmd::run(a),
+        #[cfg(feature = "bench")]
         Some(Command::Bench(a)) => bench::run(a),
+        #[cfg(not(feature = "real"))]
+        Some(Command::Real(_)) => Err(absent(&bin, "real", "real")),
+        #[cfg(not(feature = "real"))]
+        Some(Command::Search(_)) => Err(absent(&bin, "search", "real")),
+        #[cfg(not(feature = "bench"))]
+        Some(Command::Bench(_)) => Err(absent(&bin, "bench", "bench")),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),
         Some(Command::Completions { shell }) => {
             let mut cmd = cli::command();
@@ -162,6 +263,16 @@ where
         eprintln!("error: {e:#}");
         Status::BadInput
     })
+}
+
+/// The error for a subcommand this build leaves out: it names the cargo feature that
+/// brings it.
+#[cfg(not(all(feature = "real", feature = "bench")))]
+fn absent(bin: &str, sub: &str, feature: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "`{bin} {sub}` is not in this build: it needs zklock's cargo feature `{feature}` \
+         (in Cargo.toml: `zklock = {{ ..., features = [\"{feature}\"] }}`)"
+    )
 }
 
 /// `zklock recipes`: each name and what it is, and where its own scenario (what explore

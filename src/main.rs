@@ -40,5 +40,9 @@ fn recipes() -> Recipes {
 }
 
 fn main() -> ExitCode {
-    zklock::main_with(recipes())
+    // Its commands are printed as the README runs them, from a checkout of zklock.
+    zklock::CommandLine::new(recipes())
+        .invoked_as("cargo run --release --")
+        .commit(zklock_checker::ZKLOCK_COMMIT)
+        .main()
 }

@@ -3,6 +3,7 @@
 
 use crate::Status;
 use crate::cli::RealArgs;
+use crate::explore::parse_duration_ms;
 use crate::files::create_private_dir;
 use crate::given::Given;
 use crate::real_recipes::{QueueShape, RealRecipeKind};
@@ -54,25 +55,6 @@ struct RealOptions {
     allow_foreign_naming: bool,
     /// A work queue's roles and item count (used by a queue's run only).
     queue: QueueShape,
-}
-
-/// `30s`, `1500ms`, `2m`, or a bare number of seconds, in ms.
-pub(crate) fn parse_duration_ms(flag: &str, v: &str) -> Result<u64> {
-    let (digits, unit_ms) = if let Some(d) = v.strip_suffix("ms") {
-        (d, 1)
-    } else if let Some(d) = v.strip_suffix('s') {
-        (d, 1_000)
-    } else if let Some(d) = v.strip_suffix('m') {
-        (d, 60_000)
-    } else {
-        (v, 1_000)
-    };
-    let n: u64 = digits
-        .trim()
-        .parse()
-        .ok()
-        .with_context(|| format!("{flag}: {v:?} is not a duration (e.g. 30s, 1500ms, 2m)"))?;
-    Ok(n.saturating_mul(unit_ms))
 }
 
 /// `--long-hold-ms`: 0 stands for 1.5 × the session timeout.

@@ -7,7 +7,7 @@ use anyhow::Result;
 use zklock_checker::ShrinkLimits;
 use zklock_checker::registry::Recipes;
 
-pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
+pub fn run(a: ShrinkArgs, recipes: &Recipes, program: &crate::program::Program) -> Result<Status> {
     let limits = ShrinkLimits {
         runs_max: a.runs_max,
         time_limit_ms: zklock_checker::limits::wall_time_ms_from_s(
@@ -61,6 +61,10 @@ pub fn run(a: ShrinkArgs, recipes: &Recipes) -> Result<Status> {
         out.display(),
         shrunk.trace.seed
     );
-    outln!("reproduce: cargo run --release -- replay {}", out.display());
+    outln!(
+        "reproduce: {}{}",
+        program.line(&format!("replay {}", out.display())),
+        program.at(&shrunk.trace.zklock_commit)
+    );
     Ok(Status::Held)
 }

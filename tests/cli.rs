@@ -191,6 +191,59 @@ fn every_subcommand_has_help_and_the_exit_statuses_are_documented() {
     );
 }
 
+/// A user's binary built on the library printed `cargo run --release -- replay ...`, a
+/// command of zklock's checkout, not its own. It names itself as invoked, and its commit
+/// beside zklock's. Its output goes straight to stdout, so this test runs itself again as
+/// the user's binary would run, and reads that output.
+#[test]
+fn a_users_binary_names_itself_and_its_commit_in_the_commands_it_prints() {
+    const AS_USERS_BINARY: &str = "ZKLOCK_TEST_AS_USERS_BINARY";
+    if let Some(out) = std::env::var_os(AS_USERS_BINARY) {
+        let args: [OsString; 8] = [
+            "/opt/team tools/team-zklock".into(),
+            "explore".into(),
+            "--recipe".into(),
+            "no-lock".into(),
+            "--seeds".into(),
+            "5".into(),
+            "--out".into(),
+            out,
+        ];
+        let status = zklock::CommandLine::new(with_no_lock())
+            .commit("0a1b2c3")
+            .run(args);
+        std::process::exit(status.code().into());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "cli::a_users_binary_names_itself_and_its_commit_in_the_commands_it_prints",
+        ])
+        .args(["--nocapture", "--test-threads", "1"])
+        .env(AS_USERS_BINARY, dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let traces: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("reproduce: "))
+        .collect();
+    assert_eq!(traces.len(), 2, "the trace and the shrunk trace: {text}");
+    let at = match zklock_checker::ZKLOCK_COMMIT {
+        "" => " (at commit 0a1b2c3)".to_owned(),
+        z => format!(" (at commit 0a1b2c3, with zklock at commit {z})"),
+    };
+    for line in traces {
+        let rest = line
+            .strip_prefix("'/opt/team tools/team-zklock' replay ")
+            .unwrap_or_else(|| panic!("names the program as invoked: {line}"));
+        assert!(rest.ends_with(&at), "{line}");
+        assert!(!line.contains("cargo run"), "{line}");
+    }
+}
+
 #[test]
 fn version_names_the_commit() {
     let dir = tempfile::tempdir().unwrap();

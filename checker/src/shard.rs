@@ -151,20 +151,7 @@ impl std::str::FromStr for Shard {
 /// The kinds of fault a check places, as its fault choices list them: those whose
 /// rate is not never.
 pub fn fault_kinds(scenario: &Scenario) -> u64 {
-    let f = &scenario.faults;
-    [
-        f.connection_loss,
-        f.lost_create_response,
-        f.forced_expiry,
-        f.partition,
-        f.pause,
-        f.crash,
-        f.delayed_delivery,
-        f.local_expiry,
-    ]
-    .iter()
-    .filter(|r| !r.is_never())
-    .count() as u64
+    scenario.faults.kinds_on() as u64
 }
 
 /// A 64-bit re-hash of a state digest (splitmix64's finaliser over both halves), uniform

@@ -231,21 +231,7 @@ mod tests {
             assert!(sc.validate().is_ok(), "seed {seed}: {sc:?}");
             assert!((2..=base.clients).contains(&sc.clients), "seed {seed}");
             assert!(sc.readers <= sc.clients);
-            let f = &sc.faults;
-            let on = [
-                f.connection_loss,
-                f.lost_create_response,
-                f.forced_expiry,
-                f.partition,
-                f.pause,
-                f.crash,
-                f.delayed_delivery,
-                f.local_expiry,
-            ]
-            .iter()
-            .filter(|r| !r.is_never())
-            .count();
-            assert!(on >= 1, "seed {seed}: no fault kind left");
+            assert!(sc.faults.kinds_on() >= 1, "seed {seed}: no fault kind left");
         }
         // No fault in the base: none in any seed's.
         let quiet = Scenario {

@@ -100,6 +100,23 @@ impl Faults {
             ..Faults::default()
         }
     }
+    /// Every kind's rate, in the order a fault choice lists the kinds that are on.
+    pub fn rates(&self) -> [Rate; 8] {
+        [
+            self.connection_loss,
+            self.lost_create_response,
+            self.forced_expiry,
+            self.partition,
+            self.pause,
+            self.crash,
+            self.delayed_delivery,
+            self.local_expiry,
+        ]
+    }
+    /// How many kinds of fault are on (their rate is not never).
+    pub fn kinds_on(&self) -> usize {
+        self.rates().iter().filter(|r| !r.is_never()).count()
+    }
     /// Whether any fault that can outlive a session (pause) is on: such runs are judged
     /// by fencing, since no recipe can keep belief-based mutual exclusion under them.
     pub fn has_pauses(&self) -> bool {

@@ -257,7 +257,9 @@ pub struct ExploreArgs {
     /// seed (a subset of the fault kinds at higher rates, fewer clients, longer holds);
     /// aimed, swarm with every fault aimed at one operation's requests in flight on half
     /// the seeds; pct, aimed with requests applied in an order of client priorities on
-    /// half the seeds; uniform, every seed in the scenario the flags give (docs/cli.md)
+    /// half the seeds; coverage, aimed with half of each generation's seeds near a
+    /// scenario whose run reached a new (recipe step, fault) pair; uniform, every seed in
+    /// the scenario the flags give (docs/cli.md)
     #[arg(long, value_enum, value_name = "NAME", default_value = "aimed")]
     pub strategy: StrategyArg,
     /// The regressions file: seeds a sweep of this recipe and strategy found are recorded
@@ -283,6 +285,7 @@ pub enum StrategyArg {
     Swarm,
     Aimed,
     Pct,
+    Coverage,
 }
 
 impl From<StrategyArg> for zklock_checker::Strategy {
@@ -292,6 +295,7 @@ impl From<StrategyArg> for zklock_checker::Strategy {
             StrategyArg::Swarm => zklock_checker::Strategy::Swarm,
             StrategyArg::Aimed => zklock_checker::Strategy::Aimed,
             StrategyArg::Pct => zklock_checker::Strategy::Pct,
+            StrategyArg::Coverage => zklock_checker::Strategy::Coverage,
         }
     }
 }

@@ -166,11 +166,12 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     });
     let key = format!("explore/{}/{}", a.recipe, budget.strategy.name());
     let recorded = match &regressions {
-        Some(p) => zklock_checker::regressions::seeds_for(p, &key)?,
+        Some(p) => recorded_seeds(p, &key)?,
         None => Vec::new(),
     };
     let mut again = None;
-    for &seed in &recorded {
+    for (seed, own) in &recorded {
+        let seed = *seed;
         let one = Budget {
             seed_start: seed,
             seeds: 1,
@@ -179,7 +180,19 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
             threads: 1,
             ..budget.clone()
         };
-        let x = lock.explore(&sc, &one, &|_, _| {})?;
+        let x = match own {
+            // A coverage seed's scenario came from its sweep's corpus: it is replayed in
+            // the scenario recorded with it.
+            Some(own) => lock.explore(
+                own,
+                &Budget {
+                    strategy: zklock_checker::Strategy::Uniform,
+                    ..one
+                },
+                &|_, _| {},
+            )?,
+            None => lock.explore(&sc, &one, &|_, _| {})?,
+        };
         if x.failure.is_some() {
             again = Some((seed, x));
             break;
@@ -329,6 +342,10 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     if let Some(p) = &regressions {
         let what = run.failure().unwrap_or_default();
         // A violation found exits 1 whatever happens to this file.
+        let key = match budget.strategy {
+            zklock_checker::Strategy::Coverage => coverage_key(&key, &seed_sc),
+            _ => key,
+        };
         match zklock_checker::regressions::record(p, &key, seed, &what) {
             Ok(zklock_checker::regressions::Recorded::Added) => outln!(
                 "recorded: seed {seed} in {} (every later sweep of this recipe replays it first)",
@@ -342,6 +359,66 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
         eprintln!("error: {e:#}");
     }
     Ok(Status::Violated)
+}
+
+/// The seeds recorded for `key` in the regressions file `path`, in its order, each with
+/// the scenario recorded with it: a coverage seed's (see [`coverage_key`]).
+fn recorded_seeds(path: &Path, key: &str) -> Result<Vec<(u64, Option<Scenario>)>> {
+    let mut out: Vec<(u64, Option<Scenario>)> = Vec::new();
+    let prefix = format!("{key}/");
+    for e in zklock_checker::regressions::read(path)? {
+        let own = if e.test == key {
+            None
+        } else if let Some(encoded) = e.test.strip_prefix(&prefix) {
+            let sc = percent_decode(encoded)
+                .and_then(|json| serde_json::from_str::<Scenario>(&json).ok())
+                .with_context(|| {
+                    format!(
+                        "regressions file {}: seed {} of {key}: its scenario is not one                          this version reads; remove the line to go on",
+                        path.display(),
+                        e.seed
+                    )
+                })?;
+            Some(sc)
+        } else {
+            continue;
+        };
+        if !out.iter().any(|(s, o)| *s == e.seed && *o == own) {
+            out.push((e.seed, own));
+        }
+    }
+    Ok(out)
+}
+
+/// A coverage seed's regressions key: the sweep's, then its scenario as JSON with spaces,
+/// `#` and `%` escaped, so that the key stays one word of the file's line. The scenario
+/// came from the sweep's corpus, which a replay of the seed alone cannot rebuild.
+fn coverage_key(key: &str, sc: &Scenario) -> String {
+    let json = serde_json::to_string(sc).expect("a scenario serializes");
+    let mut out = format!("{key}/");
+    for b in json.bytes() {
+        if b.is_ascii_graphic() && b != b'#' && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The inverse of [`coverage_key`]'s escaping; `None` for a bad escape.
+fn percent_decode(s: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(s.len());
+    let mut it = s.bytes();
+    while let Some(b) = it.next() {
+        if b == b'%' {
+            let hex = [it.next()?, it.next()?];
+            bytes.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+        } else {
+            bytes.push(b);
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// Writes the summary, when `--summary` asks for one.

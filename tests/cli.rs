@@ -11,6 +11,8 @@ use zklock_checker::{Summary, Trace, check_seed};
 use zklock_recipe::history::LockRole;
 use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
+#[path = "cli/coverage.rs"]
+mod coverage;
 #[path = "cli/faults.rs"]
 mod faults;
 #[path = "cli/keep_only.rs"]

@@ -8,6 +8,7 @@
 //! that its summary is the same on any number of threads.
 
 use crate::Trace;
+use crate::coverage::{Corpus, GENERATION_SEEDS};
 use crate::limits::{LimitError, THREADS_MAX, check_wall_time_ms};
 use crate::properties::Counters;
 use crate::run::{CheckedRun, check_seed};
@@ -258,7 +259,8 @@ struct Tally {
     /// Finished seeds above `counted`, by index: counted once every index below is,
     /// unless a failure below them cuts them off.
     waiting: std::collections::BTreeMap<u64, Counters>,
-    failures: Vec<(u64, CheckedRun)>,
+    /// Failing seeds, their runs and the scenarios they ran in.
+    failures: Vec<(u64, CheckedRun, Scenario)>,
 }
 
 impl Tally {
@@ -271,6 +273,89 @@ impl Tally {
         {
             self.counters.merge(&c);
             self.counted += 1;
+        }
+    }
+}
+
+/// The corpus of a coverage sweep ([`crate::coverage`]), built a generation at a time.
+/// Off under every other strategy: then every seed starts at once, near nothing.
+struct Feedback {
+    on: bool,
+    total: u64,
+    state: Mutex<FeedbackState>,
+    merged: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct FeedbackState {
+    corpus: Corpus,
+    /// The corpus's scenarios as the generations merged so far left them, shared with
+    /// the seeds that draw from them.
+    snapshot: std::sync::Arc<Vec<Scenario>>,
+    /// Generations merged into the corpus.
+    generations: u64,
+    /// Judged runs of the generation being built, by index: their scenarios and pairs.
+    judged: std::collections::BTreeMap<u64, (Scenario, Vec<u64>)>,
+}
+
+impl Feedback {
+    fn new(on: bool, total: u64) -> Self {
+        Feedback {
+            on,
+            total,
+            state: Mutex::new(FeedbackState::default()),
+            merged: std::sync::Condvar::new(),
+        }
+    }
+
+    /// The corpus seed index `i` draws from: the one every generation before `i`'s built,
+    /// waited for. `Err` when `stop` says to stop while waiting.
+    fn corpus_before(
+        &self,
+        i: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<std::sync::Arc<Vec<Scenario>>, ()> {
+        if !self.on {
+            return Ok(Default::default());
+        }
+        let generation = i / GENERATION_SEEDS;
+        let mut st = self.state.lock().expect("feedback lock");
+        while st.generations < generation {
+            if stop() {
+                return Err(());
+            }
+            // Woken by a merge; the timeout only rechecks `stop`.
+            st = self
+                .merged
+                .wait_timeout(st, Duration::from_millis(20))
+                .expect("feedback lock")
+                .0;
+        }
+        Ok(st.snapshot.clone())
+    }
+
+    /// Takes seed index `i`'s judged run; once its generation is whole, offers the
+    /// generation's runs to the corpus in seed order and wakes the seeds waiting for it.
+    fn judged(&self, i: u64, sc: Option<&Scenario>, run: &CheckedRun) {
+        let (true, Some(sc)) = (self.on, sc) else {
+            return;
+        };
+        let pairs = crate::coverage::pairs(&run.outcome.history);
+        let mut st = self.state.lock().expect("feedback lock");
+        st.judged.insert(i, (sc.clone(), pairs));
+        let g = st.generations;
+        let end = ((g + 1) * GENERATION_SEEDS).min(self.total);
+        if st.judged.len() as u64 == end - g * GENERATION_SEEDS {
+            let judged = std::mem::take(&mut st.judged);
+            for (sc, pairs) in judged.values() {
+                st.corpus.offer(sc, pairs);
+            }
+            // Copied only when it grew: past its first generations it rarely does.
+            if st.snapshot.len() != st.corpus.scenarios().len() {
+                st.snapshot = std::sync::Arc::new(st.corpus.scenarios().to_vec());
+            }
+            st.generations += 1;
+            self.merged.notify_all();
         }
     }
 }
@@ -312,6 +397,7 @@ pub fn explore_until<R: Recipe>(
     let stopped_by_time = std::sync::atomic::AtomicBool::new(false);
     let interrupted = std::sync::atomic::AtomicBool::new(false);
     let results: Mutex<Tally> = Mutex::new(Tally::default());
+    let feedback = Feedback::new(budget.strategy == Strategy::Coverage, total);
     std::thread::scope(|s| {
         for _ in 0..(budget.threads.max(1) as u64).min(total.max(1)) {
             s.spawn(|| {
@@ -334,14 +420,33 @@ pub fn explore_until<R: Recipe>(
                         return;
                     }
                     let seed = budget.seed(i);
-                    let run = match budget.strategy {
-                        Strategy::Uniform => check_seed(scenario, seed, recipe),
-                        s => check_seed(&s.scenario_for(scenario, seed), seed, recipe),
+                    // Under coverage, the corpus of the generations before `i`'s, once
+                    // they are all judged; a stop while waiting leaves `i` unrun.
+                    let near = match feedback.corpus_before(i, &|| {
+                        i > cutoff.load(Ordering::SeqCst)
+                            || deadline.is_some_and(|d| Instant::now() >= d)
+                            || budget.interrupt.is_set()
+                    }) {
+                        Ok(near) => near,
+                        Err(()) => {
+                            if deadline.is_some_and(|d| Instant::now() >= d) {
+                                stopped_by_time.store(true, Ordering::Relaxed);
+                            } else if budget.interrupt.is_set() {
+                                interrupted.store(true, Ordering::Relaxed);
+                            }
+                            return;
+                        }
                     };
+                    let seed_sc = match budget.strategy {
+                        Strategy::Uniform => None,
+                        s => Some(s.scenario_near(scenario, seed, &near)),
+                    };
+                    let run = check_seed(seed_sc.as_ref().unwrap_or(scenario), seed, recipe);
                     let failed = failing(&run);
                     if failed {
                         cutoff.fetch_min(i, Ordering::SeqCst);
                     }
+                    feedback.judged(i, seed_sc.as_ref(), &run);
                     {
                         let mut r = results.lock().expect("results lock");
                         // Read under the lock: a failure below `i` set it before its
@@ -349,7 +454,8 @@ pub fn explore_until<R: Recipe>(
                         let below = cutoff.load(Ordering::SeqCst);
                         r.finished(i, run.report.counters.clone(), below);
                         if failed {
-                            r.failures.push((seed, run));
+                            let sc = seed_sc.unwrap_or_else(|| scenario.clone());
+                            r.failures.push((seed, run, sc));
                         }
                     }
                     progress(done.fetch_add(1, Ordering::SeqCst) + 1, total);
@@ -363,11 +469,11 @@ pub fn explore_until<R: Recipe>(
         mut failures,
         ..
     } = results.into_inner().expect("results lock");
-    failures.sort_by_key(|(seed, _)| *seed);
-    let failure = failures.into_iter().next();
-    let failure_scenario = failure
-        .as_ref()
-        .map(|(seed, _)| budget.strategy.scenario_for(scenario, *seed));
+    failures.sort_by_key(|(seed, ..)| *seed);
+    let (failure, failure_scenario) = match failures.into_iter().next() {
+        Some((seed, run, sc)) => (Some((seed, run)), Some(sc)),
+        None => (None, None),
+    };
     Ok(Explored {
         summary: Summary {
             recipe: recipe.name(),
@@ -581,6 +687,76 @@ mod count_tests {
         t.finished(4, one.clone(), 4);
         t.finished(3, one.clone(), 4);
         assert_eq!((t.counted, t.counters.acquisitions), (5, 5));
+    }
+}
+
+#[cfg(test)]
+mod coverage_tests {
+    use super::*;
+    use zklock_sim::ShippedRecipe;
+
+    fn sweep(strategy: Strategy, threads: usize) -> Summary {
+        let budget = Budget {
+            seeds: 3 * GENERATION_SEEDS + 17,
+            threads,
+            strategy,
+            ..Budget::default()
+        };
+        let sc = Scenario::default();
+        explore(&sc, &ShippedRecipe::default(), &budget, &|_, _| {})
+            .unwrap()
+            .summary
+    }
+
+    /// A coverage seed's scenario depends on the generations before its own, which are
+    /// whole and merged in seed order before it starts: so a sweep's runs, and their
+    /// counts, are the same on any number of threads. From the second generation on its
+    /// seeds run near the corpus, so its counts are not aimed's.
+    #[test]
+    fn a_coverage_sweep_runs_the_same_seeds_on_any_number_of_threads_and_departs_from_aimed() {
+        let one = sweep(Strategy::Coverage, 1);
+        for threads in [2, 3] {
+            let many = sweep(Strategy::Coverage, threads);
+            assert_eq!(
+                (many.seeds_run, &many.counters),
+                (one.seeds_run, &one.counters),
+                "{threads} threads"
+            );
+        }
+        assert_eq!(one.seeds_run, 3 * GENERATION_SEEDS + 17);
+        assert_ne!(one.counters, sweep(Strategy::Aimed, 2).counters);
+    }
+
+    /// A stop while seeds wait for their generation's corpus leaves them unrun, and the
+    /// sweep says it was interrupted: no thread waits forever for a generation that will
+    /// never be whole.
+    #[test]
+    fn a_coverage_sweep_interrupted_at_a_generations_end_stops_and_says_so() {
+        let interrupt = Interrupt::new();
+        let budget = Budget {
+            seeds: 10 * GENERATION_SEEDS,
+            threads: 2,
+            interrupt: interrupt.clone(),
+            strategy: Strategy::Coverage,
+            ..Budget::default()
+        };
+        let e = explore(
+            &Scenario::default(),
+            &ShippedRecipe::default(),
+            &budget,
+            &|done, _| {
+                if done == GENERATION_SEEDS - 1 {
+                    interrupt.set();
+                }
+            },
+        )
+        .unwrap();
+        assert!(e.summary.interrupted);
+        assert!(
+            e.summary.seeds_run < 2 * GENERATION_SEEDS,
+            "{}",
+            e.summary.seeds_run
+        );
     }
 }
 

@@ -137,6 +137,7 @@ mod bounds;
 pub mod check_summary;
 pub mod checkpoint;
 pub mod concurrent;
+pub mod coverage;
 mod dfs;
 mod evidence;
 pub mod exhaustive;

@@ -12,10 +12,14 @@
 //!   flight on half the seeds.
 //! - [`Strategy::Pct`] is aimed, with requests applied in an order of client priorities
 //!   on half the seeds ([`Priorities`], after PCT: Burckhardt et al., ASPLOS 2010).
+//! - [`Strategy::Coverage`] is aimed, with feedback: after each generation of seeds, the
+//!   scenarios whose runs reached a new (recipe step, fault) pair join a corpus, and half
+//!   the next generation's seeds run near one of them ([`coverage`](crate::coverage)).
 //!
-//! A seed's scenario is a function of the seed alone (a ChaCha8 stream of its own, apart
-//! from the run's chooser), and it is the one the seed's trace records: a failing seed
-//! replays and shrinks as any other.
+//! Under every strategy but coverage, a seed's scenario is a function of the seed alone
+//! (a ChaCha8 stream of its own, apart from the run's chooser); under coverage, of the
+//! seed and the corpus the generations before its own built. Either way it is the one the
+//! seed's trace records: a failing seed replays and shrinks as any other.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -43,15 +47,20 @@ pub enum Strategy {
     /// with a few change points ([`Priorities`]), instead of drawn uniformly at each
     /// step.
     Pct,
+    /// Aimed, and on half the seeds of each generation after the first a scenario near
+    /// one whose run reached a (recipe step, fault) pair first
+    /// ([`coverage`](crate::coverage)).
+    Coverage,
 }
 
 impl Strategy {
     /// Every strategy, in the order reports list them.
-    pub const ALL: [Strategy; 4] = [
+    pub const ALL: [Strategy; 5] = [
         Strategy::Uniform,
         Strategy::Swarm,
         Strategy::Aimed,
         Strategy::Pct,
+        Strategy::Coverage,
     ];
 
     /// [`Strategy::Uniform`], as a function (for serde defaults: what a file written
@@ -67,6 +76,7 @@ impl Strategy {
             Strategy::Swarm => "swarm",
             Strategy::Aimed => "aimed",
             Strategy::Pct => "pct",
+            Strategy::Coverage => "coverage",
         }
     }
 
@@ -75,13 +85,24 @@ impl Strategy {
         Strategy::ALL.into_iter().find(|s| s.name() == name)
     }
 
-    /// The scenario seed `seed` runs in, within `base`.
+    /// The scenario seed `seed` runs in, within `base`. Under [`Strategy::Coverage`],
+    /// the one it runs in with an empty corpus (in the first generation); a sweep draws
+    /// the later generations' with [`Strategy::scenario_near`].
     pub fn scenario_for(self, base: &Scenario, seed: u64) -> Scenario {
+        self.scenario_near(base, seed, &[])
+    }
+
+    /// The scenario seed `seed` runs in, within `base`, given the corpus `near` of
+    /// scenarios that reached a new pair (only [`Strategy::Coverage`] uses it): on half
+    /// the seeds, one of them with one part (the faults, the aim, the clients, the hold or
+    /// the drops) drawn anew, or none; on the others, the seed's aimed scenario.
+    pub fn scenario_near(self, base: &Scenario, seed: u64, near: &[Scenario]) -> Scenario {
         match self {
             Strategy::Uniform => base.clone(),
             Strategy::Swarm => swarm(&mut swarm_rng(seed), base),
             Strategy::Aimed => aimed(&mut swarm_rng(seed), base),
             Strategy::Pct => pct(&mut swarm_rng(seed), base),
+            Strategy::Coverage => near_one(&mut swarm_rng(seed), base, near),
         }
     }
 }
@@ -208,6 +229,26 @@ fn pct(rng: &mut ChaCha8Rng, base: &Scenario) -> Scenario {
     sc
 }
 
+/// A coverage seed's scenario: its aimed draw, then (on half the seeds, when the corpus
+/// has any) a corpus scenario with one part taken from that draw, or none taken: another
+/// schedule of the same scenario.
+fn near_one(rng: &mut ChaCha8Rng, base: &Scenario, near: &[Scenario]) -> Scenario {
+    let fresh = aimed(rng, base);
+    if near.is_empty() || rng.random_bool(0.5) {
+        return fresh;
+    }
+    let mut sc = near[rng.random_range(0..near.len())].clone();
+    match rng.random_range(0..7) {
+        0 | 1 => {}
+        2 => sc.faults = fresh.faults,
+        3 => sc.faults.aim = fresh.faults.aim,
+        4 => sc.clients = fresh.clients,
+        5 => sc.hold_ms = fresh.hold_ms,
+        _ => sc.drop_every = fresh.drop_every,
+    }
+    sc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,7 +290,7 @@ mod tests {
         for s in Strategy::ALL {
             assert_eq!(Strategy::from_name(s.name()), Some(s));
         }
-        assert_eq!(Strategy::from_name("coverage"), None);
+        assert_eq!(Strategy::from_name("feedback"), None);
     }
 
     #[test]
@@ -306,6 +347,46 @@ mod tests {
         assert!(
             (120..=280).contains(&ordered),
             "{ordered} of 400 seeds ordered"
+        );
+    }
+
+    #[test]
+    fn coverage_is_aimed_without_a_corpus_and_near_a_corpus_scenario_on_about_half_the_seeds() {
+        let base = Scenario::default();
+        for seed in 0..50 {
+            assert_eq!(
+                Strategy::Coverage.scenario_for(&base, seed),
+                Strategy::Aimed.scenario_for(&base, seed)
+            );
+        }
+        // A corpus scenario no draw makes: one client fewer than any swarm keeps.
+        let marked = Scenario {
+            clients: 1,
+            ..Strategy::Aimed.scenario_for(&base, 1)
+        };
+        let mut near = 0;
+        for seed in 0..400 {
+            let sc = Strategy::Coverage.scenario_near(&base, seed, std::slice::from_ref(&marked));
+            assert!(sc.validate().is_ok(), "seed {seed}: {sc:?}");
+            assert_eq!(
+                sc,
+                Strategy::Coverage.scenario_near(&base, seed, std::slice::from_ref(&marked)),
+                "seed {seed}: not a function of the seed and the corpus"
+            );
+            // Near the marked scenario: it differs from it in one part at most.
+            let differs = [
+                sc.faults != marked.faults,
+                sc.clients != marked.clients,
+                sc.hold_ms != marked.hold_ms,
+                sc.drop_every != marked.drop_every,
+            ];
+            if differs.iter().filter(|&&d| d).count() <= 1 && sc.priorities == marked.priorities {
+                near += 1;
+            }
+        }
+        assert!(
+            (150..=300).contains(&near),
+            "{near} of 400 seeds near the corpus"
         );
     }
 }

@@ -162,7 +162,7 @@ const FAULT_KINDS: [FaultKind; 8] = [
 ];
 
 /// The position of a fault's kind in [`FAULT_KINDS`].
-fn fault_slot(fault: FaultKind) -> usize {
+pub(crate) fn fault_slot(fault: FaultKind) -> usize {
     match fault {
         FaultKind::ConnectionLoss => 0,
         FaultKind::LostCreateResponse => 1,

@@ -18,7 +18,7 @@
 
 mod beliefs;
 mod config;
-mod counters;
+pub(crate) mod counters;
 pub mod fenced_resource;
 pub mod fencing_token_order;
 pub mod fifo;

@@ -184,3 +184,37 @@ fn a_pct_seed_replays_from_its_file_and_shrinks_as_any_other() {
     let shrunk = replays_and_shrinks(&trace, &run, &canary);
     assert_eq!(shrunk.scenario.priorities, Some(order));
 }
+
+/// A seed the coverage strategy ran near a corpus scenario (one no draw from the seed
+/// alone gives): the sweep hands over that scenario, and its trace, written and read
+/// back, replays to the same history and violation and shrinks keeping both.
+#[test]
+fn a_coverage_seed_run_near_the_corpus_replays_from_its_file_and_shrinks_as_any_other() {
+    use zklock_checker::{Strategy, Trace, explore};
+    use zklock_sim::Recipe;
+    let canary = zklock_canaries::Canary(zklock_canaries::Bug::GuidOutlivesSession);
+    let base = canary.scenario();
+    // The first start whose first failure ran near the corpus (a later generation's).
+    let (seed, own, run) = starts()
+        .find_map(|start| {
+            let budget = Budget {
+                strategy: Strategy::Coverage,
+                seed_start: start,
+                seeds: zklock::SEEDS_DEFAULT,
+                threads: 2,
+                ..Budget::default()
+            };
+            let e = explore(&base, &canary, &budget, &|_, _| {}).unwrap();
+            let (seed, run) = e.failure?;
+            let own = e.failure_scenario?;
+            (own != Strategy::Coverage.scenario_for(&base, seed)).then_some((seed, own, run))
+        })
+        .expect("from some start, a seed near the corpus catches the guid canary");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seed.json");
+    run.trace(&own, seed, &canary.name()).write(&path).unwrap();
+    let trace = Trace::read(&path).unwrap();
+    assert_eq!(trace.scenario, own, "the file lost the seed's scenario");
+    let shrunk = replays_and_shrinks(&trace, &run, &canary);
+    assert_eq!(shrunk.scenario.clients, own.clients);
+}

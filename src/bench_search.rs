@@ -61,7 +61,10 @@ pub fn run(a: &BenchArgs, recipes: &Recipes) -> Result<Status> {
         bail!("no recipe named canary-* is registered: nothing to search for");
     }
     let own = a.search_in == "own";
-    let strategies = Strategy::ALL;
+    let strategies: Vec<Strategy> = match &a.search_strategies {
+        Some(names) => names.iter().map(|&s| s.into()).collect(),
+        None => Strategy::ALL.to_vec(),
+    };
     let total = (canaries.len() * strategies.len()) as u64 * a.search_starts;
     let bar = ProgressBar::new(total).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} searches  {elapsed} (eta {eta})")

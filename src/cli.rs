@@ -868,6 +868,10 @@ pub struct BenchArgs {
     /// With --search: only these canaries, comma-separated [default: every canary]
     #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
     pub search_recipes: Option<Vec<String>>,
+    /// With --search: only these strategies, comma-separated, in the order given
+    /// [default: every strategy]
+    #[arg(long, value_enum, value_name = "NAME,...", value_delimiter = ',')]
+    pub search_strategies: Option<Vec<StrategyArg>>,
     /// With --search: seeds of the shipped lock each strategy's per-core rate is measured on
     #[arg(
         long,

@@ -1,12 +1,15 @@
-//! `real` for a user's recipe: a binary of the user's own on `zklock::CommandLine`
-//! registers its recipe's real side (`CommandLine::real_recipe`) beside its simulation
-//! side, and `real --recipe NAME` runs it on a real server and judges it. Such a binary's
+//! `real` and `search` for a user's recipe: a binary of the user's own on
+//! `zklock::CommandLine` registers its recipe's real side (`CommandLine::real_recipe`)
+//! beside its simulation side, `real --recipe NAME` runs it on a real server and judges
+//! it, and `search --lock NAME` searches it, naming the binary in the lines it prints.
+//! Such a binary's
 //! output goes straight to stdout, so each test runs this test binary again as the user's
 //! binary, and reads that output.
 
 use std::path::Path;
 use std::process::Command;
 use zklock::{CommandLine, RealRecipe, Recipes, RecordingClient, RegistryError};
+use zklock_canaries::{Bug, Canary, CanaryLock};
 use zklock_recipe::history::LockRole;
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::ShippedLock;
@@ -30,6 +33,18 @@ impl RealRecipe for TeamLock {
     }
 }
 
+/// A user's recipe with a bug: zklock's canary that forgets a release's delete whatever
+/// came of it, on a real session (its simulation side is the canary itself).
+struct TeamForgetful;
+
+impl RealRecipe for TeamForgetful {
+    type Lock = CanaryLock<RecordingClient>;
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+        let index = client.index();
+        Canary(Bug::ForgetfulRelease).lock_on(client, index, role, path)
+    }
+}
+
 /// Set in the process that plays the user's binary: its arguments, one a line.
 const AS_USERS_BINARY: &str = "ZKLOCK_TEST_AS_USERS_REAL_BINARY";
 
@@ -39,8 +54,14 @@ fn users_command_line() -> CommandLine {
     recipes
         .register("team-lock", "our team's lock", TeamLock)
         .expect("a new, valid name");
+    let forgetful = Canary(Bug::ForgetfulRelease);
+    recipes
+        .register("team-forgetful", "our lock's first release", forgetful)
+        .expect("a new, valid name");
     let mut cli = CommandLine::new(recipes);
     cli.real_recipe("team-lock", TeamLock)
+        .expect("a new, valid name");
+    cli.real_recipe("team-forgetful", TeamForgetful)
         .expect("a new, valid name");
     cli
 }
@@ -131,6 +152,47 @@ fn a_users_recipe_runs_on_a_real_server_and_is_judged_by_the_checker() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("zklock real: team-lock 3 clients"), "{out}");
     assert!(out.contains("ok: every property held"), "{out}");
+}
+
+/// `search` prints the `real` line that reproduces a violation: a user's binary names
+/// itself there, and its recipe by the name it registered.
+#[test]
+fn a_users_binary_searches_its_recipe_and_names_itself_in_the_reproduction() {
+    as_users_binary();
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let test = "a_users_binary_searches_its_recipe_and_names_itself_in_the_reproduction";
+    // The smallest script, as tests/cli/search.rs searches zklock's canary.
+    let args = [
+        "search",
+        "--lock",
+        "team-forgetful",
+        "--out",
+        "failures",
+        "--clients",
+        "1",
+        "--attempts",
+        "1",
+        "--drop-every",
+        "0",
+        "--repeat-next",
+        "0",
+        "--repeat-window-ms",
+        "0",
+    ];
+    let (code, out, err) = users_binary(test, &args, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    let line = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.ends_with("--aim 0:drop-request:delete:/zklock/lock/"))
+        .unwrap_or_else(|| panic!("no reproduction line for the dropped delete:\n{out}"));
+    assert!(
+        line.starts_with("/opt/team/team-zklock real --recipe team-forgetful "),
+        "{line}"
+    );
 }
 
 /// docs/your-lock.md's snippet of what a user writes is `CommandLine::real_recipe`'s doc

@@ -23,8 +23,9 @@
 //! # Cargo features
 //!
 //! `real` (the `real` and `search` subcommands: runs on real ZooKeeper servers, through
-//! zklock-real, tokio and zookeeper-client) and `bench` (the `bench` subcommand), both
-//! default. A binary for your own lock in simulation needs neither: with
+//! zklock-real, tokio and zookeeper-client, of zklock's recipes and of yours given
+//! `CommandLine::real_recipe`) and `bench` (the `bench` subcommand), both default. A
+//! binary for your own lock in simulation needs neither: with
 //! `default-features = false` zklock builds the simulation's command line alone, and the
 //! subcommands left out exit 2 naming the feature they need.
 //!

@@ -595,10 +595,11 @@ pub struct RealArgs {
         default_value_t = 0
     )]
     pub attempts: u32,
-    /// zklock's recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
+    /// The recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
     /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases),
-    /// queue or queue-naive (the work queue, judged with the queue's properties), or a
-    /// canary (the run says which property it must violate)
+    /// queue or queue-naive (the work queue, judged with the queue's properties), a
+    /// canary (the run says which property it must violate), or one of this program's
+    /// own (an unknown name lists them all)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME, conflicts_with = "lock")]
     pub recipe: String,
     /// Lock directories, 1 to 64: each acquisition takes the one the run's seed picks, and
@@ -634,9 +635,10 @@ pub struct RealArgs {
 #[cfg(feature = "real")]
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// The lock under search: zklock (the shipped lock), or a released library's lock
-    /// through its driver: curator-mutex, curator-rw, curator-semaphore-mutex,
-    /// kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock
+    /// The lock under search: zklock (the shipped lock), another recipe `real --recipe`
+    /// runs (a work queue's aside), or a released library's lock through its driver:
+    /// curator-mutex, curator-rw, curator-semaphore-mutex, kazoo-lock, kazoo-rw,
+    /// kazoo-semaphore, zkclient-lock
     #[arg(long, value_name = "NAME", default_value = "zklock")]
     pub lock: String,
     /// Contending clients, 1 to 8

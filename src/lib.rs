@@ -23,8 +23,9 @@
 //! # Cargo features
 //!
 //! `real` (the `real` and `search` subcommands: runs on real ZooKeeper servers, through
-//! zklock-real, tokio and zookeeper-client) and `bench` (the `bench` subcommand), both
-//! default. A binary for your own lock in simulation needs neither: with
+//! zklock-real, tokio and zookeeper-client, of zklock's recipes and of yours given
+//! `CommandLine::real_recipe`) and `bench` (the `bench` subcommand), both default. A
+//! binary for your own lock in simulation needs neither: with
 //! `default-features = false` zklock builds the simulation's command line alone, and the
 //! subcommands left out exit 2 naming the feature they need.
 //!
@@ -61,7 +62,12 @@ mod shape_args;
 mod shrink_cmd;
 mod timeline_cmd;
 
-pub use zklock_checker::registry::{AnyRecipe, Recipes};
+pub use zklock_checker::registry::{AnyRecipe, Recipes, RegistryError};
+/// The real side of a recipe, for [`CommandLine::real_recipe`]: its lock on a real
+/// ZooKeeper session ([`RecordingClient`]), as [`zklock_sim::Recipe`] makes it on a
+/// simulated one.
+#[cfg(feature = "real")]
+pub use zklock_real::{recording::RecordingClient, workload::RealRecipe};
 
 use clap::FromArgMatches;
 use cli::{Cli, Command};
@@ -121,7 +127,16 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    run_as(args, recipes, None, None)
+    run_as(
+        args,
+        &Setting {
+            recipes,
+            command: None,
+            commit: None,
+            #[cfg(feature = "real")]
+            real: &real_recipes::RealRecipes::default(),
+        },
+    )
 }
 
 /// The command line on a set of recipes, and how it names itself in the commands it
@@ -140,6 +155,8 @@ pub struct CommandLine {
     recipes: Recipes,
     command: Option<String>,
     commit: Option<String>,
+    #[cfg(feature = "real")]
+    real: real_recipes::RealRecipes,
 }
 
 impl CommandLine {
@@ -151,7 +168,57 @@ impl CommandLine {
             recipes,
             command: None,
             commit: None,
+            #[cfg(feature = "real")]
+            real: real_recipes::RealRecipes::default(),
         }
+    }
+
+    /// Adds `recipe`, the real side of a recipe of yours, under `name`: `real --recipe
+    /// NAME` runs it on real ZooKeeper servers with the workload and faults of zklock's
+    /// lock, and judges it with the same checker; `search --lock NAME` searches it. Give it
+    /// the name its simulation side is registered under ([`Recipes::register`]); a name of
+    /// one of zklock's recipes (`zklock`, `semaphore`, ...) then runs yours. Needs the
+    /// cargo feature `real`.
+    ///
+    /// ```no_run
+    /// use zklock::{RealRecipe, RecordingClient};
+    /// use zklock_recipe::history::LockRole;
+    /// use zklock_recipe::lock::LockOptions;
+    /// use zklock_recipe::under_test::ShippedLock;
+    /// use zklock_sim::{Recipe, SimClient};
+    ///
+    /// /// Your recipe (here zklock's lock), one type for both sides.
+    /// struct MyRecipe;
+    ///
+    /// impl Recipe for MyRecipe {
+    ///     type Lock = ShippedLock<SimClient>;
+    ///     fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock {
+    ///         ShippedLock::new(client, role, path, LockOptions::default()).expect("a valid path")
+    ///     }
+    /// }
+    ///
+    /// impl RealRecipe for MyRecipe {
+    ///     type Lock = ShippedLock<RecordingClient>;
+    ///     fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+    ///         ShippedLock::new(client, role, path, LockOptions::default()).expect("a valid path")
+    ///     }
+    /// }
+    ///
+    /// let mut recipes = zklock::Recipes::new();
+    /// recipes.register("my-lock", "my team's lock", MyRecipe).expect("a new, valid name");
+    /// let mut cli = zklock::CommandLine::new(recipes);
+    /// cli.real_recipe("my-lock", MyRecipe).expect("a new, valid name");
+    /// // `my-cli real --recipe my-lock`, `my-cli search --lock my-lock`, ...
+    /// cli.main();
+    /// ```
+    #[cfg(feature = "real")]
+    pub fn real_recipe<R: RealRecipe>(
+        &mut self,
+        name: impl Into<String>,
+        recipe: R,
+    ) -> Result<&mut CommandLine, RegistryError> {
+        self.real.register(name.into(), recipe)?;
+        Ok(self)
     }
 
     /// The commit of your program's source, named beside each command that replays a
@@ -183,18 +250,32 @@ impl CommandLine {
     {
         run_as(
             args,
-            &self.recipes,
-            self.command.as_deref(),
-            self.commit.as_deref(),
+            &Setting {
+                recipes: &self.recipes,
+                command: self.command.as_deref(),
+                commit: self.commit.as_deref(),
+                #[cfg(feature = "real")]
+                real: &self.real,
+            },
         )
     }
 }
 
-fn run_as<I, T>(args: I, recipes: &Recipes, command: Option<&str>, commit: Option<&str>) -> Status
+/// What the command line runs on, and how it names itself: a [`CommandLine`]'s fields.
+struct Setting<'a> {
+    recipes: &'a Recipes,
+    command: Option<&'a str>,
+    commit: Option<&'a str>,
+    #[cfg(feature = "real")]
+    real: &'a real_recipes::RealRecipes,
+}
+
+fn run_as<I, T>(args: I, setting: &Setting<'_>) -> Status
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let (recipes, command, commit) = (setting.recipes, setting.command, setting.commit);
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     // Usage lines and completions name the binary as it was run: a user's own binary
     // built on this library is not called `zklock`.
@@ -235,11 +316,11 @@ where
         Some(Command::Timeline(a)) => timeline_cmd::run(a),
         Some(Command::Merge(a)) => explore::merge(a, &program),
         #[cfg(feature = "real")]
-        Some(Command::Real(a)) => real_cmd::run(a, &given),
+        Some(Command::Real(a)) => real_cmd::run(a, &given, &program, setting.real),
         #[cfg(feature = "bench")]
         Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
         #[cfg(feature = "real")]
-        Some(Command::Search(a)) => search_cmd::run(a),
+        Some(Command::Search(a)) => search_cmd::run(a, &program, setting.real),
         #[cfg(feature = "bench")]
         Some(Command::Bench(a)) => bench::run(a),
         #[cfg(not(feature = "real"))]

@@ -6,7 +6,8 @@ use crate::cli::RealArgs;
 use crate::explore::parse_duration_ms;
 use crate::files::create_private_dir;
 use crate::given::Given;
-use crate::real_recipes::{QueueShape, RealRecipeKind};
+use crate::program::Program;
+use crate::real_recipes::{QueueShape, RealPick, RealRecipes};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -48,8 +49,8 @@ struct RealOptions {
     out_dir: PathBuf,
     /// A released library's lock, through its driver; None: `recipe`.
     driver: Option<DriverKind>,
-    /// zklock's recipe to run (without a driver).
-    recipe: RealRecipeKind,
+    /// The recipe to run (without a driver): zklock's, or the program's own.
+    recipe: RealPick,
     /// A mix of locks on one directory, client i on the (i mod n)-th (`--lock A,B,...`).
     mix: Option<Vec<LockName>>,
     allow_foreign_naming: bool,
@@ -65,7 +66,7 @@ pub(crate) fn long_hold_ms(given_ms: u64, session_timeout_ms: u64) -> u64 {
     }
 }
 
-fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
+fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOptions> {
     let mut workload = WorkloadConfig {
         clients: a.clients,
         readers: a.readers,
@@ -105,7 +106,9 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
     let faults_given = a.faults != "all";
     // Each acquisition's lock comes from the run's seed, as its faults do.
     workload.lock_seed = faults.seed;
-    let recipe = RealRecipeKind::parse(&a.recipe).map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
+    let recipe = recipes
+        .parse(&a.recipe)
+        .map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
     let queue = QueueShape {
         producers: a.producers,
         items_per_producer: a.items,
@@ -126,7 +129,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
         bail!("--readers: the {recipe} recipe has no read side");
     }
     let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
-    refuse_inapplicable(&a, given, recipe, mix.is_some(), &faults.faults)?;
+    refuse_inapplicable(&a, given, &recipe, mix.is_some(), &faults.faults)?;
     if mix.is_some() && workload.readers > 0 {
         bail!("--readers: a mix of locks has no read side (its locks are exclusive)");
     }
@@ -227,7 +230,7 @@ fn parse(a: RealArgs, given: &Given) -> Result<RealOptions> {
 fn refuse_inapplicable(
     a: &RealArgs,
     given: &Given,
-    recipe: RealRecipeKind,
+    recipe: &RealPick,
     mixed: bool,
     faults: &FaultSet,
 ) -> Result<()> {
@@ -476,11 +479,11 @@ async fn remove_runs(
     Ok(done)
 }
 
-pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
+pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes) -> Result<Status> {
     if a.clean {
         return clean(a, given);
     }
-    let opts = parse(a, given)?;
+    let opts = parse(a, given, recipes)?;
     // Located (and built, the first time) before any server starts.
     let driver = match opts.driver {
         Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
@@ -620,7 +623,8 @@ pub fn run(a: RealArgs, given: &Given) -> Result<Status> {
             Ok(done) if done.is_empty() => {}
             Ok(done) => outln!("removed from {connect}: {}", done.join(", ")),
             Err(e) => eprintln!(
-                "warning: {e:#}; `zklock real --connect {connect} --clean` removes it later"
+                "warning: {e:#}; `{}` removes it later",
+                program.line(&format!("real --connect {connect} --clean"))
             ),
         }
     }
@@ -893,6 +897,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
 mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
+    use crate::real_recipes::RealRecipeKind;
     use clap::Parser;
 
     /// `zklock real LIST...`'s arguments, and the flags given.
@@ -908,11 +913,12 @@ mod tests {
     }
 
     fn parse((a, given): (RealArgs, Given)) -> Result<RealOptions> {
-        super::parse(a, &given)
+        super::parse(a, &given, &RealRecipes::default())
     }
 
     fn run((a, given): (RealArgs, Given)) -> Result<Status> {
-        super::run(a, &given)
+        let program = Program::new(None, None, None);
+        super::run(a, &given, &program, &RealRecipes::default())
     }
 
     /// `real --items 5` on a lock was taken and ignored: every flag that does not apply
@@ -1114,9 +1120,12 @@ mod tests {
             "9",
         ]))
         .unwrap();
-        assert_eq!(o.recipe, RealRecipeKind::Semaphore);
+        assert_eq!(o.recipe.kind(), Some(RealRecipeKind::Semaphore));
         assert_eq!((o.workload.locks, o.workload.lock_seed), (3, 9));
-        assert_eq!(parse(args(&[])).unwrap().recipe, RealRecipeKind::Shipped);
+        assert_eq!(
+            parse(args(&[])).unwrap().recipe.kind(),
+            Some(RealRecipeKind::Shipped)
+        );
         let o = parse(args(&["--recipe", "canary-lease-outside-lock"])).unwrap();
         assert_eq!(o.recipe.must_violate(), Some("semaphore_leases"));
         for (bad, says) in [
@@ -1143,7 +1152,7 @@ mod tests {
             "20000",
         ]))
         .unwrap();
-        assert_eq!(o.recipe, RealRecipeKind::Queue { naive: true });
+        assert_eq!(o.recipe.kind(), Some(RealRecipeKind::Queue { naive: true }));
         assert_eq!((o.queue.producers, o.queue.items_per_producer), (2, 5));
         assert_eq!(o.workload.drain_timeout_ms, 20_000);
         for (bad, says) in [

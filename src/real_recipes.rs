@@ -1,22 +1,26 @@
 //! The recipes `zklock real --recipe NAME` runs on real servers: zklock's lock (the
 //! default), its counting semaphore, and the canaries, each by the name `zklock recipes`
-//! lists for the simulation. A recipe plugs in here with a [`RealRecipeKind`] variant and
-//! its run (a [`RealRecipe`] for [`run_recipe`], or a workload of its own) and shape.
+//! lists for the simulation, and a user's own ([`RealRecipes`], registered with
+//! `CommandLine::real_recipe`). A shipped recipe plugs in here with a [`RealRecipeKind`]
+//! variant and its run (a [`RealRecipe`] for [`run_recipe`], or a workload of its own) and
+//! shape.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use zklock_canaries::{
     Bug, Canary, CanaryLock, LEASE_OUTSIDE_LOCK, LEASE_OUTSIDE_LOCK_CAUGHT_BY, LeaseCanaryLock,
     QueueBug,
 };
-use zklock_checker::registry::SHIPPED_NAME;
+use zklock_checker::registry::{RegistryError, SHIPPED_NAME, check_name};
 use zklock_real::RealError;
 use zklock_real::faults::FaultConfig;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
 use zklock_real::workload::{
-    QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig, run_queue, run_recipe,
-    run_workload,
+    QueueWorkload, RealRecipe, RealRun, RunStart, SemaphoreRealRecipe, WorkloadConfig, run_queue,
+    run_recipe, run_workload,
 };
 use zklock_recipe::history::LockRole;
 
@@ -160,6 +164,197 @@ impl fmt::Display for RealRecipeKind {
     }
 }
 
+/// A real run of a user's recipe, its type erased so that recipes of any type sit in one
+/// list.
+pub(crate) trait UserRun: Send + Sync {
+    fn run<'a>(
+        &'a self,
+        servers: Servers,
+        workload: &'a WorkloadConfig,
+        faults: &'a FaultConfig,
+    ) -> Pin<Box<dyn Future<Output = Result<RealRun, RealError>> + 'a>>;
+    fn leases(&self) -> Option<u32>;
+}
+
+/// A user's recipe, shared: [`run_recipe`] takes its recipe by value, and a registered one
+/// serves every run of a search.
+struct Shared<R>(Arc<R>);
+
+impl<R: RealRecipe> RealRecipe for Shared<R> {
+    type Lock = R::Lock;
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+        self.0.lock(client, role, path)
+    }
+    fn fresh_lock(
+        &self,
+        current: &Self::Lock,
+        client: RecordingClient,
+        role: LockRole,
+        path: &str,
+    ) -> Self::Lock {
+        self.0.fresh_lock(current, client, role, path)
+    }
+    fn nodes_dir(&self, lock_path: &str) -> String {
+        self.0.nodes_dir(lock_path)
+    }
+    fn leases(&self) -> Option<u32> {
+        self.0.leases()
+    }
+    fn start(&self, run: &RunStart) -> impl Future<Output = Result<(), RealError>> + Send {
+        self.0.start(run)
+    }
+}
+
+impl<R: RealRecipe> UserRun for Arc<R> {
+    fn run<'a>(
+        &'a self,
+        servers: Servers,
+        workload: &'a WorkloadConfig,
+        faults: &'a FaultConfig,
+    ) -> Pin<Box<dyn Future<Output = Result<RealRun, RealError>> + 'a>> {
+        Box::pin(run_recipe(
+            servers,
+            workload,
+            faults,
+            Shared(Arc::clone(self)),
+        ))
+    }
+    fn leases(&self) -> Option<u32> {
+        RealRecipe::leases(self.as_ref())
+    }
+}
+
+/// The real sides of a program's own recipes, by name, in registration order: with the
+/// shipped ones ([`RealRecipeKind`]), what `real --recipe` and `search --lock` take. A
+/// user's name comes first: one that is also a shipped recipe's runs the user's.
+#[derive(Clone, Default)]
+pub(crate) struct RealRecipes {
+    user: Vec<(String, Arc<dyn UserRun>)>,
+}
+
+impl fmt::Debug for RealRecipes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.user.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl RealRecipes {
+    /// Adds `recipe` under `name`: a new name, by the simulation's rule for names.
+    pub(crate) fn register<R: RealRecipe>(
+        &mut self,
+        name: String,
+        recipe: R,
+    ) -> Result<(), RegistryError> {
+        check_name(&name)?;
+        if self.user.iter().any(|(n, _)| *n == name) {
+            return Err(RegistryError::Duplicate { name });
+        }
+        self.user.push((name, Arc::new(Arc::new(recipe))));
+        Ok(())
+    }
+
+    /// Every name a real run takes: the shipped recipes' not taken by a user's, then the
+    /// user's.
+    pub(crate) fn names(&self) -> Vec<&str> {
+        let shipped = RealRecipeKind::all()
+            .into_iter()
+            .map(|k| -> &str { k.name() })
+            .filter(|n| !self.user.iter().any(|(u, _)| u == n));
+        shipped
+            .chain(self.user.iter().map(|(n, _)| n.as_str()))
+            .collect()
+    }
+
+    /// The recipe of `name`; the error lists the names.
+    pub(crate) fn parse(&self, name: &str) -> Result<RealPick, String> {
+        if let Some((n, run)) = self.user.iter().find(|(n, _)| n == name) {
+            return Ok(RealPick::User(n.clone(), Arc::clone(run)));
+        }
+        RealRecipeKind::parse(name)
+            .map(RealPick::Shipped)
+            .map_err(|_| {
+                format!(
+                    "unknown recipe {name:?} for a real run (one of: {})",
+                    self.names().join(", ")
+                )
+            })
+    }
+}
+
+/// The recipe of a real run: a shipped one, or a program's own.
+#[derive(Clone)]
+pub(crate) enum RealPick {
+    Shipped(RealRecipeKind),
+    User(String, Arc<dyn UserRun>),
+}
+
+impl fmt::Debug for RealPick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RealPick::Shipped(kind) => write!(f, "Shipped({kind:?})"),
+            RealPick::User(name, _) => write!(f, "User({name:?})"),
+        }
+    }
+}
+
+impl RealPick {
+    /// The shipped recipe, if it is one.
+    pub(crate) fn kind(&self) -> Option<RealRecipeKind> {
+        match self {
+            RealPick::Shipped(kind) => Some(*kind),
+            RealPick::User(..) => None,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            RealPick::Shipped(kind) => kind.name(),
+            RealPick::User(name, _) => name,
+        }
+    }
+
+    /// See [`RealRecipeKind::is_queue`]: a user's recipe is a lock or a semaphore.
+    pub(crate) fn is_queue(&self) -> bool {
+        self.kind().is_some_and(RealRecipeKind::is_queue)
+    }
+
+    /// See [`RealRecipeKind::must_violate`]: a user's recipe is no canary of zklock's.
+    pub(crate) fn must_violate(&self) -> Option<&'static str> {
+        self.kind().and_then(RealRecipeKind::must_violate)
+    }
+
+    /// See [`RealRecipeKind::has_readers`]: a user's lock is given each client's role,
+    /// and a semaphore's clients all hold leases as readers.
+    pub(crate) fn has_readers(&self) -> bool {
+        match self {
+            RealPick::Shipped(kind) => kind.has_readers(),
+            RealPick::User(_, run) => run.leases().is_none(),
+        }
+    }
+
+    /// Runs the workload with this recipe on `servers` (see [`RealRecipeKind::run`]).
+    pub(crate) async fn run(
+        &self,
+        servers: Servers,
+        workload: &WorkloadConfig,
+        faults: &FaultConfig,
+        queue: &QueueShape,
+    ) -> Result<RealRun, RealError> {
+        match self {
+            RealPick::Shipped(kind) => kind.run(servers, workload, faults, queue).await,
+            RealPick::User(_, run) => run.run(servers, workload, faults).await,
+        }
+    }
+}
+
+impl fmt::Display for RealPick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A lock canary on a real run: the simulation's canary lock on a recording client.
 #[derive(Clone, Copy, Debug)]
 struct RealCanary(Bug);
@@ -227,5 +422,41 @@ mod tests {
         );
         let e = RealRecipeKind::parse("queue-of-dreams").unwrap_err();
         assert!(e.contains("semaphore") && e.contains("zklock"), "{e}");
+    }
+
+    /// A program's own recipes join zklock's by name; one named as zklock's runs in its
+    /// place, and is listed once.
+    #[test]
+    fn a_programs_own_recipes_are_taken_and_listed_beside_zklocks() {
+        use zklock_real::workload::ShippedRealRecipe;
+        let mut recipes = RealRecipes::default();
+        recipes
+            .register("mine".into(), ShippedRealRecipe::default())
+            .unwrap();
+        recipes
+            .register(QUEUE_NAME.into(), SemaphoreRealRecipe::default())
+            .unwrap();
+        let again = recipes.register("mine".into(), ShippedRealRecipe::default());
+        assert_eq!(
+            again,
+            Err(RegistryError::Duplicate {
+                name: "mine".into()
+            })
+        );
+        let names = recipes.names();
+        assert_eq!(names.iter().filter(|&&n| n == QUEUE_NAME).count(), 1);
+        assert_eq!(names.last(), Some(&QUEUE_NAME));
+        assert!(names.contains(&SHIPPED_NAME) && names.contains(&"mine"));
+        let queue = recipes.parse(QUEUE_NAME).unwrap();
+        assert_eq!(queue.kind(), None);
+        assert!(!queue.is_queue() && !queue.has_readers());
+        let mine = recipes.parse("mine").unwrap();
+        assert!(mine.has_readers() && mine.must_violate().is_none());
+        assert_eq!(
+            recipes.parse(SEMAPHORE_NAME).unwrap().kind(),
+            Some(RealRecipeKind::Semaphore)
+        );
+        let e = recipes.parse("yours").unwrap_err();
+        assert!(e.contains("\"yours\"") && e.contains("mine"), "{e}");
     }
 }

@@ -2,12 +2,14 @@
 //! reference run of a fixed script records every request each client sends; then one run
 //! per point (each request × each action, and repetitions) and, at `--k 2`, per pair whose
 //! second request the first point's run reached. Each run is judged by the checker; each
-//! violation is printed with the `zklock real` line that reproduces it.
+//! violation is printed with the `real` line that reproduces it, naming the program as
+//! invoked (a user's binary on `zklock::CommandLine` is not `zklock`).
 
 use crate::Status;
 use crate::cli::SearchArgs;
 use crate::files::create_private_dir;
-use crate::real_recipes::{QueueShape, RealRecipeKind};
+use crate::program::Program;
+use crate::real_recipes::{QueueShape, RealPick, RealRecipeKind, RealRecipes};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::cell::{Cell, RefCell};
@@ -39,11 +41,11 @@ struct Outcome {
     timeline: Option<String>,
 }
 
-/// The lock under search: one of zklock's recipes (the lock, the semaphore, a canary),
-/// or a released library's through its driver.
-#[derive(Clone, Copy, Debug)]
+/// The lock under search: one of zklock's recipes (the lock, the semaphore, a canary) or
+/// the program's own, or a released library's through its driver.
+#[derive(Clone, Debug)]
 enum Lock {
-    Zklock(RealRecipeKind),
+    Recipe(RealPick),
     Driver(DriverKind),
 }
 
@@ -52,42 +54,51 @@ struct Setup {
     lock: Lock,
     workload: WorkloadConfig,
     actions: Actions,
+    /// The program, as its reproduction lines name it.
+    program: Program,
 }
 
 impl Setup {
-    fn lock_name(&self) -> &'static str {
-        match self.lock {
-            Lock::Zklock(kind) => kind.name(),
+    fn lock_name(&self) -> &str {
+        match &self.lock {
+            Lock::Recipe(pick) => pick.name(),
             Lock::Driver(kind) => kind.name(),
         }
     }
 
-    /// The flag that names the lock to `zklock real`.
+    /// The flag that names the lock to `real`.
     fn lock_flag(&self) -> String {
-        match self.lock {
-            Lock::Zklock(RealRecipeKind::Shipped) => "--lock zklock".into(),
-            Lock::Zklock(kind) => format!("--recipe {}", kind.name()),
+        match &self.lock {
+            Lock::Recipe(RealPick::Shipped(RealRecipeKind::Shipped)) => "--lock zklock".into(),
+            Lock::Recipe(pick) => format!("--recipe {}", pick.name()),
             Lock::Driver(kind) => format!("--lock {}", kind.name()),
         }
     }
 
     /// What a journal's search must share with this one: the script and the actions.
+    /// Written as `zklock real ...` whatever the program's name, so that a journal resumes
+    /// however the program is invoked.
     fn journal_line(&self) -> String {
         let a = &self.actions;
         format!(
-            "{} (pause {} ms, next {}, window {} ms)",
-            self.repro(&[]),
+            "zklock {} (pause {} ms, next {}, window {} ms)",
+            self.real_args(&[]),
             a.pause_ms,
             a.repeat_next,
             a.repeat_window_ms
         )
     }
 
-    /// The `zklock real` line that runs `points` on this script.
+    /// The command line that runs `points` on this script, with this program.
     fn repro(&self, points: &[Point]) -> String {
+        self.program.line(&self.real_args(points))
+    }
+
+    /// `real` and its flags that run `points` on this script.
+    fn real_args(&self, points: &[Point]) -> String {
         let w = &self.workload;
         let mut line = format!(
-            "zklock real {} --clients {} --attempts {} --session-timeout-ms {} \
+            "real {} --clients {} --attempts {} --session-timeout-ms {} \
              --hold-ms {} --drop-every {} --acquire-timeout-ms {} --duration {}ms --faults none",
             self.lock_flag(),
             w.clients,
@@ -140,17 +151,17 @@ impl Setup {
         };
         let mut workload = self.workload.clone();
         workload.interrupt = Some(Arc::clone(stop));
-        let (run, failed) = match self.lock {
-            Lock::Zklock(kind) => {
+        let (run, failed) = match &self.lock {
+            Lock::Recipe(pick) => {
                 let queue = QueueShape {
                     producers: 1,
                     items_per_producer: 1,
                 };
-                let run = kind.run(servers, &workload, &faults, &queue);
+                let run = pick.run(servers, &workload, &faults, &queue);
                 (runtime.block_on(run), None)
             }
             Lock::Driver(kind) => {
-                let recipe = DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?;
+                let recipe = DriverRecipe::prepare(*kind).map_err(anyhow::Error::new)?;
                 let status = recipe.status();
                 let run = runtime.block_on(run_recipe(servers, &workload, &faults, recipe));
                 (run, status.failure())
@@ -220,12 +231,12 @@ struct Tally {
     findings: Vec<Finding>,
 }
 
-pub fn run(a: SearchArgs) -> Result<Status> {
-    let setup = Arc::new(parse(&a)?);
+pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<Status> {
+    let setup = Arc::new(parse(&a, recipes, program)?);
     let mut journal = Journal::open(a.journal.as_deref(), a.resume, &setup.journal_line())?;
-    if let Lock::Driver(kind) = setup.lock {
+    if let Lock::Driver(kind) = &setup.lock {
         // Located (and built, the first time) before any server starts.
-        DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?;
+        DriverRecipe::prepare(*kind).map_err(anyhow::Error::new)?;
     }
     harness::availability().map_err(anyhow::Error::new)?;
     let jobs = match a.jobs {
@@ -835,12 +846,12 @@ fn print_table(
     );
 }
 
-fn parse(a: &SearchArgs) -> Result<Setup> {
-    let lock = match RealRecipeKind::parse(&a.lock) {
-        Ok(kind) if kind.is_queue() => bail!("--lock: a work queue is not a lock to search"),
-        Ok(kind) => Lock::Zklock(kind),
+fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Setup> {
+    let lock = match recipes.parse(&a.lock) {
+        Ok(pick) if pick.is_queue() => bail!("--lock: a work queue is not a lock to search"),
+        Ok(pick) => Lock::Recipe(pick),
         Err(_) => Lock::Driver(DriverKind::parse(&a.lock).map_err(|e| {
-            anyhow::anyhow!("--lock: {e}, or one of zklock's recipes (`zklock recipes`)")
+            anyhow::anyhow!("--lock: {e}, or a recipe ({})", recipes.names().join(", "))
         })?),
     };
     if !(1..=2).contains(&a.k) {
@@ -862,8 +873,8 @@ fn parse(a: &SearchArgs) -> Result<Setup> {
         bail!("--max-points must be positive");
     }
     if a.readers > 0 {
-        let has_readers = match lock {
-            Lock::Zklock(kind) => kind.has_readers(),
+        let has_readers = match &lock {
+            Lock::Recipe(pick) => pick.has_readers(),
             Lock::Driver(kind) => kind.has_readers(),
         };
         if !has_readers {
@@ -901,6 +912,7 @@ fn parse(a: &SearchArgs) -> Result<Setup> {
     workload.validate().map_err(anyhow::Error::new)?;
     Ok(Setup {
         lock,
+        program: program.clone(),
         actions: Actions {
             // Past the session timeout: the server expires the session in the pause.
             pause_ms: a.session_timeout_ms.saturating_mul(2),

@@ -33,6 +33,8 @@ mod shape;
 mod shard;
 #[path = "cli/threads.rs"]
 mod threads;
+#[path = "cli/user_real.rs"]
+mod user_real;
 
 /// Runs the binary in `dir`: (exit code, stdout, stderr).
 fn zklock<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> (i32, String, String) {

@@ -184,6 +184,24 @@ impl fmt::Display for RegistryError {
 
 impl std::error::Error for RegistryError {}
 
+/// Whether `name` may name a recipe: 1 to [`NAME_LEN_MAX`] ASCII letters, digits, `-`, `_`
+/// or `.` (it is typed on command lines). [`Recipes::register`] checks it; so does any
+/// other registry of recipes by name (`zklock::CommandLine::real_recipe`), by the same rule.
+pub fn check_name(name: &str) -> Result<(), RegistryError> {
+    let valid = !name.is_empty()
+        && name.len() <= NAME_LEN_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if valid {
+        Ok(())
+    } else {
+        Err(RegistryError::InvalidName {
+            name: name.to_owned(),
+        })
+    }
+}
+
 /// Recipes by name, in the order they were registered.
 #[derive(Debug, Default)]
 pub struct Recipes {
@@ -218,14 +236,7 @@ impl Recipes {
         recipe: impl AnyRecipe + 'static,
     ) -> Result<&mut Recipes, RegistryError> {
         let name = name.into();
-        let valid = !name.is_empty()
-            && name.len() <= NAME_LEN_MAX
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
-        if !valid {
-            return Err(RegistryError::InvalidName { name });
-        }
+        check_name(&name)?;
         if self.get(&name).is_some() {
             return Err(RegistryError::Duplicate { name });
         }

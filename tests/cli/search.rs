@@ -1,7 +1,8 @@
 //! `zklock search` on a real server: its points are scripted faults aimed at recorded
 //! requests, so what it finds does not hang on a lucky timing. A canary whose release
-//! forgets a dropped delete is found at that delete, and the `zklock real` line it prints
-//! reproduces the violation; the shipped lock passes the same search.
+//! forgets a dropped delete is found at that delete, and the `real` line it prints (naming
+//! the program as the binary names itself) reproduces the violation; the shipped lock
+//! passes the same search.
 
 use super::zklock;
 use std::path::Path;
@@ -41,17 +42,20 @@ fn the_search_finds_a_forgetful_release_at_its_dropped_delete_and_prints_its_rep
     let line = out
         .lines()
         .map(str::trim)
-        .find(|l| {
-            l.starts_with("zklock real ")
-                && l.ends_with("--aim 0:drop-request:delete:/zklock/lock/")
-        })
+        .find(|l| l.ends_with("--aim 0:drop-request:delete:/zklock/lock/"))
         .unwrap_or_else(|| panic!("no reproduction line for the dropped delete:\n{out}"));
+    // The zklock binary names itself `cargo run --release --`, as in every command it prints.
+    let line = line
+        .strip_prefix("cargo run --release -- real ")
+        .unwrap_or_else(|| panic!("names the program: {line}"));
     assert!(
         out.contains("timeline: failures/search-canary-forgetful-release-"),
         "{out}"
     );
     // The printed line, run as it is, violates the same property.
-    let mut args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let mut args: Vec<&str> = std::iter::once("real")
+        .chain(line.split_whitespace())
+        .collect();
     args.extend(["--out", "failures"]);
     let (code, again, err) = zklock(&args, dir.path());
     assert_eq!(code, 1, "{again}{err}");

@@ -199,12 +199,16 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
         }
     }
     let explored = match again {
-        Some((seed, x)) => {
+        Some((seed, mut x)) => {
             bar.finish_and_clear();
             outln!(
                 "recorded seed {seed} ({}) fails again: the sweep stops there",
                 regressions.as_deref().unwrap_or(Path::new("")).display()
             );
+            // The summary is the sweep's that was asked for, whatever scenario the
+            // recorded seed replayed in (its trace records that one).
+            x.summary.strategy = budget.strategy;
+            x.summary.scenario = sc.clone();
             x
         }
         None => {
@@ -374,7 +378,8 @@ fn recorded_seeds(path: &Path, key: &str) -> Result<Vec<(u64, Option<Scenario>)>
                 .and_then(|json| serde_json::from_str::<Scenario>(&json).ok())
                 .with_context(|| {
                     format!(
-                        "regressions file {}: seed {} of {key}: its scenario is not one                          this version reads; remove the line to go on",
+                        "regressions file {}: seed {} of {key}: its scenario is not one this version \
+                         reads; remove the line to go on",
                         path.display(),
                         e.seed
                     )
@@ -987,4 +992,50 @@ fn missing_seeds(r: &SweepRange, shards: &BTreeMap<u64, (PathBuf, u64)>) -> (u12
         lines.push(format!("and {} more shards", shards_short + absent - shown));
     }
     (n, lines)
+}
+
+#[cfg(test)]
+mod coverage_key_tests {
+    use super::*;
+
+    /// A scenario with a space, `#`, `%` and a non-ASCII letter in its lock path comes back
+    /// whole from its key, and the key is one word with no comment sign.
+    #[test]
+    fn a_coverage_key_is_one_word_and_gives_its_scenario_back() {
+        let sc = Scenario {
+            lock_path: "/a b/#1/100%/é".into(),
+            ..Scenario::default()
+        };
+        let key = coverage_key("explore/zklock/coverage", &sc);
+        assert!(
+            !key.contains(char::is_whitespace) && !key.contains('#'),
+            "{key}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("regressions.txt");
+        zklock_checker::regressions::record(&file, &key, 7, "mutual_exclusion").unwrap();
+        zklock_checker::regressions::record(&file, "explore/zklock/coverage", 3, "x").unwrap();
+        let got = recorded_seeds(&file, "explore/zklock/coverage").unwrap();
+        assert_eq!(got, [(7, Some(sc)), (3, None)]);
+    }
+
+    /// A recorded scenario this version cannot read (a bad escape, or JSON of another
+    /// shape) is an error naming the file and the seed, not a panic.
+    #[test]
+    fn a_corrupt_coverage_line_is_an_error_naming_the_file_and_the_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("regressions.txt");
+        for bad in [
+            "explore/q/coverage/%zz",
+            "explore/q/coverage/{\"clients\":\"many\"}",
+        ] {
+            std::fs::write(&file, format!("{bad} 42 # x\n")).unwrap();
+            let err = recorded_seeds(&file, "explore/q/coverage").unwrap_err();
+            let text = format!("{err:#}");
+            assert!(
+                text.contains("seed 42 of explore/q/coverage") && text.contains("regressions.txt"),
+                "{text}"
+            );
+        }
+    }
 }

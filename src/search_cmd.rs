@@ -851,7 +851,13 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
         Ok(pick) if pick.is_queue() => bail!("--lock: a work queue is not a lock to search"),
         Ok(pick) => Lock::Recipe(pick),
         Err(_) => Lock::Driver(DriverKind::parse(&a.lock).map_err(|e| {
-            anyhow::anyhow!("--lock: {e}, or a recipe ({})", recipes.names().join(", "))
+            // The work queues are no locks to search: not offered.
+            let locks: Vec<&str> = recipes
+                .names()
+                .into_iter()
+                .filter(|n| recipes.parse(n).is_ok_and(|p| !p.is_queue()))
+                .collect();
+            anyhow::anyhow!("--lock: {e}, or a recipe ({})", locks.join(", "))
         })?),
     };
     if !(1..=2).contains(&a.k) {

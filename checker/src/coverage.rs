@@ -11,8 +11,11 @@
 //! its runs are offered to the corpus in seed order; a run that reached a pair no earlier
 //! run had reached adds its scenario. The next generation draws half its seeds near a
 //! corpus scenario. So a seed's scenario depends on the runs of the generations before
-//! its own, and on nothing else: not on the thread count, not on timing. Its trace
-//! records it, and a regressions file keeps it with the seed.
+//! its own, and on nothing else: not on the thread count, not on timing. Generations
+//! count the sweep's own seeds from its first (`--seed-start`), within its shard, so a
+//! shard's seeds run near its own corpus, and the shards of a range do not run the seeds
+//! one sweep of it would. Its trace records a seed's scenario, and a regressions file
+//! keeps it with the seed.
 
 use crate::properties::counters::fault_slot;
 use std::collections::BTreeSet;
@@ -22,7 +25,8 @@ use zklock_sim::Scenario;
 /// Seeds in a generation: the corpus a seed's scenario is drawn from is the one the
 /// generations before its own built. Small enough that feedback comes soon (a canary of
 /// the default scenario needs some hundreds to thousands of seeds), large enough that the
-/// wait at each generation's end (a thread idles for at most one seed) costs little.
+/// wait at each generation's end (a thread idles until the slowest seed still running
+/// ends) costs little.
 pub const GENERATION_SEEDS: u64 = 128;
 
 /// The most scenarios the corpus keeps: past it, runs that reach new pairs add their pairs

@@ -284,6 +284,22 @@ struct Feedback {
     total: u64,
     state: Mutex<FeedbackState>,
     merged: std::sync::Condvar,
+    /// Set when a worker panicked (a recipe's bug, say): its seed's generation will never
+    /// be whole, so the seeds waiting for it stop, and the panic shows when the threads
+    /// are joined.
+    abandoned: std::sync::atomic::AtomicBool,
+}
+
+/// Held by each worker: on a panic, tells the seeds waiting for a generation to stop.
+struct AbandonOnPanic<'a>(&'a Feedback);
+
+impl Drop for AbandonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abandoned.store(true, Ordering::SeqCst);
+            self.0.merged.notify_all();
+        }
+    }
 }
 
 #[derive(Default)]
@@ -305,6 +321,7 @@ impl Feedback {
             total,
             state: Mutex::new(FeedbackState::default()),
             merged: std::sync::Condvar::new(),
+            abandoned: Default::default(),
         }
     }
 
@@ -321,10 +338,10 @@ impl Feedback {
         let generation = i / GENERATION_SEEDS;
         let mut st = self.state.lock().expect("feedback lock");
         while st.generations < generation {
-            if stop() {
+            if stop() || self.abandoned.load(Ordering::SeqCst) {
                 return Err(());
             }
-            // Woken by a merge; the timeout only rechecks `stop`.
+            // Woken by a merge or a panic; the timeout only rechecks `stop`.
             st = self
                 .merged
                 .wait_timeout(st, Duration::from_millis(20))
@@ -401,6 +418,7 @@ pub fn explore_until<R: Recipe>(
     std::thread::scope(|s| {
         for _ in 0..(budget.threads.max(1) as u64).min(total.max(1)) {
             s.spawn(|| {
+                let _abandon = AbandonOnPanic(&feedback);
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         // Only when seeds were left: a sweep that ran them all is complete.
@@ -725,6 +743,34 @@ mod coverage_tests {
         }
         assert_eq!(one.seeds_run, 3 * GENERATION_SEEDS + 17);
         assert_ne!(one.counters, sweep(Strategy::Aimed, 2).counters);
+    }
+
+    /// A seed of a later generation waits for the corpus of those before it: it stops
+    /// waiting when told to (Ctrl-C, the time limit, a failure below it), and when a
+    /// worker panicked, whose generation will never be whole; the first generation's
+    /// seeds never wait.
+    #[test]
+    fn a_seed_waiting_for_its_generation_stops_when_told_and_when_a_worker_panicked() {
+        use std::sync::atomic::AtomicBool;
+        let fb = Feedback::new(true, 4 * GENERATION_SEEDS);
+        assert!(fb.corpus_before(GENERATION_SEEDS - 1, &|| true).is_ok());
+        assert!(fb.corpus_before(GENERATION_SEEDS, &|| true).is_err());
+        let told = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter =
+                s.spawn(|| fb.corpus_before(GENERATION_SEEDS, &|| told.load(Ordering::SeqCst)));
+            told.store(true, Ordering::SeqCst);
+            assert!(waiter.join().unwrap().is_err());
+        });
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| fb.corpus_before(GENERATION_SEEDS, &|| false));
+            let worker = s.spawn(|| {
+                let _abandon = AbandonOnPanic(&fb);
+                panic!("a recipe's bug");
+            });
+            assert!(worker.join().is_err());
+            assert!(waiter.join().unwrap().is_err());
+        });
     }
 
     /// A stop while seeds wait for their generation's corpus leaves them unrun, and the

@@ -21,7 +21,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// The largest regressions file read, in bytes (1 MiB: some 20,000 seeds).
+/// The largest regressions file read, in bytes (1 MiB: some 20,000 seeds, or a thousand
+/// or so of `explore --strategy coverage`'s, whose lines carry their scenarios).
 pub const REGRESSIONS_BYTES_MAX: u64 = 1 << 20;
 
 /// The directory, beside a test's source file, that holds its regressions file.

@@ -8,7 +8,7 @@ use super::zklock;
 use std::path::Path;
 
 /// The smallest script: one client, one blocking attempt, single strikes only.
-const SMALL: [&str; 10] = [
+pub(super) const SMALL: [&str; 10] = [
     "--clients",
     "1",
     "--attempts",

@@ -165,23 +165,8 @@ fn a_users_binary_searches_its_recipe_and_names_itself_in_the_reproduction() {
     let dir = tempfile::tempdir().unwrap();
     let test = "a_users_binary_searches_its_recipe_and_names_itself_in_the_reproduction";
     // The smallest script, as tests/cli/search.rs searches zklock's canary.
-    let args = [
-        "search",
-        "--lock",
-        "team-forgetful",
-        "--out",
-        "failures",
-        "--clients",
-        "1",
-        "--attempts",
-        "1",
-        "--drop-every",
-        "0",
-        "--repeat-next",
-        "0",
-        "--repeat-window-ms",
-        "0",
-    ];
+    let mut args = vec!["search", "--lock", "team-forgetful", "--out", "failures"];
+    args.extend(super::search::SMALL);
     let (code, out, err) = users_binary(test, &args, dir.path());
     assert_eq!(code, 1, "{out}{err}");
     let line = out

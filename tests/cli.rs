@@ -21,6 +21,8 @@ mod keep_only;
 mod output;
 #[path = "cli/partial_order.rs"]
 mod partial_order;
+#[path = "cli/reach.rs"]
+mod reach;
 #[path = "cli/readme.rs"]
 mod readme;
 #[path = "cli/request_time.rs"]

@@ -273,6 +273,12 @@ pub fn run(a: SearchArgs) -> Result<Status> {
             // and nothing to save (--resume runs it again).
             if stop.load(Ordering::Acquire) {
                 outln!("interrupted in the reference run: no point was tried");
+                if let Some(path) = &a.journal {
+                    outln!(
+                        "go on with: the same command with --journal {} --resume",
+                        path.display()
+                    );
+                }
                 return Ok(Status::Inconclusive);
             }
             let (reference, back) = run?;

@@ -684,6 +684,16 @@ pub struct SearchArgs {
         default_value_t = 2_000
     )]
     pub max_points: usize,
+    /// The most new ordinals of one client's (operation, path class) a faulted run adds
+    /// to the frontier, each with its points; the rest count as seen and their points as
+    /// left out (a library stuck polling sends a new one at every turn)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = zklock_real::search::FOLLOW_ON_REPEATS_MAX_DEFAULT
+    )]
+    pub follow_on_repeats_max: u32,
     /// Session timeout, in ms; a pause lasts twice as long
     #[arg(
         long,

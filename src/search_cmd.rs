@@ -279,7 +279,20 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         }
         None => {
             let first = servers.pop().context("no server")?;
-            let (reference, back) = setup.run(&runtime, first, &[], &stop)?;
+            let run = setup.run(&runtime, first, &[], &stop);
+            // Cut short, the reference run is not the script's: nothing to search from,
+            // and nothing to save (--resume runs it again).
+            if stop.load(Ordering::Acquire) {
+                outln!("interrupted in the reference run: no point was tried");
+                if let Some(path) = &a.journal {
+                    outln!(
+                        "go on with: the same command with --journal {} --resume",
+                        path.display()
+                    );
+                }
+                return Ok(Status::Inconclusive);
+            }
+            let (reference, back) = run?;
             servers.push(back);
             journal.write_reference(&reference)?;
             reference
@@ -296,7 +309,9 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
             reference.timeline.clone(),
         )?;
     }
-    let frontier = RefCell::new(Frontier::default());
+    let frontier = RefCell::new(Frontier::with_follow_on_repeats_max(
+        a.follow_on_repeats_max,
+    ));
     frontier_add(
         &frontier,
         &[],
@@ -549,11 +564,13 @@ impl Pool {
             }
             let (plan, outcome) = self.done.recv().context("the search's workers ended")?;
             in_flight -= 1;
-            let outcome = outcome?;
-            // A run cut short by Ctrl-C healed early: its verdict says nothing of its point.
+            // A run cut short by Ctrl-C or SIGTERM healed early: its verdict says nothing
+            // of its point. Nor does its failure: the signal may have reached its server
+            // or driver too (a CI runner's cancel signals every process of the job).
             if limit.stop.load(Ordering::Acquire) {
                 continue;
             }
+            let outcome = outcome?;
             journal.write(&plan, &outcome)?;
             on_result(&plan, outcome)?;
         }
@@ -639,7 +656,7 @@ impl Journal {
                 return Err(bad(n, "neither setup, reference nor plan"));
             }
         }
-        if journal.reference.is_none() {
+        if journal.reference.is_none() && !journal.judged.is_empty() {
             bail!("--resume: {} has no reference run", path.display());
         }
         journal.resumed = journal.judged.len();
@@ -824,6 +841,15 @@ fn print_table(
             "{} points were left out: past --max-points, or a third point in a chain \
              (a request first seen after a fault first seen after a fault)",
             frontier.left_out
+        );
+    }
+    if frontier.left_out_by_repeats > 0 {
+        outln!(
+            "{} points were left out past --follow-on-repeats-max {n}: a faulted run's new \
+             requests of one client's operation and path class beyond its first {n} \
+             (a library polling while stuck sends one at every turn)",
+            frontier.left_out_by_repeats,
+            n = frontier.follow_on_repeats_max()
         );
     }
     for f in &tally.findings {

@@ -13,7 +13,7 @@
 //! [`FaultConfig::aimed`]: crate::faults::FaultConfig::aimed
 
 use crate::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op, path_class};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// One request, named so that the same request of another run has the same name.
@@ -151,25 +151,69 @@ pub fn request_keys(requests: &[Vec<SeenRequest>]) -> Vec<RequestKey> {
 /// plan is the points one run strikes: a point at a request of the reference run alone;
 /// a point at a request first seen in a faulted run after the plan of that run, since
 /// only that fault reaches it (a cleanup, a retry).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Frontier {
     seen_keys: BTreeSet<RequestKey>,
     queued: BTreeSet<Vec<Point>>,
     order: std::collections::VecDeque<Vec<Point>>,
+    follow_on_repeats_max: u32,
     /// Plans dropped because the frontier was full, or longer than the most points a
     /// run strikes.
     pub left_out: u64,
+    /// Plans dropped by the cap on follow-on repeats
+    /// ([`with_follow_on_repeats_max`](Frontier::with_follow_on_repeats_max)).
+    pub left_out_by_repeats: u64,
+}
+
+/// Uncapped: every new request of a faulted run joins, as before the cap existed.
+impl Default for Frontier {
+    fn default() -> Frontier {
+        Frontier {
+            seen_keys: BTreeSet::new(),
+            queued: BTreeSet::new(),
+            order: std::collections::VecDeque::new(),
+            follow_on_repeats_max: u32::MAX,
+            left_out: 0,
+            left_out_by_repeats: 0,
+        }
+    }
 }
 
 /// The most points one plan of the frontier strikes: a point at a request its run saw
 /// first, after at most one that led to it.
 pub const MAX_PLAN_POINTS: usize = 2;
 
+/// The default of [`Frontier::with_follow_on_repeats_max`] (`zklock search
+/// --follow-on-repeats-max`): a fault's retries and cleanups add a few requests of one
+/// kind, a library stuck polling adds thousands.
+pub const FOLLOW_ON_REPEATS_MAX_DEFAULT: u32 = 8;
+
 impl Frontier {
+    /// A frontier where one faulted run adds at most `n` new ordinals of each client's
+    /// (operation, path class); the requests past them count as seen and their plans
+    /// in [`left_out_by_repeats`](Frontier::left_out_by_repeats). A library stuck in a
+    /// loop (polling the lock's directory) sends a new ordinal at every turn, each of
+    /// which would otherwise be a request never seen, with its own points. The
+    /// reference run is not capped: its requests are the script.
+    pub fn with_follow_on_repeats_max(n: u32) -> Frontier {
+        Frontier {
+            follow_on_repeats_max: n,
+            ..Frontier::default()
+        }
+    }
+
+    /// The cap of [`with_follow_on_repeats_max`](Frontier::with_follow_on_repeats_max)
+    /// (`u32::MAX`: none).
+    pub fn follow_on_repeats_max(&self) -> u32 {
+        self.follow_on_repeats_max
+    }
+
     /// Adds the points of every request key of `requests` not seen before, each after
     /// `parent`, the plan of the run that saw them (empty for the reference run); at most
     /// `max_points` plans are ever queued (the rest are counted in
-    /// [`left_out`](Frontier::left_out)). Returns how many request keys were new.
+    /// [`left_out`](Frontier::left_out)), and at most the follow-on repeats' cap of new
+    /// ordinals of one client's (operation, path class) per faulted run. Returns how many
+    /// request keys were new.
     pub fn add_run(
         &mut self,
         parent: &[Point],
@@ -178,12 +222,25 @@ impl Frontier {
         max_points: usize,
     ) -> usize {
         let mut new = 0;
+        let mut follow_ons: BTreeMap<(u32, &'static str, String), u32> = BTreeMap::new();
         for key in request_keys(requests) {
             if !self.seen_keys.insert(key.clone()) {
                 continue;
             }
             new += 1;
-            for point in actions.points_at(&key) {
+            let points = actions.points_at(&key);
+            // A plan too long is left out whatever the cap says: count it there.
+            if !parent.is_empty() && parent.len() < MAX_PLAN_POINTS {
+                let n = follow_ons
+                    .entry((key.client, key.op, key.class.clone()))
+                    .or_default();
+                *n += 1;
+                if *n > self.follow_on_repeats_max {
+                    self.left_out_by_repeats += points.len() as u64;
+                    continue;
+                }
+            }
+            for point in points {
                 let mut plan = parent.to_vec();
                 plan.push(point);
                 if self.queued.len() >= max_points || plan.len() > MAX_PLAN_POINTS {
@@ -319,6 +376,55 @@ mod tests {
         let more = vec![vec![req(code::DELETE, "/l/n-0000000001")]];
         f.add_run(&last.clone(), &more, &actions, 1_000);
         assert_eq!((f.queued(), f.left_out), (14, 9));
+    }
+
+    /// A library stuck polling lists the directory at every turn, each listing a new
+    /// ordinal: a faulted run adds only the first few of each client's (operation,
+    /// class), and says how many plans the cap left out; the reference run (the
+    /// script) and the other kinds of request are not capped.
+    #[test]
+    fn a_faulted_run_adds_at_most_the_cap_of_new_ordinals_of_one_kind() {
+        let actions = Actions {
+            pause_ms: 5_000,
+            repeat_next: 0,
+            repeat_window_ms: 0,
+        };
+        let listings = |n: usize| vec![req(code::GET_CHILDREN2, "/l"); n];
+        let mut f = Frontier::with_follow_on_repeats_max(3);
+        // The script lists 5 times: all 5 join, past the cap, each with 5 single actions.
+        assert_eq!(f.add_run(&[], &[listings(5)], &actions, 100_000), 5);
+        assert_eq!((f.queued(), f.left_out_by_repeats), (25, 0));
+        let first = f.pop().unwrap();
+        // Stuck after the fault: 100 listings by client 0, 95 of them new; and 2 new
+        // creates, and 4 listings by client 1, each kind within the cap but client 1's.
+        let mut client0 = listings(100);
+        client0.push(req(code::CREATE2, "/l/n-0000000001"));
+        client0.push(req(code::CREATE2, "/l/n-0000000002"));
+        let stuck = vec![client0, listings(4)];
+        assert_eq!(f.add_run(&first, &stuck, &actions, 100_000), 95 + 2 + 4);
+        let joined = 3 + 2 + 3;
+        assert_eq!(f.queued(), 25 + joined * 5);
+        assert_eq!(f.left_out_by_repeats, (92 + 1) * 5);
+        assert_eq!(f.left_out, 0);
+        let chained: Vec<Vec<Point>> = std::iter::from_fn(|| f.pop())
+            .filter(|p| p.len() == 2)
+            .collect();
+        let listed: BTreeSet<(u32, u32)> = chained
+            .iter()
+            .filter(|p| p[1].at.op == "get-children")
+            .map(|p| (p[1].at.client, p[1].at.nth))
+            .collect();
+        let expected: BTreeSet<(u32, u32)> =
+            [(0, 6), (0, 7), (0, 8), (1, 1), (1, 2), (1, 3)].into();
+        assert_eq!(listed, expected);
+        // The listings past the cap count as seen: another stuck run adds none of them.
+        assert_eq!(f.add_run(&first, &stuck, &actions, 100_000), 0);
+        // Uncapped (the default), the same run adds every new listing.
+        let mut all = Frontier::default();
+        all.add_run(&[], &[listings(5)], &actions, 100_000);
+        all.add_run(&first, &stuck, &actions, 100_000);
+        assert_eq!(all.queued(), 25 + (95 + 2 + 4) * 5);
+        assert_eq!(all.left_out_by_repeats, 0);
     }
 
     #[test]

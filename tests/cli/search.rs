@@ -167,3 +167,163 @@ fn a_stopped_search_resumes_from_its_journal_and_judges_each_point_once() {
     assert_eq!(tried, judged.len(), "{row}");
     assert!(tried > 3, "{row}");
 }
+
+/// A CI runner's cancel sends SIGTERM to every process of the job. The search stops as
+/// at Ctrl-C: the runs under way are cut short, what ran is in its table and its journal
+/// (which `--resume` takes), exit status 3; its servers, in a process group of their own,
+/// are not killed by the signal under a run but stopped by the search, and none is left
+/// behind. The signal goes once the journal holds a judged point: an event, not a time.
+#[cfg(target_os = "linux")]
+#[test]
+fn sigterm_to_the_searchs_process_group_prints_what_ran_and_keeps_the_journal() {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let mut args = vec!["search", "--lock", "zklock", "--out", "failures"];
+    args.extend(SMALL);
+    args.extend(["--jobs", "1", "--journal", "journal.jsonl"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(&args)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group, as a CI job's: the signal below goes to the whole group.
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Whole lines only: the search may be writing the next one.
+    let judged = |text: &str| {
+        text.split_inclusive('\n')
+            .filter(|l| l.ends_with('\n'))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v.get("plan").is_some())
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while judged(&std::fs::read_to_string(&journal).unwrap_or_default()) == 0 {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the search ended before judging a point: {status}");
+        }
+        assert!(Instant::now() < deadline, "no point judged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = descendants(pid);
+    assert!(
+        started.iter().any(|(_, _, cmd)| cmd.contains("java")),
+        "the search's server is among its processes: {started:?}"
+    );
+    let sent = Command::new("kill")
+        .args(["-TERM", "--", &format!("-{pid}")])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("interrupted (what ran is above)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("--journal journal.jsonl --resume"),
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("| zklock |"))
+        .unwrap_or_else(|| panic!("no table row:\n{stdout}\n{stderr}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let tried: usize = cells[3].split(' ').next().unwrap().parse().unwrap();
+    // The journal: whole JSON lines, the setup, the reference run, then the points the
+    // table counts, no more (a run cut short is not judged).
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.ends_with('\n'), "{text}");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines[0].get("setup").is_some(), "{text}");
+    assert!(lines[1].get("reference").is_some(), "{text}");
+    assert!(tried >= 1, "{row}");
+    assert_eq!(judged(&text), tried, "{row}\n{text}");
+    assert_eq!(lines.len(), 2 + tried, "{text}");
+    // None of the processes the search started outlives it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for (p, start, cmd) in &started {
+        while is_running(*p, start) {
+            assert!(Instant::now() < deadline, "left behind: {p} {cmd}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let (code, out, err) = zklock(
+        &[args.as_slice(), &["--resume", "--max-runs", "1"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        out.contains(&format!("({tried} points judged)")),
+        "{out}{err}"
+    );
+}
+
+/// A process's state, parent and start time (fields 3, 4 and 22 of /proc/PID/stat).
+#[cfg(target_os = "linux")]
+fn stat_of(pid: u32) -> Option<(String, u32, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's name, in parentheses that it may itself contain.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((
+        fields.first()?.to_string(),
+        fields.get(1)?.parse().ok()?,
+        fields.get(19)?.to_string(),
+    ))
+}
+
+/// The processes under `pid` (children, theirs...), with their start times (a pid may
+/// be reused) and command lines, from /proc.
+#[cfg(target_os = "linux")]
+fn descendants(pid: u32) -> Vec<(u32, String, String)> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if let Some((_, ppid, start)) = stat_of(p) {
+            parent_of.push((p, ppid, start));
+        }
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(parent) = queue.pop() {
+        for (p, _, start) in parent_of.iter().filter(|(_, pp, _)| *pp == parent) {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            found.push((*p, start.clone(), cmd));
+            queue.push(*p);
+        }
+    }
+    found
+}
+
+/// Whether the process `pid` that started at `start` still runs: a zombie no longer does
+/// (its new parent may never reap it).
+#[cfg(target_os = "linux")]
+fn is_running(pid: u32, start: &str) -> bool {
+    stat_of(pid).is_some_and(|(state, _, s)| s == start && state != "Z" && state != "X")
+}

@@ -143,7 +143,7 @@ pub(crate) fn orphan_dir(dir: &tempfile::TempDir) -> Option<&std::path::Path> {
 /// A temporary directory for servers, private to the user (0700), kept if
 /// [`KEEP_DIRS_ENV`] is set. Its name carries this process's id
 /// (`<prefix><pid>-<random>`), so that a later start can tell a directory left by a
-/// process killed outright (SIGKILL to its whole group takes the watchdog too) and remove
+/// process killed outright with its watchdog (which is in a group of its own) and remove
 /// it ([`remove_stale_dirs`]).
 pub(crate) fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, RealError> {
     let keep = keep_dirs();

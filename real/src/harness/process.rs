@@ -274,6 +274,10 @@ impl Node {
             .stdin(Stdio::piped())
             .stdout(log)
             .stderr(log_err);
+        // A process group of its own: a signal to the caller's group (Ctrl-C at the
+        // terminal, a CI runner's SIGTERM) reaches the caller, which winds its run down on
+        // these servers and then stops them; the lifeline stops them if it dies instead.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut watchdog = command
             .spawn()
             .map_err(|e| RealError::io(format!("starting {} with sh", self.describe()), e))?;

@@ -21,9 +21,14 @@ pub(super) const SMALL: [&str; 10] = [
     "0",
 ];
 
+/// Runs at once: a run mostly waits (on a session's expiry, a pause), so four servers
+/// take about a quarter of one's time, on a loaded machine as on an idle one.
+pub(super) const JOBS: [&str; 2] = ["--jobs", "4"];
+
 fn search(lock: &str, dir: &Path) -> (i32, String, String) {
     let mut args = vec!["search", "--lock", lock, "--out", "failures"];
     args.extend(SMALL);
+    args.extend(JOBS);
     zklock(&args, dir)
 }
 
@@ -109,7 +114,7 @@ fn bad_search_arguments_are_refused_with_a_reason() {
 
 /// A search stopped after 3 runs (`--max-runs`, as Ctrl-C stops it) keeps what ran in its
 /// journal; `--resume` takes the reference run and those 3 points from it, runs the rest
-/// (here 2 at once, each on a server of its own) and ends where a whole search ends:
+/// (here 4 at once, each on a server of its own) and ends where a whole search ends:
 /// every point judged once, the first 3 not run again.
 #[test]
 fn a_stopped_search_resumes_from_its_journal_and_judges_each_point_once() {
@@ -143,7 +148,7 @@ fn a_stopped_search_resumes_from_its_journal_and_judges_each_point_once() {
     let (code, _, err) = with(&[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--resume"), "{err}");
-    let (code, out, err) = with(&["--jobs", "2", "--resume"]);
+    let (code, out, err) = with(&[JOBS[0], JOBS[1], "--resume"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("(3 points judged)"), "{out}");
     let all = std::fs::read_to_string(&journal).unwrap();

@@ -167,6 +167,7 @@ fn a_users_binary_searches_its_recipe_and_names_itself_in_the_reproduction() {
     // The smallest script, as tests/cli/search.rs searches zklock's canary.
     let mut args = vec!["search", "--lock", "team-forgetful", "--out", "failures"];
     args.extend(super::search::SMALL);
+    args.extend(super::search::JOBS);
     let (code, out, err) = users_binary(test, &args, dir.path());
     assert_eq!(code, 1, "{out}{err}");
     let line = out

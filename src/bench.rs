@@ -3,6 +3,8 @@
 //! timed test.
 
 // The real part (real ZooKeeper's figures) lives in src/bench_real.rs, a child of this module.
+#[path = "bench_instructions.rs"]
+mod bench_instructions;
 #[path = "bench_real.rs"]
 mod bench_real;
 
@@ -123,6 +125,9 @@ pub struct Figures {
     pub exhaustive: Vec<ExhaustiveFigures>,
     /// Real ZooKeeper's figures; `None` with `--sim-only`.
     pub real: Option<RealFigures>,
+    /// Instructions per state of the check (`--instructions-clients`); `None` with
+    /// `--real-only` or `--instructions-clients 0`.
+    pub instructions: Option<bench_instructions::InstructionFigures>,
 }
 
 fn machine() -> String {
@@ -397,6 +402,12 @@ pub fn run(a: BenchArgs) -> Result<Status> {
     if !(1..=100).contains(&sim_rounds) {
         bail!("--sim-rounds: {sim_rounds} is not 1 to 100");
     }
+    if a.instructions_clients > INSTRUCTIONS_CLIENTS_MAX {
+        bail!(
+            "--instructions-clients: {} is not 0 to {INSTRUCTIONS_CLIENTS_MAX}",
+            a.instructions_clients
+        );
+    }
     let mut real_opts = RealOptions::default();
     let s = a.real_cell_s;
     if !(s.is_finite() && s > 0.0 && s <= 3600.0) {
@@ -488,6 +499,9 @@ pub fn run(a: BenchArgs) -> Result<Status> {
         }
         eprintln!("exhaustive: the first search (3 clients, 1 fault, requests of 100 us)...");
         f.exhaustive.push(first_search_figures(exhaustive_limit_s));
+        if a.instructions_clients > 0 {
+            f.instructions = Some(instruction_figures(a.instructions_clients)?);
+        }
     }
     if real {
         f.real = Some(bench_real::run(&real_opts)?);
@@ -504,11 +518,51 @@ pub fn run(a: BenchArgs) -> Result<Status> {
     Ok(Status::Held)
 }
 
+/// The most clients `--instructions-clients` takes: 4 clients with a fault run about
+/// half an hour under cachegrind.
+const INSTRUCTIONS_CLIENTS_MAX: u32 = 4;
+
+/// Instructions per state of the check at `clients` clients with a fault, counted by
+/// cachegrind on this binary; without valgrind, the reason in place of the figure.
+fn instruction_figures(clients: u32) -> Result<bench_instructions::InstructionFigures> {
+    let exe = std::env::current_exe().context("locating this binary for cachegrind")?;
+    let Some(valgrind) = bench_instructions::find_valgrind() else {
+        return Ok(bench_instructions::InstructionFigures {
+            config: format!("{clients} clients, 1 fault, 1 thread"),
+            instructions: None,
+            distinct_states: None,
+            per_state: None,
+            not_measured: Some(
+                "valgrind is not on PATH (apt-get install valgrind); this machine's \
+                 hardware counters are not used"
+                    .into(),
+            ),
+        });
+    };
+    eprintln!(
+        "exhaustive: instructions per state ({clients} clients, 1 fault) under cachegrind..."
+    );
+    Ok(bench_instructions::measure(&valgrind, &exe, clients))
+}
+
 fn print_table(f: &Figures) {
     outln!("machine: {}", f.machine);
     outln!("build: {}", f.build);
     if let Some(s) = &f.simulation {
         print_sim_table(s, &f.exhaustive);
+    }
+    if let Some(i) = &f.instructions {
+        match (i.per_state, i.instructions, i.distinct_states) {
+            (Some(per), Some(n), Some(states)) => outln!(
+                "  instructions per state ({}, cachegrind): {per:.0} ({n} instructions, {states} states)",
+                i.config
+            ),
+            _ => outln!(
+                "  instructions per state ({}): not measured: {}",
+                i.config,
+                i.not_measured.as_deref().unwrap_or("no reason recorded")
+            ),
+        }
     }
     if let Some(real) = &f.real {
         bench_real::print_table(real);

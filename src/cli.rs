@@ -853,6 +853,16 @@ pub struct BenchArgs {
         default_value_t = 60
     )]
     pub exhaustive_limit_s: u64,
+    /// Count the instructions per state of `check --clients N --faults-max 1 --threads
+    /// 1` under valgrind's cachegrind (no hardware counters needed), 0 to 4 (0: not
+    /// counted; 3 takes about a minute, 4 about half an hour)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 3
+    )]
+    pub instructions_clients: u32,
     /// Only the search figures: for every canary, the seeds and seconds each strategy
     /// (uniform, swarm) takes to its first failure, side by side (docs/figures.md)
     #[arg(long, conflicts_with_all = ["sim_only", "real_only"])]

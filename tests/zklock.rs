@@ -237,7 +237,7 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_zklock"))
         .args(["bench", "--sim-only", "--seeds", "4", "--sim-rounds", "2"])
-        .args(["--exhaustive-limit-s", "1"])
+        .args(["--exhaustive-limit-s", "1", "--instructions-clients", "2"])
         .env("CARGO_TARGET_DIR", dir.path())
         .output()
         .expect("run zklock bench");
@@ -290,6 +290,36 @@ fn bench_sim_rounds_are_pooled_into_the_json_and_bad_rounds_fail_clearly() {
     );
     assert!(first["schedules"].as_u64().unwrap() <= 2_000_000, "{json}");
 
+    // Instructions per state, counted by cachegrind where valgrind is installed: the
+    // check of 2 clients with a fault has 7,265 states (pinned in checker/tests), and
+    // costs thousands of instructions each; without valgrind, the reason.
+    let i = &figures["instructions"];
+    assert_eq!(i["config"], "2 clients, 1 fault, 1 thread", "{json}");
+    let valgrind = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .any(|d| d.join("valgrind").is_file());
+    if valgrind {
+        assert_eq!(i["distinct_states"], 7_265, "{json}");
+        let per = i["per_state"].as_f64().unwrap();
+        let total = i["instructions"].as_u64().unwrap() as f64;
+        assert!(
+            per > 1_000.0 && (per * 7_265.0 - total).abs() < 1.0,
+            "{json}"
+        );
+        assert!(text.contains("instructions per state (2 clients"), "{text}");
+    } else {
+        assert!(i["per_state"].is_null(), "{json}");
+        assert!(
+            i["not_measured"].as_str().unwrap().contains("valgrind"),
+            "{json}"
+        );
+    }
+
+    let (ok, out) = zklock(&["bench", "--instructions-clients", "5"], dir.path());
+    assert!(!ok);
+    assert!(
+        out.contains("--instructions-clients: 5 is not 0 to 4"),
+        "{out}"
+    );
     let (ok, out) = zklock(&["bench", "--sim-only", "--sim-rounds", "0"], dir.path());
     assert!(!ok);
     assert!(out.contains("--sim-rounds: 0 is not 1 to 100"), "{out}");

@@ -19,8 +19,8 @@ use zklock_real::faults::FaultConfig;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
 use zklock_real::workload::{
-    QueueWorkload, RealRecipe, RealRun, RunStart, SemaphoreRealRecipe, WorkloadConfig, run_queue,
-    run_recipe, run_workload,
+    QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig, run_queue, run_recipe,
+    run_workload,
 };
 use zklock_recipe::history::LockRole;
 
@@ -176,35 +176,6 @@ pub(crate) trait UserRun: Send + Sync {
     fn leases(&self) -> Option<u32>;
 }
 
-/// A user's recipe, shared: [`run_recipe`] takes its recipe by value, and a registered one
-/// serves every run of a search.
-struct Shared<R>(Arc<R>);
-
-impl<R: RealRecipe> RealRecipe for Shared<R> {
-    type Lock = R::Lock;
-    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
-        self.0.lock(client, role, path)
-    }
-    fn fresh_lock(
-        &self,
-        current: &Self::Lock,
-        client: RecordingClient,
-        role: LockRole,
-        path: &str,
-    ) -> Self::Lock {
-        self.0.fresh_lock(current, client, role, path)
-    }
-    fn nodes_dir(&self, lock_path: &str) -> String {
-        self.0.nodes_dir(lock_path)
-    }
-    fn leases(&self) -> Option<u32> {
-        self.0.leases()
-    }
-    fn start(&self, run: &RunStart) -> impl Future<Output = Result<(), RealError>> + Send {
-        self.0.start(run)
-    }
-}
-
 impl<R: RealRecipe> UserRun for Arc<R> {
     fn run<'a>(
         &'a self,
@@ -212,12 +183,8 @@ impl<R: RealRecipe> UserRun for Arc<R> {
         workload: &'a WorkloadConfig,
         faults: &'a FaultConfig,
     ) -> Pin<Box<dyn Future<Output = Result<RealRun, RealError>> + 'a>> {
-        Box::pin(run_recipe(
-            servers,
-            workload,
-            faults,
-            Shared(Arc::clone(self)),
-        ))
+        // `run_recipe` takes its recipe by value: the registered one, shared.
+        Box::pin(run_recipe(servers, workload, faults, Arc::clone(self)))
     }
     fn leases(&self) -> Option<u32> {
         RealRecipe::leases(self.as_ref())

@@ -413,6 +413,37 @@ pub trait RealRecipe: Send + Sync + 'static {
     }
 }
 
+/// A recipe behind an [`Arc`] runs as the recipe itself does: one registered recipe serves
+/// every run of a search. Every method is forwarded; a method the trait gains is forwarded
+/// here too, next to its definition, or the shared recipe would take its default.
+impl<R: RealRecipe> RealRecipe for Arc<R> {
+    type Lock = R::Lock;
+    fn lock(&self, client: RecordingClient, role: LockRole, path: &str) -> Self::Lock {
+        R::lock(self, client, role, path)
+    }
+    fn fresh_lock(
+        &self,
+        current: &Self::Lock,
+        client: RecordingClient,
+        role: LockRole,
+        path: &str,
+    ) -> Self::Lock {
+        R::fresh_lock(self, current, client, role, path)
+    }
+    fn nodes_dir(&self, lock_path: &str) -> String {
+        R::nodes_dir(self, lock_path)
+    }
+    fn leases(&self) -> Option<u32> {
+        R::leases(self)
+    }
+    fn start(
+        &self,
+        run: &RunStart,
+    ) -> impl std::future::Future<Output = Result<(), RealError>> + Send {
+        R::start(self, run)
+    }
+}
+
 /// What [`RealRecipe::start`] is given, per client (by index).
 #[derive(Debug)]
 pub struct RunStart {

@@ -75,11 +75,21 @@ pub(crate) fn start_retrying_taken_ports<P: AsRef<[u16]>, T>(
         let ports = next_ports()?;
         match start(&ports) {
             Ok(started) => return Ok(started),
-            // The failed start's servers are down: their ports are free unless taken.
-            Err(_) if tries < PORT_TRIES && !ports.as_ref().iter().all(|&p| port_is_free(p)) => {}
+            // The failed start's servers are down: their ports are free unless taken. A
+            // port taken only for a moment (a proxy's or a client's, on a busy machine) is
+            // free again by now, but the server said so in its log.
+            Err(e)
+                if tries < PORT_TRIES
+                    && (bind_refused(&e) || !ports.as_ref().iter().all(|&p| port_is_free(p))) => {}
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether a server's start failed because a port it was given was in use when it bound.
+fn bind_refused(e: &RealError) -> bool {
+    matches!(e, RealError::ServerStart { log_tail, .. }
+        if log_tail.contains("java.net.BindException") || log_tail.contains("Address already in use"))
 }
 
 /// Whether nothing listens on loopback `port` (a listener of ours binds it, and goes).
@@ -401,5 +411,44 @@ mod tests {
         .unwrap_err();
         assert_eq!(tries, 1);
         assert!(matches!(err, RealError::Io { .. }), "{err:?}");
+    }
+
+    /// A server that found a port taken when it bound, though the port is free again when
+    /// its start is judged (taken for a moment by another process), starts on other ports.
+    #[test]
+    fn a_start_whose_server_found_its_port_in_use_is_tried_on_other_ports() {
+        let mut tries = 0;
+        let started = start_retrying_taken_ports(
+            || free_ports(1),
+            |_| -> Result<u32, RealError> {
+                tries += 1;
+                if tries == 1 {
+                    return Err(RealError::ServerStart {
+                        server: "server at 127.0.0.1:1".into(),
+                        reason: "its process exited".into(),
+                        log_tail: "java.net.BindException: Address already in use".into(),
+                    });
+                }
+                Ok(tries)
+            },
+        )
+        .unwrap();
+        assert_eq!(started, 2);
+        // Every try fails so: the last failure is returned, after PORT_TRIES starts.
+        let mut tries = 0;
+        let err = start_retrying_taken_ports(
+            || free_ports(1),
+            |_| -> Result<(), RealError> {
+                tries += 1;
+                Err(RealError::ServerStart {
+                    server: "server at 127.0.0.1:1".into(),
+                    reason: "its process exited".into(),
+                    log_tail: "Address already in use".into(),
+                })
+            },
+        )
+        .unwrap_err();
+        assert_eq!(tries, PORT_TRIES);
+        assert!(matches!(err, RealError::ServerStart { .. }), "{err:?}");
     }
 }

@@ -9,6 +9,10 @@
 //! `ZKLOCK_DIFF_SEED=S` starts from seed S. A difference fails the test with the seed and
 //! the sequence shrunk (steps, then requests, removed while the difference stays).
 //!
+//! The sequences run in `LANES` lanes at once on the one server, seed by seed in turn:
+//! a sequence mostly waits on the server's answers, and each lane's sequences keep to
+//! directories of their own, so no lane sees another's nodes.
+//!
 //! `in_flight` adds what the comparison cannot: a request in flight at a connection loss
 //! is applied once or not at all, never twice, on both sides.
 //!
@@ -41,6 +45,8 @@ const SESSION_TIMEOUT_MS: u64 = 30_000;
 const CONNECT_TIMEOUT_MS: u64 = 60_000;
 /// Re-runs a shrink may take.
 const SHRINK_RUNS_MAX: usize = 300;
+/// Sequences run at once, each lane with a session and directories of its own.
+const LANES: u64 = 4;
 
 fn env_u64(name: &str, default: u64, max: u64) -> u64 {
     match std::env::var(name) {
@@ -52,18 +58,41 @@ fn env_u64(name: &str, default: u64, max: u64) -> u64 {
     }
 }
 
-/// A real server and a long-lived session that makes each sequence's directory.
-struct Real {
-    server: TestServer,
+/// A lane on the real server: a long-lived session that makes each of its sequences'
+/// directories, named after the lane so that lanes never share one.
+struct Real<'a> {
+    server: &'a TestServer,
     setup: ZkClient,
+    lane: u64,
     dirs: u64,
 }
 
-impl Real {
+impl<'a> Real<'a> {
+    async fn new(server: &'a TestServer, lane: u64) -> Self {
+        let setup = ZkClient::connect(
+            &server.connect_string(),
+            SESSION_TIMEOUT_MS,
+            CONNECT_TIMEOUT_MS,
+        )
+        .await
+        .expect("client connects");
+        Real {
+            server,
+            setup,
+            lane,
+            dirs: 0,
+        }
+    }
+
+    /// The directory of this lane's next sequence.
+    fn next_dir(&self) -> String {
+        format!("/l{}d{}", self.lane, self.dirs + 1)
+    }
+
     /// A fresh directory for one run.
     async fn fresh_dir(&mut self) -> String {
+        let dir = self.next_dir();
         self.dirs += 1;
-        let dir = format!("/d{}", self.dirs);
         self.setup
             .create(&dir, b"", CreateMode::Persistent)
             .await
@@ -109,10 +138,13 @@ impl Real {
 }
 
 /// The simulation's side: a world of its own, with the same directory made first.
-fn sim_run(seed: u64, steps: &[Step], dir: &str) -> Outcome {
+/// It runs on a thread of its own (a madsim world cannot start inside tokio's runtime),
+/// awaited without blocking the other lanes.
+async fn sim_run(seed: u64, steps: &[Step], dir: &str) -> Outcome {
     let (steps, dir) = (steps.to_vec(), dir.to_owned());
+    let (done, outcome) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
-        zklock_sim::run(SimConfig::with_seed(seed), move |sim| async move {
+        let outcome = zklock_sim::run(SimConfig::with_seed(seed), move |sim| async move {
             let setup = sim.client();
             if !dir.is_empty() {
                 setup
@@ -129,10 +161,12 @@ fn sim_run(seed: u64, steps: &[Step], dir: &str) -> Outcome {
             let sessions = clients.iter().map(|c| c.session_id().0).collect();
             Outcome { entries, sessions }
         })
-        .expect("simulation runs")
-    })
-    .join()
-    .expect("simulation thread")
+        .expect("simulation runs");
+        let _ = done.send(outcome);
+    });
+    outcome
+        .await
+        .expect("the simulation thread ends with an outcome")
 }
 
 /// Faults on the real server: expiry by a second connection on the session (as
@@ -320,15 +354,20 @@ fn difference(sim: &[Entry], real: &[Entry]) -> Option<String> {
     None
 }
 
-async fn compare(real: &mut Real, seed: u64, steps: &[Step], dir: Option<&str>) -> Option<String> {
+async fn compare(
+    real: &mut Real<'_>,
+    seed: u64,
+    steps: &[Step],
+    dir: Option<&str>,
+) -> Option<String> {
+    let real_dir = dir.map_or_else(|| real.next_dir(), str::to_owned);
     let got = real.run(steps, dir).await;
-    let real_dir = dir.map_or_else(|| format!("/d{}", real.dirs), str::to_owned);
-    let sim = sim_run(seed, steps, &real_dir);
+    let sim = sim_run(seed, steps, &real_dir).await;
     difference(&canonical(&sim, steps), &canonical(&got, steps))
 }
 
 /// Removes steps, then requests, while the sequence still shows a difference.
-async fn shrink(real: &mut Real, seed: u64, mut steps: Vec<Step>) -> (Vec<Step>, String) {
+async fn shrink(real: &mut Real<'_>, seed: u64, mut steps: Vec<Step>) -> (Vec<Step>, String) {
     let mut why = compare(real, seed, &steps, None)
         .await
         .unwrap_or_else(|| "(the difference did not show again)".to_owned());
@@ -461,22 +500,12 @@ async fn simulation_answers_as_a_real_zookeeper_does() {
     let sequences = env_u64("ZKLOCK_DIFF_SEQUENCES", SEQUENCES_DEFAULT, SEQUENCES_MAX);
     let first_seed = env_u64("ZKLOCK_DIFF_SEED", 0, u64::MAX - SEQUENCES_MAX);
     let server = tokio::task::block_in_place(TestServer::start).expect("ZooKeeper starts");
-    let setup = ZkClient::connect(
-        &server.connect_string(),
-        SESSION_TIMEOUT_MS,
-        CONNECT_TIMEOUT_MS,
-    )
-    .await
-    .expect("client connects");
-    let mut real = Real {
-        server,
-        setup,
-        dirs: 0,
-    };
+    let mut first = Real::new(&server, 0).await;
 
-    // "~/" is the root here: "~" stands for "".
+    // "~/" is the root here: "~" stands for "". This runs alone, before any lane has
+    // made a directory.
     let fresh = fresh_server_steps();
-    if let Some(why) = compare(&mut real, 0, &fresh, Some("")).await {
+    if let Some(why) = compare(&mut first, 0, &fresh, Some("")).await {
         panic!(
             "on a fresh server the simulation answered otherwise:\n{why}\nsteps:\n{}",
             show(&fresh)
@@ -484,24 +513,48 @@ async fn simulation_answers_as_a_real_zookeeper_does() {
     }
 
     let started = std::time::Instant::now();
-    let mut requests = 0;
-    for seed in first_seed..first_seed + sequences {
-        let dir_len = format!("/d{}", real.dirs + 1).len();
-        let steps = ops::sequence(seed, dir_len);
-        requests += steps
-            .iter()
-            .flat_map(|s| &s.batches)
-            .map(|(_, r)| r.len())
-            .sum::<usize>();
-        if compare(&mut real, seed, &steps, None).await.is_some() {
-            let (shrunk, why) = shrink(&mut real, seed, steps).await;
-            panic!(
-                "seed {seed} (ZKLOCK_DIFF_SEED={seed} ZKLOCK_DIFF_SEQUENCES=1 reruns it): the \
-                 simulation and ZooKeeper differ\n{why}\nshrunk sequence (\"~\" is the \
-                 sequence's directory):\n{}",
-                show(&shrunk)
-            );
+    let seeds = first_seed..first_seed + sequences;
+    let mut lanes = vec![first];
+    for lane in 1..LANES {
+        lanes.push(Real::new(&server, lane).await);
+    }
+    // Lane L runs the seeds S with S % LANES == L; each stops at its first difference.
+    let runs = lanes.into_iter().map(|mut real| {
+        let lane = real.lane;
+        let seeds = seeds.clone().filter(move |s| s % LANES == lane);
+        async move {
+            let mut requests = 0;
+            for seed in seeds {
+                let steps = ops::sequence(seed, real.next_dir().len());
+                requests += steps
+                    .iter()
+                    .flat_map(|s| &s.batches)
+                    .map(|(_, r)| r.len())
+                    .sum::<usize>();
+                if compare(&mut real, seed, &steps, None).await.is_some() {
+                    let (shrunk, why) = shrink(&mut real, seed, steps).await;
+                    return Err((seed, shrunk, why));
+                }
+            }
+            Ok(requests)
         }
+    });
+    let mut requests = 0;
+    let mut differences = Vec::new();
+    for lane in futures_util::future::join_all(runs).await {
+        match lane {
+            Ok(n) => requests += n,
+            Err(found) => differences.push(found),
+        }
+    }
+    // The lowest seed that differed, whichever lane found it first.
+    if let Some((seed, shrunk, why)) = differences.into_iter().min_by_key(|d| d.0) {
+        panic!(
+            "seed {seed} (ZKLOCK_DIFF_SEED={seed} ZKLOCK_DIFF_SEQUENCES=1 reruns it): the \
+             simulation and ZooKeeper differ\n{why}\nshrunk sequence (\"~\" is the \
+             sequence's directory):\n{}",
+            show(&shrunk)
+        );
     }
     eprintln!(
         "{sequences} sequences from seed {first_seed}, {requests} requests, no difference, in {:.1} s",

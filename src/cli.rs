@@ -579,7 +579,8 @@ pub struct RealArgs {
     /// withholds the reply to client 0's first delete under that path and cuts its
     /// connection; ACTION withhold-reply, drop-request (never reaches the server), expire
     /// (dropped, and the session that sent it expired at the server), crash (dropped, the
-    /// process crashed there), pause or pause-DURATION (held, the process paused for twice
+    /// process crashed there), give-up (held a second while the client's caller gives up
+    /// its acquire, then sent), pause or pause-DURATION (held, the process paused for twice
     /// the session timeout or DURATION); OP create, delete, exists, get-data, set-data or
     /// get-children; NTH strikes the client's NTH matching request (default 1); REPEAT the
     /// next N matching requests, or every one for a window such as 3000ms
@@ -788,6 +789,11 @@ pub struct SearchArgs {
         default_value_t = 3_000
     )]
     pub repeat_window_ms: u64,
+    /// The actions tried at each request, comma-separated (default: every one):
+    /// drop-request, withhold-reply, expire, pause, crash, give-up; the repeated points
+    /// come with drop-request and withhold-reply
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub actions: Vec<String>,
     /// The longest a run may take, in ms (a run ends once its script is done; a
     /// blocking acquire still waiting three session timeouts past this is cancelled)
     #[arg(

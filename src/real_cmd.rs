@@ -337,6 +337,7 @@ pub(crate) fn parse_aim(
         "drop-request" => AimedAction::DropRequest,
         "expire" => AimedAction::Expire,
         "crash" => AimedAction::Crash,
+        "give-up" => AimedAction::GiveUp,
         "pause" => AimedAction::Pause {
             pause_ms: default_pause_ms,
         },
@@ -349,7 +350,7 @@ pub(crate) fn parse_aim(
             }
             _ => bail!(
                 "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire, \
-                 crash, pause, or pause-DURATION such as pause-9000ms, at most an hour)"
+                 crash, give-up, pause, or pause-DURATION such as pause-9000ms, at most an hour)"
             ),
         },
     };
@@ -1080,6 +1081,7 @@ mod tests {
             "1:withhold-reply:create:/zklock/lock/:3:4",
             "0:pause-9000ms:get-children:/zklock/lock:2",
             "0:crash:get-data:/zklock/lock-__lock__/",
+            "1:give-up:delete:/zklock/lock/locks/:2",
         ] {
             let o = parse(args(&["--aim", spec])).unwrap();
             let (client, fault) = &o.faults.aimed[0];

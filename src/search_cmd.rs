@@ -80,13 +80,18 @@ impl Setup {
     /// however the program is invoked.
     fn journal_line(&self) -> String {
         let a = &self.actions;
-        format!(
+        let mut line = format!(
             "zklock {} (pause {} ms, next {}, window {} ms)",
             self.real_args(&[]),
             a.pause_ms,
             a.repeat_next,
             a.repeat_window_ms
-        )
+        );
+        // Said only when narrowed, so that a journal of every action reads as before.
+        if !a.only.is_empty() {
+            line.push_str(&format!(" (actions {})", a.only.join(",")));
+        }
+        line
     }
 
     /// The command line that runs `points` on this script, with this program.
@@ -261,16 +266,21 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     let stop = crate::interrupt::for_real_run();
     let started = Instant::now();
     let w = &setup.workload;
+    let only = &setup.actions.only;
     outln!(
         "zklock search: {} with {} clients ({} readers), {} attempts each (drop every {}, \
-         session {} ms), k = {}, {jobs} at once",
+         session {} ms), k = {}, {jobs} at once, actions: {}",
         setup.lock_name(),
         w.clients,
         w.readers,
         w.attempts_per_client,
         w.drop_every,
         w.session_timeout_ms,
-        a.k
+        a.k,
+        match only.is_empty() {
+            true => "all".to_owned(),
+            false => only.join(","),
+        }
     );
     let reference = match journal.reference.take() {
         Some(saved) => {
@@ -942,6 +952,18 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
         ..WorkloadConfig::default()
     };
     workload.validate().map_err(anyhow::Error::new)?;
+    let mut only = Vec::new();
+    for name in &a.actions {
+        let Some(&known) = Actions::NAMES.iter().find(|&&n| n == name) else {
+            bail!(
+                "--actions: unknown action {name:?} (drop-request, withhold-reply, expire, \
+                 pause, crash, give-up)"
+            );
+        };
+        if !only.contains(&known) {
+            only.push(known);
+        }
+    }
     Ok(Setup {
         lock,
         program: program.clone(),
@@ -950,6 +972,7 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
             pause_ms: a.session_timeout_ms.saturating_mul(2),
             repeat_next: a.repeat_next,
             repeat_window_ms: a.repeat_window_ms,
+            only,
         },
         workload,
     })

@@ -79,7 +79,18 @@ pub enum AimedAction {
     /// The request is dropped, the connection cut, and the process crashed there: its
     /// session is kept from the server, which expires it, and a new process starts later.
     Crash,
+    /// The request is held for [`GIVE_UP_HOLD_MS`] while the client's caller gives up the
+    /// acquire under way (drops it: a driver's library is told to cancel, as a caller's
+    /// own timeout or interrupt does); then the request goes on, so that the server
+    /// applies what a caller already gave up. A request sent outside an acquire (a
+    /// release's) is only held.
+    GiveUp,
 }
+
+/// How long an [`AimedAction::GiveUp`] holds the request it caught: time for the give-up
+/// to reach the library (a message to a driver, a thread's interrupt) while the request
+/// is still in flight, on a loaded machine too.
+pub const GIVE_UP_HOLD_MS: u64 = 1_000;
 
 impl AimedAction {
     /// The action's name in `--aim` (a pause's duration apart).
@@ -90,6 +101,7 @@ impl AimedAction {
             AimedAction::Expire => "expire",
             AimedAction::Pause { .. } => "pause",
             AimedAction::Crash => "crash",
+            AimedAction::GiveUp => "give-up",
         }
     }
 }

@@ -1,4 +1,5 @@
-//! A client process's own faults on a real run: a pause, as a GC pause, and a crash.
+//! A client process's own faults on a real run: a pause, as a GC pause, a crash, and a
+//! caller that gives up its acquire.
 //!
 //! **Pause.** The client's task is not polled and its proxies hold its traffic both ways,
 //! so the server hears nothing from it; past its session timeout the server expires the
@@ -24,6 +25,12 @@
 //! locking"): the holder's session runs out, another takes the lock, and the first writes
 //! on waking; only the fencing token stops that write. A crash there leaves the holder's
 //! node to the server's expiry while every waiter waits.
+//!
+//! **Give-up.** The caller drops the acquire under way, as its own timeout or interrupt
+//! would ([`ProcessControl::give_up`]): the workload's worker, waiting in
+//! [`ProcessControl::given_up`] beside the acquire, ends the attempt there. An aimed
+//! [`crate::plan::AimedAction::GiveUp`] does it while the proxy holds one of the
+//! acquire's requests.
 //!
 //! What is not frozen by a pause: the client library's own tasks (zookeeper-client's
 //! session task, the watch forwarder) and the lock's background tasks. A JVM's pause would
@@ -94,6 +101,7 @@ pub struct ProcessControl {
     recorder: Arc<Recorder>,
     state: Mutex<State>,
     crashed: Notify,
+    given_up: Notify,
     /// Pauses of the lock's OS process so far (see [`OsProcess`]).
     os_pauses: Arc<AtomicU64>,
 }
@@ -106,6 +114,7 @@ impl ProcessControl {
             recorder,
             state: Mutex::new(State::default()),
             crashed: Notify::new(),
+            given_up: Notify::new(),
             os_pauses: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -191,6 +200,17 @@ impl ProcessControl {
     /// Resolves at the process's next crash.
     pub async fn crashed(&self) {
         self.crashed.notified().await;
+    }
+
+    /// Gives up the acquire the process is waiting in, if any: no permit is kept, so a
+    /// give-up outside an acquire (at a release's request) does nothing.
+    pub fn give_up(&self) {
+        self.given_up.notify_waiters();
+    }
+
+    /// Resolves at the next [`give_up`](ProcessControl::give_up) after its first poll.
+    pub async fn given_up(&self) {
+        self.given_up.notified().await;
     }
 
     /// How long after its latest crash the new process starts.

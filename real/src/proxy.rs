@@ -103,7 +103,7 @@ pub struct LostReply {
     pub err: i32,
 }
 
-pub use crate::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op};
+pub use crate::plan::{AimedAction, AimedFault, GIVE_UP_HOLD_MS, Repeat, SeenRequest, op};
 
 /// A request an aimed fault caught.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,6 +201,8 @@ struct Pending {
     /// The delete's path (a create's comes with its reply).
     path: String,
     session: i64,
+    /// Whether it was sent on to the server.
+    sent: bool,
 }
 
 /// A node the server created or deleted at a client's request, as its reply said: what a
@@ -536,6 +538,50 @@ impl Drop for ConnectionGuard {
         // An aimed request whose reply never came: it was caught (and recorded without an
         // error code); the connection's end is what its client sees either way.
         state.withholding.retain(|&(conn, _)| conn != self.id);
+        // A delete sent on whose reply never came (its client closed the connection
+        // first, as a client does after a held request times it out) may well have been
+        // applied: counted as a deletion now, so that its node is never called leaked on
+        // the proxy's word alone. A create's node is not known without its reply.
+        let now = crate::client::monotonic_now();
+        let mut unanswered = Vec::new();
+        state.pending.retain(|&((conn, _), ref p)| {
+            let ours = conn == self.id;
+            if ours && p.delete && p.sent {
+                unanswered.push((p.path.clone(), p.session));
+            }
+            !ours
+        });
+        for (path, session) in unanswered {
+            push_change(
+                &mut state,
+                NodeChange {
+                    at: now,
+                    path,
+                    session,
+                    deleted: true,
+                },
+            );
+        }
+    }
+}
+
+fn push_change(state: &mut State, change: NodeChange) {
+    if state.changes.len() < MAX_NODE_CHANGES {
+        state.changes.push(change);
+    } else {
+        state.changes_beyond += 1;
+    }
+}
+
+/// Marks a followed request ([`note_change_request`]) as sent on to the server.
+fn note_sent(shared: &Shared, id: u64, body: &[u8]) {
+    if body.len() < REQUEST_HEADER_BYTES {
+        return;
+    }
+    let xid = be_i32(&body[0..4]);
+    let mut state = shared.state();
+    if let Some((_, p)) = state.pending.iter_mut().find(|(key, _)| *key == (id, xid)) {
+        p.sent = true;
     }
 }
 
@@ -648,6 +694,15 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                                 return;
                             }
                         }
+                        Some(AimedAction::GiveUp) => {
+                            // Held while the workload gives up the acquire that sent it,
+                            // then sent: the server applies what its caller gave up.
+                            black_hole_for(shared, Duration::from_millis(GIVE_UP_HOLD_MS));
+                            wait_open(&mut black_hole).await;
+                            if *shared.cut_epoch.borrow() != epoch {
+                                return;
+                            }
+                        }
                         Some(AimedAction::WithholdReply) | None => {}
                     }
                 }
@@ -663,6 +718,9 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
         first = false;
         if to.write_all(&frame).await.is_err() {
             return;
+        }
+        if way == Way::ToServer {
+            note_sent(shared, id, body);
         }
     }
 }
@@ -742,6 +800,7 @@ fn note_change_request(shared: &Shared, id: u64, body: &[u8], session: i64) {
             delete,
             path,
             session,
+            sent: false,
         },
     ));
 }
@@ -811,16 +870,15 @@ fn note_reply(shared: &Shared, id: u64, body: &[u8], session: i64) {
             None => return,
         }
     };
-    if state.changes.len() < MAX_NODE_CHANGES {
-        state.changes.push(NodeChange {
+    push_change(
+        &mut state,
+        NodeChange {
             at: now,
             path,
             session: pending.session,
             deleted: pending.delete,
-        });
-    } else {
-        state.changes_beyond += 1;
-    }
+        },
+    );
 }
 
 /// Notes the request among those seen, and catches it if an aimed fault is due; what
@@ -1305,10 +1363,21 @@ mod tests {
     /// A server of session 9 that answers a create with the path asked plus a sequence,
     /// and anything else with an empty reply.
     async fn naming_server() -> SocketAddr {
+        naming_server_answering_deletes(true).await.0
+    }
+
+    /// [`naming_server`], silent on deletes unless `deletes`; with the count of deletes
+    /// it received.
+    async fn naming_server_answering_deletes(
+        deletes: bool,
+    ) -> (SocketAddr, Arc<std::sync::atomic::AtomicU32>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        let received = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let count = Arc::clone(&received);
         tokio::spawn(async move {
             while let Ok((mut s, _)) = listener.accept().await {
+                let count = Arc::clone(&count);
                 tokio::spawn(async move {
                     if read_one(&mut s).await.is_err() {
                         return;
@@ -1319,6 +1388,12 @@ mod tests {
                     s.write_all(&frame(&body)).await.unwrap();
                     while let Ok(req) = read_one(&mut s).await {
                         let xid = be_i32(&req[4..8]);
+                        if be_i32(&req[8..12]) == op::DELETE {
+                            count.fetch_add(1, Ordering::AcqRel);
+                            if !deletes {
+                                continue;
+                            }
+                        }
                         let mut body = reply(xid, 1, 0)[LENGTH_BYTES..].to_vec();
                         if be_i32(&req[8..12]) == op::CREATE2 {
                             let path = format!("{}0000000001", created_path(&req[4..]).unwrap());
@@ -1332,7 +1407,7 @@ mod tests {
                 });
             }
         });
-        addr
+        (addr, received)
     }
 
     /// The proxy reads the node a create made from its reply, only for an ephemeral
@@ -1369,6 +1444,65 @@ mod tests {
         assert_eq!(answered.len(), 1);
         assert_eq!(answered[0].0, 9);
         assert!(answered[0].1 >= changes[1].at);
+    }
+
+    /// A delete sent on whose reply never came (its client hung up first, as one does
+    /// after a held request timed it out) counts as a deletion when the connection ends:
+    /// the server may well have applied it, and a node is never called leaked on the
+    /// proxy's word alone. A delete dropped before the server saw it does not count.
+    #[tokio::test]
+    async fn a_delete_sent_whose_reply_never_came_counts_as_a_deletion_a_dropped_one_not() {
+        for dropped in [false, true] {
+            let (server, received) = naming_server_answering_deletes(false).await;
+            let proxy = Proxy::start(server).await.unwrap();
+            if dropped {
+                proxy.aim(AimedFault::new(
+                    &[op::DELETE],
+                    "/l/",
+                    AimedAction::DropRequest,
+                ));
+            }
+            let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+            c.write_all(&connect_request(0)).await.unwrap();
+            read_one(&mut c).await.unwrap();
+            c.write_all(&create_with_flags(1, "/l/n-", 3))
+                .await
+                .unwrap();
+            read_one(&mut c).await.unwrap();
+            c.write_all(&path_request(2, op::DELETE, "/l/n-0000000001"))
+                .await
+                .unwrap();
+            // Until the server has the delete, or the proxy dropped it and cut.
+            let deadline = tokio::time::Instant::now() + STEP;
+            while received.load(Ordering::Acquire) == 0 && proxy.caught_requests().is_empty() {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the delete never came"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            drop(c);
+            let deadline = tokio::time::Instant::now() + STEP;
+            while proxy.open_connections() > 0 {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the connection never ended"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let seen: Vec<(String, bool)> = proxy
+                .node_changes()
+                .0
+                .into_iter()
+                .map(|c| (c.path, c.deleted))
+                .collect();
+            let made = ("/l/n-0000000001".to_owned(), false);
+            let deleted = ("/l/n-0000000001".to_owned(), true);
+            match dropped {
+                false => assert_eq!(seen, [made, deleted]),
+                true => assert_eq!(seen, [made], "a dropped delete counted"),
+            }
+        }
     }
 
     #[tokio::test]

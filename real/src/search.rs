@@ -69,11 +69,33 @@ pub struct Actions {
     pub repeat_next: u32,
     /// The window of "every matching request for a while", in ms (0: no such points).
     pub repeat_window_ms: u64,
+    /// The actions tried, by [`AimedAction::name`] (the repeated drops and withheld
+    /// replies with theirs); empty: every one.
+    pub only: Vec<&'static str>,
 }
 
 impl Actions {
-    /// The single-strike actions, in the order the search tries them.
-    pub fn single(&self) -> [AimedAction; 5] {
+    /// How many single-strike actions meet each request.
+    pub const SINGLE: usize = 6;
+
+    /// The names of the single-strike actions, as `only` takes them.
+    pub const NAMES: [&'static str; Self::SINGLE] = [
+        "drop-request",
+        "withhold-reply",
+        "expire",
+        "pause",
+        "crash",
+        "give-up",
+    ];
+
+    /// Whether the search tries `action`.
+    pub fn tries(&self, action: AimedAction) -> bool {
+        self.only.is_empty() || self.only.contains(&action.name())
+    }
+
+    /// The single-strike actions, in the order the search tries them (all of them,
+    /// whatever `only` says).
+    pub fn single(&self) -> [AimedAction; Self::SINGLE] {
         [
             AimedAction::DropRequest,
             AimedAction::WithholdReply,
@@ -82,6 +104,7 @@ impl Actions {
                 pause_ms: self.pause_ms,
             },
             AimedAction::Crash,
+            AimedAction::GiveUp,
         ]
     }
 
@@ -92,6 +115,7 @@ impl Actions {
         let mut points: Vec<Point> = self
             .single()
             .into_iter()
+            .filter(|&action| self.tries(action))
             .map(|action| Point {
                 at: at.clone(),
                 action,
@@ -108,6 +132,9 @@ impl Actions {
             }
             for repeat in repeats {
                 for action in [AimedAction::DropRequest, AimedAction::WithholdReply] {
+                    if !self.tries(action) {
+                        continue;
+                    }
                     points.push(Point {
                         at: at.clone(),
                         action,
@@ -352,12 +379,14 @@ mod tests {
             pause_ms: 5_000,
             repeat_next: 4,
             repeat_window_ms: 3_000,
+            only: Vec::new(),
         };
         let mut f = Frontier::default();
         let reference = vec![vec![req(code::CREATE2, "/l/n-0000000001")]];
         assert_eq!(f.add_run(&[], &reference, &actions, 1_000), 1);
-        // 5 single actions, and 2 repeats of 2 actions at a first request.
-        assert_eq!(f.queued(), 9);
+        // Every single action, and 2 repeats of 2 actions at a first request.
+        let single = Actions::SINGLE;
+        assert_eq!(f.queued(), single + 4);
         let first = f.pop().unwrap();
         assert_eq!(first.len(), 1);
         // A retry of the create, seen in the first point's run: a new request, with its
@@ -367,7 +396,7 @@ mod tests {
             req(code::CREATE2, "/l/n-0000000002"),
         ]];
         assert_eq!(f.add_run(&first, &faulted, &actions, 1_000), 1);
-        assert_eq!(f.queued(), 14);
+        assert_eq!(f.queued(), 2 * single + 4);
         let chained: Vec<Vec<Point>> = std::iter::from_fn(|| f.pop()).collect();
         let last = chained.last().unwrap();
         assert_eq!((last.len(), &last[0], last[1].at.nth), (2, &first[0], 2));
@@ -375,7 +404,10 @@ mod tests {
         // Past the longest plan, or a full frontier: counted as left out.
         let more = vec![vec![req(code::DELETE, "/l/n-0000000001")]];
         f.add_run(&last.clone(), &more, &actions, 1_000);
-        assert_eq!((f.queued(), f.left_out), (14, 9));
+        assert_eq!(
+            (f.queued(), f.left_out),
+            (2 * single + 4, single as u64 + 4)
+        );
     }
 
     /// A library stuck polling lists the directory at every turn, each listing a new
@@ -388,12 +420,14 @@ mod tests {
             pause_ms: 5_000,
             repeat_next: 0,
             repeat_window_ms: 0,
+            only: Vec::new(),
         };
         let listings = |n: usize| vec![req(code::GET_CHILDREN2, "/l"); n];
         let mut f = Frontier::with_follow_on_repeats_max(3);
-        // The script lists 5 times: all 5 join, past the cap, each with 5 single actions.
+        // The script lists 5 times: all 5 join, past the cap, each with every single action.
+        let single = Actions::SINGLE;
         assert_eq!(f.add_run(&[], &[listings(5)], &actions, 100_000), 5);
-        assert_eq!((f.queued(), f.left_out_by_repeats), (25, 0));
+        assert_eq!((f.queued(), f.left_out_by_repeats), (5 * single, 0));
         let first = f.pop().unwrap();
         // Stuck after the fault: 100 listings by client 0, 95 of them new; and 2 new
         // creates, and 4 listings by client 1, each kind within the cap but client 1's.
@@ -403,8 +437,8 @@ mod tests {
         let stuck = vec![client0, listings(4)];
         assert_eq!(f.add_run(&first, &stuck, &actions, 100_000), 95 + 2 + 4);
         let joined = 3 + 2 + 3;
-        assert_eq!(f.queued(), 25 + joined * 5);
-        assert_eq!(f.left_out_by_repeats, (92 + 1) * 5);
+        assert_eq!(f.queued(), 5 * single + joined * single);
+        assert_eq!(f.left_out_by_repeats, (92 + 1) * single as u64);
         assert_eq!(f.left_out, 0);
         let chained: Vec<Vec<Point>> = std::iter::from_fn(|| f.pop())
             .filter(|p| p.len() == 2)
@@ -423,7 +457,7 @@ mod tests {
         let mut all = Frontier::default();
         all.add_run(&[], &[listings(5)], &actions, 100_000);
         all.add_run(&first, &stuck, &actions, 100_000);
-        assert_eq!(all.queued(), 25 + (95 + 2 + 4) * 5);
+        assert_eq!(all.queued(), 5 * single + (95 + 2 + 4) * single);
         assert_eq!(all.left_out_by_repeats, 0);
     }
 
@@ -433,6 +467,7 @@ mod tests {
             pause_ms: 5_000,
             repeat_next: 0,
             repeat_window_ms: 0,
+            only: Vec::new(),
         };
         let reference = vec![vec![
             req(code::CREATE2, "/l/n-0000000001"),
@@ -448,7 +483,43 @@ mod tests {
         assert_eq!(second_points(first, &reached, &singles).count(), 0);
         let reached = reference.clone();
         let seconds: Vec<&Point> = second_points(first, &reached, &singles).collect();
-        assert_eq!(seconds.len(), 5);
+        assert_eq!(seconds.len(), Actions::SINGLE);
         assert!(seconds.iter().all(|p| p.at.op == "delete"));
+    }
+
+    #[test]
+    fn only_the_named_actions_are_tried_and_the_names_are_the_actions() {
+        let mut actions = Actions {
+            pause_ms: 5_000,
+            repeat_next: 4,
+            repeat_window_ms: 3_000,
+            only: Vec::new(),
+        };
+        assert_eq!(actions.single().map(AimedAction::name), Actions::NAMES);
+        let first = RequestKey {
+            client: 0,
+            op: "delete",
+            class: "/l/".into(),
+            nth: 1,
+        };
+        assert_eq!(actions.points_at(&first).len(), Actions::SINGLE + 4);
+        actions.only = vec!["give-up"];
+        let tried: Vec<(AimedAction, Repeat)> = actions
+            .points_at(&first)
+            .into_iter()
+            .map(|p| (p.action, p.repeat))
+            .collect();
+        assert_eq!(tried, [(AimedAction::GiveUp, Repeat::Once)]);
+        // A drop's repeats come with it.
+        actions.only = vec!["drop-request"];
+        let tried: Vec<Repeat> = actions
+            .points_at(&first)
+            .into_iter()
+            .map(|p| p.repeat)
+            .collect();
+        assert_eq!(
+            tried,
+            [Repeat::Once, Repeat::Next(4), Repeat::WindowMs(3_000)]
+        );
     }
 }

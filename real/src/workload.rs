@@ -552,6 +552,8 @@ struct Shared {
     sessions: Arc<LiveSessions>,
     /// Per client: where it connects (its proxies, or the servers).
     connect: Vec<String>,
+    /// Per client: its proxies, when the run has them (they see each node's life).
+    links: Vec<Arc<ClientLink>>,
     /// Per client: its process's pause and crash switches.
     processes: Vec<Arc<ProcessControl>>,
     sessions_opened: AtomicU64,
@@ -577,6 +579,11 @@ struct Shared {
     /// Per client: it gave up a stuck call, and its session stays open until the history
     /// is read (closing it would record a close that excuses the stuck call).
     abandoned: Mutex<Vec<RecordingClient>>,
+    /// The lock objects of clients done with their script, kept until the run has been
+    /// read: a driver's process and session live as long as its objects, and a client
+    /// done with its script stays connected, as an idle application does, so that what
+    /// its attempts left behind stands while the run watches.
+    retired: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl Shared {
@@ -767,6 +774,7 @@ async fn run_work<W: Work>(
         recorder: Arc::clone(&recorder),
         sessions: Arc::new(LiveSessions::new(clients)),
         connect,
+        links: links.clone(),
         processes,
         sessions_opened: AtomicU64::new(0),
         over: AtomicBool::new(false),
@@ -774,6 +782,7 @@ async fn run_work<W: Work>(
         scripts_done: AtomicU64::new(0),
         stuck_now: AtomicU64::new(0),
         abandoned: Mutex::new(Vec::new()),
+        retired: Mutex::new(Vec::new()),
         aims_over_at_ms: AtomicU64::new(0),
         aims_window_open: AtomicBool::new(false),
         crash_restart_ms: faults.crash_restart_ms,
@@ -890,6 +899,12 @@ async fn run_work<W: Work>(
     for client in finals.into_iter().flatten() {
         let _ = tokio::time::timeout(settle, client.close()).await;
     }
+    drop(std::mem::take(
+        &mut *shared
+            .retired
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    ));
     let _ = tokio::time::timeout(settle, observer.close()).await;
     let servers = match Arc::try_unwrap(servers) {
         Ok(m) => m.into_inner().unwrap_or_else(PoisonError::into_inner),
@@ -988,6 +1003,8 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
     let c = &shared.config;
     let tail_ms = c.duration_ms.saturating_sub(planned_heal_ms);
     let deadline = Duration::from_millis(c.goal_deadline_ms.max(c.duration_ms));
+    // When a scripted run's clients were first all done (see below).
+    let mut scripts_done_at = None;
     loop {
         let now = shared.recorder.elapsed();
         if now >= deadline || shared.recorder.is_full() || shared.stop.load(Ordering::Acquire) {
@@ -1002,7 +1019,20 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
             && !shared.aims_window_open.load(Ordering::Acquire)
             && now.as_millis() as u64 >= shared.aims_over_at_ms.load(Ordering::Acquire)
         {
-            break;
+            // A node a finished attempt left behind is a leak only once it has outlived
+            // the leak bound, its session live: the run watches that long (and a session
+            // timeout more, for the session's pings to be answered past the bound) while
+            // such a node stands. A lock that leaves nothing ends here at once.
+            let since = *scripts_done_at.get_or_insert(now);
+            let watch = Duration::from_millis(
+                c.leak_bound_in_force_ms()
+                    .saturating_add(c.session_timeout_ms),
+            );
+            if now >= since + watch || !a_live_node_stands(shared) {
+                break;
+            }
+        } else {
+            scripts_done_at = None;
         }
         let healed_ms = shared.healed_at_ms.load(Ordering::Acquire);
         let end = Duration::from_millis(c.duration_ms.max(healed_ms.saturating_add(tail_ms)));
@@ -1027,6 +1057,40 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
     shared.over.store(true, Ordering::Release);
 }
 
+/// Whether an ephemeral node the proxies saw made, and saw no delete of, stands with its
+/// session answered within the last session timeout (a session that expired or crashed
+/// takes its nodes with it unseen). Without proxies: false.
+fn a_live_node_stands(shared: &Shared) -> bool {
+    let mut changes: Vec<crate::proxy::NodeChange> = shared
+        .links
+        .iter()
+        .flat_map(|l| l.node_changes().0)
+        .collect();
+    changes.sort_by_key(|c| c.at);
+    let mut standing = std::collections::BTreeMap::new();
+    for change in changes {
+        match change.deleted {
+            true => standing.remove(&change.path),
+            false => standing.insert(change.path, change.session),
+        };
+    }
+    if standing.is_empty() {
+        return false;
+    }
+    let now = crate::client::monotonic_now();
+    let live = Duration::from_millis(shared.config.session_timeout_ms);
+    let answered: Vec<(i64, Duration)> = shared
+        .links
+        .iter()
+        .flat_map(|l| l.sessions_answered())
+        .collect();
+    standing.values().any(|&session| {
+        answered
+            .iter()
+            .any(|&(s, at)| s == session && now.saturating_sub(at) < live)
+    })
+}
+
 /// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of
 /// its client when the proxy reports it caught, and for
 /// [`crate::proxy::AimedAction::Expire`] expires the session and records a forced expiry
@@ -1043,6 +1107,7 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
                     seen[index][p] += 1;
                     let lasts_ms = match caught.action {
                         AimedAction::Pause { pause_ms } => pause_ms,
+                        AimedAction::GiveUp => crate::plan::GIVE_UP_HOLD_MS,
                         _ => 0,
                     };
                     let over = shared.recorder.elapsed().as_millis() as u64 + lasts_ms;
@@ -1065,6 +1130,12 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
                                 let restart = Duration::from_millis(shared.crash_restart_ms);
                                 shared.processes[index].crash(&client, restart);
                             }
+                            continue;
+                        }
+                        AimedAction::GiveUp => {
+                            // No fault of the server's: the history shows the attempt
+                            // ending "given up" while its request is still held.
+                            shared.processes[index].give_up();
                             continue;
                         }
                         _ => record_fault(&shared, index, FaultKind::ConnectionLoss),
@@ -1363,41 +1434,48 @@ async fn worker<R: RealRecipe>(
             lock: (config.locks > 1).then(|| paths[which].clone()),
         });
         let invoked_us = shared.recorder.now_us();
-        let got = match mode {
-            AcquireMode::Blocking => {
-                // The lock's own blocking acquire (its timed one may be another path), its
-                // future dropped at the drain, as `tokio::time::timeout` drops it, so that a
-                // stuck lock ends the run.
-                let drain = shared
-                    .drain_deadline()
-                    .saturating_sub(shared.recorder.elapsed());
-                tokio::time::timeout(drain, lock.acquire())
-                    .await
-                    .map_or(Ok(None), |got| got.map(Some))
-            }
-            AcquireMode::Try => match unless_stuck(&shared, invoked_us, lock.try_acquire()).await {
-                Some(got) => got,
-                None => return shared.abandon(client),
-            },
-            AcquireMode::Timeout { timeout_ms } => {
-                let call = lock.acquire_timeout(Duration::from_millis(timeout_ms));
-                match unless_stuck(&shared, invoked_us, call).await {
-                    Some(got) => got,
-                    None => return shared.abandon(client),
+        // `None`: the call is stuck (see `unless_stuck`).
+        let attempt = async {
+            match mode {
+                AcquireMode::Blocking => {
+                    // The lock's own blocking acquire (its timed one may be another path),
+                    // its future dropped at the drain, as `tokio::time::timeout` drops it,
+                    // so that a stuck lock ends the run.
+                    let drain = shared
+                        .drain_deadline()
+                        .saturating_sub(shared.recorder.elapsed());
+                    Some(
+                        tokio::time::timeout(drain, lock.acquire())
+                            .await
+                            .map_or(Ok(None), |got| got.map(Some)),
+                    )
                 }
-            }
-            AcquireMode::Dropped { after_ms } => {
-                tokio::select! {
+                AcquireMode::Try => unless_stuck(&shared, invoked_us, lock.try_acquire()).await,
+                AcquireMode::Timeout { timeout_ms } => {
+                    let call = lock.acquire_timeout(Duration::from_millis(timeout_ms));
+                    unless_stuck(&shared, invoked_us, call).await
+                }
+                AcquireMode::Dropped { after_ms } => Some(tokio::select! {
                     got = lock.acquire() => got.map(Some),
                     // The acquire's future is dropped here, wherever it was.
                     () = tokio::time::sleep(Duration::from_millis(after_ms)) => Ok(None),
-                }
+                }),
             }
+        };
+        // An aimed give-up (see `record_aimed_strikes`) drops the attempt wherever it is.
+        let (got, given_up) = tokio::select! {
+            biased;
+            got = attempt => (got, false),
+            () = shared.processes[index].given_up() => (Some(Ok(None)), true),
+        };
+        let Some(got) = got else {
+            return shared.abandon(client);
         };
         let guard = match got {
             Ok(Some(guard)) => guard,
             Ok(None) => {
                 let reason = match mode {
+                    _ if given_up => "given up",
                     AcquireMode::Try => "held by another",
                     AcquireMode::Dropped { .. } => "dropped",
                     _ => "timed out",
@@ -1460,6 +1538,11 @@ async fn worker<R: RealRecipe>(
     }
     client.record(EventKind::Done);
     shared.sessions.set(index, None);
+    shared
+        .retired
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Box::new(locks));
     Some(client)
 }
 

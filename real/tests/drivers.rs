@@ -209,13 +209,6 @@ fn a_waiter_is_stuck(history: &History, bound_ms: u64, now_us: u64) -> bool {
         .any(|&since| now_us.saturating_sub(since) > bound_ms * 1_000)
 }
 
-/// Runs `kind` fault-free, with the workload's dropped acquires, until a waiter is stuck
-/// past the liveness bound; the checker must flag it, and the shipped lock must pass the
-/// same workload.
-async fn stuck_after_dropped_acquires_is_flagged(kind: DriverKind) {
-    stuck_is_flagged(kind, 0).await;
-}
-
 /// Runs `kind` fault-free with `readers` readers until a waiter is stuck past the liveness
 /// bound; the checker must flag it, and the shipped lock must pass the same workload.
 async fn stuck_is_flagged(kind: DriverKind, readers: u32) {
@@ -272,13 +265,13 @@ async fn fresh_lock_objects_per_attempt_pass_a_contended_run() {
 }
 
 /// zookeeper-client 0.11's `Client::lock` has neither a try nor a timed acquire: its
-/// users time its future out and drop it (`tokio::time::timeout`), as the workload drops
-/// every fourth acquire. After such drops the lock is stuck: every later contender waits
-/// behind a node nobody holds (the class of CURATOR-79). The checker must flag it
-/// (`liveness_after_heal`); the shipped lock passes the same fault-free workload.
+/// users time its future out and drop it (`tokio::time::timeout`). An acquire dropped
+/// while its create is under way (here: given up while the proxy holds the create, then
+/// applied) leaves its node, and the lock is stuck: every later contender waits behind a
+/// node nobody holds (the class of CURATOR-79). Certain, at that request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_everyone() {
-    stuck_after_dropped_acquires_is_flagged(DriverKind::ZkclientLock).await;
+    stuck_after_a_give_up_is_flagged(DriverKind::ZkclientLock, "create", LOCK_PATH).await;
 }
 
 /// The same dropped acquires of zookeeper-client's `Client::lock`, seen while the run
@@ -324,12 +317,74 @@ async fn zookeeper_clients_dropped_lock_node_outlives_its_attempt() {
     assert_ok(&judged);
 }
 
-/// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquires cancelled by an interrupt
-/// (how a Java caller gives up a blocking acquire), ends stuck: nobody holds, every
-/// acquire waits or times out. Without dropped acquires it passes (docs/libraries.md).
+/// A fixed script (2 clients, 4 blocking, try and timed attempts each, none dropped) in
+/// which client 0's caller gives up its acquire at its first request of `op_name` under
+/// `under` ([`AimedAction::GiveUp`]: the request is held while the acquire is dropped,
+/// then applied).
+fn given_up_at(op_name: &str, under: &str) -> (WorkloadConfig, FaultConfig) {
+    let mut config = workload(None);
+    config.clients = 2;
+    config.attempts_per_client = 4;
+    config.drop_every = 0;
+    config.session_timeout_ms = 2_000;
+    config.hold_ms = 5;
+    config.acquire_timeout_ms = 1_000;
+    // Long enough that a waiter stuck from the give-up waits past the liveness bound
+    // (5 s from the heal) and a leaked node past the leak bound (5 s) before the run's
+    // drain cancels what still waits.
+    config.duration_ms = 8_000;
+    let faults = FaultConfig {
+        aimed: vec![(
+            0,
+            AimedFault::new(op::by_name(op_name).unwrap(), under, AimedAction::GiveUp),
+        )],
+        ..FaultConfig::default()
+    };
+    (config, faults)
+}
+
+fn given_up(history: &History) -> bool {
+    history
+        .events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::AcquireFailed { reason } if reason == "given up"))
+}
+
+/// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquire given up (an interrupt, how a
+/// Java caller gives up a blocking acquire) while it releases its inner mutex (the delete
+/// under `locks/`), keeps the lease it had made: nobody holds, the other client waits
+/// until the run gives up on it, and the lease node outlives the attempt while its
+/// session lives. Certain, at that request (docs/libraries.md).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn curators_semaphore_mutex_is_stuck_after_interrupted_acquires() {
-    stuck_after_dropped_acquires_is_flagged(DriverKind::CuratorSemaphoreMutex).await;
+async fn curators_semaphore_mutex_is_stuck_after_an_acquire_given_up_at_its_inner_release() {
+    let locks = format!("{LOCK_PATH}/locks");
+    stuck_after_a_give_up_is_flagged(DriverKind::CuratorSemaphoreMutex, "delete", &locks).await;
+}
+
+/// Runs `kind` through [`given_up_at`] at its first `op_name` request under `dir`/: the
+/// checker must flag both the stuck lock (`liveness_after_heal`) and the node the given-up
+/// attempt left (`node_outlives_attempt`). The shipped lock passes the same script with
+/// its acquire given up at its create, which the server applies after the give-up.
+async fn stuck_after_a_give_up_is_flagged(kind: DriverKind, op_name: &str, dir: &str) {
+    let Some(recipe) = driver(kind) else {
+        return;
+    };
+    let (config, faults) = given_up_at(op_name, &format!("{dir}/"));
+    let stuck = run(recipe, &config, &faults).await.unwrap();
+    assert!(given_up(&stuck.history), "the give-up never struck");
+    let judged = check_run_shaped(&stuck);
+    let violated = judged.report.violated();
+    assert!(
+        violated.contains(&"liveness_after_heal") && violated.contains(&"node_outlives_attempt"),
+        "the stuck lock and its leaked node were not both flagged:\n{}",
+        judged.report
+    );
+    let (config, faults) = given_up_at("create", &format!("{LOCK_PATH}/"));
+    let shipped = run(ShippedRealRecipe::default(), &config, &faults)
+        .await
+        .unwrap();
+    assert!(given_up(&shipped.history), "the give-up never struck");
+    assert_ok(&check_run_shaped(&shipped));
 }
 
 /// Kazoo 2.8.0.dev0's (Debian's) ReadLock looks for its predecessor among the writers'

@@ -40,8 +40,12 @@ fn the_search_finds_a_forgetful_release_at_its_dropped_delete_and_prints_its_rep
     let dir = tempfile::tempdir().unwrap();
     let (code, out, err) = search("canary-forgetful-release", dir.path());
     assert_eq!(code, 1, "{out}{err}");
+    // Stuck behind the node it forgot, which also outlives its attempt.
     assert!(
-        out.contains("violated liveness_after_heal at 0:drop-request:delete:/zklock/lock/"),
+        out.contains(
+            "violated liveness_after_heal, node_outlives_attempt at \
+             0:drop-request:delete:/zklock/lock/\n"
+        ),
         "{out}"
     );
     let line = out
@@ -65,6 +69,54 @@ fn the_search_finds_a_forgetful_release_at_its_dropped_delete_and_prints_its_rep
     let (code, again, err) = zklock(&args, dir.path());
     assert_eq!(code, 1, "{again}{err}");
     assert!(again.contains("FAILED: liveness_after_heal"), "{again}");
+}
+
+/// The search alone, narrowed to give-ups (`--actions give-up`), finds Curator 5.4.0's
+/// `InterProcessSemaphoreMutex` stuck: an acquire given up while it releases its inner
+/// mutex (the delete under `locks/`) keeps its lease, which outlives the attempt while
+/// its session lives (docs/libraries.md). One client, one attempt: the lease is found
+/// without a contender.
+#[test]
+fn the_give_up_search_finds_curators_semaphore_mutex_keeping_a_given_up_lease() {
+    use zklock_real::driver::{DriverKind, DriverRecipe};
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    if let Err(e) = DriverRecipe::prepare(DriverKind::CuratorSemaphoreMutex) {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{e}");
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "search",
+        "--lock",
+        "curator-semaphore-mutex",
+        "--actions",
+        "give-up",
+        "--out",
+        "failures",
+    ];
+    args.extend(SMALL);
+    args.extend(JOBS);
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("actions: give-up"), "{out}");
+    assert!(
+        out.contains(
+            "violated liveness_after_heal, node_outlives_attempt at \
+             0:give-up:delete:/zklock/lock/locks/\n"
+        ),
+        "{out}"
+    );
+    // Only give-ups were tried.
+    for line in out.lines().filter(|l| l.starts_with("violated ")) {
+        let aims = line.split(" at ").nth(1).unwrap_or("");
+        assert!(
+            aims.split(" then ").all(|a| a.contains(":give-up:")),
+            "{line}"
+        );
+    }
 }
 
 #[test]
@@ -104,6 +156,10 @@ fn bad_search_arguments_are_refused_with_a_reason() {
         (
             vec!["search", "--readers", "3"],
             "--readers must be at most --clients",
+        ),
+        (
+            vec!["search", "--actions", "give-up,fly"],
+            "--actions: unknown action \"fly\"",
         ),
     ] {
         let (code, out, err) = zklock(&args, dir.path());

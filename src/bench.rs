@@ -527,17 +527,11 @@ const INSTRUCTIONS_CLIENTS_MAX: u32 = 4;
 fn instruction_figures(clients: u32) -> Result<bench_instructions::InstructionFigures> {
     let exe = std::env::current_exe().context("locating this binary for cachegrind")?;
     let Some(valgrind) = bench_instructions::find_valgrind() else {
-        return Ok(bench_instructions::InstructionFigures {
-            config: format!("{clients} clients, 1 fault, 1 thread"),
-            instructions: None,
-            distinct_states: None,
-            per_state: None,
-            not_measured: Some(
-                "valgrind is not on PATH (apt-get install valgrind); this machine's \
-                 hardware counters are not used"
-                    .into(),
-            ),
-        });
+        return Ok(bench_instructions::InstructionFigures::not_measured(
+            clients,
+            "valgrind is not on PATH (apt-get install valgrind); this machine's hardware \
+             counters are not used",
+        ));
     };
     eprintln!(
         "exhaustive: instructions per state ({clients} clients, 1 fault) under cachegrind..."

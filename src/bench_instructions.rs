@@ -21,17 +21,38 @@ pub struct InstructionFigures {
     pub not_measured: Option<String>,
 }
 
+impl InstructionFigures {
+    /// The figures of the check at `clients` clients: `instructions` over `states`.
+    fn measured(clients: u32, instructions: u64, states: u64) -> InstructionFigures {
+        InstructionFigures {
+            config: config_of(clients),
+            instructions: Some(instructions),
+            distinct_states: Some(states),
+            per_state: Some(instructions as f64 / states as f64),
+            not_measured: None,
+        }
+    }
+
+    /// No figure for the check at `clients` clients, and why.
+    pub fn not_measured(clients: u32, why: impl Into<String>) -> InstructionFigures {
+        InstructionFigures {
+            config: config_of(clients),
+            instructions: None,
+            distinct_states: None,
+            per_state: None,
+            not_measured: Some(why.into()),
+        }
+    }
+}
+
+fn config_of(clients: u32) -> String {
+    format!("{clients} clients, 1 fault, 1 thread")
+}
+
 /// Counts the instructions of the check at `clients` clients and one fault, run by `exe`
 /// under cachegrind; `valgrind` is the program to run (found on PATH by the caller).
 pub fn measure(valgrind: &Path, exe: &Path, clients: u32) -> InstructionFigures {
-    let config = format!("{clients} clients, 1 fault, 1 thread");
-    let missing = |why: String| InstructionFigures {
-        config: config.clone(),
-        instructions: None,
-        distinct_states: None,
-        per_state: None,
-        not_measured: Some(why),
-    };
+    let missing = |why: String| InstructionFigures::not_measured(clients, why);
     let out = Command::new(valgrind)
         // No cache simulation: only the instruction count, at a fraction of the cost.
         .args(["--tool=cachegrind", "--cache-sim=no"])
@@ -57,13 +78,7 @@ pub fn measure(valgrind: &Path, exe: &Path, clients: u32) -> InstructionFigures 
         ));
     }
     match (instruction_refs(&stderr), distinct_states(&stdout)) {
-        (Some(i), Some(s)) if s > 0 => InstructionFigures {
-            config,
-            instructions: Some(i),
-            distinct_states: Some(s),
-            per_state: Some(i as f64 / s as f64),
-            not_measured: None,
-        },
+        (Some(i), Some(s)) if s > 0 => InstructionFigures::measured(clients, i, s),
         _ => missing("cachegrind's or the check's summary was not found in their output".into()),
     }
 }

@@ -168,6 +168,7 @@ fn a_users_binary_searches_its_recipe_and_names_itself_in_the_reproduction() {
     let mut args = vec!["search", "--lock", "team-forgetful", "--out", "failures"];
     args.extend(super::search::SMALL);
     args.extend(super::search::JOBS);
+    args.extend(super::search::DROPS);
     let (code, out, err) = users_binary(test, &args, dir.path());
     assert_eq!(code, 1, "{out}{err}");
     let line = out

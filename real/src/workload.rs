@@ -401,6 +401,16 @@ pub trait RealRecipe: Send + Sync + 'static {
         None
     }
 
+    /// Called with each of a client's lock objects when the client is done with its
+    /// script, before the objects are kept, idle, until the run has been read: what its
+    /// cancelled acquires may still hold is given back here, as its next acquire would
+    /// have. Default: nothing. (A driver's lock releases a hold its library took after
+    /// the acquire was cancelled.)
+    fn retire(&self, lock: &Self::Lock) -> impl std::future::Future<Output = ()> + Send {
+        let _ = lock;
+        async {}
+    }
+
     /// Called once before the clients start, with where each connects and its process's
     /// switches: a recipe whose locks run in processes of their own
     /// ([`crate::driver`]) starts them here. Default: nothing.
@@ -435,6 +445,9 @@ impl<R: RealRecipe> RealRecipe for Arc<R> {
     }
     fn leases(&self) -> Option<u32> {
         R::leases(self)
+    }
+    fn retire(&self, lock: &Self::Lock) -> impl std::future::Future<Output = ()> + Send {
+        R::retire(self, lock)
     }
     fn start(
         &self,
@@ -1538,6 +1551,11 @@ async fn worker<R: RealRecipe>(
     }
     client.record(EventKind::Done);
     shared.sessions.set(index, None);
+    // Bounded: a library that never answers must not keep the run from ending.
+    let bound = Duration::from_millis(config.drain_timeout_ms);
+    for lock in &locks {
+        let _ = tokio::time::timeout(bound, recipe.retire(lock)).await;
+    }
     shared
         .retired
         .lock()

@@ -290,6 +290,14 @@ impl RealRecipe for DriverRecipe {
         }
     }
 
+    async fn retire(&self, lock: &DriverLock) {
+        if let Ok(conn) = lock.conn() {
+            // A failure here is the driver's, and its next request would report it;
+            // there is none.
+            let _ = lock.settle_cancelled(conn).await;
+        }
+    }
+
     fn fresh_lock(
         &self,
         current: &DriverLock,

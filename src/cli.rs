@@ -661,14 +661,10 @@ pub struct SearchArgs {
     pub attempts: u32,
     /// Of the clients, how many take the read side (the first N; the rest write): for
     /// a lock with readers (zklock, kazoo-rw, curator-rw). 0: every client takes the
-    /// exclusive (or write) lock
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 0
-    )]
-    pub readers: u32,
+    /// exclusive (or write) lock. Default: 1 for a read/write lock (kazoo-rw,
+    /// curator-rw), so that its script has both sides; 0 for the others
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    pub readers: Option<u32>,
     /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction)
     #[arg(
         long,
@@ -806,7 +802,7 @@ pub struct SearchArgs {
     /// Where the violations' timelines go
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
-    /// Runs at once, each on a ZooKeeper server of its own (0: one per core, at most 4)
+    /// Runs at once, each on a ZooKeeper server of its own (0: two per core, at most 8)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: u32,
     /// Write each judged point's result to FILE as it is judged (JSON lines), so that a

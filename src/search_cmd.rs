@@ -39,6 +39,8 @@ struct Outcome {
     requests: Vec<Vec<SeenRequest>>,
     /// The timeline, for a violation.
     timeline: Option<String>,
+    /// How long the run took, in ms (0 in a journal written before it was kept).
+    run_ms: u64,
 }
 
 /// The lock under search: one of zklock's recipes (the lock, the semaphore, a canary) or
@@ -154,6 +156,7 @@ impl Setup {
             record_requests: true,
             ..FaultConfig::default()
         };
+        let started = Instant::now();
         let mut workload = self.workload.clone();
         workload.interrupt = Some(Arc::clone(stop));
         let (run, failed) = match &self.lock {
@@ -173,7 +176,8 @@ impl Setup {
             }
         };
         let run = run.map_err(anyhow::Error::new)?;
-        let outcome = judge(&run, failed);
+        let mut outcome = judge(&run, failed);
+        outcome.run_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let servers = clear(runtime, run)?;
         Ok((outcome, servers))
     }
@@ -202,6 +206,7 @@ fn judge(run: &RealRun, failed: Option<String>) -> Outcome {
         struck: run.aimed_strikes > 0,
         requests: run.requests.iter().map(|(r, _)| r.clone()).collect(),
         timeline,
+        run_ms: 0,
     }
 }
 
@@ -247,6 +252,7 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     let jobs = match a.jobs {
         0 => std::thread::available_parallelism()
             .map_or(1, |n| n.get())
+            .saturating_mul(2)
             .min(DEFAULT_JOBS_MAX),
         n => n as usize,
     };
@@ -379,7 +385,8 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
             }
             Ok(())
         },
-    )?;
+    )
+    .map_err(|e| kept_in(e, a.journal.as_deref()))?;
     let mut pairs_tried = 0u64;
     if a.k >= 2 && !limit.reached() {
         let mut pairs: VecDeque<Vec<Point>> = VecDeque::new();
@@ -416,7 +423,8 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
                 bar.set_message(format!("{} violations", tally.findings.len()));
                 Ok(())
             },
-        )?;
+        )
+        .map_err(|e| kept_in(e, a.journal.as_deref()))?;
     }
     bar.finish_and_clear();
     drop(pool);
@@ -446,9 +454,22 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     })
 }
 
-/// The most runs at once by default: a run mostly waits (on session timeouts, pauses,
-/// the server), so more than the cores pay, but each brings its own server's JVM.
-const DEFAULT_JOBS_MAX: usize = 4;
+/// A search's error, with where its judged points are kept: nothing that ran is lost.
+fn kept_in(e: anyhow::Error, journal: Option<&Path>) -> anyhow::Error {
+    match journal {
+        Some(path) => e.context(format!(
+            "the search stopped; {} keeps every point judged: go on with the same command \
+             and --resume",
+            path.display()
+        )),
+        None => e,
+    }
+}
+
+/// The most runs at once by default, which is two per core: a run mostly waits (on
+/// session timeouts, pauses, the server), so more than the cores pay, but each brings
+/// its own server's JVM and its clients' drivers.
+const DEFAULT_JOBS_MAX: usize = 8;
 
 fn frontier_pop(f: &RefCell<Frontier>) -> Option<Vec<Point>> {
     f.borrow_mut().pop()
@@ -721,6 +742,7 @@ fn outcome_json(o: &Outcome) -> serde_json::Value {
         "struck": o.struck,
         "requests": requests,
         "timeline": o.timeline,
+        "run_ms": o.run_ms,
     })
 }
 
@@ -756,6 +778,7 @@ fn outcome_of(v: &serde_json::Value) -> Option<Outcome> {
             .get("timeline")
             .and_then(|t| t.as_str())
             .map(str::to_owned),
+        run_ms: v.get("run_ms").and_then(|t| t.as_u64()).unwrap_or(0),
     })
 }
 
@@ -914,7 +937,12 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
     if a.max_points == 0 {
         bail!("--max-points must be positive");
     }
-    if a.readers > 0 {
+    // A read/write lock searched with writers only would leave its read side untried.
+    let readers = a.readers.unwrap_or(match &lock {
+        Lock::Driver(kind) if kind.has_readers() => 1,
+        _ => 0,
+    });
+    if readers > 0 {
         let has_readers = match &lock {
             Lock::Recipe(pick) => pick.has_readers(),
             Lock::Driver(kind) => kind.has_readers(),
@@ -925,17 +953,16 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
                 a.lock
             );
         }
-        if a.readers > a.clients {
+        if readers > a.clients {
             bail!(
-                "--readers must be at most --clients ({}), got {}",
-                a.clients,
-                a.readers
+                "--readers must be at most --clients ({}), got {readers}",
+                a.clients
             );
         }
     }
     let workload = WorkloadConfig {
         clients: a.clients,
-        readers: a.readers,
+        readers,
         attempts_per_client: a.attempts,
         session_timeout_ms: a.session_timeout_ms,
         hold_ms: a.hold_ms,

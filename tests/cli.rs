@@ -55,6 +55,24 @@ fn zklock<S: AsRef<std::ffi::OsStr>>(args: &[S], dir: &Path) -> (i32, String, St
 
 /// The trace a failing check in `dir` printed as `trace: PATH` in `out`, after checking
 /// that `zklock replay` runs it again to the same history (and the same failure).
+/// Whether a real server and `kind`'s driver can run here: false (skip) when not, except
+/// under `CI=true`, where a missing one fails the test (docs/drivers.md), naming `what`.
+fn driver_ready(kind: zklock_real::driver::DriverKind, what: &str) -> bool {
+    if !zklock_real::harness::available_for_tests() {
+        return false;
+    }
+    match zklock_real::driver::DriverRecipe::prepare(kind) {
+        Ok(_) => true,
+        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("CI=true but {what} cannot run: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping {what}: {e}");
+            false
+        }
+    }
+}
+
 fn replayed_trace(dir: &Path, out: &str) -> Trace {
     let path = out
         .lines()
@@ -1014,13 +1032,7 @@ fn real_connect_removes_what_it_created_and_clean_removes_what_killed_runs_left(
 fn no_driver_outlives_zklock_killed_during_a_pause() {
     use std::process::Stdio;
     use std::time::Instant;
-    use zklock_real::driver::{DriverKind, DriverRecipe};
-    if !zklock_real::harness::available_for_tests() {
-        return;
-    }
-    if let Err(e) = DriverRecipe::prepare(DriverKind::CuratorMutex) {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{e}");
-        eprintln!("skipping: {e}");
+    if !driver_ready(zklock_real::driver::DriverKind::CuratorMutex, "this test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::task::{JoinHandle, JoinSet};
 use zklock_recipe::history::{EventKind, FaultKind};
@@ -367,31 +367,46 @@ impl fmt::Display for FaultCounts {
     }
 }
 
-/// The current session of each client, or `None` while it has none (reconnecting, done).
+/// The current session of each client, or `None` while it has none (reconnecting, done),
+/// and the id of the last one it had.
 #[derive(Debug)]
-pub struct LiveSessions(Vec<Mutex<Option<Arc<ZkClient>>>>);
+pub struct LiveSessions(Vec<Mutex<SessionSlot>>);
+
+/// A client's current session, and the id of its last one.
+type SessionSlot = (Option<Arc<ZkClient>>, Option<SessionId>);
 
 impl LiveSessions {
     pub fn new(clients: usize) -> LiveSessions {
-        LiveSessions((0..clients).map(|_| Mutex::new(None)).collect())
+        LiveSessions((0..clients).map(|_| Mutex::new((None, None))).collect())
     }
 
-    pub fn set(&self, client: usize, session: Option<Arc<ZkClient>>) {
-        *self.0[client]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = session;
-    }
-
-    pub fn get(&self, client: usize) -> Option<Arc<ZkClient>> {
+    fn slot(&self, client: usize) -> MutexGuard<'_, SessionSlot> {
         self.0[client]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    }
+
+    pub fn set(&self, client: usize, session: Option<Arc<ZkClient>>) {
+        let mut slot = self.slot(client);
+        if let Some(c) = &session {
+            slot.1 = Some(c.session_id());
+        }
+        slot.0 = session;
+    }
+
+    pub fn get(&self, client: usize) -> Option<Arc<ZkClient>> {
+        self.slot(client).0.clone()
     }
 
     /// The client's current session id, if it has a session.
     pub fn session_id(&self, client: usize) -> Option<SessionId> {
         self.get(client).map(|c| c.session_id())
+    }
+
+    /// The id of the client's current session, or of its last one (a client done with
+    /// its script keeps no current session).
+    pub fn last_session_id(&self, client: usize) -> Option<SessionId> {
+        self.slot(client).1
     }
 
     pub fn len(&self) -> usize {

@@ -1410,14 +1410,20 @@ mod tests {
         (addr, received)
     }
 
+    /// A client connected through `proxy`, its session's handshake answered.
+    async fn session_through(proxy: &Proxy) -> TcpStream {
+        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
+        c.write_all(&connect_request(0)).await.unwrap();
+        read_one(&mut c).await.unwrap();
+        c
+    }
+
     /// The proxy reads the node a create made from its reply, only for an ephemeral
     /// create, and each delete answered ok; each reply dates its session's last answer.
     #[tokio::test]
     async fn ephemeral_creates_and_deletes_are_seen_in_their_replies() {
         let proxy = Proxy::start(naming_server().await).await.unwrap();
-        let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
-        c.write_all(&connect_request(0)).await.unwrap();
-        read_one(&mut c).await.unwrap();
+        let mut c = session_through(&proxy).await;
         c.write_all(&create_with_flags(1, "/l/n-", 3))
             .await
             .unwrap();
@@ -1462,9 +1468,7 @@ mod tests {
                     AimedAction::DropRequest,
                 ));
             }
-            let mut c = TcpStream::connect(proxy.local_addr()).await.unwrap();
-            c.write_all(&connect_request(0)).await.unwrap();
-            read_one(&mut c).await.unwrap();
+            let mut c = session_through(&proxy).await;
             c.write_all(&create_with_flags(1, "/l/n-", 3))
                 .await
                 .unwrap();

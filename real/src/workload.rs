@@ -1139,9 +1139,16 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
                         }
                         AimedAction::Crash => {
                             // The process records its crash; nothing of it after.
-                            if let Some(client) = shared.sessions.get(index) {
-                                let restart = Duration::from_millis(shared.crash_restart_ms);
-                                shared.processes[index].crash(&client, restart);
+                            let restart = Duration::from_millis(shared.crash_restart_ms);
+                            let crashed = shared
+                                .sessions
+                                .get(index)
+                                .is_some_and(|c| shared.processes[index].crash(&c, restart));
+                            // A client done with its script (a library's cleanup after
+                            // it) has no session of the run's to crash: the proxy's drop
+                            // and cut is all that struck, and the history says so.
+                            if !crashed {
+                                record_fault(&shared, index, FaultKind::ConnectionLoss);
                             }
                             continue;
                         }
@@ -1180,10 +1187,12 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
 }
 
 /// Records `fault` on client `index`'s current session.
+/// Records `fault` on client `index`'s current session, or, for a client done with its
+/// script, on its last one.
 fn record_fault(shared: &Shared, index: usize, fault: FaultKind) {
     let session = shared
         .sessions
-        .session_id(index)
+        .last_session_id(index)
         .unwrap_or(zklock_recipe::SessionId(0));
     shared
         .recorder

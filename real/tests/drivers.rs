@@ -361,6 +361,52 @@ async fn curators_semaphore_mutex_is_stuck_after_an_acquire_given_up_at_its_inne
     stuck_after_a_give_up_is_flagged(DriverKind::CuratorSemaphoreMutex, "delete", &locks).await;
 }
 
+/// Kazoo 2.8.0's `Lock`, its acquire given up (`cancel()`) while its create is held,
+/// tries to delete the node the create made (`_best_effort_cleanup`), and when that
+/// delete meets a connection loss it swallows the error: the node stays with the session,
+/// which reconnects and lives on. Client 0 gives up its only attempt at its create, and
+/// its first delete under the lock directory, the cleanup's, is dropped with its
+/// connection; the checker must flag the node (`node_outlives_attempt`) and the lock left
+/// to it (`liveness_after_heal`). python-zk/kazoo#732 (open; fix proposed in #760).
+/// The shipped lock passes the same schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kazoos_lock_keeps_the_node_of_a_given_up_acquire_whose_cleanup_meets_a_connection_loss() {
+    let Some(recipe) = driver(DriverKind::KazooLock) else {
+        return;
+    };
+    let (mut config, mut faults) = given_up_at("create", &format!("{LOCK_PATH}/"));
+    // The given-up attempt is the client's last: a later one of the same lock object
+    // would pick its node up again (Kazoo looks for its own node first).
+    config.attempts_per_client = 1;
+    // Kazoo gives a connection up after two thirds of the session timeout without a
+    // reply; at 2 s it could hang up within the 1 s hold, and the create's reply, which
+    // names the node, would never pass the proxy. At 6 s it waits the hold out.
+    config.session_timeout_ms = 6_000;
+    config.leak_bound_ms = 3_000;
+    faults.aimed.push((
+        0,
+        AimedFault::new(
+            op::by_name("delete").unwrap(),
+            format!("{LOCK_PATH}/"),
+            AimedAction::DropRequest,
+        ),
+    ));
+    let leaked = run(recipe, &config, &faults).await.unwrap();
+    assert!(given_up(&leaked.history), "the give-up never struck");
+    let judged = check_run_shaped(&leaked);
+    let violated = judged.report.violated();
+    assert!(
+        violated.contains(&"liveness_after_heal") && violated.contains(&"node_outlives_attempt"),
+        "the node the cleanup left was not flagged:\n{}",
+        judged.report
+    );
+    let shipped = run(ShippedRealRecipe::default(), &config, &faults)
+        .await
+        .unwrap();
+    assert!(given_up(&shipped.history), "the give-up never struck");
+    assert_ok(&check_run_shaped(&shipped));
+}
+
 /// Runs `kind` through [`given_up_at`] at its first `op_name` request under `dir`/: the
 /// checker must flag both the stuck lock (`liveness_after_heal`) and the node the given-up
 /// attempt left (`node_outlives_attempt`). The shipped lock passes the same script with

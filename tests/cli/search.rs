@@ -84,13 +84,8 @@ fn the_search_finds_a_forgetful_release_at_its_dropped_delete_and_prints_its_rep
 /// without a contender.
 #[test]
 fn the_give_up_search_finds_curators_semaphore_mutex_keeping_a_given_up_lease() {
-    use zklock_real::driver::{DriverKind, DriverRecipe};
-    if !zklock_real::harness::available_for_tests() {
-        return;
-    }
-    if let Err(e) = DriverRecipe::prepare(DriverKind::CuratorSemaphoreMutex) {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{e}");
-        eprintln!("skipping: {e}");
+    use zklock_real::driver::DriverKind;
+    if !super::driver_ready(DriverKind::CuratorSemaphoreMutex, "this test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -41,11 +41,16 @@ const CURATOR_JARS: [&str; 8] = [
     "slf4j-nop",
 ];
 /// The JVM's options: a driver is small, and several run at once on a small machine.
-const JVM_OPTIONS: [&str; 4] = [
+/// Its stdout carries the protocol only: the JVM's own warnings go to stderr (by default
+/// they go to stdout, as the warning of an `hsperfdata` file another process holds once
+/// did), and it keeps no `hsperfdata` file at all.
+const JVM_OPTIONS: [&str; 6] = [
     "-Xmx128m",
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
     "-Xss512k",
+    "-XX:-UsePerfData",
+    "-Xlog:all=warning:stderr",
 ];
 
 /// How to start a driver of one library.

@@ -59,8 +59,10 @@ pub mod op {
     }
 }
 
-/// What an aimed fault does to the request it catches.
+/// What an aimed fault does to the request it catches. Non-exhaustive: the search gains
+/// actions as faults are found that it cannot say yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum AimedAction {
     /// The request is dropped before the server sees it, and the connection cut.
     DropRequest,

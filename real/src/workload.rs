@@ -1074,34 +1074,12 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
 /// session answered within the last session timeout (a session that expired or crashed
 /// takes its nodes with it unseen). Without proxies: false.
 fn a_live_node_stands(shared: &Shared) -> bool {
-    let mut changes: Vec<crate::proxy::NodeChange> = shared
-        .links
+    let now_us = shared.recorder.now_us();
+    let live_us = shared.config.session_timeout_ms.saturating_mul(1_000);
+    node_lives(&shared.links, &shared.recorder, 0)
+        .nodes
         .iter()
-        .flat_map(|l| l.node_changes().0)
-        .collect();
-    changes.sort_by_key(|c| c.at);
-    let mut standing = std::collections::BTreeMap::new();
-    for change in changes {
-        match change.deleted {
-            true => standing.remove(&change.path),
-            false => standing.insert(change.path, change.session),
-        };
-    }
-    if standing.is_empty() {
-        return false;
-    }
-    let now = crate::client::monotonic_now();
-    let live = Duration::from_millis(shared.config.session_timeout_ms);
-    let answered: Vec<(i64, Duration)> = shared
-        .links
-        .iter()
-        .flat_map(|l| l.sessions_answered())
-        .collect();
-    standing.values().any(|&session| {
-        answered
-            .iter()
-            .any(|&(s, at)| s == session && now.saturating_sub(at) < live)
-    })
+        .any(|n| n.deleted_us.is_none() && now_us.saturating_sub(n.session_answered_us) < live_us)
 }
 
 /// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of

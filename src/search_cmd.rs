@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use zklock_checker::concurrent::Judged;
 use zklock_checker::timeline::render_marked_timeline;
 use zklock_checker::trace::SavedReport;
+use zklock_real::RealError;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::FaultConfig;
 use zklock_real::harness::{self, ServerOptions};
@@ -175,7 +176,25 @@ impl Setup {
                 (run, status.failure())
             }
         };
-        let run = run.map_err(anyhow::Error::new)?;
+        let run = match run {
+            Ok(run) => run,
+            // A driver that broke the protocol ends its run with no history to judge: the
+            // point is `driver_failed`, as a failure found after the run is, and the
+            // search goes on, on a new server (the run took its servers down).
+            Err(e @ RealError::Driver { .. }) => {
+                let outcome = Outcome {
+                    violated: vec!["driver_failed".into()],
+                    struck: false,
+                    requests: Vec::new(),
+                    timeline: Some(format!("the driver failed: {e}\n")),
+                    run_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                };
+                let servers = Servers::start(1, ServerOptions::default())
+                    .context("starting a ZooKeeper server after a driver failed")?;
+                return Ok((outcome, servers));
+            }
+            Err(e) => return Err(anyhow::Error::new(e)),
+        };
         let mut outcome = judge(&run, failed);
         outcome.run_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let servers = clear(runtime, run)?;

@@ -120,6 +120,54 @@ fn the_give_up_search_finds_curators_semaphore_mutex_keeping_a_given_up_lease() 
     }
 }
 
+/// A driver that breaks the protocol in one run (here a Python that prints a line of its
+/// own before Kazoo's driver starts, as a JVM's warning on stdout once did) is judged
+/// `driver_failed` at that point, and the search goes on, on a new server, to its limit.
+#[cfg(unix)]
+#[test]
+fn a_driver_that_breaks_the_protocol_in_one_run_is_judged_driver_failed_and_the_search_goes_on() {
+    use std::os::unix::fs::PermissionsExt;
+    use zklock_real::driver::DriverKind;
+    if !super::driver_ready(DriverKind::KazooLock, "this test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let launches = dir.path().join("launches");
+    let python = dir.path().join("python");
+    // A run starts the driver script twice (its client's, and a spare kept ready for the
+    // client's next session); the third start is the first point's.
+    let script = format!(
+        "#!/bin/sh\n\
+         case \"$*\" in *zklock_driver.py*)\n\
+         n=$(cat '{0}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{0}'\n\
+         [ \"$n\" = 3 ] && echo 'a warning of the interpreter, not a report' ;;\n\
+         esac\n\
+         exec /usr/bin/python3 \"$@\"\n",
+        launches.display()
+    );
+    std::fs::write(&python, script).unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args(["search", "--lock", "kazoo-lock", "--out", "failures"])
+        .args(SMALL)
+        .args(DROPS)
+        .args(["--jobs", "1", "--max-runs", "3"])
+        .env("ZKLOCK_PYTHON", &python)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_eq!(
+        text.matches("violated driver_failed at ").count(),
+        1,
+        "{text}"
+    );
+    // Three points ran: the search went on past the broken one.
+    assert!(text.contains("| 3 (0) |"), "{text}");
+}
+
 #[test]
 fn the_shipped_lock_passes_every_point_of_the_small_search() {
     if !zklock_real::harness::available_for_tests() {

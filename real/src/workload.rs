@@ -1035,8 +1035,11 @@ async fn watch_for_the_end(shared: &Shared, planned_heal_ms: u64, pauses_on: boo
             // A node a finished attempt left behind is a leak only once it has outlived
             // the leak bound, its session live: the run watches that long (and a session
             // timeout more, for the session's pings to be answered past the bound) while
-            // such a node stands. A lock that leaves nothing ends here at once.
-            let since = *scripts_done_at.get_or_insert(now);
+            // such a node stands. A lock that leaves nothing ends here at once. The bound
+            // runs again from a fault its client meets (`node_outlives_attempt`): the
+            // watch, from the last aimed fault's end too.
+            let last_aim = Duration::from_millis(shared.aims_over_at_ms.load(Ordering::Acquire));
+            let since = (*scripts_done_at.get_or_insert(now)).max(last_aim);
             let watch = Duration::from_millis(
                 c.leak_bound_in_force_ms()
                     .saturating_add(c.session_timeout_ms),

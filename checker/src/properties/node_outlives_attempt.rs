@@ -9,7 +9,10 @@
 //! invoked before the node was made. By its attempt's end plus
 //! [`NodeLives::leak_bound_ms`] (or its creation plus the bound, if made later), the node
 //! must be deleted, unless the server stopped answering its session by then (expired or
-//! closed: the node went with it). The proxies' replies say when a node was made and
+//! closed: the node went with it). A fault its client meets before that deadline (a
+//! connection loss, its session leaving Connected, a pause for the pause's length) pushes
+//! the deadline to the bound after it, as liveness counts from the heal: a client cut off
+//! cannot delete, and a leak is a bound's time without a fault that the node stood. The proxies' replies say when a node was made and
 //! deleted and until when the server held its session ([`NodeLife`]), so a node reported
 //! here stood, its session live, past the bound: a node the library leaked while the run
 //! went on, blocking or misleading every later contender. An attempt still running when
@@ -18,7 +21,8 @@
 
 use super::verdict::{Verdict, Violation};
 use crate::timeline::format_ms;
-use zklock_recipe::history::{EventKind, History, NodeLife, NodeLives};
+use zklock_recipe::SessionState;
+use zklock_recipe::history::{EventKind, FaultKind, History, NodeLife, NodeLives};
 
 pub const NAME: &str = "node_outlives_attempt";
 
@@ -107,6 +111,37 @@ fn attempt_of<'a>(attempts: &'a [Attempt], node: &NodeLife) -> Option<&'a Attemp
         })
 }
 
+/// When a node its client's attempt left must be gone: `bound_us` after `from_us`, pushed
+/// on by each fault the client meets (from event `after` on) before the deadline, to the
+/// bound after the fault's end (see the module docs).
+fn deadline_us(history: &History, client: u32, after: usize, from_us: u64, bound_us: u64) -> u64 {
+    let mut deadline = from_us.saturating_add(bound_us);
+    for e in &history.events[after..] {
+        if e.time_us > deadline {
+            break;
+        }
+        if e.client != client {
+            continue;
+        }
+        let lasting_ms = match &e.kind {
+            EventKind::Fault {
+                fault:
+                    FaultKind::Pause { duration_ms }
+                    | FaultKind::Partition { duration_ms }
+                    | FaultKind::DelayedDelivery {
+                        delay_ms: duration_ms,
+                    },
+            } => *duration_ms,
+            EventKind::Fault { .. } => 0,
+            EventKind::Session { state } if *state != SessionState::Connected => 0,
+            _ => continue,
+        };
+        let over = e.time_us.saturating_add(lasting_ms.saturating_mul(1_000));
+        deadline = deadline.max(over.saturating_add(bound_us));
+    }
+    deadline
+}
+
 /// The verdict: the first node (by its deadline) that outlived its attempt, and how many
 /// did.
 pub fn check(history: &History, lives: &NodeLives) -> Verdict {
@@ -124,7 +159,13 @@ pub fn check(history: &History, lives: &NodeLives) -> Verdict {
             continue;
         };
         let end_us = history.events[end].time_us;
-        let deadline_us = end_us.max(node.created_us).saturating_add(bound_us);
+        let deadline_us = deadline_us(
+            history,
+            node.client,
+            end,
+            end_us.max(node.created_us),
+            bound_us,
+        );
         let stood = node.deleted_us.is_none_or(|d| d > deadline_us);
         if stood && node.session_answered_us > deadline_us {
             leaks.push((deadline_us, node, attempt, end));
@@ -277,6 +318,81 @@ mod tests {
             &h,
             &NodeLives {
                 nodes: vec![node("/l/_c_c-lock-0000000003", 510, None, 9_000)],
+                leak_bound_ms: 1_000,
+            },
+        );
+        assert!(v.ok, "{v}");
+    }
+
+    /// A client cut off after its attempt cannot delete: the bound runs again from each
+    /// fault it meets before the deadline, so a node deleted within the bound of the
+    /// last one holds, and one standing a bound past it is a leak.
+    #[test]
+    fn the_bound_runs_from_the_last_fault_its_client_met_before_the_deadline() {
+        let mut h = history();
+        // The try failed at 100 ms; its client is cut off at 900 ms and disconnected at
+        // 1,800 ms, each within the bound of the one before.
+        h.events.push(event(
+            900,
+            0,
+            EventKind::Fault {
+                fault: FaultKind::ConnectionLoss,
+            },
+        ));
+        h.events.push(event(
+            1_800,
+            0,
+            EventKind::Session {
+                state: SessionState::Disconnected,
+            },
+        ));
+        // Another client's fault does not count, nor one after the deadline.
+        h.events.push(event(
+            2_700,
+            1,
+            EventKind::Fault {
+                fault: FaultKind::ConnectionLoss,
+            },
+        ));
+        h.events.push(event(
+            2_900,
+            0,
+            EventKind::Fault {
+                fault: FaultKind::ConnectionLoss,
+            },
+        ));
+        let judge = |deleted_ms| {
+            check(
+                &h,
+                &NodeLives {
+                    nodes: vec![node("/l/_c_a-lock-0000000001", 10, Some(deleted_ms), 9_000)],
+                    leak_bound_ms: 1_000,
+                },
+            )
+        };
+        assert!(
+            judge(2_700).ok,
+            "deleted within the bound of the disconnect"
+        );
+        let v = judge(2_850);
+        assert!(
+            !v.ok,
+            "deleted past the bound of the last fault that counts"
+        );
+        assert!(v.report.unwrap().summary.contains("until 2800"));
+        // A pause holds the client up for its length, then the bound.
+        let mut h = history();
+        h.events.push(event(
+            500,
+            0,
+            EventKind::Fault {
+                fault: FaultKind::Pause { duration_ms: 4_000 },
+            },
+        ));
+        let v = check(
+            &h,
+            &NodeLives {
+                nodes: vec![node("/l/_c_a-lock-0000000001", 10, Some(5_400), 9_000)],
                 leak_bound_ms: 1_000,
             },
         );

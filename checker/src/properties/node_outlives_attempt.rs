@@ -329,52 +329,40 @@ mod tests {
     /// last one holds, and one standing a bound past it is a leak.
     #[test]
     fn the_bound_runs_from_the_last_fault_its_client_met_before_the_deadline() {
+        let cut = || EventKind::Fault {
+            fault: FaultKind::ConnectionLoss,
+        };
         let mut h = history();
         // The try failed at 100 ms; its client is cut off at 900 ms and disconnected at
-        // 1,800 ms, each within the bound of the one before.
-        h.events.push(event(
-            900,
-            0,
-            EventKind::Fault {
-                fault: FaultKind::ConnectionLoss,
-            },
-        ));
-        h.events.push(event(
-            1_800,
-            0,
-            EventKind::Session {
-                state: SessionState::Disconnected,
-            },
-        ));
-        // Another client's fault does not count, nor one after the deadline.
-        h.events.push(event(
-            2_700,
-            1,
-            EventKind::Fault {
-                fault: FaultKind::ConnectionLoss,
-            },
-        ));
-        h.events.push(event(
-            2_900,
-            0,
-            EventKind::Fault {
-                fault: FaultKind::ConnectionLoss,
-            },
-        ));
-        let judge = |deleted_ms| {
+        // 1,800 ms, each within the bound of the one before. Another client's fault does
+        // not count, nor one after the deadline.
+        h.events.extend([
+            event(900, 0, cut()),
+            event(
+                1_800,
+                0,
+                EventKind::Session {
+                    state: SessionState::Disconnected,
+                },
+            ),
+            event(2_700, 1, cut()),
+            event(2_900, 0, cut()),
+        ]);
+        let judge = |h: &History, deleted_ms| {
+            let n = node("/l/_c_a-lock-0000000001", 10, Some(deleted_ms), 9_000);
             check(
-                &h,
+                h,
                 &NodeLives {
-                    nodes: vec![node("/l/_c_a-lock-0000000001", 10, Some(deleted_ms), 9_000)],
+                    nodes: vec![n],
                     leak_bound_ms: 1_000,
                 },
             )
         };
         assert!(
-            judge(2_700).ok,
+            judge(&h, 2_700).ok,
             "deleted within the bound of the disconnect"
         );
-        let v = judge(2_850);
+        let v = judge(&h, 2_850);
         assert!(
             !v.ok,
             "deleted past the bound of the last fault that counts"
@@ -389,13 +377,7 @@ mod tests {
                 fault: FaultKind::Pause { duration_ms: 4_000 },
             },
         ));
-        let v = check(
-            &h,
-            &NodeLives {
-                nodes: vec![node("/l/_c_a-lock-0000000001", 10, Some(5_400), 9_000)],
-                leak_bound_ms: 1_000,
-            },
-        );
+        let v = judge(&h, 5_400);
         assert!(v.ok, "{v}");
     }
 

@@ -58,7 +58,11 @@ fn handed_across_libraries(history: &History, locks: usize, n: usize) -> bool {
 
 /// Interoperating locks on one directory, each client's first release's reply withheld
 /// (clients 0 and 1: one of each lock): every property holds, with holds handed between
-/// the libraries.
+/// the libraries. No acquire is cancelled: this is about the libraries' nodes ordering
+/// each other, and a cancelled acquire of Kazoo's can leave its node behind on a real
+/// server's timing (python-zk/kazoo#732, docs/libraries.md), a library's own bug that
+/// would make this test fail by chance; `drivers.rs` pins that one with a certain
+/// schedule.
 async fn a_mix_passes_lost_delete_replies(second: DriverKind) {
     let locks = [LockName::Zklock, LockName::Driver(second)];
     let Some(recipe) = mix(&locks, false) else {
@@ -67,6 +71,7 @@ async fn a_mix_passes_lost_delete_replies(second: DriverKind) {
     let status = recipe.status().expect("a driver in the mix");
     let mut config = workload(Some(RunGoal::new(|h, _| handed_across_libraries(h, 2, 20))));
     config.clients = 4;
+    config.drop_every = 0;
     let mut faults = lost_delete_reply();
     let mut second_client = faults.aimed[0].clone();
     second_client.0 = 1;

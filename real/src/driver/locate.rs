@@ -44,7 +44,7 @@ const CURATOR_JARS: [&str; 8] = [
 /// Its stdout carries the protocol only: the JVM's own warnings go to stderr (by default
 /// they go to stdout, as the warning of an `hsperfdata` file another process holds once
 /// did), and it keeps no `hsperfdata` file at all.
-const JVM_OPTIONS: [&str; 6] = [
+pub const JVM_OPTIONS: [&str; 6] = [
     "-Xmx128m",
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
@@ -56,8 +56,17 @@ const JVM_OPTIONS: [&str; 6] = [
 /// How to start a driver of one library.
 #[derive(Debug)]
 pub enum Launcher {
-    Python { python: PathBuf, script: PathBuf },
-    Java { java: PathBuf, classpath: String },
+    Python {
+        python: PathBuf,
+        script: PathBuf,
+    },
+    /// `archive`: the archive of the driver's classes the JVM maps at start, when
+    /// one could be made.
+    Java {
+        java: PathBuf,
+        classpath: String,
+        archive: Option<PathBuf>,
+    },
     InProcess,
 }
 
@@ -98,7 +107,12 @@ impl Launcher {
             | DriverKind::CuratorSemaphoreMutex => {
                 let classpath = curator_program(CURATOR_CLASS, CURATOR_SOURCE).map_err(err)?;
                 let java = crate::harness::Installation::detect()?.java;
-                Ok(Launcher::Java { java, classpath })
+                let archive = class_archive(&java, &classpath);
+                Ok(Launcher::Java {
+                    java,
+                    classpath,
+                    archive,
+                })
             }
             DriverKind::ZkclientLock => Ok(Launcher::InProcess),
         }
@@ -128,12 +142,19 @@ impl Launcher {
                 c.arg("-u").arg(script);
                 c
             }
-            Launcher::Java { java, classpath } => {
+            Launcher::Java {
+                java,
+                classpath,
+                archive,
+            } => {
                 let mut c = orphan_proof(java);
-                c.args(JVM_OPTIONS)
-                    .arg("-cp")
-                    .arg(classpath)
-                    .arg(CURATOR_CLASS);
+                c.args(JVM_OPTIONS);
+                if let Some(archive) = archive {
+                    // A JVM that cannot use it (another JDK, changed jars) says so on
+                    // stderr and loads the classes itself.
+                    c.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
+                }
+                c.arg("-cp").arg(classpath).arg(CURATOR_CLASS);
                 c
             }
             Launcher::InProcess => {
@@ -251,12 +272,133 @@ pub fn curator_program(class: &str, source: &str) -> Result<String, String> {
         }
         classpath.push(path.display().to_string());
     }
-    let dir = cache_dir()?.join(format!("{}-{}", class.to_lowercase(), hash(source)));
-    if !dir.join(format!("{class}.class")).is_file() {
+    // The layout's version is hashed with the source: a cache of another layout is not
+    // read as this one.
+    let key = hash(&format!("{BUILD_LAYOUT}\n{source}"));
+    let dir = cache_dir()?.join(format!("{}-{key}", class.to_lowercase()));
+    if !dir.join("classes").join(format!("{class}.class")).is_file() {
         compile_curator(&dir, &classpath.join(":"), class, source)?;
     }
-    classpath.push(dir.display().to_string());
+    // The JVM archives the classes of jars only ([`class_archive`]).
+    let jar = dir.join(format!("{class}.jar"));
+    let program = if jar.is_file() {
+        jar
+    } else {
+        dir.join("classes")
+    };
+    classpath.push(program.display().to_string());
     Ok(classpath.join(":"))
+}
+
+/// The layout of a build in the cache: `classes/` (javac's output), `<class>.jar` (the
+/// same classes, when the JDK has `jar`), and `classes-<jvm>.jsa` ([`class_archive`]).
+const BUILD_LAYOUT: u32 = 2;
+
+/// A name no other build or training of this process or another uses at once.
+fn private_name(prefix: &str, suffix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{}-{n}{suffix}", std::process::id())
+}
+
+/// How long the training run behind [`class_archive`] may take; it needs no server and
+/// takes about a second.
+const TRAINING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The archive of the classes Curator's driver loads, for the JVM to map at start
+/// (application class-data sharing) rather than load them again: it halves the CPU a
+/// driver's JVM takes to start, and zklock starts several a run (two a client, with the
+/// one started ahead). Made on first use by the driver's training run
+/// (`ZklockCuratorDriver train`, offline), and kept beside the build, named by the JVM it
+/// was made with. None, and the driver starts without it, when the driver is not in a
+/// jar (no `jar` tool) or the training fails (said once on stderr).
+fn class_archive(java: &Path, classpath: &str) -> Option<PathBuf> {
+    let program = Path::new(classpath.rsplit(':').next()?);
+    if program.extension().is_none_or(|e| e != "jar") {
+        return None;
+    }
+    let dir = program.parent()?;
+    let jvm = std::fs::canonicalize(java).ok()?;
+    let built = std::fs::metadata(&jvm).and_then(|m| m.modified()).ok();
+    let key = hash(&format!(
+        "{}\n{built:?}\n{}",
+        jvm.display(),
+        JVM_OPTIONS.join(" ")
+    ));
+    let archive = dir.join(format!("classes-{key}.jsa"));
+    if archive.is_file() {
+        return Some(archive);
+    }
+    // A training that failed is not tried again by this process: a search prepares a
+    // driver for every run.
+    static FAILED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let mut failed = FAILED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if failed.contains(&archive) {
+        return None;
+    }
+    let made = make_archive(java, classpath, &archive);
+    if made.is_none() {
+        failed.push(archive);
+    }
+    made
+}
+
+fn make_archive(java: &Path, classpath: &str, archive: &Path) -> Option<PathBuf> {
+    let tmp = archive.with_file_name(private_name(".classes", ".jsa"));
+    match train(java, classpath, &tmp) {
+        Ok(()) if tmp.is_file() => match std::fs::rename(&tmp, archive) {
+            Ok(()) => Some(archive.to_path_buf()),
+            Err(e) => {
+                eprintln!("note: Curator's driver starts without a class archive: {e}");
+                let _ = std::fs::remove_file(&tmp);
+                None
+            }
+        },
+        outcome => {
+            let why = outcome
+                .err()
+                .unwrap_or_else(|| "it wrote no archive".into());
+            eprintln!("note: Curator's driver starts without a class archive: {why}");
+            let _ = std::fs::remove_file(&tmp);
+            None
+        }
+    }
+}
+
+/// Runs the driver's training with `-XX:ArchiveClassesAtExit=archive`.
+fn train(java: &Path, classpath: &str, archive: &Path) -> Result<(), String> {
+    let mut child = std::process::Command::new(java)
+        .args(JVM_OPTIONS)
+        .arg(format!("-XX:ArchiveClassesAtExit={}", archive.display()))
+        .arg("-cp")
+        .arg(classpath)
+        .args([CURATOR_CLASS, "train"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("running {}: {e}", java.display()))?;
+    let deadline = std::time::Instant::now() + TRAINING_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("its training run ended with {status}")),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "its training run took over {} s",
+                    TRAINING_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("waiting for its training run: {e}")),
+        }
+    }
 }
 
 /// Compiles `class` against Curator into `dir`, through a private build directory renamed
@@ -272,15 +414,16 @@ fn compile_curator(dir: &Path, classpath: &str, class: &str, source: &str) -> Re
     }
     let parent = dir.parent().ok_or("the cache directory has no parent")?;
     create_private_dir(parent)?;
-    let build = parent.join(format!(".build-{}", std::process::id()));
+    let build = parent.join(private_name(".build", ""));
     let _ = std::fs::remove_dir_all(&build);
     create_private_dir(&build)?;
     let file = build.join(format!("{class}.java"));
     std::fs::write(&file, source).map_err(|e| format!("writing {}: {e}", file.display()))?;
     eprintln!("building {class} with {} (once)...", javac.display());
+    let classes = build.join("classes");
     let out = std::process::Command::new(&javac)
         .args(["-nowarn", "-encoding", "UTF-8", "-d"])
-        .arg(&build)
+        .arg(&classes)
         .arg("-cp")
         .arg(classpath)
         .arg(&file)
@@ -295,14 +438,41 @@ fn compile_curator(dir: &Path, classpath: &str, class: &str, source: &str) -> Re
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
+    jar_up(&javac, &classes, &build.join(format!("{class}.jar")));
     match std::fs::rename(&build, dir) {
         Ok(()) => Ok(()),
         // Another run built it meanwhile: theirs is as good.
-        Err(_) if dir.join(format!("{class}.class")).is_file() => {
+        Err(_) if dir.join("classes").join(format!("{class}.class")).is_file() => {
             let _ = std::fs::remove_dir_all(&build);
             Ok(())
         }
         Err(e) => Err(format!("moving the build to {}: {e}", dir.display())),
+    }
+}
+
+/// Puts `classes` into `jar` with the `jar` tool beside `javac`, if it has one; without,
+/// the program runs from its directory (and without a class archive).
+fn jar_up(javac: &Path, classes: &Path, jar: &Path) {
+    let Some(tool) = std::fs::canonicalize(javac)
+        .ok()
+        .and_then(|j| Some(j.parent()?.join("jar")))
+        .filter(|t| t.is_file())
+    else {
+        return;
+    };
+    let made = std::process::Command::new(tool)
+        .arg("--create")
+        .arg("--file")
+        .arg(jar)
+        .arg("-C")
+        .arg(classes)
+        .arg(".")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        let _ = std::fs::remove_file(jar);
     }
 }
 

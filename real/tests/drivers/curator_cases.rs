@@ -12,7 +12,10 @@ use zklock_real::driver::locate::{self, Launcher};
 /// What the driver reported in case `name`, one line a report; None when skipped.
 fn case(name: &str) -> Option<Vec<String>> {
     super::driver(DriverKind::CuratorMutex)?;
-    let Ok(Launcher::Java { java, classpath }) = Launcher::prepare(DriverKind::CuratorMutex) else {
+    let Ok(Launcher::Java {
+        java, classpath, ..
+    }) = Launcher::prepare(DriverKind::CuratorMutex)
+    else {
         panic!("Curator's driver runs in a JVM");
     };
     let dir = tempfile::tempdir().unwrap();
@@ -48,6 +51,45 @@ fn case(name: &str) -> Option<Vec<String>> {
             .map(str::to_owned)
             .collect(),
     )
+}
+
+/// Curator's driver starts on the archive of its classes: a JVM told to use that archive
+/// and fail without it (`-Xshare:on`) runs the driver, and Curator's lock classes come
+/// from the archive, not from their jars.
+#[test]
+fn curators_driver_starts_on_its_class_archive() {
+    if super::driver(DriverKind::CuratorMutex).is_none() {
+        return;
+    }
+    let Ok(Launcher::Java {
+        java,
+        classpath,
+        archive,
+    }) = Launcher::prepare(DriverKind::CuratorMutex)
+    else {
+        panic!("Curator's driver runs in a JVM");
+    };
+    let archive = archive.expect("an archive: the JDK has its jar tool");
+    let out = Command::new(java)
+        .args(locate::JVM_OPTIONS)
+        .arg("-Xshare:on")
+        .arg(format!("-XX:SharedArchiveFile={}", archive.display()))
+        .arg("-Xlog:class+load=info:stdout")
+        .args(["-cp", &classpath, "ZklockCuratorDriver", "train"])
+        .output()
+        .expect("java runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("org.apache.curator.framework.recipes.locks.InterProcessMutex "))
+        .expect("the JVM loads InterProcessMutex");
+    assert!(line.contains("shared objects file"), "{line}");
 }
 
 /// A dropped acquire's cancel can reach the driver before the owner thread starts the

@@ -271,7 +271,7 @@ async fn fresh_lock_objects_per_attempt_pass_a_contended_run() {
 /// node nobody holds (the class of CURATOR-79). Certain, at that request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zookeeper_clients_lock_dropped_mid_create_leaves_a_node_that_blocks_everyone() {
-    stuck_after_a_give_up_is_flagged(DriverKind::ZkclientLock, "create", LOCK_PATH).await;
+    stuck_after_a_give_up_at(DriverKind::ZkclientLock, "create", LOCK_PATH).await;
 }
 
 /// The same dropped acquires of zookeeper-client's `Client::lock`, seen while the run
@@ -358,7 +358,7 @@ fn given_up(history: &History) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curators_semaphore_mutex_is_stuck_after_an_acquire_given_up_at_its_inner_release() {
     let locks = format!("{LOCK_PATH}/locks");
-    stuck_after_a_give_up_is_flagged(DriverKind::CuratorSemaphoreMutex, "delete", &locks).await;
+    stuck_after_a_give_up_at(DriverKind::CuratorSemaphoreMutex, "delete", &locks).await;
 }
 
 /// Kazoo 2.8.0's `Lock`, its acquire given up (`cancel()`) while its create is held,
@@ -391,32 +391,31 @@ async fn kazoos_lock_keeps_the_node_of_a_given_up_acquire_whose_cleanup_meets_a_
             AimedAction::DropRequest,
         ),
     ));
-    let leaked = run(recipe, &config, &faults).await.unwrap();
-    assert!(given_up(&leaked.history), "the give-up never struck");
-    let judged = check_run_shaped(&leaked);
-    let violated = judged.report.violated();
-    assert!(
-        violated.contains(&"liveness_after_heal") && violated.contains(&"node_outlives_attempt"),
-        "the node the cleanup left was not flagged:\n{}",
-        judged.report
-    );
-    let shipped = run(ShippedRealRecipe::default(), &config, &faults)
-        .await
-        .unwrap();
-    assert!(given_up(&shipped.history), "the give-up never struck");
-    assert_ok(&check_run_shaped(&shipped));
+    let shipped = (config.clone(), faults.clone());
+    stuck_after_a_give_up_is_flagged(recipe, (config, faults), shipped).await;
 }
 
-/// Runs `kind` through [`given_up_at`] at its first `op_name` request under `dir`/: the
-/// checker must flag both the stuck lock (`liveness_after_heal`) and the node the given-up
-/// attempt left (`node_outlives_attempt`). The shipped lock passes the same script with
-/// its acquire given up at its create, which the server applies after the give-up.
-async fn stuck_after_a_give_up_is_flagged(kind: DriverKind, op_name: &str, dir: &str) {
+/// Runs `kind` through [`given_up_at`] at its first `op_name` request under `dir`/, and
+/// the shipped lock with its acquire given up at its create, which the server applies
+/// after the give-up.
+async fn stuck_after_a_give_up_at(kind: DriverKind, op_name: &str, dir: &str) {
     let Some(recipe) = driver(kind) else {
         return;
     };
-    let (config, faults) = given_up_at(op_name, &format!("{dir}/"));
-    let stuck = run(recipe, &config, &faults).await.unwrap();
+    let library = given_up_at(op_name, &format!("{dir}/"));
+    let shipped = given_up_at("create", &format!("{LOCK_PATH}/"));
+    stuck_after_a_give_up_is_flagged(recipe, library, shipped).await;
+}
+
+/// Runs `recipe` on the `library` script: the checker must flag both the stuck lock
+/// (`liveness_after_heal`) and the node the given-up attempt left
+/// (`node_outlives_attempt`). The shipped lock passes the `shipped` script.
+async fn stuck_after_a_give_up_is_flagged(
+    recipe: DriverRecipe,
+    library: (WorkloadConfig, FaultConfig),
+    shipped: (WorkloadConfig, FaultConfig),
+) {
+    let stuck = run(recipe, &library.0, &library.1).await.unwrap();
     assert!(given_up(&stuck.history), "the give-up never struck");
     let judged = check_run_shaped(&stuck);
     let violated = judged.report.violated();
@@ -425,12 +424,11 @@ async fn stuck_after_a_give_up_is_flagged(kind: DriverKind, op_name: &str, dir: 
         "the stuck lock and its leaked node were not both flagged:\n{}",
         judged.report
     );
-    let (config, faults) = given_up_at("create", &format!("{LOCK_PATH}/"));
-    let shipped = run(ShippedRealRecipe::default(), &config, &faults)
+    let passed = run(ShippedRealRecipe::default(), &shipped.0, &shipped.1)
         .await
         .unwrap();
-    assert!(given_up(&shipped.history), "the give-up never struck");
-    assert_ok(&check_run_shaped(&shipped));
+    assert!(given_up(&passed.history), "the give-up never struck");
+    assert_ok(&check_run_shaped(&passed));
 }
 
 /// Kazoo 2.8.0.dev0's (Debian's) ReadLock looks for its predecessor among the writers'

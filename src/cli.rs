@@ -802,7 +802,7 @@ pub struct SearchArgs {
     /// Where the violations' timelines go
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
-    /// Runs at once, each on a ZooKeeper server of its own (0: two per core, at most 8)
+    /// Runs at once, each on a ZooKeeper server of its own (0: three per core, at most 8)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: u32,
     /// Write each judged point's result to FILE as it is judged (JSON lines), so that a

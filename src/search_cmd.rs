@@ -271,7 +271,7 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     let jobs = match a.jobs {
         0 => std::thread::available_parallelism()
             .map_or(1, |n| n.get())
-            .saturating_mul(2)
+            .saturating_mul(DEFAULT_JOBS_PER_CORE)
             .min(DEFAULT_JOBS_MAX),
         n => n as usize,
     };
@@ -485,9 +485,13 @@ fn kept_in(e: anyhow::Error, journal: Option<&Path>) -> anyhow::Error {
     }
 }
 
-/// The most runs at once by default, which is two per core: a run mostly waits (on
-/// session timeouts, pauses, the server), so more than the cores pay, but each brings
-/// its own server's JVM and its clients' drivers.
+/// Runs at once by default, per core: a run mostly waits (on session timeouts, pauses,
+/// the server), so more runs than cores pay. Curator's mutex, on a 2-core machine: its
+/// complete search took 939 s at 4 runs at once and 795 s at 6, one after the other,
+/// the machine otherwise idle (docs/libraries.md).
+const DEFAULT_JOBS_PER_CORE: usize = 3;
+/// The most runs at once by default: each brings its own server's JVM and its clients'
+/// drivers.
 const DEFAULT_JOBS_MAX: usize = 8;
 
 fn frontier_pop(f: &RefCell<Frontier>) -> Option<Vec<Point>> {

@@ -330,7 +330,8 @@ fn class_archive(java: &Path, classpath: &str) -> Option<PathBuf> {
         return Some(archive);
     }
     // A training that failed is not tried again by this process: a search prepares a
-    // driver for every run.
+    // driver for every run. The lock is held through a training, so that threads
+    // preparing at once wait for one JVM's archive instead of each training their own.
     static FAILED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     let mut failed = FAILED
         .lock()
@@ -347,19 +348,12 @@ fn class_archive(java: &Path, classpath: &str) -> Option<PathBuf> {
 
 fn make_archive(java: &Path, classpath: &str, archive: &Path) -> Option<PathBuf> {
     let tmp = archive.with_file_name(private_name(".classes", ".jsa"));
-    match train(java, classpath, &tmp) {
-        Ok(()) if tmp.is_file() => match std::fs::rename(&tmp, archive) {
-            Ok(()) => Some(archive.to_path_buf()),
-            Err(e) => {
-                eprintln!("note: Curator's driver starts without a class archive: {e}");
-                let _ = std::fs::remove_file(&tmp);
-                None
-            }
-        },
-        outcome => {
-            let why = outcome
-                .err()
-                .unwrap_or_else(|| "it wrote no archive".into());
+    let made = train(java, classpath, &tmp).and_then(|()| {
+        std::fs::rename(&tmp, archive).map_err(|e| format!("it wrote no archive ({e})"))
+    });
+    match made {
+        Ok(()) => Some(archive.to_path_buf()),
+        Err(why) => {
             eprintln!("note: Curator's driver starts without a class archive: {why}");
             let _ = std::fs::remove_file(&tmp);
             None

@@ -544,6 +544,10 @@ pub struct RealArgs {
     /// later attempts then use (1: every attempt; 0: one object per session)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every)]
     pub fresh_lock_every: u32,
+    /// Client i starts its first attempt i × this after every session connected, in ms,
+    /// so that the contenders queue in the order of their index (0: all at once)
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms)]
+    pub start_stagger_ms: u64,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
     /// timeout)
     #[arg(
@@ -665,7 +669,8 @@ pub struct SearchArgs {
     /// curator-rw), so that its script has both sides; 0 for the others
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
     pub readers: Option<u32>,
-    /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction)
+    /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction); 0: no
+    /// point, the reference run and the workload shapes only
     #[arg(
         long,
         allow_negative_numbers = true,
@@ -790,6 +795,11 @@ pub struct SearchArgs {
     /// come with drop-request and withhold-reply
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub actions: Vec<String>,
+    /// The workload shapes run once each, without a fault, before the points,
+    /// comma-separated (default: every one): timed-queue, fresh-objects,
+    /// idle-after-give-up, long-holds, crowd; none for no shape
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub shapes: Vec<String>,
     /// The longest a run may take, in ms (a run ends once its script is done; a
     /// blocking acquire still waiting three session timeouts past this is cancelled)
     #[arg(

@@ -29,6 +29,7 @@ use zklock_real::harness::{self, ServerOptions};
 use zklock_real::plan::SeenRequest;
 use zklock_real::search::{Actions, Frontier, Point, second_points};
 use zklock_real::servers::Servers;
+use zklock_real::shapes::Shape;
 use zklock_real::workload::{RealRun, WorkloadConfig, run_recipe};
 
 /// What one run of the search saw.
@@ -53,12 +54,15 @@ enum Lock {
 }
 
 /// The lock under search and the script every run follows.
+#[derive(Clone)]
 struct Setup {
     lock: Lock,
     workload: WorkloadConfig,
     actions: Actions,
     /// The program, as its reproduction lines name it.
     program: Program,
+    /// The workload shapes run before the points (`--shapes`).
+    shapes: Vec<Shape>,
 }
 
 impl Setup {
@@ -97,6 +101,15 @@ impl Setup {
         line
     }
 
+    /// This search with its script in `shape`.
+    fn shaped(&self, shape: Shape) -> Setup {
+        Setup {
+            workload: shape.script(&self.workload),
+            shapes: Vec::new(),
+            ..self.clone()
+        }
+    }
+
     /// The command line that runs `points` on this script, with this program.
     fn repro(&self, points: &[Point]) -> String {
         self.program.line(&self.real_args(points))
@@ -119,6 +132,12 @@ impl Setup {
         );
         if w.readers > 0 {
             line.push_str(&format!(" --readers {}", w.readers));
+        }
+        if w.mix_offset > 0 {
+            line.push_str(&format!(" --mix-offset {}", w.mix_offset));
+        }
+        if w.start_stagger_ms > 0 {
+            line.push_str(&format!(" --start-stagger-ms {}", w.start_stagger_ms));
         }
         if w.idle_after_give_up_ms > 0 {
             line.push_str(&format!(
@@ -246,9 +265,10 @@ const ZKLOCK_ROOT: &str = "/zklock";
 /// How long clearing the tree between runs may take: only a hang reaches it.
 const CLEAR_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One violation: its points, properties and where its timeline went.
+/// One violation: the line that reproduces it, its properties and where its timeline
+/// went.
 struct Finding {
-    points: Vec<Point>,
+    repro: String,
     violated: Vec<String>,
     timeline: Option<PathBuf>,
 }
@@ -258,6 +278,8 @@ struct Tally {
     tried: u64,
     struck: u64,
     findings: Vec<Finding>,
+    /// Each shape run, with the properties it violated.
+    shapes: Vec<(Shape, Vec<String>)>,
 }
 
 pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<Status> {
@@ -344,6 +366,16 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
             reference.timeline.clone(),
         )?;
     }
+    run_shapes(
+        &setup,
+        &runtime,
+        &stop,
+        &mut servers,
+        &mut journal,
+        &a.out,
+        &mut tally,
+    )
+    .map_err(|e| kept_in(e, a.journal.as_deref()))?;
     let frontier = RefCell::new(Frontier::with_follow_on_repeats_max(
         a.follow_on_repeats_max,
     ));
@@ -372,10 +404,14 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     let mut singles = Vec::new();
     let mut reached: Vec<Vec<Vec<SeenRequest>>> = Vec::new();
     let mut pool = Pool::new(&setup, &runtime, &stop, servers);
+    // At k = 0, no point: the reference run and the shapes only.
     pool.drive(
         &limit,
         &mut journal,
-        || frontier_pop(&frontier),
+        || match a.k {
+            0 => None,
+            _ => frontier_pop(&frontier),
+        },
         |plan, outcome| -> Result<()> {
             tally.tried += 1;
             tally.struck += u64::from(outcome.struck);
@@ -471,6 +507,102 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         (true, true) => Status::Inconclusive,
         (true, false) => Status::Held,
     })
+}
+
+/// Runs each of the search's workload shapes once, without a fault, as many at once as
+/// there are servers: a shape's script is the search's own with a few knobs changed
+/// ([`Shape::script`]), and its verdict is recorded as a point's is, with the `real`
+/// line of that script. A shape the journal judged already is not run again.
+fn run_shapes(
+    setup: &Setup,
+    runtime: &tokio::runtime::Runtime,
+    stop: &Arc<AtomicBool>,
+    servers: &mut Vec<Servers>,
+    journal: &mut Journal,
+    out: &Path,
+    tally: &mut Tally,
+) -> Result<()> {
+    let mut todo = Vec::new();
+    for &shape in &setup.shapes {
+        match journal.judged_shape(shape) {
+            Some(outcome) => shape_judged(out, setup, tally, shape, outcome)?,
+            None => todo.push(shape),
+        }
+    }
+    if !todo.is_empty() {
+        outln!(
+            "workload shapes: {} runs without a fault ({})",
+            todo.len(),
+            todo.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let at_once = servers.len().max(1);
+    for batch in todo.chunks(at_once) {
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let results: Vec<(Shape, Result<(Outcome, Servers)>)> = std::thread::scope(|scope| {
+            let runs: Vec<_> = batch
+                .iter()
+                .filter_map(|&shape| {
+                    let these = servers.pop()?;
+                    let shaped = setup.shaped(shape);
+                    Some((
+                        shape,
+                        scope.spawn(move || shaped.run(runtime, these, &[], stop)),
+                    ))
+                })
+                .collect();
+            runs.into_iter()
+                .map(|(shape, run)| {
+                    let result = run.join().unwrap_or_else(|_| {
+                        Err(anyhow::anyhow!("the run of shape {shape} panicked"))
+                    });
+                    (shape, result)
+                })
+                .collect()
+        });
+        for (shape, result) in results {
+            // Cut short by Ctrl-C or SIGTERM: its verdict says nothing, as a point's.
+            if stop.load(Ordering::Acquire) {
+                if let Ok((_, back)) = result {
+                    servers.push(back);
+                }
+                continue;
+            }
+            let (outcome, back) = result.with_context(|| format!("running shape {shape}"))?;
+            servers.push(back);
+            journal.write_shape(shape, &outcome)?;
+            shape_judged(out, setup, tally, shape, outcome)?;
+        }
+    }
+    Ok(())
+}
+
+/// Keeps a shape's verdict, and its violation with the `real` line of its script.
+fn shape_judged(
+    out: &Path,
+    setup: &Setup,
+    tally: &mut Tally,
+    shape: Shape,
+    outcome: Outcome,
+) -> Result<()> {
+    match outcome.violated.is_empty() {
+        true => outln!("shape {shape}: every property held"),
+        false => {
+            outln!("violated {} in shape {shape}", outcome.violated.join(", "));
+            record(
+                out,
+                &setup.shaped(shape),
+                tally,
+                Vec::new(),
+                outcome.violated.clone(),
+                outcome.timeline,
+            )?;
+        }
+    }
+    tally.shapes.push((shape, outcome.violated));
+    Ok(())
 }
 
 /// A search's error, with where its judged points are kept: nothing that ran is lost.
@@ -662,6 +794,11 @@ fn plan_key(plan: &[Point]) -> String {
         .join(" ")
 }
 
+/// A shape's run's name in a journal (a plan's starts with a client's number).
+fn shape_key(shape: Shape) -> String {
+    format!("shape:{shape}")
+}
+
 impl Journal {
     fn open(path: Option<&Path>, resume: bool, setup: &str) -> Result<Journal> {
         let Some(path) = path else {
@@ -751,6 +888,18 @@ impl Journal {
     /// The saved outcome of `plan`, once.
     fn judged(&mut self, plan: &[Point]) -> Option<Outcome> {
         self.judged.remove(&plan_key(plan))
+    }
+
+    fn write_shape(&mut self, shape: Shape, outcome: &Outcome) -> Result<()> {
+        self.write_line(serde_json::json!({
+            "plan": shape_key(shape),
+            "outcome": outcome_json(outcome),
+        }))
+    }
+
+    /// The saved outcome of `shape`'s run, once.
+    fn judged_shape(&mut self, shape: Shape) -> Option<Outcome> {
+        self.judged.remove(&shape_key(shape))
     }
 }
 
@@ -848,7 +997,7 @@ fn record(
         None => None,
     };
     tally.findings.push(Finding {
-        points,
+        repro: setup.repro(&points),
         violated,
         timeline: path,
     });
@@ -908,10 +1057,24 @@ fn print_table(
             n = frontier.follow_on_repeats_max()
         );
     }
+    if !tally.shapes.is_empty() {
+        let runs: Vec<String> = tally
+            .shapes
+            .iter()
+            .map(|(shape, violated)| match violated.is_empty() {
+                true => format!("{shape} held"),
+                false => format!("{shape} violated {}", violated.join(", ")),
+            })
+            .collect();
+        outln!(
+            "workload shapes, each run once without a fault: {}",
+            runs.join("; ")
+        );
+    }
     for f in &tally.findings {
         outln!();
         outln!("{}:", f.violated.join(", "));
-        outln!("  {}", setup.repro(&f.points));
+        outln!("  {}", f.repro);
         if let Some(path) = &f.timeline {
             outln!("  timeline: {}", path.display());
         }
@@ -942,8 +1105,8 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
             anyhow::anyhow!("--lock: {e}, or a recipe ({})", locks.join(", "))
         })?),
     };
-    if !(1..=2).contains(&a.k) {
-        bail!("--k must be 1 or 2, got {}", a.k);
+    if a.k > 2 {
+        bail!("--k must be 0, 1 or 2, got {}", a.k);
     }
     if !(1..=MAX_SEARCH_CLIENTS).contains(&a.clients) {
         bail!(
@@ -1014,9 +1177,11 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
             only.push(known);
         }
     }
+    let shapes = parse_shapes(&a.shapes)?;
     Ok(Setup {
         lock,
         program: program.clone(),
+        shapes,
         actions: Actions {
             // Past the session timeout: the server expires the session in the pause.
             pause_ms: a.session_timeout_ms.saturating_mul(2),
@@ -1026,6 +1191,33 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
         },
         workload,
     })
+}
+
+/// `--shapes`: every shape when none is named; `none` alone for no shape.
+fn parse_shapes(names: &[String]) -> Result<Vec<Shape>> {
+    if names.is_empty() {
+        return Ok(Shape::ALL.to_vec());
+    }
+    if names.iter().any(|n| n == "none") {
+        if names.len() > 1 {
+            bail!("--shapes: none names no shape, and goes alone");
+        }
+        return Ok(Vec::new());
+    }
+    let mut shapes = Vec::new();
+    for name in names {
+        let Some(shape) = Shape::parse(name) else {
+            let known: Vec<&str> = Shape::ALL.iter().map(|s| s.name()).collect();
+            bail!(
+                "--shapes: unknown shape {name:?} ({}, or none)",
+                known.join(", ")
+            );
+        };
+        if !shapes.contains(&shape) {
+            shapes.push(shape);
+        }
+    }
+    Ok(shapes)
 }
 
 /// The most clients a search takes: each point is tried on each client's requests.

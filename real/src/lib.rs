@@ -96,6 +96,7 @@ pub mod recording;
 pub mod resource;
 pub mod search;
 pub mod servers;
+pub mod shapes;
 mod watch;
 pub mod workload;
 

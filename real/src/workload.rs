@@ -112,6 +112,11 @@ pub struct WorkloadConfig {
     /// session ([`RealRecipe::fresh_lock`]), which the later attempts then use; 1: every
     /// attempt. 0 (the default): one lock object per session, reused.
     pub fresh_lock_every: u32,
+    /// Client `i` starts its first attempt `i × start_stagger_ms` after the workers start
+    /// (every session connected), so that
+    /// contenders queue in the order of their index (a lock's clients; a work queue's
+    /// start at once). At most an hour. 0 (the default): every client at once.
+    pub start_stagger_ms: u64,
     /// Soft cap on history events: past it, no new acquisition starts.
     pub max_history_events: usize,
     /// What the run must have seen before it ends: past `duration_ms` (and as long past
@@ -160,6 +165,7 @@ impl Default for WorkloadConfig {
             drain_timeout_ms: 10_000,
             error_backoff_ms: 10,
             idle_after_give_up_ms: 0,
+            start_stagger_ms: 0,
             long_hold_every: 0,
             long_hold_ms: 0,
             fresh_lock_every: 0,
@@ -225,6 +231,7 @@ impl WorkloadConfig {
             ("drain_timeout_ms", self.drain_timeout_ms),
             ("error_backoff_ms", self.error_backoff_ms),
             ("idle_after_give_up_ms", self.idle_after_give_up_ms),
+            ("start_stagger_ms", self.start_stagger_ms),
             ("long_hold_ms", self.long_hold_ms),
             ("leak_bound_ms", self.leak_bound_ms),
         ] {
@@ -402,10 +409,13 @@ pub trait RealRecipe: Send + Sync + 'static {
     }
 
     /// Called with each of a client's lock objects when the client is done with its
-    /// script, before the objects are kept, idle, until the run has been read: what its
-    /// cancelled acquires may still hold is given back here, as its next acquire would
-    /// have. Default: nothing. (A driver's lock releases a hold its library took after
-    /// the acquire was cancelled.)
+    /// script, before the objects are kept, idle, until the run has been read, and with
+    /// the lock of an attempt that gave up before the client idles
+    /// ([`WorkloadConfig::idle_after_give_up_ms`]): what its cancelled acquires may still
+    /// hold is given back here, as its next acquire would have. It may be cut short (at
+    /// the idle's end): a later call, or the next acquire, takes up what is left.
+    /// Default: nothing. (A driver's lock releases a hold its library took after the
+    /// acquire was cancelled.)
     fn retire(&self, lock: &Self::Lock) -> impl std::future::Future<Output = ()> + Send {
         let _ = lock;
         async {}
@@ -586,6 +596,9 @@ struct Shared {
     aims_window_open: AtomicBool,
     /// Clients done with their script ([`WorkloadConfig::attempts_per_client`]).
     scripts_done: AtomicU64,
+    /// Run time in ms when the workers started, every session connected: the origin of
+    /// [`WorkloadConfig::start_stagger_ms`] (connecting may take longer than a stagger).
+    workers_started_ms: AtomicU64,
     /// Clients inside a lock call past its liveness deadline (see [`unless_stuck`]): a
     /// scripted run ends without waiting for them.
     stuck_now: AtomicU64,
@@ -793,6 +806,7 @@ async fn run_work<W: Work>(
         over: AtomicBool::new(false),
         stop: config.interrupt.clone().unwrap_or_default(),
         scripts_done: AtomicU64::new(0),
+        workers_started_ms: AtomicU64::new(0),
         stuck_now: AtomicU64::new(0),
         abandoned: Mutex::new(Vec::new()),
         retired: Mutex::new(Vec::new()),
@@ -855,6 +869,10 @@ async fn run_work<W: Work>(
             targets.server_connect_string.clone(),
         ));
     }
+    let started_ms = u64::try_from(recorder.elapsed().as_millis()).unwrap_or(u64::MAX);
+    shared
+        .workers_started_ms
+        .store(started_ms, Ordering::Release);
     let workers: Vec<_> = firsts
         .into_iter()
         .enumerate()
@@ -1411,6 +1429,17 @@ async fn worker<R: RealRecipe>(
     };
     let mut client = first;
     let mut locks = locks_of(&client);
+    // From the workers' start: a process restarted after a crash does not wait again.
+    let start = Duration::from_millis(
+        shared
+            .workers_started_ms
+            .load(Ordering::Acquire)
+            .saturating_add(config.start_stagger_ms.saturating_mul(index as u64)),
+    );
+    let now = shared.recorder.elapsed();
+    if start > now {
+        tokio::time::sleep(start - now).await;
+    }
     let mut k = 0u64;
     let script = u64::from(config.attempts_per_client);
     while !shared.acquisitions_over() && (script == 0 || k < script) {
@@ -1487,9 +1516,15 @@ async fn worker<R: RealRecipe>(
                     reason: reason.into(),
                 });
                 if config.idle_after_give_up_ms > 0 {
-                    client
-                        .sleep(Duration::from_millis(config.idle_after_give_up_ms))
-                        .await;
+                    let idle = Duration::from_millis(config.idle_after_give_up_ms);
+                    let from = shared.recorder.elapsed();
+                    // What a cancelled acquire took after all is given back first, as the
+                    // next acquire would: idle, the client would keep a hold the workload
+                    // never believed in, and its node would read as left behind. Bounded
+                    // by the idle: a library stuck on the cancel is the next acquire's.
+                    let _ = tokio::time::timeout(idle, recipe.retire(lock)).await;
+                    let spent = shared.recorder.elapsed().saturating_sub(from);
+                    client.sleep(idle.saturating_sub(spent)).await;
                 }
                 continue;
             }

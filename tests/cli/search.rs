@@ -7,8 +7,11 @@
 use super::zklock;
 use std::path::Path;
 
-/// The smallest script: one client, one blocking attempt, single strikes only.
-pub(super) const SMALL: [&str; 10] = [
+/// The smallest script: one client, one blocking attempt, single strikes only, and no
+/// workload shape (the shapes' test runs them).
+pub(super) const SMALL: [&str; 12] = [
+    "--shapes",
+    "none",
     "--clients",
     "1",
     "--attempts",
@@ -193,7 +196,15 @@ fn the_shipped_lock_passes_every_point_of_the_small_search() {
 fn bad_search_arguments_are_refused_with_a_reason() {
     let dir = tempfile::tempdir().unwrap();
     for (args, says) in [
-        (vec!["search", "--k", "3"], "--k must be 1 or 2"),
+        (vec!["search", "--k", "3"], "--k must be 0, 1 or 2"),
+        (
+            vec!["search", "--shapes", "crowd,herd"],
+            "--shapes: unknown shape \"herd\"",
+        ),
+        (
+            vec!["search", "--shapes", "none,crowd"],
+            "none names no shape",
+        ),
         (vec!["search", "--lock", "no-such-lock"], "--lock"),
         (vec!["search", "--lock", "queue"], "not a lock to search"),
         (vec!["search", "--attempts", "0"], "--attempts must be 1 to"),
@@ -437,4 +448,87 @@ fn descendants(pid: u32) -> Vec<(u32, String, String)> {
 #[cfg(target_os = "linux")]
 fn is_running(pid: u32, start: &str) -> bool {
     stat_of(pid).is_some_and(|(state, _, s)| s == start && state != "Z" && state != "X")
+}
+
+/// The search's workload shapes run once each, without a fault, at `--k 0` alone. In
+/// the timed-queue shape Kazoo 2.8's `Lock` lets a timed acquire overrun: a waiter ahead
+/// of it times out and leaves, which wakes it with its deadline near, and
+/// `Lock._inner_acquire` waits its whole timeout again (docs/libraries.md). Certain: the
+/// contenders queue a third of the timeout apart (`--start-stagger-ms`), and the holder
+/// outlasts both timeouts.
+#[test]
+fn the_timed_queue_shape_finds_kazoos_timed_acquire_waiting_its_whole_timeout_again() {
+    use zklock_real::driver::DriverKind;
+    if !super::driver_ready(DriverKind::KazooLock, "this test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "search",
+        "--lock",
+        "kazoo-lock",
+        "--k",
+        "0",
+        "--shapes",
+        "timed-queue",
+        "--jobs",
+        "1",
+        "--out",
+        "failures",
+    ];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("violated liveness_after_heal, timed_acquire_in_time in shape timed-queue"),
+        "{out}"
+    );
+    assert!(
+        out.contains("workload shapes, each run once without a fault: timed-queue violated"),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains("--start-stagger-ms"))
+        .unwrap_or_else(|| panic!("no reproduction line for the shape:\n{out}"));
+    let line = line.strip_prefix("cargo run --release -- ").unwrap();
+    assert!(line.contains("--clients 3 --attempts 1"), "{line}");
+    assert!(!line.contains("--aim"), "a shape aims no fault: {line}");
+    let mut again: Vec<&str> = line.split_whitespace().collect();
+    again.extend(["--out", "failures"]);
+    let (code, rerun, err) = zklock(&again, dir.path());
+    assert_eq!(code, 1, "{rerun}{err}");
+    assert!(rerun.contains("timed_acquire_in_time"), "{rerun}");
+}
+
+/// The shipped lock holds in every workload shape; a resumed search takes the shapes'
+/// verdicts from its journal and does not run them again.
+#[test]
+fn the_shipped_lock_holds_in_every_workload_shape_and_a_resume_does_not_run_them_again() {
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "search", "--lock", "zklock", "--k", "0", "--out", "failures",
+    ];
+    args.extend(JOBS);
+    args.extend(["--journal", "journal.jsonl"]);
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(
+            "workload shapes, each run once without a fault: timed-queue held; \
+             fresh-objects held; idle-after-give-up held; long-holds held; crowd held"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("workload shapes: 5 runs without a fault"),
+        "{out}"
+    );
+    let (code, again, err) = zklock(&[args.as_slice(), &["--resume"]].concat(), dir.path());
+    assert_eq!(code, 0, "{again}{err}");
+    assert!(!again.contains("workload shapes: 5 runs"), "{again}");
+    assert!(again.contains("crowd held"), "{again}");
 }

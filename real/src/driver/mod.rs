@@ -420,14 +420,19 @@ impl DriverLock {
 
     /// Settles the acquires cancelled before: one that took the lock after all is
     /// released (the library held it without the workload ever believing so).
+    /// Cancel-safe: an acquire leaves the list once settled, so a settle cut short (see
+    /// [`RealRecipe::retire`] before an idle) is taken up by the next.
     async fn settle_cancelled(&self, conn: &Conn) -> Result<(), String> {
-        let ids: Vec<u64> = std::mem::take(
-            &mut *self
-                .cancelled
+        let pending = || {
+            self.cancelled
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for id in ids {
+                .unwrap_or_else(PoisonError::into_inner)
+                .first()
+                .copied()
+        };
+        while let Some(id) = pending() {
+            // Cut short in the release's answer, the next settle takes that answer
+            // (Released) as the acquire's outcome, and drops it.
             let outcome = answer(conn, id).await?;
             if let Outcome::Acquired { .. } = outcome {
                 conn.send(&Request::Release { id });
@@ -437,6 +442,10 @@ impl DriverLock {
                     other => return Err(format!("{other:?} in answer to a release")),
                 }
             }
+            self.cancelled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .retain(|&pending| pending != id);
         }
         Ok(())
     }

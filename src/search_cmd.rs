@@ -189,7 +189,12 @@ impl Setup {
                 (runtime.block_on(run), None)
             }
             Lock::Driver(kind) => {
-                let recipe = DriverRecipe::prepare(*kind).map_err(anyhow::Error::new)?;
+                // A client's next driver process is started ahead only where a point
+                // may end its session: most points need none.
+                let ends_sessions = points.iter().any(|p| p.action.ends_sessions());
+                let recipe = DriverRecipe::prepare(*kind)
+                    .map_err(anyhow::Error::new)?
+                    .with_spares(ends_sessions);
                 let status = recipe.status();
                 let run = runtime.block_on(run_recipe(servers, &workload, &faults, recipe));
                 (run, status.failure())

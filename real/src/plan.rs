@@ -106,6 +106,15 @@ impl AimedAction {
             AimedAction::GiveUp => "give-up",
         }
     }
+
+    /// Whether the action ends the struck client's session (the server expires it):
+    /// an expiry, a pause (longer than the session timeout, as a search's are), a crash.
+    pub fn ends_sessions(self) -> bool {
+        matches!(
+            self,
+            AimedAction::Expire | AimedAction::Pause { .. } | AimedAction::Crash
+        )
+    }
 }
 
 /// How many matching requests an aimed fault strikes, from the first it strikes.

@@ -137,8 +137,8 @@ fn a_driver_that_breaks_the_protocol_in_one_run_is_judged_driver_failed_and_the_
     let dir = tempfile::tempdir().unwrap();
     let launches = dir.path().join("launches");
     let python = dir.path().join("python");
-    // A run starts the driver script twice (its client's, and a spare kept ready for the
-    // client's next session); the third start is the first point's.
+    // A run of drops starts the driver script once per client: no spare is kept ready for
+    // a next session, since no drop ends one. The third start is the second point's.
     let script = format!(
         "#!/bin/sh\n\
          case \"$*\" in *zklock_driver.py*)\n\
@@ -169,6 +169,9 @@ fn a_driver_that_breaks_the_protocol_in_one_run_is_judged_driver_failed_and_the_
     );
     // Three points ran: the search went on past the broken one.
     assert!(text.contains("| 3 (0) |"), "{text}");
+    // The reference run and three points, one driver each.
+    let launched = std::fs::read_to_string(&launches).unwrap();
+    assert_eq!(launched.trim(), "4", "driver processes started");
 }
 
 #[test]

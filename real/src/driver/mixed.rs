@@ -228,6 +228,15 @@ impl RealRecipe for MixedRecipe {
         }
     }
 
+    /// A driver's client gives back what its cancelled acquires took after all, as the
+    /// driver's own recipe does: kept idle until the run has been read, it would hold a
+    /// node the orphan check counts.
+    async fn retire(&self, lock: &MixedLock) {
+        if let MixedLock::Driver(lock) = lock {
+            lock.retire().await;
+        }
+    }
+
     async fn start(&self, run: &RunStart) -> Result<(), RealError> {
         if run.roles.iter().any(|r| *r != LockRole::Exclusive) {
             return Err(RealError::Config {

@@ -143,6 +143,9 @@ pub struct DriverRecipe {
     run: OnceLock<RunInfo>,
     /// Per client: the next driver process, started ahead.
     spares: Mutex<Vec<Option<Arc<Conn>>>>,
+    /// Whether a client's next process starts ahead, as soon as its current one is
+    /// taken ([`DriverRecipe::with_spares`]).
+    spare_ahead: bool,
     fatal: Arc<Mutex<Option<String>>>,
     /// What the drivers said in their hello (library, version, lock).
     hello: Arc<Mutex<Option<String>>>,
@@ -206,10 +209,22 @@ impl DriverRecipe {
             launcher: Launcher::prepare(kind)?,
             run: OnceLock::new(),
             spares: Mutex::new(Vec::new()),
+            spare_ahead: true,
             fatal: Arc::default(),
             hello: Arc::default(),
             slots,
         })
+    }
+
+    /// Whether each client's next driver process starts ahead, ready for its next
+    /// session (default: yes). A new session's lock then need not wait for a process
+    /// to start (a JVM's second or so), which would count in its acquire's time. A run
+    /// whose faults end no session (no expiry, pause or crash) needs none: without, a
+    /// client's next process starts when its next session comes, if one does. A search
+    /// runs most of its points so, and starts half the processes.
+    pub fn with_spares(mut self, ahead: bool) -> DriverRecipe {
+        self.spare_ahead = ahead;
+        self
     }
 
     /// Whether client `index` runs this driver.
@@ -264,7 +279,8 @@ impl RealRecipe for DriverRecipe {
         let taken = self.spares().get_mut(index).and_then(Option::take);
         let conn = taken.map_or_else(|| self.spawn(index), Ok);
         // The next process starts now, ready for this client's next session.
-        if let Ok(spare) = self.spawn(index)
+        if self.spare_ahead
+            && let Ok(spare) = self.spawn(index)
             && let Some(slot) = self.spares().get_mut(index)
         {
             *slot = Some(spare);
@@ -291,11 +307,7 @@ impl RealRecipe for DriverRecipe {
     }
 
     async fn retire(&self, lock: &DriverLock) {
-        if let Ok(conn) = lock.conn() {
-            // A failure here is the driver's, and its next request would report it;
-            // there is none.
-            let _ = lock.settle_cancelled(conn).await;
-        }
+        lock.retire().await;
     }
 
     fn fresh_lock(
@@ -415,6 +427,14 @@ impl DriverLock {
             cancelled: Arc::clone(&self.cancelled),
             hello: Arc::clone(&self.hello),
             fresh: AtomicBool::new(true),
+        }
+    }
+
+    /// [`RealRecipe::retire`]: gives back what the acquires cancelled before took after
+    /// all. A failure here is the driver's, and its next request would report it.
+    async fn retire(&self) {
+        if let Ok(conn) = self.conn() {
+            let _ = self.settle_cancelled(conn).await;
         }
     }
 

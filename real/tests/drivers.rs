@@ -350,6 +350,28 @@ fn given_up(history: &History) -> bool {
         .any(|e| matches!(&e.kind, EventKind::AcquireFailed { reason } if reason == "given up"))
 }
 
+/// A cancelled acquire that its library took after all is released by the driver, even
+/// when the next acquire, which settles it first, is itself dropped at once. The driver
+/// once took the cancelled acquires off its list before settling them, so a settle
+/// dropped midway lost them: the library kept a hold nobody believed in, and its node
+/// read as a leak (`node_outlives_attempt`, `liveness_after_heal`). Here Kazoo's
+/// Semaphore: client 0's timed attempt is given up while the release of its inner lock
+/// is held (the 3rd delete under `-__lock__`), and it takes the lease anyway; its next
+/// attempt is dropped after 0 ms. Every property must hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquire_taken_after_all_is_released_though_the_next_is_dropped_mid_settle() {
+    let Some(recipe) = driver(DriverKind::KazooSemaphore) else {
+        return;
+    };
+    let (mut config, mut faults) = given_up_at("delete", &format!("{LOCK_PATH}-__lock__/"));
+    // The 4th attempt, client 0's dropped one, is dropped after 0 ms.
+    config.drop_every = 4;
+    faults.aimed[0].1.skip = 2;
+    let run = run(recipe, &config, &faults).await.unwrap();
+    assert!(given_up(&run.history), "the give-up never struck");
+    assert_ok(&check_run_shaped(&run));
+}
+
 /// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquire given up (an interrupt, how a
 /// Java caller gives up a blocking acquire) while it releases its inner mutex (the delete
 /// under `locks/`), keeps the lease it had made: nobody holds, the other client waits

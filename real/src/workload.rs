@@ -292,6 +292,8 @@ pub struct RealRun {
     pub final_children_touched: Vec<(String, Vec<String>)>,
     /// The recipe's [`RealRecipe::leases`]: `Some(n)` for a semaphore of `n` leases.
     pub leases: Option<u32>,
+    /// The recipe's [`RealRecipe::tokens_are_czxids`].
+    pub tokens_are_czxids: bool,
     /// A work queue's run ([`run_queue`]): its directories, whose final children are the
     /// two of [`final_children_by_lock`](RealRun::final_children_by_lock) (the items',
     /// then the item locks'). `None` for a lock's run.
@@ -345,6 +347,7 @@ impl RealRun {
             final_lock_children: self.final_lock_children.clone(),
             run_end_us: self.run_end_us,
             session_timeout_ms: self.session_timeout_ms,
+            tokens_are_czxids: self.tokens_are_czxids,
         }
     }
 }
@@ -408,6 +411,15 @@ pub trait RealRecipe: Send + Sync + 'static {
         None
     }
 
+    /// The tokens its locks report are their nodes' czxids, as the shipped recipes' and
+    /// the drivers' are: the checker's `fifo` then tells a node made earlier by its token,
+    /// so that a directory ZooKeeper deleted and made again mid-run (an empty container,
+    /// such as Curator's) is not read as a node passed over. Default `false`: sequence
+    /// order alone.
+    fn tokens_are_czxids(&self) -> bool {
+        false
+    }
+
     /// Called with each of a client's lock objects when the client is done with its
     /// script, before the objects are kept, idle, until the run has been read, and with
     /// the lock of an attempt that gave up before the client idles
@@ -456,6 +468,9 @@ impl<R: RealRecipe> RealRecipe for Arc<R> {
     fn leases(&self) -> Option<u32> {
         R::leases(self)
     }
+    fn tokens_are_czxids(&self) -> bool {
+        R::tokens_are_czxids(self)
+    }
     fn retire(&self, lock: &Self::Lock) -> impl std::future::Future<Output = ()> + Send {
         R::retire(self, lock)
     }
@@ -494,6 +509,9 @@ impl RealRecipe for ShippedRealRecipe {
         ShippedLock::new(client, role, path, self.options.clone())
             .expect("the workload's lock path was validated")
     }
+    fn tokens_are_czxids(&self) -> bool {
+        true
+    }
 }
 
 /// What each client of a run does, and what the run reads at its end: a lock's
@@ -512,6 +530,10 @@ trait Work: Send + Sync + 'static {
     fn final_dirs(&self, config: &WorkloadConfig) -> Vec<(String, String)>;
     /// `Some(n)` for a semaphore of `n` leases.
     fn leases(&self) -> Option<u32>;
+    /// See [`RealRecipe::tokens_are_czxids`].
+    fn tokens_are_czxids(&self) -> bool {
+        false
+    }
     /// Called once before the clients start.
     fn start<'a>(&'a self, run: &'a RunStart) -> BoxFuture<'a, Result<(), RealError>>;
     /// Ends the run: sets [`Shared::over`] when no client should start anything new.
@@ -552,6 +574,9 @@ impl<R: RealRecipe> Work for LockWork<R> {
     }
     fn leases(&self) -> Option<u32> {
         self.0.leases()
+    }
+    fn tokens_are_czxids(&self) -> bool {
+        self.0.tokens_are_czxids()
     }
     fn start<'a>(&'a self, run: &'a RunStart) -> BoxFuture<'a, Result<(), RealError>> {
         Box::pin(self.0.start(run))
@@ -610,6 +635,8 @@ struct Shared {
     /// done with its script stays connected, as an idle application does, so that what
     /// its attempts left behind stands while the run watches.
     retired: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
+    /// [`RealRecipe::tokens_are_czxids`], for the facts a [`RunGoal`] reads.
+    tokens_are_czxids: bool,
 }
 
 impl Shared {
@@ -666,6 +693,7 @@ impl Shared {
             final_lock_children: Vec::new(),
             run_end_us: self.recorder.now_us(),
             session_timeout_ms: c.session_timeout_ms,
+            tokens_are_czxids: self.tokens_are_czxids,
         }
     }
 
@@ -810,6 +838,7 @@ async fn run_work<W: Work>(
         stuck_now: AtomicU64::new(0),
         abandoned: Mutex::new(Vec::new()),
         retired: Mutex::new(Vec::new()),
+        tokens_are_czxids: work.tokens_are_czxids(),
         aims_over_at_ms: AtomicU64::new(0),
         aims_window_open: AtomicBool::new(false),
         crash_restart_ms: faults.crash_restart_ms,
@@ -954,6 +983,7 @@ async fn run_work<W: Work>(
         final_children_by_lock,
         final_children_touched,
         leases,
+        tokens_are_czxids: work.tokens_are_czxids(),
         queue: work.queue(),
         run_end_us,
         // Aimed faults heal after their last strike (a pause, once it ended).

@@ -372,6 +372,70 @@ async fn a_cancelled_acquire_taken_after_all_is_released_though_the_next_is_drop
     assert_ok(&check_run_shaped(&run));
 }
 
+/// Whether a grant came after an earlier grant of a higher sequence with a higher czxid:
+/// a node numbered after its lock directory was deleted and made again.
+fn numbered_by_a_directory_made_again(history: &History) -> bool {
+    let mut grants: Vec<(i64, i64)> = Vec::new();
+    for e in &history.events {
+        if let EventKind::Acquired { token, node } = &e.kind {
+            let digits = &node[node.len().saturating_sub(10)..];
+            let Ok(seq) = digits.parse::<i64>() else {
+                continue;
+            };
+            if grants.iter().any(|&(s, t)| s > seq && t < *token) {
+                return true;
+            }
+            grants.push((seq, *token));
+        }
+    }
+    false
+}
+
+/// Curator's lock directory is a container: ZooKeeper deletes it once it is empty (every
+/// `znode.container.checkIntervalMs`, 60 s by default), and the next acquire makes it
+/// again, its sequence from 0. `fifo` once read the new directory's first node as passed
+/// over by the old one's last: every `fifo`-only point of Curator's searches was this.
+/// Here client 1 starts 1 s after client 0, whose script is done by then, on a server
+/// that checks its containers every 50 ms; runs go on until one shows a directory made
+/// again (a hang alone reaches the cap). Every property must hold, and the same history
+/// judged by sequence alone must not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curators_lock_directory_made_again_is_not_a_fifo_violation() {
+    let Some(recipe) = driver(DriverKind::CuratorMutex) else {
+        return;
+    };
+    let recipe = std::sync::Arc::new(recipe);
+    let config = WorkloadConfig {
+        clients: 2,
+        attempts_per_client: 4,
+        drop_every: 0,
+        start_stagger_ms: 1_000,
+        ..workload(None)
+    };
+    let options = ServerOptions::default().with_container_check_interval_ms(50);
+    for _ in 0..20 {
+        let servers = Servers::start(1, options.clone()).unwrap();
+        let run = run_recipe(servers, &config, &FaultConfig::default(), recipe.clone())
+            .await
+            .unwrap();
+        if !numbered_by_a_directory_made_again(&run.history) {
+            continue;
+        }
+        assert!(run.tokens_are_czxids);
+        assert_ok(&check_run(&run));
+        let mut by_sequence = zklock_checker::CheckConfig::from(run.facts());
+        by_sequence.tokens_are_czxids = false;
+        let judged = crate::common::judge(&run.history, &by_sequence);
+        assert!(
+            judged.report.violated().contains(&"fifo"),
+            "{:?}",
+            judged.report.violated()
+        );
+        return;
+    }
+    panic!("no run of 20 made Curator's lock directory again");
+}
+
 /// Curator 5.4.0's `InterProcessSemaphoreMutex`, its acquire given up (an interrupt, how a
 /// Java caller gives up a blocking acquire) while it releases its inner mutex (the delete
 /// under `locks/`), keeps the lease it had made: nobody holds, the other client waits

@@ -35,6 +35,9 @@ pub struct RunFacts {
     pub run_end_us: u64,
     /// The clients' session timeout, in ms.
     pub session_timeout_ms: u64,
+    /// The `Acquired` tokens are the lock nodes' czxids (`CheckConfig::tokens_are_czxids`
+    /// in zklock-checker).
+    pub tokens_are_czxids: bool,
 }
 
 /// One ephemeral node of a real run, as the proxies saw the server's replies: made by

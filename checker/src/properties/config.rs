@@ -32,6 +32,13 @@ pub struct CheckConfig {
     /// the run ended. Any of them left when every client is done is an orphan, as in
     /// `lock_path`.
     pub touched_children: Vec<(String, Vec<String>)>,
+    /// The `Acquired` tokens are the lock nodes' czxids, as zklock's recipes' and the
+    /// library drivers' are: `fifo` then takes a lower token as a node made earlier.
+    /// ZooKeeper deletes an empty container directory (Curator's lock directories are
+    /// containers) and its next create starts the sequence over, so a lower sequence
+    /// alone does not tell a node that was ahead in the queue. Default `false`: sequence
+    /// order alone, right for a directory that is never deleted mid-run.
+    pub tokens_are_czxids: bool,
 }
 
 /// `CheckConfig::timed_grace_ms` by default: a cleanup's round trips, with room for a
@@ -53,6 +60,7 @@ impl Default for CheckConfig {
             session_timeout_ms: 6000,
             timed_grace_ms: TIMED_GRACE_MS,
             touched_children: Vec::new(),
+            tokens_are_czxids: false,
         }
     }
 }
@@ -70,6 +78,7 @@ impl From<RunFacts> for CheckConfig {
             session_timeout_ms: f.session_timeout_ms,
             timed_grace_ms: TIMED_GRACE_MS,
             touched_children: Vec::new(),
+            tokens_are_czxids: f.tokens_are_czxids,
         }
     }
 }
@@ -87,6 +96,8 @@ impl CheckConfig {
             session_timeout_ms: scenario.session_timeout_ms,
             timed_grace_ms: TIMED_GRACE_MS,
             touched_children: Vec::new(),
+            // The simulated server deletes no directory.
+            tokens_are_czxids: false,
         }
     }
 
@@ -117,6 +128,7 @@ mod tests {
             final_lock_children: vec!["n".into()],
             run_end_us: 13,
             session_timeout_ms: 17,
+            tokens_are_czxids: true,
         };
         let cfg = CheckConfig::from(facts);
         assert_eq!(
@@ -131,6 +143,7 @@ mod tests {
                 session_timeout_ms: 17,
                 timed_grace_ms: TIMED_GRACE_MS,
                 touched_children: Vec::new(),
+                tokens_are_czxids: true,
             }
         );
     }

@@ -11,6 +11,12 @@
 //! gave up) simply drops out of the queue and lets the next one go: that is not a
 //! violation. A grant made after its own session expired or closed (the client believes
 //! on a node that is gone) is skipped here; the belief properties judge it.
+//!
+//! When the tokens are the nodes' czxids ([`CheckConfig::tokens_are_czxids`], a real
+//! run's), `h` was ahead only if its token is lower too: ZooKeeper deletes an empty
+//! container directory and the next create starts its sequence over, so a node made
+//! after `g` may have the lower sequence. A token that is not a czxid (0 or less: the
+//! driver found no node) leaves the sequence alone to judge.
 
 use super::beliefs::Beliefs;
 use super::slots::Slots;
@@ -32,6 +38,8 @@ struct Grant {
     place: i64,
     /// The sequence as named, for the report.
     seq: i64,
+    token: i64,
+    writer: bool,
 }
 
 impl Grant {
@@ -65,12 +73,16 @@ pub(crate) struct Fifo<'h> {
     first_seq: Option<i32>,
     /// The first out-of-turn pair: (earlier, later).
     found: Option<(Grant, Grant)>,
+    /// With [`CheckConfig::tokens_are_czxids`]: every grant so far, to find one both
+    /// numbered and made after a grant that the two tops alone would flag.
+    tokens_are_czxids: bool,
+    grants: Vec<Grant>,
 }
 
 impl<'h> Judge<'h> for Fifo<'h> {
     type Output = Verdict;
 
-    fn new(history: &'h History, _: &'h CheckConfig, _: &'h Slots) -> Self {
+    fn new(history: &'h History, cfg: &'h CheckConfig, _: &'h Slots) -> Self {
         Fifo {
             history,
             ended_sessions: Vec::new(),
@@ -78,6 +90,8 @@ impl<'h> Judge<'h> for Fifo<'h> {
             top_writer: None,
             first_seq: None,
             found: None,
+            tokens_are_czxids: cfg.tokens_are_czxids,
+            grants: Vec::new(),
         }
     }
 
@@ -90,9 +104,9 @@ impl<'h> Judge<'h> for Fifo<'h> {
     }
 
     #[inline]
-    fn acquired(&mut self, step: Step<'h>, _: i64, node: &'h str, beliefs: &Beliefs<'h>) {
+    fn acquired(&mut self, step: Step<'h>, token: i64, node: &'h str, beliefs: &Beliefs<'h>) {
         if self.found.is_none() {
-            self.grant(step, node, beliefs);
+            self.grant(step, token, node, beliefs);
         }
     }
 
@@ -106,7 +120,7 @@ impl<'h> Judge<'h> for Fifo<'h> {
 
 impl Fifo<'_> {
     /// A grant of `node`: was a node ahead of it in the queue passed over?
-    fn grant(&mut self, step: Step<'_>, node: &str, beliefs: &Beliefs<'_>) {
+    fn grant(&mut self, step: Step<'_>, token: i64, node: &str, beliefs: &Beliefs<'_>) {
         let e = step.event;
         let Some(seq) = sequence_of(node) else {
             return;
@@ -121,17 +135,40 @@ impl Fifo<'_> {
             index: step.index,
             place: self.place(seq),
             seq,
+            token,
+            writer,
         };
         // The earlier grant furthest ahead of this one that it must not follow.
         let passed = if writer { self.top } else { self.top_writer };
         if let Some(g) = passed.filter(|g| g.place > grant.place) {
-            self.found = Some((g, grant));
-            return;
+            let passed = if self.tokens_are_czxids {
+                self.passed_by_age(grant)
+            } else {
+                Some(g)
+            };
+            if let Some(g) = passed {
+                self.found = Some((g, grant));
+                return;
+            }
         }
         self.top = Some(grant.max_with(self.top));
         if writer {
             self.top_writer = Some(grant.max_with(self.top_writer));
         }
+        if self.tokens_are_czxids {
+            self.grants.push(grant);
+        }
+    }
+
+    /// The earlier grant furthest ahead of `h` (a writer's, if `h` is a reader's) that
+    /// was also made after `h`'s node, by the czxids; one made before it, with a higher
+    /// sequence, was numbered by an older incarnation of the directory.
+    fn passed_by_age(&self, h: Grant) -> Option<Grant> {
+        let made_after = |g: &Grant| g.token <= 0 || h.token <= 0 || g.token > h.token;
+        (self.grants.iter())
+            .filter(|g| (h.writer || g.writer) && g.place > h.place && made_after(g))
+            .max_by_key(|g| (g.place, g.index))
+            .copied()
     }
 }
 

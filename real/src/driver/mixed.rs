@@ -228,6 +228,11 @@ impl RealRecipe for MixedRecipe {
         }
     }
 
+    /// Drivers and the shipped lock alike report their nodes' czxids.
+    fn tokens_are_czxids(&self) -> bool {
+        true
+    }
+
     /// A driver's client gives back what its cancelled acquires took after all, as the
     /// driver's own recipe does: kept idle until the run has been read, it would hold a
     /// node the orphan check counts.

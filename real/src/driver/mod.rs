@@ -320,6 +320,11 @@ impl RealRecipe for DriverRecipe {
         current.fresh_object()
     }
 
+    /// The protocol's token is the lock node's czxid.
+    fn tokens_are_czxids(&self) -> bool {
+        true
+    }
+
     fn nodes_dir(&self, lock_path: &str) -> String {
         match self.kind {
             // InterProcessSemaphoreV2 keeps its leases (the holds) in `leases` and its

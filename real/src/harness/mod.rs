@@ -209,6 +209,11 @@ pub struct ServerOptions {
     /// its own default). Default off: tests need no durability, and a write then costs a
     /// page-cache copy instead of a disk flush. The benchmark measures both.
     pub force_sync: bool,
+    /// How often the server deletes its empty container nodes (ZooKeeper's
+    /// `znode.container.checkIntervalMs`), in ms, 1 to 2^31 - 1. Default `None`:
+    /// ZooKeeper's 60 s. Curator's lock directories are containers: a short interval
+    /// makes one deleted and made again between a run's attempts.
+    pub container_check_interval_ms: Option<u32>,
 }
 
 impl Default for ServerOptions {
@@ -222,6 +227,7 @@ impl Default for ServerOptions {
             start_timeout: Duration::from_secs(60),
             optimizing_jit: false,
             force_sync: false,
+            container_check_interval_ms: None,
         }
     }
 }
@@ -246,6 +252,12 @@ impl ServerOptions {
     }
     pub fn with_force_sync(mut self, on: bool) -> Self {
         self.force_sync = on;
+        self
+    }
+    /// See [`ServerOptions::container_check_interval_ms`]; 0 is taken as 1, and more
+    /// than 2^31 - 1 as that.
+    pub fn with_container_check_interval_ms(mut self, ms: u32) -> Self {
+        self.container_check_interval_ms = Some(ms.clamp(1, i32::MAX as u32));
         self
     }
 }

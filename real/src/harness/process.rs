@@ -165,6 +165,8 @@ pub(crate) struct Node {
     standalone: bool,
     /// C2 on (see [`ServerOptions::optimizing_jit`]).
     optimizing_jit: bool,
+    /// See [`ServerOptions::container_check_interval_ms`].
+    container_check_interval_ms: Option<u32>,
     process: Option<Running>,
 }
 
@@ -225,6 +227,7 @@ impl Node {
             log: dir.join("server.log"),
             standalone: peers.is_empty(),
             optimizing_jit: options.optimizing_jit,
+            container_check_interval_ms: options.container_check_interval_ms,
             process: None,
         })
     }
@@ -274,6 +277,12 @@ impl Node {
             // A restarted server may find a transaction log but no snapshot yet.
             .arg("-Dzookeeper.snapshot.trust.empty=true")
             .arg(format!("-Dzookeeper.log.dir={}", self.dir.display()))
+            // Read as a system property only (zoo.cfg's unknown keys get a `zookeeper.`
+            // prefix).
+            .args(
+                (self.container_check_interval_ms)
+                    .map(|ms| format!("-Dznode.container.checkIntervalMs={ms}")),
+            )
             .args(["-Dorg.slf4j.simpleLogger.showDateTime=true"])
             .args(["-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"])
             .arg("-cp")

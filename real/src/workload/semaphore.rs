@@ -30,4 +30,9 @@ impl RealRecipe for SemaphoreRealRecipe {
     fn leases(&self) -> Option<u32> {
         Some(self.leases)
     }
+
+    /// A lease's token is its node's czxid.
+    fn tokens_are_czxids(&self) -> bool {
+        true
+    }
 }

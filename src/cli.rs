@@ -797,7 +797,8 @@ pub struct SearchArgs {
     pub actions: Vec<String>,
     /// The workload shapes run once each, without a fault, before the points,
     /// comma-separated (default: every one): timed-queue, fresh-objects,
-    /// idle-after-give-up, long-holds, crowd; none for no shape
+    /// idle-after-give-up, long-holds, crowd; none for no shape. A shape the script has
+    /// already (crowd at 5 clients or more) is not run: the reference run is that run
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub shapes: Vec<String>,
     /// The longest a run may take, in ms (a run ends once its script is done; a
@@ -812,7 +813,7 @@ pub struct SearchArgs {
     /// Where the violations' timelines go
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
-    /// Runs at once, each on a ZooKeeper server of its own (0: three per core, at most 8)
+    /// Runs at once, each on a ZooKeeper server of its own (0: four per core, at most 8)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: u32,
     /// Write each judged point's result to FILE as it is judged (JSON lines), so that a

@@ -623,10 +623,10 @@ fn kept_in(e: anyhow::Error, journal: Option<&Path>) -> anyhow::Error {
 }
 
 /// Runs at once by default, per core: a run mostly waits (on session timeouts, pauses,
-/// the server), so more runs than cores pay. Curator's mutex, on a 2-core machine: its
-/// complete search took 939 s at 4 runs at once and 795 s at 6, one after the other,
-/// the machine otherwise idle (docs/libraries.md).
-const DEFAULT_JOBS_PER_CORE: usize = 3;
+/// the server), so more runs than cores pay. On a 2-core machine, the machine otherwise
+/// idle: Curator's mutex took 939 s at 4 runs at once and 795 s at 6; Kazoo's
+/// Semaphore 943 s at 6 and 829 s at 8 (docs/libraries.md).
+const DEFAULT_JOBS_PER_CORE: usize = 4;
 /// The most runs at once by default: each brings its own server's JVM and its clients'
 /// drivers.
 const DEFAULT_JOBS_MAX: usize = 8;
@@ -788,7 +788,9 @@ struct Journal {
     reference: Option<Outcome>,
     /// Saved outcomes not yet replayed, by [`plan_key`].
     judged: HashMap<String, Outcome>,
-    resumed: usize,
+    /// How many points, and how many shapes, the saved journal had judged.
+    resumed_points: usize,
+    resumed_shapes: usize,
 }
 
 /// A plan's name in a journal: its points as `--aim` takes them.
@@ -799,9 +801,11 @@ fn plan_key(plan: &[Point]) -> String {
         .join(" ")
 }
 
+const SHAPE_KEY_PREFIX: &str = "shape:";
+
 /// A shape's run's name in a journal (a plan's starts with a client's number).
 fn shape_key(shape: Shape) -> String {
-    format!("shape:{shape}")
+    format!("{SHAPE_KEY_PREFIX}{shape}")
 }
 
 impl Journal {
@@ -855,7 +859,11 @@ impl Journal {
         if journal.reference.is_none() && !journal.judged.is_empty() {
             bail!("--resume: {} has no reference run", path.display());
         }
-        journal.resumed = journal.judged.len();
+        // Shapes are saved beside the points, under keys of their own.
+        journal.resumed_shapes = (journal.judged.keys())
+            .filter(|k| k.starts_with(SHAPE_KEY_PREFIX))
+            .count();
+        journal.resumed_points = journal.judged.len() - journal.resumed_shapes;
         journal.file = Some(
             std::fs::OpenOptions::new()
                 .append(true)
@@ -867,7 +875,15 @@ impl Journal {
 
     fn describe(&self) -> String {
         let path = self.path.as_deref().unwrap_or(Path::new("-"));
-        format!("{} ({} points judged)", path.display(), self.resumed)
+        let shapes = match self.resumed_shapes {
+            0 => String::new(),
+            n => format!(", {n} shape(s)"),
+        };
+        format!(
+            "{} ({} points judged{shapes})",
+            path.display(),
+            self.resumed_points
+        )
     }
 
     fn write_line(&mut self, v: serde_json::Value) -> Result<()> {
@@ -1182,7 +1198,9 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
             only.push(known);
         }
     }
-    let shapes = parse_shapes(&a.shapes)?;
+    let mut shapes = parse_shapes(&a.shapes)?;
+    // A shape that changes nothing in this script would only run the reference again.
+    shapes.retain(|s| format!("{:?}", s.script(&workload)) != format!("{workload:?}"));
     Ok(Setup {
         lock,
         program: program.clone(),

@@ -533,5 +533,42 @@ fn the_shipped_lock_holds_in_every_workload_shape_and_a_resume_does_not_run_them
     let (code, again, err) = zklock(&[args.as_slice(), &["--resume"]].concat(), dir.path());
     assert_eq!(code, 0, "{again}{err}");
     assert!(!again.contains("workload shapes: 5 runs"), "{again}");
+    // The shapes are told apart from the points (--k 0 judged none).
+    assert!(again.contains("(0 points judged, 5 shape(s))"), "{again}");
     assert!(again.contains("crowd held"), "{again}");
+}
+
+#[test]
+fn a_shape_the_script_has_already_is_not_run_again() {
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Five clients are a crowd already; one attempt each keeps the reference run short.
+    let (code, out, err) = zklock(
+        &[
+            "search",
+            "--lock",
+            "zklock",
+            "--k",
+            "0",
+            "--out",
+            "failures",
+            "--jobs",
+            "1",
+            "--clients",
+            "5",
+            "--attempts",
+            "1",
+            "--shapes",
+            "crowd,long-holds",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("workload shapes: 1 runs without a fault (long-holds)"),
+        "{out}"
+    );
+    assert!(!out.contains("crowd"), "{out}");
 }

@@ -983,7 +983,7 @@ async fn run_work<W: Work>(
         final_children_by_lock,
         final_children_touched,
         leases,
-        tokens_are_czxids: work.tokens_are_czxids(),
+        tokens_are_czxids: shared.tokens_are_czxids,
         queue: work.queue(),
         run_end_us,
         // Aimed faults heal after their last strike (a pause, once it ended).

@@ -378,8 +378,7 @@ fn numbered_by_a_directory_made_again(history: &History) -> bool {
     let mut grants: Vec<(i64, i64)> = Vec::new();
     for e in &history.events {
         if let EventKind::Acquired { token, node } = &e.kind {
-            let digits = &node[node.len().saturating_sub(10)..];
-            let Ok(seq) = digits.parse::<i64>() else {
+            let Some(seq) = zklock_checker::holds::sequence_of(node) else {
                 continue;
             };
             if grants.iter().any(|&(s, t)| s > seq && t < *token) {

@@ -548,6 +548,16 @@ pub struct RealArgs {
     /// so that the contenders queue in the order of their index (0: all at once)
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms)]
     pub start_stagger_ms: u64,
+    /// For a released library's lock: run the script this many times without a fault
+    /// first, on the same driver processes (reset between), so that the judged run's
+    /// drivers are warm, as a search's are; 0 to 10 (0: every driver starts cold)
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub warm_up_runs: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
     /// timeout)
     #[arg(
@@ -813,7 +823,9 @@ pub struct SearchArgs {
     /// Where the violations' timelines go
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
-    /// Runs at once, each on a ZooKeeper server of its own (0: four per core, at most 8)
+    /// Runs at once, each on a ZooKeeper server of its own (0: eight per core, at most
+    /// 16, for a released library's lock with its drivers kept; else four per core, at
+    /// most 8)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub jobs: u32,
     /// Write each judged point's result to FILE as it is judged (JSON lines), so that a
@@ -828,6 +840,12 @@ pub struct SearchArgs {
     /// kept, and --resume goes on from there
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_runs: u64,
+    /// Start a driver process for every session, as `zklock real` does, every driver
+    /// cold. By default a released library's driver process is kept for a later run
+    /// (reset between, protocol 3): a quarter of the CPU, drivers warm as in a
+    /// long-running application, and the violations' lines carry `--warm-up-runs 3`
+    #[arg(long)]
+    pub fresh_drivers: bool,
 }
 
 #[cfg(feature = "bench")]

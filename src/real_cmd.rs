@@ -10,6 +10,7 @@ use crate::program::Program;
 use crate::real_recipes::{QueueShape, RealPick, RealRecipes};
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged};
@@ -19,6 +20,7 @@ use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
 use zklock_real::ZkClient;
 use zklock_real::driver::mixed::{LockName, MixedRecipe, check_mix, describe_mix};
+use zklock_real::driver::pool::DriverPool;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
@@ -56,7 +58,12 @@ struct RealOptions {
     allow_foreign_naming: bool,
     /// A work queue's roles and item count (used by a queue's run only).
     queue: QueueShape,
+    /// Fault-free runs of the script on the drivers before the judged run (`--warm-up-runs`).
+    warm_up_runs: u32,
 }
+
+/// The most warm-up runs `--warm-up-runs` takes.
+const WARM_UP_RUNS_MAX: u32 = 10;
 
 /// `--long-hold-ms`: 0 stands for 1.5 × the session timeout.
 pub(crate) fn long_hold_ms(given_ms: u64, session_timeout_ms: u64) -> u64 {
@@ -150,6 +157,18 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
     {
         bail!("--readers: the lock {kind} has no read side (curator-rw and kazoo-rw have)");
     }
+    if a.warm_up_runs > WARM_UP_RUNS_MAX {
+        bail!(
+            "--warm-up-runs: 0 to {WARM_UP_RUNS_MAX}, got {}",
+            a.warm_up_runs
+        );
+    }
+    if a.warm_up_runs > 0 && driver.is_none() {
+        bail!(
+            "--warm-up-runs: warms a released library's driver processes (--lock NAME); \
+             zklock's own lock runs in this process"
+        );
+    }
     if (driver.is_some() || mix.is_some()) && workload.locks > 1 {
         bail!(
             "--locks: a library's driver runs one lock directory; --locks takes zklock's recipes"
@@ -223,6 +242,7 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
         mix,
         allow_foreign_naming: a.allow_foreign_naming,
         queue,
+        warm_up_runs: a.warm_up_runs,
     })
 }
 
@@ -590,6 +610,19 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
     }
     let run = match (driver, mixed) {
         (_, Some(mix)) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, mix)),
+        (Some(recipe), None) if opts.warm_up_runs > 0 => {
+            let pool = Arc::new(DriverPool::default());
+            let servers = warm_up(
+                &runtime,
+                servers,
+                &workload,
+                &recipe,
+                &pool,
+                opts.warm_up_runs,
+            )?;
+            let recipe = recipe.with_pool(pool);
+            runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
+        }
         (Some(recipe), None) => {
             runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
         }
@@ -634,6 +667,60 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
     runtime.shutdown_timeout(Duration::from_secs(1));
     Ok(status)
 }
+
+/// `--warm-up-runs`: `runs` fault-free runs of the script on drivers of `recipe`'s kind,
+/// kept in `pool` between them, under a lock path of their own (removed after); the
+/// servers back, with every kept process reset, for the judged run.
+fn warm_up(
+    runtime: &tokio::runtime::Runtime,
+    mut servers: Servers,
+    workload: &WorkloadConfig,
+    recipe: &DriverRecipe,
+    pool: &Arc<DriverPool>,
+    runs: u32,
+) -> Result<Servers> {
+    let mut warm = workload.clone();
+    warm.lock_path = format!("{}-warm-up", workload.lock_path);
+    eprintln!(
+        "warming the drivers up: {runs} fault-free run(s) under {}...",
+        warm.lock_path
+    );
+    for _ in 0..runs {
+        let drivers = DriverRecipe::prepare(recipe.kind())
+            .map_err(anyhow::Error::new)?
+            .with_pool(Arc::clone(pool));
+        let status = drivers.status();
+        let run = runtime
+            .block_on(run_recipe(servers, &warm, &FaultConfig::default(), drivers))
+            .map_err(anyhow::Error::new)?;
+        if let Some(why) = status.failure() {
+            bail!("a warm-up run's driver failed: {why}");
+        }
+        let RealRun { servers: back, .. } = run;
+        servers = back;
+    }
+    let connect = servers.connect_string();
+    runtime
+        .block_on(harness::delete_tree(
+            &connect,
+            &warm.lock_path,
+            WARM_UP_CLEAR_TIMEOUT,
+        ))
+        .map_err(anyhow::Error::new)
+        .context("removing the warm-up runs' lock directory")?;
+    // The processes are reset in the background: the judged run takes the ones ready
+    // (two a client: its first and its spare), and starts any other cold.
+    let wanted = 2 * workload.clients as usize;
+    let deadline = Instant::now() + WARM_UP_CLEAR_TIMEOUT;
+    while pool.idle() < wanted && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(servers)
+}
+
+/// How long removing the warm-up's directory, or its drivers' resets, may take: only a
+/// hang reaches it.
+const WARM_UP_CLEAR_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A real run's exit status: a violation fails it; a run interrupted, or one that
 /// checked nothing (no acquisition, no item completed), held nothing and is inconclusive.
@@ -967,6 +1054,14 @@ mod tests {
                 "--restart-killed-leader does not apply",
             ),
             (
+                &["--warm-up-runs", "1"],
+                "--warm-up-runs: warms a released library's driver",
+            ),
+            (
+                &["--lock", "kazoo-lock", "--warm-up-runs", "11"],
+                "--warm-up-runs: 0 to 10, got 11",
+            ),
+            (
                 &[
                     "--ensemble",
                     "3",
@@ -995,6 +1090,7 @@ mod tests {
             &["--lock", "zklock,curator-mutex", "--allow-foreign-naming"],
             &["--ensemble", "3", "--restart-killed-leader"],
             &["--connect", "127.0.0.1:2181"],
+            &["--lock", "curator-mutex", "--warm-up-runs", "10"],
         ] {
             assert!(parse(args(good)).is_ok(), "{good:?}");
         }

@@ -23,6 +23,7 @@ use zklock_checker::concurrent::Judged;
 use zklock_checker::timeline::render_marked_timeline;
 use zklock_checker::trace::SavedReport;
 use zklock_real::RealError;
+use zklock_real::driver::pool::DriverPool;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::FaultConfig;
 use zklock_real::harness::{self, ServerOptions};
@@ -63,6 +64,9 @@ struct Setup {
     program: Program,
     /// The workload shapes run before the points (`--shapes`).
     shapes: Vec<Shape>,
+    /// Driver processes kept from one run for the next (a driver's lock only); None:
+    /// `--fresh-drivers`, a process for every session.
+    drivers: Option<Arc<DriverPool>>,
 }
 
 impl Setup {
@@ -157,6 +161,10 @@ impl Setup {
                 w.long_hold_every, w.long_hold_ms
             ));
         }
+        if self.drivers.is_some() && matches!(self.lock, Lock::Driver(_)) {
+            // The search's drivers were warm: so are the line's, as far as a few runs go.
+            line.push_str(&format!(" --warm-up-runs {REPRO_WARM_UP_RUNS}"));
+        }
         for p in points {
             line.push_str(&format!(" --aim {}", p.aim_arg()));
         }
@@ -192,9 +200,12 @@ impl Setup {
                 // A client's next driver process is started ahead only where a point
                 // may end its session: most points need none.
                 let ends_sessions = points.iter().any(|p| p.action.ends_sessions());
-                let recipe = DriverRecipe::prepare(*kind)
+                let mut recipe = DriverRecipe::prepare(*kind)
                     .map_err(anyhow::Error::new)?
                     .with_spares(ends_sessions);
+                if let Some(pool) = &self.drivers {
+                    recipe = recipe.with_pool(Arc::clone(pool));
+                }
                 let status = recipe.status();
                 let run = runtime.block_on(run_recipe(servers, &workload, &faults, recipe));
                 (run, status.failure())
@@ -265,6 +276,9 @@ fn clear(runtime: &tokio::runtime::Runtime, run: RealRun) -> Result<Servers> {
     Ok(servers)
 }
 
+/// The warm-up runs the reproduction lines of a search that kept its drivers ask for.
+const REPRO_WARM_UP_RUNS: u32 = 3;
+
 /// Where every lock of a search lives (the default lock path's root).
 const ZKLOCK_ROOT: &str = "/zklock";
 /// How long clearing the tree between runs may take: only a hang reaches it.
@@ -295,11 +309,15 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         DriverRecipe::prepare(*kind).map_err(anyhow::Error::new)?;
     }
     harness::availability().map_err(anyhow::Error::new)?;
+    let (per_core, most) = match (&setup.lock, &setup.drivers) {
+        (Lock::Driver(_), Some(_)) => (KEPT_JOBS_PER_CORE, KEPT_JOBS_MAX),
+        _ => (DEFAULT_JOBS_PER_CORE, DEFAULT_JOBS_MAX),
+    };
     let jobs = match a.jobs {
         0 => std::thread::available_parallelism()
             .map_or(1, |n| n.get())
-            .saturating_mul(DEFAULT_JOBS_PER_CORE)
-            .min(DEFAULT_JOBS_MAX),
+            .saturating_mul(per_core)
+            .min(most),
         n => n as usize,
     };
     let runtime = Arc::new(
@@ -488,6 +506,15 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     }
     bar.finish_and_clear();
     drop(pool);
+    if let Some(pool) = &setup.drivers
+        && let Lock::Driver(_) = &setup.lock
+    {
+        eprintln!(
+            "driver processes: {} started, {} sessions opened on a kept one",
+            pool.started(),
+            pool.reused()
+        );
+    }
     if let Ok(runtime) = Arc::try_unwrap(runtime) {
         runtime.shutdown_timeout(Duration::from_secs(1));
     }
@@ -630,6 +657,12 @@ const DEFAULT_JOBS_PER_CORE: usize = 4;
 /// The most runs at once by default: each brings its own server's JVM and its clients'
 /// drivers.
 const DEFAULT_JOBS_MAX: usize = 8;
+/// The same, for a driver's lock whose processes are kept between runs: the JVMs' starts
+/// no longer fill the cores. Curator's semaphore mutex, complete on this 2-core machine,
+/// alone: 561 s at 16 runs at once (380 s of CPU); a process per session at 8: 902 s
+/// (1,536 s of CPU).
+const KEPT_JOBS_PER_CORE: usize = 8;
+const KEPT_JOBS_MAX: usize = 16;
 
 fn frontier_pop(f: &RefCell<Frontier>) -> Option<Vec<Point>> {
     f.borrow_mut().pop()
@@ -1205,6 +1238,7 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
         lock,
         program: program.clone(),
         shapes,
+        drivers: (!a.fresh_drivers).then(Arc::default),
         actions: Actions {
             // Past the session timeout: the server expires the session in the pause.
             pause_ms: a.session_timeout_ms.saturating_mul(2),

@@ -1,5 +1,5 @@
 // zklock's driver for Apache Curator's locks: speaks zklock's lock-under-test protocol
-// (version 1, docs/drivers.md) on stdin/stdout, one JSON object a line.
+// (version 3, docs/drivers.md) on stdin/stdout, one JSON object a line.
 //
 // usage: java -cp <curator jars>:<dir> ZklockCuratorDriver KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
 // KIND: mutex | read | write | semaphore-mutex (InterProcessMutex, the read or write side
@@ -11,6 +11,8 @@
 //
 // zklock compiles it with javac against Debian's Curator jars on first use. Each request
 // runs on a thread of its own, so that a cancel (an interrupt) reaches a blocking acquire.
+// A reset closes the session and waits for an open, which starts the next one in the same
+// JVM (zklock keeps processes between a search's runs: a JVM's start is most of a run's CPU).
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -35,7 +37,9 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.data.Stat;
 
 public final class ZklockCuratorDriver {
-    static final int PROTOCOL = 2;
+    static final int PROTOCOL = 3;
+    // How long a reset waits for the old session's requests to end; past it the JVM exits.
+    static final long RESET_JOIN_MS = 3_000;
     static final int LINE_BYTES_MAX = 65536;
     static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
 
@@ -60,6 +64,8 @@ public final class ZklockCuratorDriver {
     // The acquire whose hold is current, and whether its loss was reported.
     Long holding = null;
     boolean lostSent = false;
+    // Set by a reset: the old session's listener reports nothing more.
+    volatile boolean closed = false;
 
     ZklockCuratorDriver(String kind, String connect, String path, int sessionTimeoutMs) {
         this(kind, path, CuratorFrameworkFactory.builder()
@@ -102,6 +108,7 @@ public final class ZklockCuratorDriver {
     }
 
     void onState(ConnectionState state) {
+        if (closed) return;
         String name;
         switch (state) {
             case CONNECTED: case RECONNECTED: name = "connected"; break;
@@ -248,13 +255,7 @@ public final class ZklockCuratorDriver {
             System.err.println("usage: ZklockCuratorDriver KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS");
             System.exit(2);
         }
-        ZklockCuratorDriver d = new ZklockCuratorDriver(args[0], args[1], args[2], Integer.parseInt(args[3]));
-        d.client.start();
-        d.client.blockUntilConnected(Math.max(10_000, Integer.parseInt(args[3])), TimeUnit.MILLISECONDS);
-        String version = curatorVersion();
-        emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", "curator",
-                "version", version == null ? "unknown" : version,
-                "lock", d.lock.getClass().getSimpleName(), "session_id", d.sessionId()));
+        ZklockCuratorDriver d = open(args[0], args[1], args[2], Integer.parseInt(args[3]));
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
@@ -272,6 +273,36 @@ public final class ZklockCuratorDriver {
             Object op = req.get("op");
             Long id = req.get("id") instanceof Long ? (Long) req.get("id") : null;
             if ("close".equals(op)) break;
+            if ("reset".equals(op)) {
+                if (d != null && !d.reset()) {
+                    // A request of the old session is stuck: this JVM cannot be trusted
+                    // with another; zklock sees it exit and starts a new one.
+                    OUT.flush();
+                    System.exit(0);
+                }
+                d = null;
+                emit(obj("event", "reset"));
+                continue;
+            }
+            if ("open".equals(op)) {
+                if (d != null) {
+                    emit(obj("event", "error", "id", null, "message", "open without a reset before it"));
+                    continue;
+                }
+                Object kind = req.get("kind"), connect = req.get("connect"), lockPath = req.get("lock_path");
+                Object timeout = req.get("session_timeout_ms");
+                if (!(kind instanceof String) || !(connect instanceof String) || !(lockPath instanceof String)
+                        || !(timeout instanceof Long)) {
+                    emit(obj("event", "error", "id", null, "message", "bad open: " + line));
+                    continue;
+                }
+                d = open((String) kind, (String) connect, (String) lockPath, (int) (long) (Long) timeout);
+                continue;
+            }
+            if (d == null) {
+                emit(obj("event", "error", "id", id, "message", "no session: " + op + " after a reset, before an open"));
+                continue;
+            }
             if (id == null) {
                 emit(obj("event", "error", "id", null, "message", "request without an id: " + line));
                 continue;
@@ -285,19 +316,46 @@ public final class ZklockCuratorDriver {
                     continue;
                 }
                 boolean fresh = "fresh".equals(object);
-                d.sent(id);
-                d.owner.execute(() -> d.acquire(id, mode, timeoutMs, fresh));
+                ZklockCuratorDriver on = d;
+                on.sent(id);
+                on.owner.execute(() -> on.acquire(id, mode, timeoutMs, fresh));
             } else if ("release".equals(op)) {
-                d.owner.execute(() -> d.release(id));
+                ZklockCuratorDriver on = d;
+                on.owner.execute(() -> on.release(id));
             } else if ("cancel".equals(op)) {
                 d.cancel(id);
             } else {
                 emit(obj("event", "error", "id", id, "message", "unknown op " + op));
             }
         }
-        d.client.close();
+        if (d != null) d.client.close();
         OUT.flush();
         System.exit(0);
+    }
+
+    /** A driver with its session connected and its hello sent. */
+    static ZklockCuratorDriver open(String kind, String connect, String path, int sessionTimeoutMs)
+            throws InterruptedException {
+        ZklockCuratorDriver d = new ZklockCuratorDriver(kind, connect, path, sessionTimeoutMs);
+        d.client.start();
+        d.client.blockUntilConnected(Math.max(10_000, sessionTimeoutMs), TimeUnit.MILLISECONDS);
+        String version = curatorVersion();
+        emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", "curator",
+                "version", version == null ? "unknown" : version,
+                "lock", d.lock.getClass().getSimpleName(), "session_id", d.sessionId()));
+        return d;
+    }
+
+    /**
+     * Closes the session and waits for its requests to end (an acquire still waiting is
+     * interrupted), so that nothing of it is reported after the reset's answer; false
+     * when one is stuck.
+     */
+    boolean reset() throws InterruptedException {
+        closed = true;
+        client.close();
+        owner.shutdownNow();
+        return owner.awaitTermination(RESET_JOIN_MS, TimeUnit.MILLISECONDS);
     }
 
     /**

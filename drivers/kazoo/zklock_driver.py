@@ -1,4 +1,4 @@
-"""zklock's driver for Kazoo's locks: speaks zklock's lock-under-test protocol (version 2,
+"""zklock's driver for Kazoo's locks: speaks zklock's lock-under-test protocol (version 3,
 docs/drivers.md) on stdin/stdout, one JSON object a line.
 
 usage: zklock_driver.py KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
@@ -8,20 +8,25 @@ contenders too (Kazoo's extra_lock_patterns), for zklock's mixed runs
 
 zklock starts it, sends acquire / release / cancel / close, and reads what it reports.
 Each request runs on a thread of its own, so that a cancel reaches a blocking acquire.
-Anything the driver cannot make sense of it reports as an error and goes on.
+Anything the driver cannot make sense of it reports as an error and goes on. A reset
+closes the session and waits for an open, which starts the next one in the same process
+(zklock keeps processes between a search's runs).
 """
 
 import json
 import sys
 import threading
+import time
 
 import kazoo
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import CancelledError, LockTimeout
 from kazoo.recipe.lock import Lock, ReadLock, Semaphore, WriteLock
 
-PROTOCOL = 2
+PROTOCOL = 3
 LINE_BYTES_MAX = 65536
+# How long a reset waits for the old session's requests to end; past it the driver exits.
+RESET_JOIN_S = 3.0
 
 _out = threading.Lock()
 
@@ -43,6 +48,9 @@ class Driver:
         self.holding = None
         self.lost_sent = False
         self.acquiring = None
+        # Set by a reset: the old session's listener and requests report nothing more.
+        self.closed = False
+        self.threads = []
         self.client.add_listener(self.on_state)
         self.lock = self.make_lock()
 
@@ -68,6 +76,8 @@ class Driver:
 
     def on_state(self, state):
         # Kazoo calls listeners on its own thread: report, never block.
+        if self.closed:
+            return
         if state == KazooState.CONNECTED:
             emit(event="session", state="connected", session_id=self.session_id())
             return
@@ -155,8 +165,18 @@ class Driver:
 
 
 def start(target, *args):
-    """Runs target(*args) on a thread of its own (the driver's tests defer it)."""
-    threading.Thread(target=target, args=args, daemon=True).start()
+    """Runs target(*args) on a thread of its own (the driver's tests defer it); the thread
+    is returned, for a reset to wait on."""
+    t = threading.Thread(target=target, args=args, daemon=True)
+    t.start()
+    return t
+
+
+def run(driver, target, *args):
+    """start(), with the thread kept on the driver's list of its requests."""
+    t = start(target, *args)
+    if t is not None:
+        driver.threads = [x for x in driver.threads if x.is_alive()] + [t]
 
 
 def handle(driver, op, rid, req):
@@ -183,9 +203,9 @@ def handle(driver, op, rid, req):
             # after its acquire ended for the next one; zklock's cancel is for one
             # acquire only.
             driver.lock.cancelled = False
-        start(driver.acquire, rid, mode, timeout_ms)
+        run(driver, driver.acquire, rid, mode, timeout_ms)
     elif op == "release":
-        start(driver.release, rid)
+        run(driver, driver.release, rid)
     elif op == "cancel":
         driver.cancel(rid)
     elif op == "close":
@@ -200,10 +220,7 @@ def main():
         sys.stderr.write(__doc__)
         return 2
     kind, connect, path, timeout_ms = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    driver = Driver(kind, connect, path, timeout_ms)
-    driver.client.start(timeout=max(10.0, timeout_ms / 1000.0))
-    emit(event="hello", protocol=PROTOCOL, library="kazoo", version=kazoo_version(),
-         lock=type(driver.lock).__name__, session_id=driver.session_id())
+    driver = open_session(kind, connect, path, timeout_ms)
     while True:
         line = sys.stdin.readline(LINE_BYTES_MAX + 1)
         if not line:
@@ -220,14 +237,63 @@ def main():
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             emit(event="error", id=None, message="bad request %r: %s" % (line[:200], e))
             continue
+        if op == "reset":
+            if driver is not None:
+                if not reset(driver):
+                    return 0
+                driver = None
+            emit(event="reset")
+            continue
+        if op == "open":
+            if driver is not None:
+                emit(event="error", id=None, message="open without a reset before it")
+                continue
+            try:
+                kind, connect, path = str(req["kind"]), str(req["connect"]), str(req["lock_path"])
+                timeout_ms = int(req["session_timeout_ms"])
+            except (ValueError, KeyError, TypeError) as e:
+                emit(event="error", id=None, message="bad open: %s" % e)
+                continue
+            driver = open_session(kind, connect, path, timeout_ms)
+            continue
+        if driver is None:
+            emit(event="error", id=rid, message="no session: %s after a reset, before an open" % op)
+            continue
         if not handle(driver, op, rid, req):
             break
+    if driver is not None:
+        close(driver)
+    return 0
+
+
+def open_session(kind, connect, path, timeout_ms):
+    """A driver with its session connected, its hello sent."""
+    driver = Driver(kind, connect, path, timeout_ms)
+    driver.client.start(timeout=max(10.0, timeout_ms / 1000.0))
+    emit(event="hello", protocol=PROTOCOL, library="kazoo", version=kazoo_version(),
+         lock=type(driver.lock).__name__, session_id=driver.session_id())
+    return driver
+
+
+def close(driver):
     try:
         driver.client.stop()
         driver.client.close()
     except Exception:
         pass
-    return 0
+
+
+def reset(driver):
+    """Closes the session and waits for its requests to end, so that nothing of it is
+    reported after the reset's answer; False when one is stuck (the process must go)."""
+    driver.closed = True
+    close(driver)
+    deadline = time.monotonic() + RESET_JOIN_S
+    for t in driver.threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            return False
+    return True
 
 
 def kazoo_version():

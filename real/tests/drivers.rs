@@ -18,7 +18,9 @@ mod kazoo_cases;
 mod mixed;
 
 use crate::common::{assert_ok, check_run, check_run_shaped, until_counters};
+use std::sync::Arc;
 use zklock_real::RealError;
+use zklock_real::driver::pool::DriverPool;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::FaultConfig;
 use zklock_real::harness::ServerOptions;
@@ -95,6 +97,63 @@ async fn kazoos_lock_passes_a_contended_fault_free_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curators_mutex_passes_a_contended_fault_free_run() {
     passes_a_contended_fault_free_run(DriverKind::CuratorMutex).await;
+}
+
+/// A search's runs share a pool of driver processes: the second run's sessions are opened
+/// (protocol 3's `open`) on the processes the first run's reset left, on another server,
+/// and both runs hold every property. A process that kept anything of its old session (a
+/// request id, a session event, its old connect string) would break the second run.
+async fn a_kept_process_serves_the_next_run(kind: DriverKind) {
+    let Some(first) = driver(kind) else {
+        return;
+    };
+    let pool = Arc::new(DriverPool::default());
+    let clients = workload(None).clients as usize;
+    let mut first = Some(first);
+    for round in 0..2 {
+        let recipe = match first.take() {
+            Some(recipe) => recipe,
+            None => DriverRecipe::prepare(kind).unwrap(),
+        }
+        .with_pool(Arc::clone(&pool));
+        let status = recipe.status();
+        let run = run(recipe, &workload(contended(5)), &FaultConfig::default())
+            .await
+            .unwrap();
+        assert_eq!(status.failure(), None, "the driver failed in run {round}");
+        assert_ok(&check_run(&run));
+        drop(run);
+        if round == 0 {
+            // Every client's process and its spare are reset and kept; a deadline only a
+            // hang reaches.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while pool.idle() < 2 * clients {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{} of {} processes kept",
+                    pool.idle(),
+                    2 * clients
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+    assert_eq!(
+        pool.started(),
+        2 * clients as u64,
+        "the second run started none"
+    );
+    assert!(pool.reused() >= clients as u64, "reused {}", pool.reused());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_kazoo_process_serves_the_next_run() {
+    a_kept_process_serves_the_next_run(DriverKind::KazooLock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_curator_process_serves_the_next_run() {
+    a_kept_process_serves_the_next_run(DriverKind::CuratorMutex).await;
 }
 
 /// Client 0's first request of `op_name` under the lock directory meets `action`.

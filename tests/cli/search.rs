@@ -154,7 +154,8 @@ fn a_driver_that_breaks_the_protocol_in_one_run_is_judged_driver_failed_and_the_
         .args(["search", "--lock", "kazoo-lock", "--out", "failures"])
         .args(SMALL)
         .args(DROPS)
-        .args(["--jobs", "1", "--max-runs", "3"])
+        // A process for every session, so that the starts count the runs.
+        .args(["--jobs", "1", "--max-runs", "3", "--fresh-drivers"])
         .env("ZKLOCK_PYTHON", &python)
         .current_dir(dir.path())
         .output()
@@ -571,4 +572,81 @@ fn a_shape_the_script_has_already_is_not_run_again() {
         "{out}"
     );
     assert!(!out.contains("crowd"), "{out}");
+}
+
+/// By default the driver processes are kept between runs, the search says how many it
+/// started and how many sessions it opened on kept ones, and a violation's line asks
+/// `zklock real` for warm drivers too; `--fresh-drivers` does neither. The timed-queue
+/// shape's violation is certain (`--start-stagger-ms`), warm or cold.
+#[test]
+fn a_search_that_keeps_its_drivers_says_so_and_its_lines_warm_them_up() {
+    use zklock_real::driver::DriverKind;
+    if !super::driver_ready(DriverKind::KazooLock, "this test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "search",
+        "--lock",
+        "kazoo-lock",
+        "--k",
+        "0",
+        "--shapes",
+        "timed-queue",
+        "--jobs",
+        "1",
+        "--out",
+        "failures",
+    ];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("in shape timed-queue"), "{out}");
+    assert!(
+        err.contains("driver processes: ") && err.contains("sessions opened on a kept one"),
+        "{err}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.contains("--start-stagger-ms"))
+        .unwrap_or_else(|| panic!("no reproduction line for the shape:\n{out}"));
+    assert!(line.contains(" --warm-up-runs 3"), "{line}");
+    let fresh = [&args[..], &["--fresh-drivers"]].concat();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = zklock(&fresh, dir.path());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(!err.contains("driver processes: "), "{err}");
+    assert!(!out.contains("--warm-up-runs"), "{out}");
+}
+
+/// `zklock real --warm-up-runs N` runs the script N times without a fault on the same
+/// driver processes before the judged run, under a directory of its own that it removes.
+#[test]
+fn a_real_run_warms_its_drivers_up_first_when_asked() {
+    use zklock_real::driver::DriverKind;
+    if !super::driver_ready(DriverKind::KazooLock, "this test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "real",
+        "--lock",
+        "kazoo-lock",
+        "--clients",
+        "2",
+        "--attempts",
+        "2",
+        "--duration",
+        "1000ms",
+        "--faults",
+        "none",
+        "--warm-up-runs",
+        "2",
+    ];
+    let (code, out, err) = zklock(&args, dir.path());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("warming the drivers up: 2 fault-free run(s) under /zklock/lock-warm-up"),
+        "{err}"
+    );
+    assert!(out.contains("every property held"), "{out}");
 }

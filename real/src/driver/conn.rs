@@ -6,6 +6,7 @@
 //! panic. A writer task owns the driver's stdin, so that a dropped acquire can send its
 //! cancel from `Drop`.
 
+use super::pool::DriverPool;
 use super::protocol::{self, DriverSession, LINE_BYTES_MAX, Report, Request};
 use crate::process::{OsProcess, ProcessControl};
 use crate::recorder::Recorder;
@@ -40,6 +41,12 @@ pub(crate) struct Sink {
 #[derive(Debug, Default)]
 struct State {
     hello: Option<String>,
+    /// The protocol version the hello named.
+    protocol: u32,
+    /// The driver answered `reset`: nothing of its old session follows.
+    reset: bool,
+    /// The run's first driver failure: the run the process serves now.
+    fatal: Arc<Mutex<Option<String>>>,
     outcomes: HashMap<u64, Outcome>,
     lost: HashMap<u64, String>,
     /// Why no more reports will come (exit, protocol error).
@@ -89,6 +96,31 @@ pub(crate) struct Conn {
     child: Mutex<Option<tokio::process::Child>>,
     /// The run's first driver failure, for the command line to report.
     fatal: Arc<Mutex<Option<String>>>,
+    /// Where the process goes when its run is done with it, if it can be reset.
+    pool: Option<(Arc<DriverPool>, String)>,
+}
+
+/// A driver process between sessions: reset, kept in a [`DriverPool`] for the next run.
+#[derive(Debug)]
+pub(crate) struct Idle {
+    name: String,
+    tx: mpsc::UnboundedSender<String>,
+    shared: Arc<Shared>,
+    pid: Option<u32>,
+    child: tokio::process::Child,
+}
+
+impl Idle {
+    /// Whether the process still runs, as far as its reports tell.
+    pub fn alive(&self) -> bool {
+        self.shared.state().ended.is_none()
+    }
+
+    /// Closes the process: it exits, or is killed after the grace.
+    pub fn close(self) {
+        let _ = self.tx.send(protocol::request_line(&Request::Close));
+        reap(self.child);
+    }
 }
 
 impl Conn {
@@ -101,6 +133,7 @@ impl Conn {
         fatal: Arc<Mutex<Option<String>>>,
     ) -> Conn {
         let shared = Arc::new(Shared::default());
+        shared.state().fatal = Arc::clone(&fatal);
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
             let mut requests = requests;
@@ -118,7 +151,6 @@ impl Conn {
             name.clone(),
             reports,
             Arc::clone(&shared),
-            Arc::clone(&fatal),
             pid,
         ));
         Conn {
@@ -128,7 +160,53 @@ impl Conn {
             pid,
             child: Mutex::new(child),
             fatal,
+            pool: None,
         }
+    }
+
+    /// Its run done, the process goes to `pool` (under `key`) if it resets cleanly.
+    pub fn returning_to(mut self, pool: Arc<DriverPool>, key: String) -> Conn {
+        self.pool = Some((pool, key));
+        self
+    }
+
+    /// A reset process, serving a new run: its `open` is sent, its hello comes in its
+    /// own time, as a new process's does.
+    pub fn reopen(
+        idle: Idle,
+        open: &Request,
+        fatal: Arc<Mutex<Option<String>>>,
+        pool: Arc<DriverPool>,
+        key: String,
+    ) -> Conn {
+        {
+            let mut s = idle.shared.state();
+            s.hello = None;
+            s.reset = false;
+            s.session = 0;
+            s.sink = None;
+            s.outcomes.clear();
+            s.lost.clear();
+            s.stderr_tail.clear();
+            s.fatal = Arc::clone(&fatal);
+        }
+        let conn = Conn {
+            name: idle.name,
+            tx: idle.tx,
+            shared: idle.shared,
+            pid: idle.pid,
+            child: Mutex::new(Some(idle.child)),
+            fatal,
+            pool: Some((pool, key)),
+        };
+        conn.send(open);
+        conn
+    }
+
+    /// The driver's process id, if it is a process.
+    #[cfg(test)]
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// Keeps the last lines of the driver's stderr, for error messages.
@@ -181,6 +259,12 @@ impl Conn {
         }
     }
 
+    /// Waits for the answer to a `reset`.
+    #[cfg(test)]
+    pub async fn reset_answered(&self) -> Result<(), String> {
+        self.wait(|s| s.reset.then_some(())).await
+    }
+
     /// Waits for request `id`'s outcome.
     pub async fn outcome(&self, id: u64) -> Result<Outcome, String> {
         self.wait(|s| s.outcomes.remove(&id)).await
@@ -194,22 +278,8 @@ impl Conn {
     }
 
     /// Waits until `take` finds what it looks for; Err once the driver has ended.
-    async fn wait<T>(&self, mut take: impl FnMut(&mut State) -> Option<T>) -> Result<T, String> {
-        loop {
-            let notified = self.shared.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            {
-                let mut s = self.shared.state();
-                if let Some(got) = take(&mut s) {
-                    return Ok(got);
-                }
-                if let Some(why) = &s.ended {
-                    return Err(why.clone());
-                }
-            }
-            notified.await;
-        }
+    async fn wait<T>(&self, take: impl FnMut(&mut State) -> Option<T>) -> Result<T, String> {
+        wait_on(&self.shared, take).await
     }
 
     /// Ends the connection with `why`: the run's driver failure, the process killed.
@@ -224,36 +294,102 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        self.send(&Request::Close);
         let sink = self.shared.state().sink.take();
         if let (Some(control), Some(pid)) = (sink.and_then(|s| s.control), self.pid)
             && control.os_process().is_some_and(|os| os.pid == pid)
         {
             control.set_os_process(None);
         }
-        let child = self
+        let mut child = self
             .child
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        // The driver closes its session and exits; one that does not within the grace is
-        // killed (and one left when no runtime runs is killed by `kill_on_drop`).
-        if let (Some(mut child), Ok(rt)) = (child, tokio::runtime::Handle::try_current()) {
+        // A process that said hello in protocol 3 and has not ended can be reset and kept.
+        let reusable = {
+            let s = self.shared.state();
+            s.ended.is_none() && s.protocol >= 3
+        };
+        if reusable
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+            && let Some((pool, key)) = self.pool.take()
+            && let Some(child) = child.take()
+        {
+            self.send(&Request::Reset);
+            let idle = Idle {
+                name: self.name.clone(),
+                tx: self.tx.clone(),
+                shared: Arc::clone(&self.shared),
+                pid: self.pid,
+                child,
+            };
             rt.spawn(async move {
-                if tokio::time::timeout(CLOSE_GRACE, child.wait())
-                    .await
-                    .is_err()
-                {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
+                let shared = Arc::clone(&idle.shared);
+                let reset =
+                    tokio::time::timeout(RESET_GRACE, wait_on(&shared, |s| s.reset.then_some(())))
+                        .await;
+                match reset {
+                    Ok(Ok(())) => pool.put(key, idle),
+                    // Stuck, gone or silent: not a process to trust with another run.
+                    _ => {
+                        let mut child = idle.child;
+                        let _ = child.start_kill();
+                        let _ = child.wait().await;
+                    }
                 }
             });
+            return;
         }
+        self.send(&Request::Close);
+        if let Some(child) = child {
+            reap(child);
+        }
+    }
+}
+
+/// The driver closes its session and exits; one that does not within the grace is killed
+/// (and one left when no runtime runs is killed by `kill_on_drop`).
+fn reap(mut child: tokio::process::Child) {
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(async move {
+            if tokio::time::timeout(CLOSE_GRACE, child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+        });
     }
 }
 
 /// How long a driver may take to close its session and exit.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a driver may take to answer `reset`: one that does not is killed.
+const RESET_GRACE: Duration = Duration::from_secs(5);
+
+/// Waits until `take` finds what it looks for; Err once the driver has ended.
+async fn wait_on<T>(
+    shared: &Shared,
+    mut take: impl FnMut(&mut State) -> Option<T>,
+) -> Result<T, String> {
+    loop {
+        let notified = shared.changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        {
+            let mut s = shared.state();
+            if let Some(got) = take(&mut s) {
+                return Ok(got);
+            }
+            if let Some(why) = &s.ended {
+                return Err(why.clone());
+            }
+        }
+        notified.await;
+    }
+}
 
 pub(crate) fn set_fatal(fatal: &Mutex<Option<String>>, why: &str) {
     let mut f = fatal.lock().unwrap_or_else(PoisonError::into_inner);
@@ -273,7 +409,6 @@ async fn read_reports(
     name: String,
     reports: impl AsyncRead + Unpin,
     shared: Arc<Shared>,
-    fatal: Arc<Mutex<Option<String>>>,
     pid: Option<u32>,
 ) {
     let mut reader = BufReader::new(reports);
@@ -304,6 +439,7 @@ async fn read_reports(
         if let Some(why) = why {
             let exited = why.ends_with("exited");
             if !exited {
+                let fatal = Arc::clone(&shared.state().fatal);
                 set_fatal(&fatal, &why);
                 if let Some(pid) = pid {
                     kill(pid);
@@ -329,12 +465,14 @@ fn handle(name: &str, shared: &Shared, report: Report) -> Result<(), String> {
             lock,
             session_id,
         } => {
-            if protocol != protocol::PROTOCOL_VERSION {
+            if !(protocol::PROTOCOL_VERSION_MIN..=protocol::PROTOCOL_VERSION).contains(&protocol) {
                 return Err(format!(
-                    "driver {name} speaks protocol {protocol}; this zklock speaks {}",
+                    "driver {name} speaks protocol {protocol}; this zklock speaks {} to {}",
+                    protocol::PROTOCOL_VERSION_MIN,
                     protocol::PROTOCOL_VERSION
                 ));
             }
+            s.protocol = protocol;
             s.session = session_id;
             s.hello = Some(format!("{library} {version} {lock}"));
         }
@@ -385,6 +523,18 @@ fn handle(name: &str, shared: &Shared, report: Report) -> Result<(), String> {
         }
         Report::Error { id: None, message } => {
             return Err(format!("driver {name} could not read a request: {message}"));
+        }
+        Report::Reset => {
+            if s.protocol < 3 {
+                return Err(format!(
+                    "driver {name} answered reset in protocol {}",
+                    s.protocol
+                ));
+            }
+            // What the old session's requests left unclaimed goes with it.
+            s.outcomes.clear();
+            s.lost.clear();
+            s.reset = true;
         }
     }
     if s.outcomes.len() > OUTCOMES_MAX {
@@ -439,10 +589,10 @@ mod tests {
     #[tokio::test]
     async fn another_protocol_version_is_refused() {
         let (conn, fatal) = fake_driver(
-            "{\"event\":\"hello\",\"protocol\":3,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n",
+            "{\"event\":\"hello\",\"protocol\":4,\"library\":\"x\",\"version\":\"1\",\"lock\":\"L\"}\n",
         );
         let err = conn.hello(Duration::from_secs(5)).await.unwrap_err();
-        assert!(err.contains("speaks protocol 3"), "{err}");
+        assert!(err.contains("speaks protocol 4"), "{err}");
         assert!(fatal.lock().unwrap().is_some());
     }
 

@@ -5,6 +5,8 @@
 
 use super::DriverKind;
 use super::conn::Conn;
+use super::pool::DriverPool;
+use super::protocol::Request;
 use crate::error::RealError;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -52,6 +54,16 @@ pub const JVM_OPTIONS: [&str; 6] = [
     "-XX:-UsePerfData",
     "-Xlog:all=warning:stderr",
 ];
+
+/// What a driver's session is opened with: its command line, or its `open`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionArgs<'a> {
+    /// The driver's own name of the lock (`mutex`, `read`, ...).
+    pub program_kind: &'a str,
+    pub connect: &'a str,
+    pub lock_path: &'a str,
+    pub session_timeout_ms: u64,
+}
 
 /// How to start a driver of one library.
 #[derive(Debug)]
@@ -118,17 +130,35 @@ impl Launcher {
         }
     }
 
-    /// Starts a driver of `kind` as `program_kind` on `connect`: the connection speaks the
-    /// protocol from here on (its hello comes in its own time).
+    /// Starts a driver of `kind` for `session` (or opens it on a process `pool` kept):
+    /// the connection speaks the protocol from here on (its hello comes in its own time).
     pub(crate) fn spawn(
         &self,
         kind: DriverKind,
-        program_kind: &str,
-        connect: &str,
-        lock_path: &str,
-        session_timeout_ms: u64,
+        session: SessionArgs<'_>,
         fatal: Arc<Mutex<Option<String>>>,
+        pool: Option<&Arc<DriverPool>>,
     ) -> Result<Conn, String> {
+        let SessionArgs {
+            program_kind,
+            connect,
+            lock_path,
+            session_timeout_ms,
+        } = session;
+        // Processes of one launcher are alike: one kept from another run serves as well.
+        let key = format!("{self:?}");
+        if !matches!(self, Launcher::InProcess)
+            && let Some(pool) = pool
+            && let Some(idle) = pool.take(&key)
+        {
+            let open = Request::Open {
+                kind: program_kind.to_owned(),
+                connect: connect.to_owned(),
+                lock_path: lock_path.to_owned(),
+                session_timeout_ms,
+            };
+            return Ok(Conn::reopen(idle, &open, fatal, Arc::clone(pool), key));
+        }
         let args = [
             program_kind.to_owned(),
             connect.to_owned(),
@@ -176,16 +206,25 @@ impl Launcher {
             // winds the run down and needs its drivers for that, not the drivers.
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("starting driver {kind}: {e}"))?;
+        // A kept process serves runs on other threads than the one that started it: it is
+        // started from a thread that lasts as long as zklock, so that its parent-death
+        // signal comes with zklock's end, not with a job thread's.
+        let spawned = match pool {
+            Some(_) => spawn_lasting(command),
+            None => command.spawn(),
+        };
+        let mut child = spawned.map_err(|e| format!("starting driver {kind}: {e}"))?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(format!("driver {kind}: its pipes were not set up"));
         };
-        let conn = Conn::new(kind.name().into(), stdout, stdin, Some(child), fatal);
+        let mut conn = Conn::new(kind.name().into(), stdout, stdin, Some(child), fatal);
         conn.follow_stderr(stderr);
+        if let Some(pool) = pool {
+            pool.count_started();
+            conn = conn.returning_to(Arc::clone(pool), key);
+        }
         Ok(conn)
     }
 }
@@ -467,6 +506,48 @@ fn jar_up(javac: &Path, classes: &Path, jar: &Path) {
         .status();
     if !made.is_ok_and(|s| s.success()) {
         let _ = std::fs::remove_file(jar);
+    }
+}
+
+/// A spawn on the current runtime, from a thread that never ends (started on first use).
+fn spawn_lasting(mut command: tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+    type Job = (
+        tokio::process::Command,
+        tokio::runtime::Handle,
+        std::sync::mpsc::SyncSender<std::io::Result<tokio::process::Child>>,
+    );
+    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return command.spawn();
+    };
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let started = std::thread::Builder::new()
+            .name("zklock-driver-spawner".into())
+            .spawn(move || {
+                for (mut command, handle, reply) in rx {
+                    // The child is the runtime's: its exit is reaped by that runtime.
+                    let _entered = handle.enter();
+                    let _ = reply.send(command.spawn());
+                }
+            });
+        if let Err(e) = started {
+            eprintln!("note: no thread for kept driver processes ({e})");
+        }
+        Mutex::new(tx)
+    });
+    let (reply, answer) = std::sync::mpsc::sync_channel(1);
+    let sent = spawner
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .send((command, handle, reply));
+    match sent {
+        Ok(()) => answer
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
+        // No spawner thread: started here, as without a pool.
+        Err(std::sync::mpsc::SendError((mut command, _, _))) => command.spawn(),
     }
 }
 

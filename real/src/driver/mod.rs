@@ -24,6 +24,7 @@
 mod conn;
 pub mod locate;
 pub mod mixed;
+pub mod pool;
 pub mod protocol;
 mod zkclient;
 
@@ -32,6 +33,7 @@ use crate::recording::RecordingClient;
 use crate::workload::{RealRecipe, RunStart};
 use conn::{Conn, Outcome, Sink};
 use locate::Launcher;
+use pool::DriverPool;
 use protocol::{LockObject, Mode, Request};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -152,6 +154,8 @@ pub struct DriverRecipe {
     /// In a mixed run: which slots of the round-robin (client i is slot i mod len) this
     /// driver serves; empty: every client.
     slots: Vec<bool>,
+    /// Where processes come from and go back to between runs, if anywhere.
+    pool: Option<Arc<DriverPool>>,
 }
 
 /// A handle on a run's driver failure, kept before the recipe is handed to the run (of
@@ -213,7 +217,16 @@ impl DriverRecipe {
             fatal: Arc::default(),
             hello: Arc::default(),
             slots,
+            pool: None,
         })
+    }
+
+    /// Its driver processes are taken from `pool` where it keeps one, and go back to it
+    /// (reset) when the run is done with them: a search's runs share one pool, and most
+    /// of them start no process. Without, every session has a process of its own.
+    pub fn with_pool(mut self, pool: Arc<DriverPool>) -> DriverRecipe {
+        self.pool = Some(pool);
+        self
     }
 
     /// Whether each client's next driver process starts ahead, ready for its next
@@ -257,11 +270,14 @@ impl DriverRecipe {
         self.launcher
             .spawn(
                 self.kind,
-                self.kind.program_kind(role, !self.slots.is_empty()),
-                &start.connect[index],
-                &start.lock_path,
-                start.session_timeout_ms,
+                locate::SessionArgs {
+                    program_kind: self.kind.program_kind(role, !self.slots.is_empty()),
+                    connect: &start.connect[index],
+                    lock_path: &start.lock_path,
+                    session_timeout_ms: start.session_timeout_ms,
+                },
                 Arc::clone(&self.fatal),
+                self.pool.as_ref(),
             )
             .map(Arc::new)
     }

@@ -4,9 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The protocol version a driver must name in its `hello`. Version 2 added the acquire's
-/// `object`.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// The protocol version zklock's drivers name in their `hello`. Version 2 added the
+/// acquire's `object`; version 3 `reset` and `open`, which let one process serve one
+/// session after another ([`super::pool`]).
+pub const PROTOCOL_VERSION: u32 = 3;
+/// The oldest version zklock still drives: a driver of version 2 serves one session, and
+/// its process is never reused.
+pub const PROTOCOL_VERSION_MIN: u32 = 2;
 /// The longest line either side may send, in bytes (newline excluded).
 pub const LINE_BYTES_MAX: usize = 65_536;
 /// The longest lock node name a driver may report, in bytes.
@@ -33,6 +37,18 @@ pub enum Request {
     Cancel { id: u64 },
     /// Close the session and exit.
     Close,
+    /// Version 3: close the session, end everything it started, forget every request id,
+    /// answer `reset`, and wait for `open`. A driver that cannot end what the session
+    /// started (a library call stuck) exits instead.
+    Reset,
+    /// Version 3, after `reset`: open a session as the process's command line would have
+    /// (`kind`, `connect`, `lock_path`, `session_timeout_ms`), and answer `hello`.
+    Open {
+        kind: String,
+        connect: String,
+        lock_path: String,
+        session_timeout_ms: u64,
+    },
 }
 
 /// An acquire's mode.
@@ -96,6 +112,8 @@ pub enum Report {
     Lost { id: u64, reason: String },
     /// Request `id` failed (`null`: a request the driver could not read).
     Error { id: Option<u64>, message: String },
+    /// Version 3: the answer to `reset`. Nothing of the old session follows it.
+    Reset,
 }
 
 /// Why a driver's line was refused.
@@ -173,7 +191,7 @@ pub fn parse_report(line: &[u8]) -> Result<Report, LineError> {
             check("reason", reason, TEXT_BYTES_MAX)?
         }
         Report::Error { message, .. } => check("message", message, TEXT_BYTES_MAX)?,
-        Report::Session { .. } | Report::Released { .. } => {}
+        Report::Session { .. } | Report::Released { .. } | Report::Reset => {}
     }
     Ok(report)
 }
@@ -220,6 +238,18 @@ mod tests {
             "{\"op\":\"cancel\",\"id\":4}\n"
         );
         assert_eq!(request_line(&Request::Close), "{\"op\":\"close\"}\n");
+        assert_eq!(request_line(&Request::Reset), "{\"op\":\"reset\"}\n");
+        let open = Request::Open {
+            kind: "mutex".into(),
+            connect: "127.0.0.1:2181".into(),
+            lock_path: "/zklock/lock".into(),
+            session_timeout_ms: 2000,
+        };
+        assert_eq!(
+            request_line(&open),
+            "{\"op\":\"open\",\"kind\":\"mutex\",\"connect\":\"127.0.0.1:2181\",\"lock_path\":\"/zklock/lock\",\"session_timeout_ms\":2000}\n"
+        );
+        assert_eq!(parse_report(br#"{"event":"reset"}"#), Ok(Report::Reset));
     }
 
     #[test]

@@ -42,10 +42,16 @@ pub(super) fn spawn(
     });
     let driver = Driver {
         tx,
-        connect: connect.to_owned(),
-        dir: lock_path.to_owned(),
-        session_timeout: Duration::from_millis(session_timeout_ms),
-        state: Arc::default(),
+        state: Arc::new(Mutex::new(State {
+            params: Params {
+                connect: connect.to_owned(),
+                dir: lock_path.to_owned(),
+                session_timeout: Duration::from_millis(session_timeout_ms),
+            },
+            client: None,
+            holds: HashMap::new(),
+            acquiring: HashMap::new(),
+        })),
     };
     let task = tokio::spawn(driver.serve(their_read));
     let conn = Conn::new(name.to_owned(), our_read, our_write, None, fatal);
@@ -55,8 +61,17 @@ pub(super) fn spawn(
     conn
 }
 
-#[derive(Default)]
+/// What a session is opened with: the command line's, or an `open`'s.
+#[derive(Clone)]
+struct Params {
+    connect: String,
+    dir: String,
+    session_timeout: Duration,
+}
+
 struct State {
+    params: Params,
+    /// The session's client; None between a reset and an open.
     client: Option<Arc<zk::Client>>,
     holds: HashMap<u64, zk::OwnedLockClient>,
     acquiring: HashMap<u64, tokio::task::AbortHandle>,
@@ -64,9 +79,6 @@ struct State {
 
 struct Driver {
     tx: mpsc::UnboundedSender<Value>,
-    connect: String,
-    dir: String,
-    session_timeout: Duration,
     state: Arc<Mutex<State>>,
 }
 
@@ -80,12 +92,13 @@ impl Driver {
     }
 
     async fn connect(&self) -> Result<Arc<zk::Client>, String> {
+        let params = self.state().params.clone();
         let client = zk::Client::connector()
-            .with_session_timeout(self.session_timeout)
-            .connect(&self.connect)
+            .with_session_timeout(params.session_timeout)
+            .connect(&params.connect)
             .await
             .map_err(|e| format!("connecting: {e}"))?;
-        let _ = crate::nodelay::set_on_connections_to(&self.connect);
+        let _ = crate::nodelay::set_on_connections_to(&params.connect);
         let client = Arc::new(client);
         self.state().client = Some(Arc::clone(&client));
         self.emit(
@@ -102,6 +115,10 @@ impl Driver {
             let mut states = client.state_watcher();
             loop {
                 let state = states.changed().await;
+                if !me.is_current(&client) {
+                    // Reset: nothing of the old session is reported.
+                    return;
+                }
                 let (name, terminal) = match state {
                     zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
                         ("connected", false)
@@ -123,12 +140,7 @@ impl Driver {
                     break;
                 }
             }
-            if me
-                .state()
-                .client
-                .as_ref()
-                .is_some_and(|c| Arc::ptr_eq(c, &client))
-            {
+            if me.is_current(&client) {
                 match me.connect().await {
                     Ok(next) => me.follow(next),
                     Err(e) => me.emit(json!({"event": "error", "id": null, "message": e})),
@@ -137,21 +149,50 @@ impl Driver {
         });
     }
 
-    async fn serve(self, requests: tokio::io::ReadHalf<tokio::io::DuplexStream>) {
-        let me = Arc::new(self);
-        let client = match me.connect().await {
+    /// Whether `client` is the session's client (not one a reset closed).
+    fn is_current(&self, client: &Arc<zk::Client>) -> bool {
+        self.state()
+            .client
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, client))
+    }
+
+    /// Opens a session with the current params and says hello; false if it could not.
+    async fn open(self: &Arc<Self>) -> bool {
+        let client = match self.connect().await {
             Ok(c) => c,
             Err(e) => {
-                me.emit(json!({"event": "error", "id": null, "message": e}));
-                return;
+                self.emit(json!({"event": "error", "id": null, "message": e}));
+                return false;
             }
         };
-        me.follow(Arc::clone(&client));
-        me.emit(json!({
+        self.follow(Arc::clone(&client));
+        self.emit(json!({
             "event": "hello", "protocol": super::protocol::PROTOCOL_VERSION,
             "library": "zookeeper-client", "version": "0.11", "lock": "Client::lock",
             "session_id": client.session_id().0,
         }));
+        true
+    }
+
+    /// Ends the session: its acquires aborted, its holds dropped, its client closed.
+    fn end_session(&self) {
+        let client = {
+            let mut s = self.state();
+            for (_, task) in s.acquiring.drain() {
+                task.abort();
+            }
+            s.holds.clear();
+            s.client.take()
+        };
+        drop(client);
+    }
+
+    async fn serve(self, requests: tokio::io::ReadHalf<tokio::io::DuplexStream>) {
+        let me = Arc::new(self);
+        if !me.open().await {
+            return;
+        }
         let mut lines = BufReader::new(requests).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(req) = serde_json::from_str::<Value>(&line) else {
@@ -159,7 +200,48 @@ impl Driver {
                 continue;
             };
             let id = req["id"].as_u64().unwrap_or(0);
-            match req["op"].as_str() {
+            let op = req["op"].as_str();
+            let in_session = me.state().client.is_some();
+            match op {
+                Some("reset") => {
+                    me.end_session();
+                    me.emit(json!({"event": "reset"}));
+                    continue;
+                }
+                Some("open") if !in_session => {
+                    let (Some(kind), Some(connect), Some(dir), Some(timeout)) = (
+                        req["kind"].as_str(),
+                        req["connect"].as_str(),
+                        req["lock_path"].as_str(),
+                        req["session_timeout_ms"].as_u64(),
+                    ) else {
+                        me.emit(json!({"event": "error", "id": null, "message": "bad open"}));
+                        continue;
+                    };
+                    let _ = kind; // one lock, whatever the role
+                    me.state().params = Params {
+                        connect: connect.to_owned(),
+                        dir: dir.to_owned(),
+                        session_timeout: Duration::from_millis(timeout),
+                    };
+                    if !me.open().await {
+                        return;
+                    }
+                    continue;
+                }
+                Some("open") => {
+                    me.emit(json!({"event": "error", "id": null, "message": "open without a reset before it"}));
+                    continue;
+                }
+                Some("close") => break,
+                Some(other) if !in_session => {
+                    let message = format!("no session: {other} after a reset, before an open");
+                    me.emit(json!({"event": "error", "id": id, "message": message}));
+                    continue;
+                }
+                _ => {}
+            }
+            match op {
                 Some("acquire") => {
                     // zookeeper-client's lock is a call, not an object: every acquire is
                     // made afresh, so `same` and `fresh` are one.
@@ -198,16 +280,10 @@ impl Driver {
                         me.emit(json!({"event": "not_acquired", "id": id, "reason": "cancelled"}));
                     }
                 }
-                Some("close") => break,
                 _ => me.emit(json!({"event": "error", "id": id, "message": "unknown op"})),
             }
         }
-        let client = {
-            let mut s = me.state();
-            s.holds.clear();
-            s.client.take()
-        };
-        drop(client);
+        me.end_session();
     }
 
     async fn acquire(self: Arc<Self>, id: u64, timeout: Option<Duration>) {
@@ -215,7 +291,7 @@ impl Driver {
             self.emit(json!({"event": "error", "id": id, "message": "no session"}));
             return;
         };
-        let dir = self.dir.clone();
+        let dir = self.state().params.dir.clone();
         let lock = async {
             let prefix = zk::LockPrefix::new_curator(&dir, "lock-").map_err(|e| e.to_string())?;
             // The lock's directory and its parents are created as needed, as Curator and
@@ -261,5 +337,67 @@ impl Driver {
                 self.emit(json!({"event": "acquired", "id": id, "token": token, "node": node}));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::conn::Outcome;
+    use super::super::protocol::{LockObject, Mode, Request};
+    use super::*;
+
+    fn acquire(id: u64) -> Request {
+        Request::Acquire {
+            id,
+            mode: Mode::Blocking,
+            timeout_ms: 0,
+            object: LockObject::Same,
+        }
+    }
+
+    /// Protocol 3 in process, as Kazoo's and Curator's drivers speak it: after a reset
+    /// nothing is served until an open, and the open's session starts afresh (its ids
+    /// again from 1; the old session's hold gone with it, or the new blocking acquire
+    /// would wait forever).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reset_ends_the_session_and_an_open_starts_the_next() {
+        if !crate::harness::available_for_tests() {
+            return;
+        }
+        let servers =
+            crate::servers::Servers::start(1, crate::harness::ServerOptions::default()).unwrap();
+        let connect = servers.connect_string();
+        let conn = spawn(
+            "zkclient-lock",
+            &connect,
+            "/zklock/lock",
+            4_000,
+            Arc::default(),
+        );
+        conn.hello(Duration::from_secs(60)).await.unwrap();
+        conn.send(&acquire(1));
+        assert!(matches!(
+            conn.outcome(1).await,
+            Ok(Outcome::Acquired { .. })
+        ));
+        conn.send(&Request::Reset);
+        conn.reset_answered().await.unwrap();
+        conn.send(&acquire(2));
+        match conn.outcome(2).await {
+            Ok(Outcome::Error { message }) => assert!(message.contains("no session"), "{message}"),
+            other => panic!("{other:?} before an open"),
+        }
+        conn.send(&Request::Open {
+            kind: "lock".into(),
+            connect,
+            lock_path: "/zklock/lock".into(),
+            session_timeout_ms: 4_000,
+        });
+        conn.send(&acquire(1));
+        let got = tokio::time::timeout(Duration::from_secs(120), conn.outcome(1)).await;
+        assert!(
+            matches!(got, Ok(Ok(Outcome::Acquired { .. }))),
+            "{got:?}: the old session's hold outlived its reset"
+        );
     }
 }

@@ -63,3 +63,11 @@ fn kazoos_driver_refuses_an_acquire_while_kazoo_still_holds() {
 fn kazoos_driver_takes_a_fresh_lock_object_when_asked() {
     case("a_fresh_object_replaces_a_lock_that_still_holds");
 }
+
+/// Protocol 3's reset: the driver answers it only once the old session's requests have
+/// ended (their answers come first), reports nothing of that session after it, and gives
+/// up (the process then exits, and is not kept) on a request that stays stuck.
+#[test]
+fn kazoos_driver_resets_only_once_the_old_sessions_requests_have_ended() {
+    case("a_reset_waits_for_its_requests_and_gives_up_on_a_stuck_one");
+}

@@ -140,12 +140,53 @@ def a_fresh_object_replaces_a_lock_that_still_holds(m, d, emitted, deferred):
     assert emitted[-1]["event"] == "error" and emitted[-1]["id"] == 3, emitted
 
 
+def a_reset_waits_for_its_requests_and_gives_up_on_a_stuck_one(m, d, emitted, deferred):
+    m.RESET_JOIN_S = 0.5
+    gate = threading.Event()
+
+    class Waiting(Lock):
+        """Kazoo's blocking acquire, waiting until `gate` opens."""
+
+        def acquire(self, blocking=True, timeout=None):
+            gate.wait()
+            return Lock.acquire(self, blocking, timeout)
+
+    # An acquire that ends soon after the reset: the reset waits for its answer, which
+    # comes before the reset's own.
+    d.lock = Waiting()
+    m.start = lambda target, *args: m_start(target, args)
+    threads = []
+
+    def m_start(target, args):
+        t = threading.Thread(target=target, args=args, daemon=True)
+        t.start()
+        threads.append(t)
+        return t
+
+    m.handle(d, "acquire", 1, {"op": "acquire", "id": 1, "mode": "blocking"})
+    threading.Timer(0.1, gate.set).start()
+    assert m.reset(d), "the reset gave up on an acquire that ended"
+    assert emitted[-1]["id"] == 1, emitted
+    # The old session's listener reports nothing after the reset.
+    before = len(emitted)
+    d.on_state(m.KazooState.LOST)
+    assert len(emitted) == before, emitted
+    # A stuck acquire: the reset gives up, and the driver must exit.
+    _, d2, _, _ = setup(sys.argv[1])
+    gate.clear()
+    d2.lock = Waiting()
+    m.handle(d2, "acquire", 2, {"op": "acquire", "id": 2, "mode": "blocking"})
+    assert not m.reset(d2), "a reset past a stuck acquire"
+    gate.set()
+
+
 CASES = {f.__name__: f for f in (
     cancel_sent_before_its_acquire_starts,
     hold_whose_token_read_fails,
     grant_whose_node_is_gone,
     acquire_of_a_lock_that_still_holds,
     a_fresh_object_replaces_a_lock_that_still_holds,
+    a_reset_waits_for_its_requests_and_gives_up_on_a_stuck_one,
 )}
 
 

@@ -602,15 +602,9 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    let started = Instant::now();
-    let mut status = driver.as_ref().map(DriverRecipe::status);
-    if let Some(m) = &mixed {
-        outln!("{}", mix_line(m.locks(), w.clients));
-        status = m.status();
-    }
-    let run = match (driver, mixed) {
-        (_, Some(mix)) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, mix)),
-        (Some(recipe), None) if opts.warm_up_runs > 0 => {
+    // The warm-up runs before the judged run's clock.
+    let (driver, servers) = match driver {
+        Some(recipe) if opts.warm_up_runs > 0 => {
             let pool = Arc::new(DriverPool::default());
             let servers = warm_up(
                 &runtime,
@@ -620,9 +614,18 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
                 &pool,
                 opts.warm_up_runs,
             )?;
-            let recipe = recipe.with_pool(pool);
-            runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
+            (Some(recipe.with_pool(pool)), servers)
         }
+        other => (other, servers),
+    };
+    let started = Instant::now();
+    let mut status = driver.as_ref().map(DriverRecipe::status);
+    if let Some(m) = &mixed {
+        outln!("{}", mix_line(m.locks(), w.clients));
+        status = m.status();
+    }
+    let run = match (driver, mixed) {
+        (_, Some(mix)) => runtime.block_on(run_recipe(servers, &workload, &opts.faults, mix)),
         (Some(recipe), None) => {
             runtime.block_on(run_recipe(servers, &workload, &opts.faults, recipe))
         }
@@ -708,13 +711,13 @@ fn warm_up(
         ))
         .map_err(anyhow::Error::new)
         .context("removing the warm-up runs' lock directory")?;
-    // The processes are reset in the background: the judged run takes the ones ready
-    // (two a client: its first and its spare), and starts any other cold.
-    let wanted = 2 * workload.clients as usize;
+    // The processes are reset in the background: the judged run takes them once every
+    // reset is answered.
     let deadline = Instant::now() + WARM_UP_CLEAR_TIMEOUT;
-    while pool.idle() < wanted && Instant::now() < deadline {
+    while pool.resetting() > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    eprintln!("warm: {} driver process(es) kept for the run", pool.idle());
     Ok(servers)
 }
 

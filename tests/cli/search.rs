@@ -498,6 +498,13 @@ fn the_timed_queue_shape_finds_kazoos_timed_acquire_waiting_its_whole_timeout_ag
     let line = line.strip_prefix("cargo run --release -- ").unwrap();
     assert!(line.contains("--clients 3 --attempts 1"), "{line}");
     assert!(!line.contains("--aim"), "a shape aims no fault: {line}");
+    // The driver processes were kept between runs (the default), and the line asks
+    // `zklock real` for warm ones too (`--fresh-drivers`: the protocol test above).
+    assert!(
+        err.contains("driver processes: ") && err.contains("sessions opened on a kept one"),
+        "{err}"
+    );
+    assert!(line.contains(" --warm-up-runs 3"), "{line}");
     let mut again: Vec<&str> = line.split_whitespace().collect();
     again.extend(["--out", "failures"]);
     let (code, rerun, err) = zklock(&again, dir.path());
@@ -574,50 +581,6 @@ fn a_shape_the_script_has_already_is_not_run_again() {
     assert!(!out.contains("crowd"), "{out}");
 }
 
-/// By default the driver processes are kept between runs, the search says how many it
-/// started and how many sessions it opened on kept ones, and a violation's line asks
-/// `zklock real` for warm drivers too; `--fresh-drivers` does neither. The timed-queue
-/// shape's violation is certain (`--start-stagger-ms`), warm or cold.
-#[test]
-fn a_search_that_keeps_its_drivers_says_so_and_its_lines_warm_them_up() {
-    use zklock_real::driver::DriverKind;
-    if !super::driver_ready(DriverKind::KazooLock, "this test") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "search",
-        "--lock",
-        "kazoo-lock",
-        "--k",
-        "0",
-        "--shapes",
-        "timed-queue",
-        "--jobs",
-        "1",
-        "--out",
-        "failures",
-    ];
-    let (code, out, err) = zklock(&args, dir.path());
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("in shape timed-queue"), "{out}");
-    assert!(
-        err.contains("driver processes: ") && err.contains("sessions opened on a kept one"),
-        "{err}"
-    );
-    let line = out
-        .lines()
-        .find(|l| l.contains("--start-stagger-ms"))
-        .unwrap_or_else(|| panic!("no reproduction line for the shape:\n{out}"));
-    assert!(line.contains(" --warm-up-runs 3"), "{line}");
-    let fresh = [&args[..], &["--fresh-drivers"]].concat();
-    let dir = tempfile::tempdir().unwrap();
-    let (code, out, err) = zklock(&fresh, dir.path());
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(!err.contains("driver processes: "), "{err}");
-    assert!(!out.contains("--warm-up-runs"), "{out}");
-}
-
 /// `zklock real --warm-up-runs N` runs the script N times without a fault on the same
 /// driver processes before the judged run, under a directory of its own that it removes.
 #[test]
@@ -648,5 +611,14 @@ fn a_real_run_warms_its_drivers_up_first_when_asked() {
         err.contains("warming the drivers up: 2 fault-free run(s) under /zklock/lock-warm-up"),
         "{err}"
     );
+    // Every client's process, which said hello before its run began, is reset and kept
+    // for the judged run (a spare is kept too if its hello came in time).
+    let kept: u32 = err
+        .split("warm: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of kept processes:\n{err}"));
+    assert!(kept >= 2, "{err}");
     assert!(out.contains("every property held"), "{out}");
 }

@@ -98,6 +98,9 @@ pub(crate) struct Conn {
     fatal: Arc<Mutex<Option<String>>>,
     /// Where the process goes when its run is done with it, if it can be reset.
     pool: Option<(Arc<DriverPool>, String)>,
+    /// The runtime it was started on: its reset, or its exit, is awaited there even when
+    /// the connection is dropped outside the runtime (a run's results taken apart).
+    rt: Option<tokio::runtime::Handle>,
 }
 
 /// A driver process between sessions: reset, kept in a [`DriverPool`] for the next run.
@@ -119,7 +122,9 @@ impl Idle {
     /// Closes the process: it exits, or is killed after the grace.
     pub fn close(self) {
         let _ = self.tx.send(protocol::request_line(&Request::Close));
-        reap(self.child);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            reap(self.child, &rt);
+        }
     }
 }
 
@@ -161,6 +166,7 @@ impl Conn {
             child: Mutex::new(child),
             fatal,
             pool: None,
+            rt: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -198,6 +204,7 @@ impl Conn {
             child: Mutex::new(Some(idle.child)),
             fatal,
             pool: Some((pool, key)),
+            rt: tokio::runtime::Handle::try_current().ok(),
         };
         conn.send(open);
         conn
@@ -310,12 +317,16 @@ impl Drop for Conn {
             let s = self.shared.state();
             s.ended.is_none() && s.protocol >= 3
         };
+        let rt = tokio::runtime::Handle::try_current()
+            .ok()
+            .or_else(|| self.rt.clone());
         if reusable
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
+            && let Some(rt) = rt.clone()
             && let Some((pool, key)) = self.pool.take()
             && let Some(child) = child.take()
         {
             self.send(&Request::Reset);
+            pool.reset_started();
             let idle = Idle {
                 name: self.name.clone(),
                 tx: self.tx.clone(),
@@ -337,30 +348,29 @@ impl Drop for Conn {
                         let _ = child.wait().await;
                     }
                 }
+                pool.reset_ended();
             });
             return;
         }
         self.send(&Request::Close);
-        if let Some(child) = child {
-            reap(child);
+        if let (Some(child), Some(rt)) = (child, rt) {
+            reap(child, &rt);
         }
     }
 }
 
 /// The driver closes its session and exits; one that does not within the grace is killed
 /// (and one left when no runtime runs is killed by `kill_on_drop`).
-fn reap(mut child: tokio::process::Child) {
-    if let Ok(rt) = tokio::runtime::Handle::try_current() {
-        rt.spawn(async move {
-            if tokio::time::timeout(CLOSE_GRACE, child.wait())
-                .await
-                .is_err()
-            {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-            }
-        });
-    }
+fn reap(mut child: tokio::process::Child, rt: &tokio::runtime::Handle) {
+    rt.spawn(async move {
+        if tokio::time::timeout(CLOSE_GRACE, child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    });
 }
 
 /// How long a driver may take to close its session and exit.

@@ -10,7 +10,7 @@
 //! fault) is killed, never kept. A driver of protocol 2 is never kept.
 
 use super::conn::Idle;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// The most processes a pool keeps by default: two a client for eight runs of four
@@ -25,6 +25,8 @@ pub struct DriverPool {
     idle_max: usize,
     started: AtomicU64,
     reused: AtomicU64,
+    /// Processes sent a reset whose answer (or end) has not come yet.
+    resetting: AtomicUsize,
 }
 
 impl Default for DriverPool {
@@ -41,6 +43,7 @@ impl DriverPool {
             idle_max,
             started: AtomicU64::new(0),
             reused: AtomicU64::new(0),
+            resetting: AtomicUsize::new(0),
         }
     }
 
@@ -77,6 +80,19 @@ impl DriverPool {
             drop(idle);
             process.close();
         }
+    }
+
+    /// Processes being reset now: kept, or gone, once their reset is answered.
+    pub fn resetting(&self) -> usize {
+        self.resetting.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn reset_started(&self) {
+        self.resetting.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn reset_ended(&self) {
+        self.resetting.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// The processes kept now.

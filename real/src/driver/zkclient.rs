@@ -51,6 +51,7 @@ pub(super) fn spawn(
             client: None,
             holds: HashMap::new(),
             acquiring: HashMap::new(),
+            follow: None,
         })),
     };
     let task = tokio::spawn(driver.serve(their_read));
@@ -75,6 +76,8 @@ struct State {
     client: Option<Arc<zk::Client>>,
     holds: HashMap<u64, zk::OwnedLockClient>,
     acquiring: HashMap<u64, tokio::task::AbortHandle>,
+    /// The task following the session's state (it holds the client).
+    follow: Option<tokio::task::AbortHandle>,
 }
 
 struct Driver {
@@ -111,7 +114,7 @@ impl Driver {
     /// connects a new session after an expiry.
     fn follow(self: &Arc<Self>, client: Arc<zk::Client>) {
         let me = Arc::clone(self);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut states = client.state_watcher();
             loop {
                 let state = states.changed().await;
@@ -147,6 +150,8 @@ impl Driver {
                 }
             }
         });
+        // It holds the client: a reset ends it, or the old session would stay open.
+        self.state().follow = Some(task.abort_handle());
     }
 
     /// Whether `client` is the session's client (not one a reset closed).
@@ -180,6 +185,9 @@ impl Driver {
         let client = {
             let mut s = self.state();
             for (_, task) in s.acquiring.drain() {
+                task.abort();
+            }
+            if let Some(task) = s.follow.take() {
                 task.abort();
             }
             s.holds.clear();

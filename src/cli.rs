@@ -840,6 +840,15 @@ pub struct SearchArgs {
     /// kept, and --resume goes on from there
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_runs: u64,
+    /// A control run, the script without a fault, after every N runs of points (0:
+    /// none; at most 100,000). A violation a fault-free run (the reference run or a
+    /// control run) showed too, at the same attempts, is marked "as without a fault"
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = crate::search_fault_free::CONTROL_EVERY_DEFAULT
+    )]
+    pub control_every: u64,
     /// Start a driver process for every session, as `zklock real` does, every driver
     /// cold. By default a released library's driver process is kept for a later run
     /// (reset between, protocol 3): a quarter of the CPU, drivers warm as in a

@@ -33,6 +33,8 @@ use zklock_real::servers::Servers;
 use zklock_real::shapes::Shape;
 use zklock_real::workload::{RealRun, WorkloadConfig, run_recipe};
 
+use crate::search_fault_free::{CONTROL_EVERY_MAX, Controls, FaultFree, signatures};
+
 /// What one run of the search saw.
 struct Outcome {
     /// Properties violated (a driver that broke the protocol is `driver_failed`).
@@ -44,6 +46,33 @@ struct Outcome {
     timeline: Option<String>,
     /// How long the run took, in ms (0 in a journal written before it was kept).
     run_ms: u64,
+    /// What each violation names ([`signatures`]); a journal written before they were
+    /// kept gives the property names.
+    signatures: Vec<String>,
+}
+
+/// A run the workers make: the points of a plan, or, with `control`, the script without
+/// a fault (the control run of that index; its plan is empty).
+struct Job {
+    plan: Vec<Point>,
+    control: Option<u64>,
+}
+
+impl Job {
+    fn point(plan: Vec<Point>) -> Job {
+        Job {
+            plan,
+            control: None,
+        }
+    }
+
+    /// Its name in a journal.
+    fn key(&self) -> String {
+        match self.control {
+            Some(i) => format!("{CONTROL_KEY_PREFIX}{i}"),
+            None => plan_key(&self.plan),
+        }
+    }
 }
 
 /// The lock under search: one of zklock's recipes (the lock, the semaphore, a canary) or
@@ -223,6 +252,7 @@ impl Setup {
                     requests: Vec::new(),
                     timeline: Some(format!("the driver failed: {e}\n")),
                     run_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    signatures: vec!["driver_failed".into()],
                 };
                 let servers = Servers::start(1, ServerOptions::default())
                     .context("starting a ZooKeeper server after a driver failed")?;
@@ -245,9 +275,11 @@ fn judge(run: &RealRun, failed: Option<String>) -> Outcome {
         report, history, ..
     } = crate::real_cmd::judge(run);
     let mut violated: Vec<String> = report.violated().iter().map(|p| p.to_string()).collect();
+    let mut signatures = signatures(&report, &history);
     let mut timeline = crate::real_cmd::stuck_client_requests(run, &report).map(|l| l + "\n");
     if let Some(why) = &failed {
         violated.push("driver_failed".into());
+        signatures.push("driver_failed".into());
         timeline = Some(format!("the driver failed: {why}\n"));
     }
     if !violated.is_empty() {
@@ -261,6 +293,7 @@ fn judge(run: &RealRun, failed: Option<String>) -> Outcome {
         requests: run.requests.iter().map(|(r, _)| r.clone()).collect(),
         timeline,
         run_ms: 0,
+        signatures,
     }
 }
 
@@ -289,7 +322,23 @@ const CLEAR_TIMEOUT: Duration = Duration::from_secs(60);
 struct Finding {
     repro: String,
     violated: Vec<String>,
+    /// What each violation names ([`signatures`]).
+    signatures: Vec<String>,
+    origin: Origin,
     timeline: Option<PathBuf>,
+}
+
+/// Which run a finding came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// A run of points.
+    Point,
+    /// The reference run: the script, without a fault.
+    Reference,
+    /// A control run: the script again, without a fault, later in the search.
+    Control(u64),
+    /// A workload shape's run (another script, without a fault).
+    Shape,
 }
 
 #[derive(Default)]
@@ -297,6 +346,8 @@ struct Tally {
     tried: u64,
     struck: u64,
     findings: Vec<Finding>,
+    /// The reference run and the control runs, and what they violated.
+    fault_free: FaultFree,
     /// Each shape run, with the properties it violated.
     shapes: Vec<(Shape, Vec<String>)>,
 }
@@ -379,14 +430,17 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         }
     };
     let mut tally = Tally::default();
+    tally
+        .fault_free
+        .add(&reference.violated, &reference.signatures);
     if !reference.violated.is_empty() {
-        record(
+        record_found(
             &a.out,
             &setup,
             &mut tally,
-            Vec::new(),
-            reference.violated.clone(),
-            reference.timeline.clone(),
+            &[],
+            &reference,
+            Origin::Reference,
         )?;
     }
     run_shapes(
@@ -427,15 +481,21 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     let mut singles = Vec::new();
     let mut reached: Vec<Vec<Vec<SeenRequest>>> = Vec::new();
     let mut pool = Pool::new(&setup, &runtime, &stop, servers);
+    let controls = RefCell::new(Controls::new(a.control_every));
+    let mut control_due = None;
     // At k = 0, no point: the reference run and the shapes only.
     pool.drive(
         &limit,
         &mut journal,
         || match a.k {
             0 => None,
-            _ => frontier_pop(&frontier),
+            _ => with_controls(&controls, &mut control_due, || frontier_pop(&frontier)),
         },
-        |plan, outcome| -> Result<()> {
+        |job, outcome| -> Result<()> {
+            if let Some(i) = job.control {
+                return control_judged(&a.out, &setup, &mut tally, i, &outcome, &bar);
+            }
+            let plan = &job.plan[..];
             tally.tried += 1;
             tally.struck += u64::from(outcome.struck);
             if !outcome.violated.is_empty() {
@@ -445,7 +505,7 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
                     .collect::<Vec<_>>()
                     .join(" then ");
                 bar.suspend(|| outln!("violated {} at {at}", outcome.violated.join(", ")));
-                record_found(&a.out, &setup, &mut tally, plan, &outcome)?;
+                record_found(&a.out, &setup, &mut tally, plan, &outcome, Origin::Point)?;
             }
             frontier_add(
                 &frontier,
@@ -481,8 +541,16 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         pool.drive(
             &limit,
             &mut journal,
-            || pairs.borrow_mut().pop_front(),
-            |points, outcome| -> Result<()> {
+            || {
+                with_controls(&controls, &mut control_due, || {
+                    pairs.borrow_mut().pop_front()
+                })
+            },
+            |job, outcome| -> Result<()> {
+                if let Some(i) = job.control {
+                    return control_judged(&a.out, &setup, &mut tally, i, &outcome, &bar);
+                }
+                let points = &job.plan[..];
                 pairs_tried += 1;
                 tally.tried += 1;
                 tally.struck += u64::from(outcome.struck);
@@ -495,7 +563,7 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
                             points[1]
                         )
                     });
-                    record_found(&a.out, &setup, &mut tally, points, &outcome)?;
+                    record_found(&a.out, &setup, &mut tally, points, &outcome, Origin::Point)?;
                 }
                 bar.inc(1);
                 bar.set_message(format!("{} violations", tally.findings.len()));
@@ -506,8 +574,10 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     }
     bar.finish_and_clear();
     drop(pool);
+    // zookeeper-client's driver runs in zklock's process: no process to count.
     if let Some(pool) = &setup.drivers
         && let Lock::Driver(_) = &setup.lock
+        && pool.started() > 0
     {
         eprintln!(
             "driver processes: {} started, {} sessions opened on a kept one",
@@ -525,6 +595,7 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         &tally,
         &frontier,
         pairs_tried,
+        a.control_every,
         started.elapsed(),
         interrupted,
     );
@@ -623,13 +694,13 @@ fn shape_judged(
         true => outln!("shape {shape}: every property held"),
         false => {
             outln!("violated {} in shape {shape}", outcome.violated.join(", "));
-            record(
+            record_found(
                 out,
                 &setup.shaped(shape),
                 tally,
-                Vec::new(),
-                outcome.violated.clone(),
-                outcome.timeline,
+                &[],
+                &outcome,
+                Origin::Shape,
             )?;
         }
     }
@@ -695,12 +766,12 @@ impl Limit<'_> {
     }
 }
 
-/// A plan and its run's outcome (or the run's error), from a worker.
-type Done = (Vec<Point>, Result<Outcome>);
+/// A job and its run's outcome (or the run's error), from a worker.
+type Done = (Job, Result<Outcome>);
 
 /// The workers: each runs one plan at a time on a server of its own.
 struct Pool {
-    plans: Option<mpsc::Sender<Vec<Point>>>,
+    plans: Option<mpsc::Sender<Job>>,
     done: mpsc::Receiver<Done>,
     workers: Vec<std::thread::JoinHandle<()>>,
     jobs: usize,
@@ -714,7 +785,7 @@ impl Pool {
         stop: &Arc<AtomicBool>,
         servers: Vec<Servers>,
     ) -> Pool {
-        let (plans, plan_rx) = mpsc::channel::<Vec<Point>>();
+        let (plans, plan_rx) = mpsc::channel::<Job>();
         let plan_rx = Arc::new(Mutex::new(plan_rx));
         let (done_tx, done) = mpsc::channel();
         let jobs = servers.len();
@@ -731,17 +802,17 @@ impl Pool {
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
                             .recv();
-                        let (Ok(plan), Some(these)) = (next, servers.take()) else {
+                        let (Ok(job), Some(these)) = (next, servers.take()) else {
                             return;
                         };
-                        let result = match setup.run(&runtime, these, &plan, &stop) {
+                        let result = match setup.run(&runtime, these, &job.plan, &stop) {
                             Ok((outcome, back)) => {
                                 servers = Some(back);
                                 Ok(outcome)
                             }
                             Err(e) => Err(e),
                         };
-                        if done_tx.send((plan, result)).is_err() || servers.is_none() {
+                        if done_tx.send((job, result)).is_err() || servers.is_none() {
                             return;
                         }
                     }
@@ -756,29 +827,29 @@ impl Pool {
         }
     }
 
-    /// Runs the plans `next` hands out, `jobs` at once, until it has none or `limit` is
-    /// reached; each result goes to the journal, then to `on_result`. A plan the journal
+    /// Runs the jobs `next` hands out, `jobs` at once, until it has none or `limit` is
+    /// reached; each result goes to the journal, then to `on_result`. A job the journal
     /// judged already is not run: its saved outcome goes to `on_result`.
     fn drive(
         &mut self,
         limit: &Limit<'_>,
         journal: &mut Journal,
-        mut next: impl FnMut() -> Option<Vec<Point>>,
-        mut on_result: impl FnMut(&[Point], Outcome) -> Result<()>,
+        mut next: impl FnMut() -> Option<Job>,
+        mut on_result: impl FnMut(&Job, Outcome) -> Result<()>,
     ) -> Result<()> {
         let mut in_flight = 0;
         loop {
             while in_flight < self.jobs && !limit.reached() {
-                let Some(plan) = next() else {
+                let Some(job) = next() else {
                     break;
                 };
-                if let Some(outcome) = journal.judged(&plan) {
-                    on_result(&plan, outcome)?;
+                if let Some(outcome) = journal.judged(&job) {
+                    on_result(&job, outcome)?;
                     continue;
                 }
                 let plans = self.plans.as_ref().context("the search's workers ended")?;
                 plans
-                    .send(plan)
+                    .send(job)
                     .map_err(|_| anyhow::anyhow!("the search's workers ended"))?;
                 in_flight += 1;
                 limit.runs.set(limit.runs.get() + 1);
@@ -786,7 +857,7 @@ impl Pool {
             if in_flight == 0 {
                 return Ok(());
             }
-            let (plan, outcome) = self.done.recv().context("the search's workers ended")?;
+            let (job, outcome) = self.done.recv().context("the search's workers ended")?;
             in_flight -= 1;
             // A run cut short by Ctrl-C or SIGTERM healed early: its verdict says nothing
             // of its point. Nor does its failure: the signal may have reached its server
@@ -795,8 +866,8 @@ impl Pool {
                 continue;
             }
             let outcome = outcome?;
-            journal.write(&plan, &outcome)?;
-            on_result(&plan, outcome)?;
+            journal.write(&job, &outcome)?;
+            on_result(&job, outcome)?;
         }
     }
 }
@@ -835,6 +906,8 @@ fn plan_key(plan: &[Point]) -> String {
 }
 
 const SHAPE_KEY_PREFIX: &str = "shape:";
+/// A control run's name in a journal: this, then its index.
+const CONTROL_KEY_PREFIX: &str = "control:";
 
 /// A shape's run's name in a journal (a plan's starts with a client's number).
 fn shape_key(shape: Shape) -> String {
@@ -896,7 +969,10 @@ impl Journal {
         journal.resumed_shapes = (journal.judged.keys())
             .filter(|k| k.starts_with(SHAPE_KEY_PREFIX))
             .count();
-        journal.resumed_points = journal.judged.len() - journal.resumed_shapes;
+        let controls = (journal.judged.keys())
+            .filter(|k| k.starts_with(CONTROL_KEY_PREFIX))
+            .count();
+        journal.resumed_points = journal.judged.len() - journal.resumed_shapes - controls;
         journal.file = Some(
             std::fs::OpenOptions::new()
                 .append(true)
@@ -932,16 +1008,16 @@ impl Journal {
         self.write_line(serde_json::json!({ "reference": outcome_json(outcome) }))
     }
 
-    fn write(&mut self, plan: &[Point], outcome: &Outcome) -> Result<()> {
+    fn write(&mut self, job: &Job, outcome: &Outcome) -> Result<()> {
         self.write_line(serde_json::json!({
-            "plan": plan_key(plan),
+            "plan": job.key(),
             "outcome": outcome_json(outcome),
         }))
     }
 
-    /// The saved outcome of `plan`, once.
-    fn judged(&mut self, plan: &[Point]) -> Option<Outcome> {
-        self.judged.remove(&plan_key(plan))
+    /// The saved outcome of `job`, once.
+    fn judged(&mut self, job: &Job) -> Option<Outcome> {
+        self.judged.remove(&job.key())
     }
 
     fn write_shape(&mut self, shape: Shape, outcome: &Outcome) -> Result<()> {
@@ -969,16 +1045,22 @@ fn outcome_json(o: &Outcome) -> serde_json::Value {
         "requests": requests,
         "timeline": o.timeline,
         "run_ms": o.run_ms,
+        "signatures": o.signatures,
     })
 }
 
 fn outcome_of(v: &serde_json::Value) -> Option<Outcome> {
-    let violated = v
-        .get("violated")?
-        .as_array()?
-        .iter()
-        .map(|p| p.as_str().map(str::to_owned))
-        .collect::<Option<Vec<_>>>()?;
+    let strings = |v: &serde_json::Value| {
+        v.as_array()?
+            .iter()
+            .map(|p| p.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+    };
+    let violated = strings(v.get("violated")?)?;
+    let signatures = match v.get("signatures") {
+        Some(s) => strings(s)?,
+        None => violated.clone(),
+    };
     let requests = v
         .get("requests")?
         .as_array()?
@@ -1005,6 +1087,7 @@ fn outcome_of(v: &serde_json::Value) -> Option<Outcome> {
             .and_then(|t| t.as_str())
             .map(str::to_owned),
         run_ms: v.get("run_ms").and_then(|t| t.as_u64()).unwrap_or(0),
+        signatures,
     })
 }
 
@@ -1013,29 +1096,11 @@ fn record_found(
     out: &Path,
     setup: &Setup,
     tally: &mut Tally,
-    plan: &[Point],
+    points: &[Point],
     outcome: &Outcome,
+    origin: Origin,
 ) -> Result<()> {
-    record(
-        out,
-        setup,
-        tally,
-        plan.to_vec(),
-        outcome.violated.clone(),
-        outcome.timeline.clone(),
-    )
-}
-
-/// Keeps a violation, writing its timeline under `out`.
-fn record(
-    out: &Path,
-    setup: &Setup,
-    tally: &mut Tally,
-    points: Vec<Point>,
-    violated: Vec<String>,
-    timeline: Option<String>,
-) -> Result<()> {
-    let path = match timeline {
+    let path = match &outcome.timeline {
         Some(text) => {
             create_private_dir(out)?;
             let name = format!(
@@ -1044,17 +1109,61 @@ fn record(
                 tally.findings.len() + 1
             );
             let path = out.join(name);
-            let header = format!("{}\n", setup.repro(&points));
-            crate::files::write_private(&path, (header + &text).as_bytes(), true)?;
+            let header = format!("{}\n", setup.repro(points));
+            crate::files::write_private(&path, (header + text).as_bytes(), true)?;
             Some(path)
         }
         None => None,
     };
     tally.findings.push(Finding {
-        repro: setup.repro(&points),
-        violated,
+        repro: setup.repro(points),
+        violated: outcome.violated.clone(),
+        signatures: outcome.signatures.clone(),
+        origin,
         timeline: path,
     });
+    Ok(())
+}
+
+/// Hands out the next job: a control run when one is due, else the next plan of `pop`
+/// (a control run follows every `--control-every` plans).
+fn with_controls(
+    controls: &RefCell<Controls>,
+    due: &mut Option<u64>,
+    pop: impl FnOnce() -> Option<Vec<Point>>,
+) -> Option<Job> {
+    if let Some(i) = due.take() {
+        return Some(Job {
+            plan: Vec::new(),
+            control: Some(i),
+        });
+    }
+    let plan = pop()?;
+    *due = controls.borrow_mut().after_point();
+    Some(Job::point(plan))
+}
+
+/// Counts a control run among the fault-free runs; its violation is listed when it
+/// names something no fault-free run showed before (the rest are counted only).
+fn control_judged(
+    out: &Path,
+    setup: &Setup,
+    tally: &mut Tally,
+    index: u64,
+    outcome: &Outcome,
+    bar: &ProgressBar,
+) -> Result<()> {
+    let new = tally.fault_free.add(&outcome.violated, &outcome.signatures);
+    if new && !outcome.violated.is_empty() {
+        bar.suspend(|| {
+            outln!(
+                "violated {} without a fault (control run {})",
+                outcome.violated.join(", "),
+                index + 1
+            )
+        });
+        record_found(out, setup, tally, &[], outcome, Origin::Control(index))?;
+    }
     Ok(())
 }
 
@@ -1063,6 +1172,7 @@ fn print_table(
     tally: &Tally,
     frontier: &Frontier,
     pairs_tried: u64,
+    control_every: u64,
     elapsed: Duration,
     interrupted: bool,
 ) {
@@ -1125,9 +1235,38 @@ fn print_table(
             runs.join("; ")
         );
     }
+    let ff = &tally.fault_free;
+    let controls = ff.runs.saturating_sub(1);
+    outln!(
+        "fault-free runs: {} (the reference run{}): {}",
+        ff.runs,
+        match (controls, control_every) {
+            (0, _) => String::new(),
+            (n, every) =>
+                format!(" and {n} control run(s), one after every {every} runs of points"),
+        },
+        ff.describe()
+    );
+    let explained = |f: &Finding| f.origin == Origin::Point && ff.explains(&f.signatures);
+    let at_points = tally.findings.iter().filter(|f| f.origin == Origin::Point);
+    let (violating, as_fault_free) =
+        at_points.fold((0, 0), |(n, e), f| (n + 1, e + u64::from(explained(f))));
+    if as_fault_free > 0 {
+        outln!(
+            "{as_fault_free} of the {violating} violating runs of points violated only what a \
+             fault-free run violated too, at the same attempts: marked \"as without a fault\" \
+             below (their fault is perhaps not the cause)"
+        );
+    }
     for f in &tally.findings {
         outln!();
-        outln!("{}:", f.violated.join(", "));
+        let origin = match f.origin {
+            Origin::Reference => " (without a fault: the reference run)".to_owned(),
+            Origin::Control(i) => format!(" (without a fault: control run {})", i + 1),
+            Origin::Point if explained(f) => " (as without a fault)".to_owned(),
+            Origin::Point | Origin::Shape => String::new(),
+        };
+        outln!("{}{origin}:", f.violated.join(", "));
         outln!("  {}", f.repro);
         if let Some(path) = &f.timeline {
             outln!("  timeline: {}", path.display());
@@ -1176,6 +1315,12 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Set
     }
     if a.max_points == 0 {
         bail!("--max-points must be positive");
+    }
+    if a.control_every > CONTROL_EVERY_MAX {
+        bail!(
+            "--control-every must be at most {CONTROL_EVERY_MAX} (0: no control run), got {}",
+            a.control_every
+        );
     }
     // A read/write lock searched with writers only would leave its read side untried.
     let readers = a.readers.unwrap_or(match &lock {

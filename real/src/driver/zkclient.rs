@@ -80,6 +80,11 @@ struct State {
     follow: Option<tokio::task::AbortHandle>,
 }
 
+/// Between two attempts to connect a new session after an expiry.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(100);
+/// How long opening a session may keep trying before the driver says it could not.
+const OPEN_DEADLINE: Duration = Duration::from_secs(30);
+
 struct Driver {
     tx: mpsc::UnboundedSender<Value>,
     state: Arc<Mutex<State>>,
@@ -143,10 +148,16 @@ impl Driver {
                     break;
                 }
             }
-            if me.is_current(&client) {
+            // An application connects again until it can: the proxy may still hold the
+            // traffic (a pause past the session timeout ends in the expiry), and a
+            // connect that times out then is no broken driver. A reset aborts this task.
+            while me.is_current(&client) {
                 match me.connect().await {
-                    Ok(next) => me.follow(next),
-                    Err(e) => me.emit(json!({"event": "error", "id": null, "message": e})),
+                    Ok(next) => {
+                        me.follow(next);
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(RECONNECT_PAUSE).await,
                 }
             }
         });
@@ -163,12 +174,20 @@ impl Driver {
     }
 
     /// Opens a session with the current params and says hello; false if it could not.
+    /// A connect that times out is tried again, until [`OPEN_DEADLINE`]: a spare driver
+    /// opens its session while its client's proxy may still hold the traffic (a pause).
     async fn open(self: &Arc<Self>) -> bool {
-        let client = match self.connect().await {
-            Ok(c) => c,
-            Err(e) => {
-                self.emit(json!({"event": "error", "id": null, "message": e}));
-                return false;
+        let deadline = tokio::time::Instant::now() + OPEN_DEADLINE;
+        let client = loop {
+            match self.connect().await {
+                Ok(c) => break c,
+                Err(_) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(RECONNECT_PAUSE).await
+                }
+                Err(e) => {
+                    self.emit(json!({"event": "error", "id": null, "message": e}));
+                    return false;
+                }
             }
         };
         self.follow(Arc::clone(&client));

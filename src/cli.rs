@@ -697,8 +697,9 @@ pub struct SearchArgs {
     )]
     pub max_points: usize,
     /// The most new ordinals of one client's (operation, path class) a faulted run adds
-    /// to the frontier, each with its points; the rest count as seen and their points as
-    /// left out (a library stuck polling sends a new one at every turn)
+    /// to the frontier, each with its points, and none more than N past the reference
+    /// run's last of that kind; the rest count as seen and their points as left out (a
+    /// library stuck polling sends a new one at every turn)
     #[arg(
         long,
         allow_negative_numbers = true,

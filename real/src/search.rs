@@ -184,6 +184,8 @@ pub struct Frontier {
     queued: BTreeSet<Vec<Point>>,
     order: std::collections::VecDeque<Vec<Point>>,
     follow_on_repeats_max: u32,
+    /// The last ordinal of each client's (operation, path class) in the reference run.
+    reference_last: BTreeMap<(u32, &'static str, String), u32>,
     /// Plans dropped because the frontier was full, or longer than the most points a
     /// run strikes.
     pub left_out: u64,
@@ -200,6 +202,7 @@ impl Default for Frontier {
             queued: BTreeSet::new(),
             order: std::collections::VecDeque::new(),
             follow_on_repeats_max: u32::MAX,
+            reference_last: BTreeMap::new(),
             left_out: 0,
             left_out_by_repeats: 0,
         }
@@ -217,11 +220,14 @@ pub const FOLLOW_ON_REPEATS_MAX_DEFAULT: u32 = 8;
 
 impl Frontier {
     /// A frontier where one faulted run adds at most `n` new ordinals of each client's
-    /// (operation, path class); the requests past them count as seen and their plans
-    /// in [`left_out_by_repeats`](Frontier::left_out_by_repeats). A library stuck in a
+    /// (operation, path class), and none more than `n` past the reference run's last of
+    /// that kind (past `n` for a kind the reference run never sent), whichever run sees
+    /// it; the requests past them count as seen and their plans in
+    /// [`left_out_by_repeats`](Frontier::left_out_by_repeats). A library stuck in a
     /// loop (polling the lock's directory) sends a new ordinal at every turn, each of
-    /// which would otherwise be a request never seen, with its own points. The
-    /// reference run is not capped: its requests are the script.
+    /// which would otherwise be a request never seen, with its own points; without the
+    /// second bound, each stuck run that polls longer than the last would add `n` more.
+    /// The reference run is not capped: its requests are the script.
     pub fn with_follow_on_repeats_max(n: u32) -> Frontier {
         Frontier {
             follow_on_repeats_max: n,
@@ -251,6 +257,11 @@ impl Frontier {
         let mut new = 0;
         let mut follow_ons: BTreeMap<(u32, &'static str, String), u32> = BTreeMap::new();
         for key in request_keys(requests) {
+            let kind = (key.client, key.op, key.class.clone());
+            if parent.is_empty() {
+                let last = self.reference_last.entry(kind.clone()).or_default();
+                *last = (*last).max(key.nth);
+            }
             if !self.seen_keys.insert(key.clone()) {
                 continue;
             }
@@ -258,11 +269,12 @@ impl Frontier {
             let points = actions.points_at(&key);
             // A plan too long is left out whatever the cap says: count it there.
             if !parent.is_empty() && parent.len() < MAX_PLAN_POINTS {
-                let n = follow_ons
-                    .entry((key.client, key.op, key.class.clone()))
-                    .or_default();
+                let last = self.reference_last.get(&kind).copied().unwrap_or(0);
+                let n = follow_ons.entry(kind).or_default();
                 *n += 1;
-                if *n > self.follow_on_repeats_max {
+                if *n > self.follow_on_repeats_max
+                    || key.nth > last.saturating_add(self.follow_on_repeats_max)
+                {
                     self.left_out_by_repeats += points.len() as u64;
                     continue;
                 }
@@ -453,6 +465,13 @@ mod tests {
         assert_eq!(listed, expected);
         // The listings past the cap count as seen: another stuck run adds none of them.
         assert_eq!(f.add_run(&first, &stuck, &actions, 100_000), 0);
+        // A run stuck longer adds new ordinals, but none joins: each is more than the cap
+        // past the reference run's last listing (5), or past the cap for client 1, which
+        // the reference run never had list.
+        let longer = vec![listings(150), listings(60)];
+        let left_out = f.left_out_by_repeats;
+        assert_eq!(f.add_run(&first, &longer, &actions, 100_000), 50 + 56);
+        assert_eq!(f.left_out_by_repeats - left_out, (50 + 56) * single as u64);
         // Uncapped (the default), the same run adds every new listing.
         let mut all = Frontier::default();
         all.add_run(&[], &[listings(5)], &actions, 100_000);

@@ -10,6 +10,7 @@ use crate::cli::SearchArgs;
 use crate::files::create_private_dir;
 use crate::program::Program;
 use crate::real_recipes::{QueueShape, RealPick, RealRecipeKind, RealRecipes};
+use crate::search_fault_free::{CONTROL_EVERY_MAX, Controls, FaultFree, signatures};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::cell::{Cell, RefCell};
@@ -32,8 +33,6 @@ use zklock_real::search::{Actions, Frontier, Point, second_points};
 use zklock_real::servers::Servers;
 use zklock_real::shapes::Shape;
 use zklock_real::workload::{RealRun, WorkloadConfig, run_recipe};
-
-use crate::search_fault_free::{CONTROL_EVERY_MAX, Controls, FaultFree, signatures};
 
 /// What one run of the search saw.
 struct Outcome {
@@ -190,7 +189,9 @@ impl Setup {
                 w.long_hold_every, w.long_hold_ms
             ));
         }
-        if self.drivers.is_some() && matches!(self.lock, Lock::Driver(_)) {
+        if self.drivers.is_some()
+            && matches!(self.lock, Lock::Driver(kind) if !kind.runs_in_process())
+        {
             // The search's drivers were warm: so are the line's, as far as a few runs go.
             line.push_str(&format!(" --warm-up-runs {REPRO_WARM_UP_RUNS}"));
         }

@@ -86,6 +86,12 @@ impl DriverKind {
         }
     }
 
+    /// Whether its driver runs in zklock's own process (zookeeper-client's, a Rust
+    /// crate): no process to start, keep or warm up.
+    pub fn runs_in_process(self) -> bool {
+        matches!(self, DriverKind::ZkclientLock)
+    }
+
     /// The kind named `name`, or the list of names.
     pub fn parse(name: &str) -> Result<DriverKind, String> {
         Self::ALL

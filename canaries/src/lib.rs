@@ -43,7 +43,8 @@ use zklock_recipe::lock::{
 };
 use zklock_recipe::path::join;
 use zklock_recipe::{Coordination, CreateMode, SessionEvents, SessionState, Watch, ZkError};
-use zklock_sim::{LockUnderTest, Rate, Recipe, Scenario, SimClient};
+use zklock_recipe::{GuardedLock, Wait};
+use zklock_sim::{Rate, Recipe, Scenario, SimClient};
 
 /// Registers every canary under its [`name`](Bug::name), described by what it does wrong
 /// and the property it must violate: the command line then explores, checks, replays and
@@ -632,27 +633,22 @@ impl<C: Coordination> Drop for OnDrop<'_, C> {
     }
 }
 
-impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for CanaryLock<C> {
-    type Guard = LockGuard<C>;
+impl<C: Coordination + Clone + Send + Sync + 'static> GuardedLock for CanaryLock<C> {
+    type Client = C;
 
-    async fn acquire(&self) -> Result<LockGuard<C>, String> {
-        match self.contend(None).await {
-            Ok(Some(g)) => Ok(g),
-            Ok(None) => Err("no deadline, yet timed out".into()),
-            Err(e) => Err(e.to_string()),
+    async fn contend(&self, wait: Wait) -> Result<Option<LockGuard<C>>, LockError> {
+        match wait {
+            Wait::Forever => self.contend(None).await,
+            // A deadline long past: one look, no clock read.
+            Wait::Now => self.contend(Some(0)).await,
+            Wait::For(timeout) => {
+                let d = (self.c.now() + timeout).as_micros() as u64;
+                self.contend(Some(d)).await
+            }
         }
     }
 
-    async fn try_acquire(&self) -> Result<Option<LockGuard<C>>, String> {
-        self.contend(Some(0)).await.map_err(|e| e.to_string())
-    }
-
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
-        let d = (self.c.now() + timeout).as_micros() as u64;
-        self.contend(Some(d)).await.map_err(|e| e.to_string())
-    }
-
-    fn token(&self, g: &LockGuard<C>) -> i64 {
+    fn hold_token(&self, g: &LockGuard<C>) -> i64 {
         if self.bug == Bug::UnorderedToken {
             // BUG: unique, as node names are, but in no order.
             return fnv1a(g.path().as_bytes()) as i64;
@@ -660,11 +656,7 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for CanaryLo
         g.fencing_token().0
     }
 
-    fn node(&self, g: &LockGuard<C>) -> String {
-        g.path().to_owned()
-    }
-
-    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
+    async fn hold_lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
         if self.bug == Bug::DeafHolder {
             // BUG: never stop believing.
             return std::future::pending().await;
@@ -680,7 +672,7 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for CanaryLo
         format!("{:?}", g.lost().await)
     }
 
-    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
+    async fn hold_release(&self, g: LockGuard<C>) -> Result<(), String> {
         if self.bug == Bug::ForgetfulRelease {
             // BUG: one delete, not retried, and the node is forgotten either way.
             let node = g.into_node();
@@ -809,35 +801,21 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LeaseCanaryLock<C> {
     }
 }
 
-impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for LeaseCanaryLock<C> {
-    type Guard = LockGuard<C>;
+impl<C: Coordination + Clone + Send + Sync + 'static> GuardedLock for LeaseCanaryLock<C> {
+    type Client = C;
 
-    async fn acquire(&self) -> Result<LockGuard<C>, String> {
-        match self.contend(None).await {
-            Ok(Some(g)) => Ok(g),
-            Ok(None) => Err("no deadline, yet timed out".into()),
-            Err(e) => Err(e.to_string()),
+    async fn contend(&self, wait: Wait) -> Result<Option<LockGuard<C>>, LockError> {
+        match wait {
+            Wait::Forever => self.contend(None).await,
+            // As a timed acquire with no time to wait.
+            Wait::Now => {
+                self.contend(Some(self.sem.client().now().as_micros() as u64))
+                    .await
+            }
+            Wait::For(timeout) => {
+                let d = (self.sem.client().now() + timeout).as_micros() as u64;
+                self.contend(Some(d)).await
+            }
         }
-    }
-
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
-        let d = (self.sem.client().now() + timeout).as_micros() as u64;
-        self.contend(Some(d)).await.map_err(|e| e.to_string())
-    }
-
-    fn token(&self, g: &LockGuard<C>) -> i64 {
-        g.fencing_token().0
-    }
-
-    fn node(&self, g: &LockGuard<C>) -> String {
-        g.path().to_owned()
-    }
-
-    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
-        format!("{:?}", g.lost().await)
-    }
-
-    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
-        g.release().await.map_err(|e| e.to_string())
     }
 }

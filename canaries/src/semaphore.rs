@@ -1,11 +1,10 @@
 //! The semaphore canary of the lost-before-granted class: zklock's semaphore, lease taken
 //! under the inner lock, but handed over without a look at its trust.
 
-use std::time::Duration;
 use zklock_recipe::history::LockRole;
 use zklock_recipe::lock::{LockError, LockGuard};
 use zklock_recipe::semaphore::{LeaseTaken, Semaphore};
-use zklock_recipe::{Coordination, LockUnderTest};
+use zklock_recipe::{Coordination, GuardedLock, Wait};
 use zklock_sim::{Faults, Rate, Recipe, Scenario, SimClient};
 
 /// The canary's name, as registered and as its trace file is named.
@@ -96,35 +95,21 @@ impl<C: Coordination + Clone + Send + Sync + 'static> HandsOverLostLease<C> {
     }
 }
 
-impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for HandsOverLostLease<C> {
-    type Guard = LockGuard<C>;
+impl<C: Coordination + Clone + Send + Sync + 'static> GuardedLock for HandsOverLostLease<C> {
+    type Client = C;
 
-    async fn acquire(&self) -> Result<LockGuard<C>, String> {
-        match self.contend(None).await {
-            Ok(Some(g)) => Ok(g),
-            Ok(None) => Err("no deadline, yet timed out".into()),
-            Err(e) => Err(e.to_string()),
+    async fn contend(&self, wait: Wait) -> Result<Option<LockGuard<C>>, LockError> {
+        match wait {
+            Wait::Forever => self.contend(None).await,
+            // As a timed acquire with no time to wait.
+            Wait::Now => {
+                self.contend(Some(self.sem.client().now().as_micros() as u64))
+                    .await
+            }
+            Wait::For(timeout) => {
+                let d = (self.sem.client().now() + timeout).as_micros() as u64;
+                self.contend(Some(d)).await
+            }
         }
-    }
-
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
-        let d = (self.sem.client().now() + timeout).as_micros() as u64;
-        self.contend(Some(d)).await.map_err(|e| e.to_string())
-    }
-
-    fn token(&self, g: &LockGuard<C>) -> i64 {
-        g.fencing_token().0
-    }
-
-    fn node(&self, g: &LockGuard<C>) -> String {
-        g.path().to_owned()
-    }
-
-    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
-        format!("{:?}", g.lost().await)
-    }
-
-    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
-        g.release().await.map_err(|e| e.to_string())
     }
 }

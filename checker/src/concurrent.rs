@@ -164,21 +164,35 @@ pub const REORDERED_MAX: usize = 1_000;
 /// whose extra wake is only a waiter caught mid-step (see the module docs) is re-judged
 /// with that request moved back, at most [`CONCURRENCY_TOLERANCE_US`].
 pub fn judge_parallel(history: &History, cfg: &CheckConfig) -> Judged {
+    rejudge_mid_steps(history, &[cfg.lock_path.as_str()], |h| check_all(h, cfg))
+}
+
+/// The re-judge loop of every parallel judge: `check` judges `history`; while its
+/// `no_herd` violation's extra wake is a waiter caught mid-step in one of `lock_paths`,
+/// that request is moved back before the delete and the history judged again, at most
+/// [`REORDERED_MAX`] times.
+pub(crate) fn rejudge_mid_steps(
+    history: &History,
+    lock_paths: &[&str],
+    check: impl Fn(&History) -> Report,
+) -> Judged {
     let mut history = history.clone();
     let mut reordered = 0;
     loop {
-        let report = check_all(&history, cfg);
+        let report = check(&history);
+        // A report names events of the whole history, per lock or not.
         let mid_step = report
             .verdict(no_herd::NAME)
             .filter(|v| !v.ok)
             .and_then(|v| v.report.as_ref())
             .and_then(|v| {
                 let delete = v.events.first()?.index;
-                v.events[1..]
-                    .iter()
-                    .map(|e| e.index)
-                    .find(|&w| mid_step_request(&history, delete, w, &cfg.lock_path))
-                    .map(|w| (w, delete))
+                v.events[1..].iter().map(|e| e.index).find_map(|w| {
+                    lock_paths
+                        .iter()
+                        .any(|path| mid_step_request(&history, delete, w, path))
+                        .then_some((w, delete))
+                })
             });
         match mid_step {
             Some((woken, delete)) if reordered < REORDERED_MAX => {

@@ -3,10 +3,10 @@
 //! and a semaphore's own property first in a semaphore's run, with waiters caught
 //! mid-step re-judged as [`judge_parallel`] does.
 
-use crate::concurrent::{Judged, REORDERED_MAX, hoist_before, judge_parallel, mid_step_request};
+use crate::concurrent::{Judged, judge_parallel, rejudge_mid_steps};
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
 use crate::properties::queue::{Changes, QueueFacts, check_queue_with};
-use crate::properties::{CheckConfig, Report, no_herd, node_outlives_attempt};
+use crate::properties::{CheckConfig, node_outlives_attempt};
 use zklock_recipe::history::{History, NodeLives};
 
 /// What a run is besides its history and [`CheckConfig`]: its lock directories, each with
@@ -81,38 +81,8 @@ fn judge_parallel_per_lock(
     cfg: &CheckConfig,
     locks: &[(String, Vec<String>)],
 ) -> Judged {
-    let mut history = history.clone();
-    let mut reordered = 0;
-    loop {
-        let report: Report = check_per_lock(&history, cfg, locks);
-        // The per-lock report names events of the whole history.
-        let mid_step = report
-            .verdict(no_herd::NAME)
-            .filter(|v| !v.ok)
-            .and_then(|v| v.report.as_ref())
-            .and_then(|v| {
-                let delete = v.events.first()?.index;
-                v.events[1..].iter().map(|e| e.index).find_map(|w| {
-                    locks
-                        .iter()
-                        .any(|(path, _)| mid_step_request(&history, delete, w, path))
-                        .then_some((w, delete))
-                })
-            });
-        match mid_step {
-            Some((woken, delete)) if reordered < REORDERED_MAX => {
-                hoist_before(&mut history, woken, delete);
-                reordered += 1;
-            }
-            _ => {
-                return Judged {
-                    report,
-                    history,
-                    reordered,
-                };
-            }
-        }
-    }
+    let paths: Vec<&str> = locks.iter().map(|(path, _)| path.as_str()).collect();
+    rejudge_mid_steps(history, &paths, |h| check_per_lock(h, cfg, locks))
 }
 
 #[cfg(test)]

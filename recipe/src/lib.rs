@@ -107,4 +107,4 @@ pub use lock::{
 pub use types::{
     CreateMode, EventType, Op, OpResult, SessionId, SessionState, Stat, WatchedEvent, ZkError,
 };
-pub use under_test::LockUnderTest;
+pub use under_test::{GuardedLock, LockUnderTest, Wait};

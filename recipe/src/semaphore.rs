@@ -21,7 +21,7 @@ use crate::lock::{
     ContenderSpec, Lock, LockError, LockGuard, LockOptions, LostPolicy, NodeKind, RetryPolicy,
     abandoned_cleanup, await_watch, create_contender, ensure_path, hand_over,
 };
-use crate::{Coordination, CreateMode, LockUnderTest, ZkError};
+use crate::{Coordination, CreateMode, GuardedLock, Wait, ZkError};
 use futures_util::future::{Either, select};
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -269,37 +269,22 @@ impl<C: Coordination> Drop for LeaseOnDrop<'_, C> {
     }
 }
 
-impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for Semaphore<C> {
-    type Guard = LockGuard<C>;
+/// The lease node's czxid is the token: unique, and growing with the order leases were
+/// taken (leases are not exclusive, so it fences nothing).
+impl<C: Coordination + Clone + Send + Sync + 'static> GuardedLock for Semaphore<C> {
+    type Client = C;
 
-    async fn acquire(&self) -> Result<LockGuard<C>, String> {
-        match self.contend(None).await {
-            Ok(Some(g)) => Ok(g),
-            Ok(None) => Err("no deadline, yet timed out".into()),
-            Err(e) => Err(e.to_string()),
+    async fn contend(&self, wait: Wait) -> Result<Option<LockGuard<C>>, LockError> {
+        match wait {
+            Wait::Forever => self.contend(None).await,
+            Wait::Now => {
+                self.contend(Some(self.client.now().as_micros() as u64))
+                    .await
+            }
+            Wait::For(timeout) => {
+                let d = (self.client.now() + timeout).as_micros() as u64;
+                self.contend(Some(d)).await
+            }
         }
-    }
-
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<LockGuard<C>>, String> {
-        let d = (self.client.now() + timeout).as_micros() as u64;
-        self.contend(Some(d)).await.map_err(|e| e.to_string())
-    }
-
-    /// The lease node's czxid: unique, and growing with the order leases were taken
-    /// (leases are not exclusive, so it fences nothing).
-    fn token(&self, g: &LockGuard<C>) -> i64 {
-        g.fencing_token().0
-    }
-
-    fn node(&self, g: &LockGuard<C>) -> String {
-        g.path().to_owned()
-    }
-
-    async fn lost<'a>(&'a self, g: &'a LockGuard<C>) -> String {
-        format!("{:?}", g.lost().await)
-    }
-
-    async fn release(&self, g: LockGuard<C>) -> Result<(), String> {
-        g.release().await.map_err(|e| e.to_string())
     }
 }

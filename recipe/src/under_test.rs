@@ -1,7 +1,9 @@
 //! A lock as zklock's runners drive it, whichever runs it: the simulation's scenario
 //! runner (`zklock_sim`) and the real-server workload (`zklock_real`) take any
 //! [`LockUnderTest`], so a recipe of a user's own, or a changed copy of the shipped one,
-//! is checked the same way on both. [`ShippedLock`] is the shipped recipe so adapted.
+//! is checked the same way on both. [`ShippedLock`] is the shipped recipe so adapted, through
+//! [`GuardedLock`], which makes a [`LockUnderTest`] of any lock whose holds are
+//! [`LockGuard`]s.
 
 use crate::Coordination;
 use crate::history::LockRole;
@@ -143,27 +145,91 @@ impl<C: Coordination + Clone> ShippedLock<C> {
     }
 }
 
-impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for ShippedLock<C> {
-    type Guard = LockGuard<C>;
+impl<C: Coordination + Clone + Send + Sync + 'static> GuardedLock for ShippedLock<C> {
+    type Client = C;
+
+    async fn contend(&self, wait: Wait) -> Result<Option<LockGuard<C>>, LockError> {
+        match wait {
+            Wait::Forever => self.lock.acquire().await.map(Some),
+            Wait::Now => self.lock.try_acquire().await,
+            Wait::For(timeout) => match self.lock.acquire_timeout(timeout).await {
+                Ok(g) => Ok(Some(g)),
+                Err(LockError::Timeout { .. }) => Ok(None),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+/// How long an acquire of a [`GuardedLock`] waits. Exhaustive: every implementor matches
+/// on it, and an acquire mode it had not heard of would have no meaning for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Until the lock is held ([`LockUnderTest::acquire`]).
+    Forever,
+    /// Not at all: the lock if it is free now ([`LockUnderTest::try_acquire`]).
+    Now,
+    /// At most this long ([`LockUnderTest::acquire_timeout`]).
+    For(Duration),
+}
+
+/// A lock whose holds are [`LockGuard`]s: implement [`contend`](GuardedLock::contend) and
+/// it is a [`LockUnderTest`] (the one adapter over `LockGuard`), its token the guard's
+/// fencing token, its node the guard's path, its lost signal and release the guard's.
+/// The `hold_` methods are there for a lock that does one of those its own way (a canary
+/// with a planted bug).
+pub trait GuardedLock: Send + Sync + 'static {
+    type Client: Coordination + Clone + Send + Sync + 'static;
+    /// Contends for the lock for as long as `wait` says: `Ok(None)` when that ran out
+    /// (never with [`Wait::Forever`]).
+    fn contend(
+        &self,
+        wait: Wait,
+    ) -> impl Future<Output = Result<Option<LockGuard<Self::Client>>, LockError>> + Send;
+    /// The hold's fencing token ([`LockUnderTest::token`]).
+    fn hold_token(&self, guard: &LockGuard<Self::Client>) -> i64 {
+        guard.fencing_token().0
+    }
+    /// Resolves when the holder can no longer trust its hold, with why
+    /// ([`LockUnderTest::lost`]).
+    fn hold_lost<'a>(
+        &'a self,
+        guard: &'a LockGuard<Self::Client>,
+    ) -> impl Future<Output = String> + Send + 'a {
+        async move { format!("{:?}", guard.lost().await) }
+    }
+    /// Releases the hold ([`LockUnderTest::release`]).
+    fn hold_release(
+        &self,
+        guard: LockGuard<Self::Client>,
+    ) -> impl Future<Output = Result<(), String>> + Send {
+        async move { guard.release().await.map_err(|e| e.to_string()) }
+    }
+}
+
+impl<L: GuardedLock> LockUnderTest for L {
+    type Guard = LockGuard<L::Client>;
 
     async fn acquire(&self) -> Result<Self::Guard, String> {
-        self.lock.acquire().await.map_err(|e| e.to_string())
-    }
-
-    async fn try_acquire(&self) -> Result<Option<Self::Guard>, String> {
-        self.lock.try_acquire().await.map_err(|e| e.to_string())
-    }
-
-    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Self::Guard>, String> {
-        match self.lock.acquire_timeout(timeout).await {
-            Ok(g) => Ok(Some(g)),
-            Err(LockError::Timeout { .. }) => Ok(None),
+        match self.contend(Wait::Forever).await {
+            Ok(Some(g)) => Ok(g),
+            Ok(None) => Err("no deadline, yet timed out".into()),
             Err(e) => Err(e.to_string()),
         }
     }
 
+    async fn try_acquire(&self) -> Result<Option<Self::Guard>, String> {
+        self.contend(Wait::Now).await.map_err(|e| e.to_string())
+    }
+
+    async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Self::Guard>, String> {
+        self.contend(Wait::For(timeout))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     fn token(&self, guard: &Self::Guard) -> i64 {
-        guard.fencing_token().0
+        self.hold_token(guard)
     }
 
     fn node(&self, guard: &Self::Guard) -> String {
@@ -171,10 +237,10 @@ impl<C: Coordination + Clone + Send + Sync + 'static> LockUnderTest for ShippedL
     }
 
     async fn lost<'a>(&'a self, guard: &'a Self::Guard) -> String {
-        format!("{:?}", guard.lost().await)
+        self.hold_lost(guard).await
     }
 
     async fn release(&self, guard: Self::Guard) -> Result<(), String> {
-        guard.release().await.map_err(|e| e.to_string())
+        self.hold_release(guard).await
     }
 }

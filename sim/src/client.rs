@@ -1,6 +1,6 @@
 //! [`SimClient`]: the `Coordination` trait on the simulated ZooKeeper.
 
-use crate::sim::Shared;
+use crate::shared::Shared;
 use crate::world::delivery::Delivered;
 use crate::world::request::{Answer, Request};
 use crate::world::{ClientId, Staged};

@@ -76,6 +76,7 @@ pub mod chooser;
 mod client;
 mod config;
 pub mod scenario;
+mod shared;
 mod sim;
 pub mod tree;
 mod world;

@@ -1,18 +1,19 @@
 //! The [`Sim`] handle: builds a world, runs actors on its own executor, drives the world at
 //! quiescent points, and offers scripted faults and server inspection to tests.
 
-use crate::actor::{Actors, Join, JoinState, Round, Runner, Slot, current_order, lock_join};
+use crate::actor::{Actors, Join, JoinState, Round, Runner, Slot, lock_join};
 use crate::chooser::{ChoiceKind, Chooser, RandomChooser};
 use crate::client::SimClient;
 use crate::config::{ClientConfig, SimConfig};
-use crate::world::delivery::{Delivered, SlotId};
+use crate::shared::Shared;
+use crate::world::delivery::Delivered;
 use crate::world::request::RequestKind;
 use crate::world::{Control, ResourceOp, ResourceReply, ServerCtl, Staged, Step, World};
 use futures_channel::oneshot;
 use futures_util::future::poll_fn;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use zklock_recipe::Stat;
@@ -77,114 +78,6 @@ impl std::fmt::Display for SimError {
 }
 
 impl std::error::Error for SimError {}
-
-pub(crate) struct Shared {
-    pub(crate) world: Mutex<World>,
-    pub(crate) actors: Arc<Actors>,
-}
-
-impl Shared {
-    #[inline]
-    pub(crate) fn world(&self) -> MutexGuard<'_, World> {
-        self.world
-            .lock()
-            .expect("world lock poisoned: a simulated actor panicked")
-    }
-
-    /// Stages an actor's request, control or sleep for the next quiescent point.
-    pub(crate) fn stage(&self, s: Staged) {
-        let order = current_order().expect(
-            "zklock-sim: the simulated ZooKeeper was used outside a simulated actor; run the \
-             code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
-        );
-        self.world().stage(order, s);
-    }
-
-    /// Stages an item that an actor then awaits, and awaits it: `make` builds the item
-    /// around a fresh slot of the world's (see `world::delivery`), `read` takes the
-    /// delivered value apart. The item is staged at the first poll, as an `async fn` would,
-    /// and under the same lock as the wait starts. `read` is part of the wait rather than a
-    /// `map` around it, so that the value goes straight from the slot to the caller.
-    pub(crate) fn awaited<F, R, T>(&self, make: F, read: R) -> Wait<'_, F, R>
-    where
-        F: FnOnce(SlotId) -> Staged + Unpin,
-        R: Fn(Delivered) -> T + Unpin,
-    {
-        Wait {
-            shared: self,
-            make: Some(make),
-            read,
-            slot: 0,
-            done: false,
-        }
-    }
-
-    /// As `stage`, for calls that may come from a `Drop` outside any actor. Never panics:
-    /// a poisoned world (an actor panicked with it locked) just drops the item.
-    pub(crate) fn stage_from_drop(&self, s: Staged) {
-        let Ok(mut world) = self.world.lock() else {
-            return;
-        };
-        match current_order() {
-            Some(order) => world.stage(order, s),
-            None => world.stage_outside(s),
-        }
-    }
-}
-
-/// An actor's staged item and its wait for the slot; if dropped first, the slot is
-/// abandoned.
-pub(crate) struct Wait<'a, F, R> {
-    shared: &'a Shared,
-    /// The item to stage: `None` once staged.
-    make: Option<F>,
-    read: R,
-    slot: SlotId,
-    done: bool,
-}
-
-impl<F, R, T> Future for Wait<'_, F, R>
-where
-    F: FnOnce(SlotId) -> Staged + Unpin,
-    R: Fn(Delivered) -> T + Unpin,
-{
-    type Output = T;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = self.get_mut();
-        let mut w = this.shared.world();
-        if let Some(make) = this.make.take() {
-            let order = current_order().expect(
-                "zklock-sim: the simulated ZooKeeper was used outside a simulated actor; run \
-                 the code inside `Sim::run`, `zklock_sim::run` or a task from `Sim::spawn`",
-            );
-            this.slot = w.slots.open(cx.waker());
-            w.stage(order, make(this.slot));
-            // Nothing is delivered before the world's next step.
-            return Poll::Pending;
-        }
-        match w.slots.poll(this.slot, cx) {
-            Poll::Ready(v) => {
-                w.took(this.slot);
-                drop(w);
-                this.done = true;
-                Poll::Ready((this.read)(v))
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl<F, R> Drop for Wait<'_, F, R> {
-    fn drop(&mut self) {
-        // A poisoned world (an actor panicked with it locked) is past caring.
-        if self.make.is_none()
-            && !self.done
-            && let Ok(mut w) = self.shared.world.lock()
-        {
-            w.slots.abandon(self.slot);
-        }
-    }
-}
 
 /// A simulated world: one ZooKeeper server and its clients, under virtual time.
 /// Cheap to clone; all clones share the world.

@@ -1,8 +1,7 @@
 //! Belief as the properties read it: [`crate::holds`] with borrowed nodes and per-slot
 //! state, so that following it allocates nothing per event.
 
-use super::slots::Slots;
-use super::walk::Step;
+use super::slots::{Slots, Step};
 use crate::holds::{is_crash, is_writer};
 use zklock_recipe::SessionId;
 use zklock_recipe::history::{Event, EventKind, History, LockRole};

@@ -2,7 +2,18 @@
 //! indexed by slot instead of a map. Slots follow client id order, so walking them visits
 //! clients in the order the maps they replace did.
 
-use zklock_recipe::history::History;
+use zklock_recipe::history::{Event, History};
+
+/// One event as the properties read it, with its client's slot: what the walk hands
+/// every judge and the beliefs they share.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Step<'h> {
+    /// Index into `history.events`.
+    pub index: usize,
+    pub event: &'h Event,
+    /// The slot of the event's client.
+    pub slot: usize,
+}
 
 /// The clients of one history, each with a slot in `0..len()`.
 #[derive(Clone, Debug)]

@@ -8,18 +8,9 @@
 use super::CheckConfig;
 use super::beliefs::Beliefs;
 use super::slots::Slots;
+pub(crate) use super::slots::Step;
 use zklock_recipe::SessionState;
-use zklock_recipe::history::{Event, EventKind, FaultKind, History, LockRole, ZkOp};
-
-/// One event as the properties read it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Step<'h> {
-    /// Index into `history.events`.
-    pub index: usize,
-    pub event: &'h Event,
-    /// The slot of the event's client.
-    pub slot: usize,
-}
+use zklock_recipe::history::{EventKind, FaultKind, History, LockRole, ZkOp};
 
 /// A `ResourceWrite`, as the resources judged it.
 #[derive(Clone, Copy, Debug)]

@@ -6,7 +6,6 @@
 //! panic. A writer task owns the driver's stdin, so that a dropped acquire can send its
 //! cancel from `Drop`.
 
-use super::pool::DriverPool;
 use super::protocol::{self, DriverSession, LINE_BYTES_MAX, Report, Request};
 use crate::process::{OsProcess, ProcessControl};
 use crate::recorder::Recorder;
@@ -97,13 +96,26 @@ pub(crate) struct Conn {
     /// The run's first driver failure, for the command line to report.
     fatal: Arc<Mutex<Option<String>>>,
     /// Where the process goes when its run is done with it, if it can be reset.
-    pool: Option<(Arc<DriverPool>, String)>,
+    pool: Option<(Arc<dyn KeepsIdle>, String)>,
     /// The runtime it was started on: its reset, or its exit, is awaited there even when
     /// the connection is dropped outside the runtime (a run's results taken apart).
     rt: Option<tokio::runtime::Handle>,
 }
 
-/// A driver process between sessions: reset, kept in a [`DriverPool`] for the next run.
+/// Where a reset process goes when its run is done with it: a
+/// [`DriverPool`](super::pool::DriverPool). A trait, so that the pool (which keeps
+/// [`Idle`] processes) depends on this module and not this module on it.
+pub(crate) trait KeepsIdle: Send + Sync + std::fmt::Debug {
+    /// A reset was sent; its answer (or the process's end) is awaited.
+    fn reset_started(&self);
+    /// That reset was answered, or the process is gone.
+    fn reset_ended(&self);
+    /// Keeps a reset process of the launcher `key` (or closes it).
+    fn put(&self, key: String, process: Idle);
+}
+
+/// A driver process between sessions: reset, kept in a
+/// [`DriverPool`](super::pool::DriverPool) for the next run.
 #[derive(Debug)]
 pub(crate) struct Idle {
     name: String,
@@ -171,7 +183,7 @@ impl Conn {
     }
 
     /// Its run done, the process goes to `pool` (under `key`) if it resets cleanly.
-    pub fn returning_to(mut self, pool: Arc<DriverPool>, key: String) -> Conn {
+    pub fn returning_to(mut self, pool: Arc<dyn KeepsIdle>, key: String) -> Conn {
         self.pool = Some((pool, key));
         self
     }
@@ -182,7 +194,7 @@ impl Conn {
         idle: Idle,
         open: &Request,
         fatal: Arc<Mutex<Option<String>>>,
-        pool: Arc<DriverPool>,
+        pool: Arc<dyn KeepsIdle>,
         key: String,
     ) -> Conn {
         {

@@ -157,7 +157,7 @@ impl Launcher {
                 lock_path: lock_path.to_owned(),
                 session_timeout_ms,
             };
-            return Ok(Conn::reopen(idle, &open, fatal, Arc::clone(pool), key));
+            return Ok(Conn::reopen(idle, &open, fatal, pool.clone(), key));
         }
         let args = [
             program_kind.to_owned(),
@@ -223,7 +223,7 @@ impl Launcher {
         conn.follow_stderr(stderr);
         if let Some(pool) = pool {
             pool.count_started();
-            conn = conn.returning_to(Arc::clone(pool), key);
+            conn = conn.returning_to(pool.clone(), key);
         }
         Ok(conn)
     }

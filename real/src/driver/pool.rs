@@ -9,7 +9,7 @@
 //! answer its reset within 5 s (a library call stuck, a process stopped or killed by a
 //! fault) is killed, never kept. A driver of protocol 2 is never kept.
 
-use super::conn::Idle;
+use super::conn::{Idle, KeepsIdle};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -71,28 +71,9 @@ impl DriverPool {
         self.started.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Keeps a reset process, or closes it when the pool is full.
-    pub(crate) fn put(&self, key: String, process: Idle) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < self.idle_max {
-            idle.push((key, process));
-        } else {
-            drop(idle);
-            process.close();
-        }
-    }
-
     /// Processes being reset now: kept, or gone, once their reset is answered.
     pub fn resetting(&self) -> usize {
         self.resetting.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn reset_started(&self) {
-        self.resetting.fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub(crate) fn reset_ended(&self) {
-        self.resetting.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// The processes kept now.
@@ -101,6 +82,27 @@ impl DriverPool {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .len()
+    }
+}
+
+impl KeepsIdle for DriverPool {
+    fn reset_started(&self) {
+        self.resetting.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn reset_ended(&self) {
+        self.resetting.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Keeps a reset process, or closes it when the pool is full.
+    fn put(&self, key: String, process: Idle) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.idle_max {
+            idle.push((key, process));
+        } else {
+            drop(idle);
+            process.close();
+        }
     }
 }
 

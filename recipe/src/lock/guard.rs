@@ -4,7 +4,7 @@ use super::LostPolicy;
 use super::create::OwnNode;
 use super::error::{LockError, LostReason};
 use super::naming::NodeKind;
-use super::observe::Observer;
+use super::observe::{Observer, REVOKE_MESSAGE};
 use super::retry::{RetryPolicy, delete_until_gone, retry, session_over};
 use super::state::SharedState;
 use crate::{Coordination, DetachedCleanup, SessionState};
@@ -14,10 +14,6 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-
-/// Data another client sets on a holder's node to ask it to release, as Curator's
-/// `Revoker` does.
-pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 /// A fencing token: the czxid of the holder's lock node.
 ///

@@ -26,9 +26,10 @@ pub use create::{
 };
 pub use error::{LockError, LostReason};
 pub use grant::{Grant, Trust, hand_over, lost_error};
-pub use guard::{FencingToken, LockGuard, REVOKE_MESSAGE, request_revoke};
+pub use guard::{FencingToken, LockGuard, request_revoke};
 pub use mutex::Lock;
 pub use naming::{LockNode, NamingStyle, NodeKind};
+pub use observe::REVOKE_MESSAGE;
 pub use retry::RetryPolicy;
 pub use rwlock::RwLock;
 pub use state::abandoned_cleanup;

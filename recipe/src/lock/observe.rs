@@ -5,11 +5,14 @@
 //! (While waiting for the lock, the acquire loop watches the session itself.)
 
 use super::error::LostReason;
-use super::guard::REVOKE_MESSAGE;
 use crate::{EventType, SessionEvents, SessionState, Stat, Watch, ZkError};
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
+
+/// Data another client sets on a holder's node to ask it to release, as Curator's
+/// `Revoker` does.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 #[derive(Debug)]
 pub(crate) struct Observer {

@@ -12,13 +12,15 @@ mod runner;
 mod shape;
 mod shipped;
 pub mod work_queue;
+mod world_run;
 
 pub use config::{FaultMode, Faults, Priorities, Rate, Scenario};
 pub use limits::ScenarioError;
-pub use runner::{RunOutcome, run_scenario, run_scenario_with};
+pub use runner::{run_scenario, run_scenario_with};
 pub use shape::{ModeKind, Shape, fault_durations_ms, hold_lengths_ms};
 pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
 pub use work_queue::{QueueRecipe, WorkQueue};
+pub use world_run::RunOutcome;
 
 use crate::SimClient;
 /// The runners' view of a lock, shared with the real-server workload (`zklock_real`).

@@ -18,7 +18,7 @@
 //!   then every
 //!   client closes its session, as a process exits.
 
-use super::runner::{outcome, prepare_world, settle};
+use super::world_run::{outcome, prepare_world, settle};
 use super::{FaultMode, Recipe, Scenario};
 use crate::chooser::ChoiceKind;
 use crate::{Sim, SimClient};
@@ -277,7 +277,7 @@ async fn consumer(
                 token: taken.token,
             },
         );
-        let hold = super::runner::hold_length(&sim, &c, &sc).await;
+        let hold = super::world_run::hold_length(&sim, &c, &sc).await;
         let lost = {
             let work = pin!(c.sleep(hold));
             let lost = pin!(q.lost());

@@ -5,11 +5,19 @@
 //! channel, only the world's lock the actor takes anyway.
 
 use super::request::Reply;
-use super::resource::ResourceReply;
 use std::task::{Context, Poll, Waker};
 
 /// A slot's index.
 pub(crate) type SlotId = u32;
+
+/// What a resource operation saw: delivered to the actor that asked (the resource's
+/// state is `resource`'s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ResourceReply {
+    pub fenced: u64,
+    pub unfenced: u64,
+    pub accepted: bool,
+}
 
 /// A value the world delivers to an actor.
 #[derive(Debug)]

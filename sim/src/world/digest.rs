@@ -38,10 +38,10 @@
 //! (up to a collision of the tree's own digest, which stands in for the tree: see
 //! `CachedTree`).
 
+use super::delivery::ResourceReply;
 use super::hash128::hash128;
 use super::request::Reply;
-use super::resource::ResourceReply;
-use super::{ClientId, Inbound, World, timer_shape};
+use super::{ClientId, World, timer_shape};
 use std::hash::{Hash, Hasher};
 use zklock_recipe::{SessionId, SessionState, WatchedEvent};
 
@@ -180,31 +180,7 @@ impl World {
         tree.hash(h);
         self.clients.len().hash(h);
         for cl in &self.clients {
-            cl.live_fold(cl.obs).hash(h);
-            (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
-            (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
-            (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
-            // Whether a reply goes to the actor or to the background cleanup matters
-            // to what follows, as does the cleanup still queued.
-            cl.outbound.len().hash(h);
-            for o in &cl.outbound {
-                (&o.req, o.reply.is_detached()).hash(h);
-            }
-            cl.inbound.len().hash(h);
-            for i in &cl.inbound {
-                match i {
-                    Inbound::Reply {
-                        result,
-                        watch,
-                        reply,
-                        ..
-                    } => (0u8, result, watch, reply.is_detached()).hash(h),
-                    Inbound::Event(ev) => (1u8, ev).hash(h),
-                }
-            }
-            cl.detached.hash(h);
-            cl.watches.hash_shape(h);
-            cl.ended.hash(h);
+            cl.encode(cl.obs, h, |reply, h| reply.hash(h));
         }
         self.sessions.len().hash(h);
         for (id, s) in &self.sessions {

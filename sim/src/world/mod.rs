@@ -6,6 +6,7 @@
 //! then applied in (actor, sequence) order, so madsim's task order never matters.
 
 mod cached_tree;
+mod client_digest;
 mod conn;
 pub(crate) mod delivery;
 mod detached;
@@ -19,6 +20,7 @@ mod priorities;
 #[cfg(test)]
 mod recorder;
 mod remembered;
+mod renaming;
 pub(crate) mod request;
 mod resource;
 mod symmetry;
@@ -29,6 +31,7 @@ use crate::chooser::{ChoiceKind, Chooser};
 use crate::config::{ClientConfig, SimConfig};
 use crate::tree::{DataTree, Notification};
 use cached_tree::CachedTree;
+pub use delivery::ResourceReply;
 use delivery::{Delivered, SlotId, Slots};
 use detached::Detached;
 use digest::Seen;
@@ -36,7 +39,6 @@ pub(crate) use faults::FaultPlan;
 use footprint::{Footprint, Offer};
 pub(crate) use priorities::PriorityOrder;
 use request::{Answer, REQUEST_BYTES_MAX, Reply, Request, RequestKind, WatchKind};
-pub use resource::ResourceReply;
 pub(crate) use resource::{ResourceOp, ResourceState};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -341,7 +343,7 @@ pub(crate) struct World {
     /// the chooser wants symmetric digests.
     symmetry: Option<symmetry::Symmetry>,
     /// The sessions' renaming under each of its permutations (see `symmetry`).
-    renamings: Arc<[symmetry::Renaming]>,
+    renamings: Arc<[renaming::Renaming]>,
     /// The clock of the madsim runtime hosting the run, if any (see `Sim::run`).
     #[cfg(madsim)]
     pub(crate) madsim_clock: Option<madsim::time::TimeHandle>,

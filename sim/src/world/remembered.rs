@@ -19,7 +19,7 @@
 //! their order is nothing. They are per thread, so the threads of a parallel check never
 //! wait on each other for them, and bounded: each is emptied when full.
 
-use super::symmetry::Renaming;
+use super::renaming::Renaming;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -9,7 +9,7 @@
 //! new holder's read and write would be accepted, and the new holder's write would then
 //! lose it.
 
-use super::delivery::{Delivered, SlotId};
+use super::delivery::{Delivered, ResourceReply, SlotId};
 use super::{ClientId, World};
 use zklock_recipe::history::EventKind;
 
@@ -34,14 +34,6 @@ impl ResourceOp {
             ResourceOp::Read { lock, .. } | ResourceOp::Write { lock, .. } => lock,
         }
     }
-}
-
-/// What a resource operation saw.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct ResourceReply {
-    pub fenced: u64,
-    pub unfenced: u64,
-    pub accepted: bool,
 }
 
 #[derive(Debug, Hash)]

@@ -69,8 +69,9 @@
 use super::digest::{Bytes, Seen};
 use super::hash128::hash128;
 use super::remembered;
+use super::renaming::{Hex, Renamed, Renaming, find_guid};
 use super::request::{Answer, Reply};
-use super::{Inbound, Timer, World};
+use super::{Timer, World};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use zklock_recipe::SessionId;
@@ -148,149 +149,6 @@ fn permutations(v: &mut Vec<usize>, k: usize, f: &mut dyn FnMut(&[usize])) {
         v.swap(k, i);
         permutations(v, k + 1, f);
         v.swap(k, i);
-    }
-}
-
-/// One permutation's renaming of sessions: (session, label, session in hex, label in
-/// hex).
-pub(crate) struct Renaming {
-    sessions: Vec<(i64, i64, Hex, Hex)>,
-    /// A hash of the pairs of session and label: the renaming's key among renamed trees
-    /// remembered (`remembered`).
-    key: u128,
-}
-
-/// A number's lowercase hex digits, as a guid spells a session, kept inline: a renaming
-/// holds two for each session, and a `String` each cost an allocation.
-#[derive(Clone, Copy)]
-struct Hex {
-    digits: [u8; 16],
-    len: u8,
-}
-
-impl Hex {
-    fn new(v: i64) -> Hex {
-        let mut v = v as u64;
-        let mut digits = [0u8; 16];
-        let mut len = 0;
-        loop {
-            digits[len] = b"0123456789abcdef"[(v & 0xf) as usize];
-            len += 1;
-            v >>= 4;
-            if v == 0 {
-                break;
-            }
-        }
-        digits[..len].reverse();
-        Hex {
-            digits,
-            len: len as u8,
-        }
-    }
-
-    fn as_bytes(&self) -> &[u8] {
-        &self.digits[..usize::from(self.len)]
-    }
-}
-
-impl Renaming {
-    fn new(sessions: Vec<(i64, i64, Hex, Hex)>) -> Renaming {
-        let mut bytes = Vec::with_capacity(16 * sessions.len());
-        for (from, to, ..) in &sessions {
-            bytes.extend_from_slice(&from.to_le_bytes());
-            bytes.extend_from_slice(&to.to_le_bytes());
-        }
-        Renaming {
-            key: hash128(&bytes),
-            sessions,
-        }
-    }
-
-    fn session(&self, s: i64) -> i64 {
-        self.sessions
-            .iter()
-            .find(|(from, ..)| *from == s)
-            .map_or(s, |(_, to, ..)| *to)
-    }
-
-    /// `bytes` with every guid `_c_<session hex>-` renamed, appended to `out`.
-    fn rename_text(&self, bytes: &[u8], out: &mut Vec<u8>) {
-        out.reserve(bytes.len() + 8);
-        let mut i = 0;
-        while let Some(at) = find_guid(&bytes[i..]) {
-            let start = i + at + 3;
-            out.extend_from_slice(&bytes[i..start]);
-            let end = bytes[start..]
-                .iter()
-                .position(|&b| !b.is_ascii_hexdigit())
-                .map_or(bytes.len(), |p| start + p);
-            let run = &bytes[start..end];
-            if bytes.get(end) == Some(&b'-')
-                && let Some((.., to)) = self
-                    .sessions
-                    .iter()
-                    .find(|(_, _, from, _)| from.as_bytes() == run)
-            {
-                out.extend_from_slice(to.as_bytes());
-                i = end;
-            } else {
-                i = start;
-            }
-        }
-        out.extend_from_slice(&bytes[i..]);
-    }
-}
-
-/// Where the first `_c_` (a guid's start) is in `bytes`.
-fn find_guid(bytes: &[u8]) -> Option<usize> {
-    bytes.windows(3).position(|w| w == b"_c_")
-}
-
-/// A hasher that renames sessions (every `i64` that is one) and guids (in every byte
-/// string) on their way to `inner`.
-struct Renamed<'a, H: Hasher> {
-    inner: &'a mut H,
-    r: &'a Renaming,
-    scratch: Vec<u8>,
-    /// Whether anything that may name a session went by (then the encoding depends on
-    /// the renaming).
-    hit: bool,
-}
-
-impl<H: Hasher> Hasher for Renamed<'_, H> {
-    fn write(&mut self, bytes: &[u8]) {
-        // Most strings name no guid: passed on as they are.
-        if find_guid(bytes).is_none() {
-            self.inner.write(bytes);
-            return;
-        }
-        self.hit = true;
-        self.scratch.clear();
-        self.r.rename_text(bytes, &mut self.scratch);
-        self.inner.write(&self.scratch);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.inner.write_u8(v);
-    }
-    fn write_u16(&mut self, v: u16) {
-        self.inner.write_u16(v);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.inner.write_u32(v);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.inner.write_u64(v);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.inner.write_usize(v);
-    }
-    fn write_i64(&mut self, v: i64) {
-        let to = self.r.session(v);
-        self.hit |= to != v;
-        self.inner.write_i64(to);
-    }
-    fn finish(&self) -> u64 {
-        unreachable!("an encoder, never asked for a hash")
     }
 }
 
@@ -540,7 +398,8 @@ impl World {
         };
         self.clients.len().hash(&mut h);
         for &c in &at {
-            self.encode_client(c, self.clients[c].obs_sym[i], &mut h);
+            let cl = &self.clients[c];
+            cl.encode(cl.obs_sym[i], &mut h, hash_reply);
         }
         let mut sessions: Vec<_> = self
             .sessions
@@ -569,40 +428,6 @@ impl World {
         if self.outside_obs != 0 {
             self.outside_obs.hash(&mut h);
         }
-    }
-}
-
-impl World {
-    /// Client `c`'s own parts, its fold of what it was given being `obs`.
-    fn encode_client<H: Hasher>(&self, c: usize, obs: u64, h: &mut Renamed<'_, H>) {
-        let cl = &self.clients[c];
-        cl.live_fold(obs).hash(h);
-        (cl.session, cl.conn, cl.state, cl.conn_epoch).hash(h);
-        (cl.frozen_until, cl.partitioned_until, cl.delayed_until).hash(h);
-        (cl.lose_next_create, cl.crashed, cl.conn_broken).hash(h);
-        cl.outbound.len().hash(h);
-        for o in &cl.outbound {
-            (&o.req, o.reply.is_detached()).hash(h);
-        }
-        cl.inbound.len().hash(h);
-        for item in &cl.inbound {
-            match item {
-                Inbound::Reply {
-                    result,
-                    watch,
-                    reply,
-                    ..
-                } => {
-                    0u8.hash(h);
-                    hash_reply(result, h);
-                    (watch, reply.is_detached()).hash(h);
-                }
-                Inbound::Event(ev) => (1u8, ev).hash(h),
-            }
-        }
-        cl.detached.hash(h);
-        cl.watches.hash_shape(h);
-        cl.ended.hash(h);
     }
 }
 
@@ -742,28 +567,5 @@ fn encode_tree(w: &World, r: &Renaming, out: &mut Bytes<'_>) {
             .collect();
         watches.sort_unstable();
         watches.hash(out);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Hex;
-
-    /// A guid spells its session as `format!("{:x}")` does; a renaming must match it.
-    #[test]
-    fn hex_spells_a_number_as_format_does() {
-        for v in [
-            0,
-            1,
-            0xf,
-            0x10,
-            0x5000_0000,
-            0x7fff_ffff_ffff_ffff,
-            -1,
-            i64::MIN,
-        ] {
-            let h = Hex::new(v);
-            assert_eq!(h.as_bytes(), format!("{:x}", v as u64).as_bytes(), "{v}");
-        }
     }
 }

@@ -24,9 +24,11 @@ pub struct RunOutcome {
     pub final_children_by_lock: Vec<Vec<String>>,
     /// Why the world stopped early, if it did (a stuck waiter, a limit).
     pub error: Option<SimError>,
-    /// The recipe's [`Recipe::leases`]: `Some(n)` for a semaphore of `n` leases.
+    /// The recipe's [`Recipe::leases`](super::Recipe::leases): `Some(n)` for a semaphore
+    /// of `n` leases.
     pub leases: Option<u32>,
-    /// The queue's directories, for a run of a work queue ([`Recipe::work_queue`]),
+    /// The queue's directories, for a run of a work queue
+    /// ([`Recipe::work_queue`](super::Recipe::work_queue)),
     /// whose `final_children_by_lock` then holds the final children of the queue
     /// directory and of the item locks' directory, in that order.
     pub work_queue: Option<QueuePaths>,

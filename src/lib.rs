@@ -38,9 +38,7 @@
 #[macro_use]
 mod out;
 #[cfg(feature = "bench")]
-mod bench;
-#[cfg(feature = "bench")]
-mod bench_search;
+mod bench_cmd;
 mod check_cmd;
 mod check_merge;
 mod cli;
@@ -319,12 +317,10 @@ where
         Some(Command::Merge(a)) => explore::merge(a, &program),
         #[cfg(feature = "real")]
         Some(Command::Real(a)) => real_cmd::run(a, &given, &program, setting.real),
-        #[cfg(feature = "bench")]
-        Some(Command::Bench(a)) if a.search => bench_search::run(&a, recipes),
         #[cfg(feature = "real")]
         Some(Command::Search(a)) => search_cmd::run(a, &program, setting.real),
         #[cfg(feature = "bench")]
-        Some(Command::Bench(a)) => bench::run(a),
+        Some(Command::Bench(a)) => bench_cmd::run(a, recipes),
         #[cfg(not(feature = "real"))]
         Some(Command::Real(_)) => Err(absent(&bin, "real", "real")),
         #[cfg(not(feature = "real"))]

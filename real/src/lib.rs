@@ -34,9 +34,6 @@
 //! ([`faults::FaultConfig::restart_killed_leader`] is false; `zklock real
 //! --restart-killed-leader` turns restarts on, to test the ensemble as well).
 //!
-//! [`bench`](mod@bench) measures lock throughput and handoff latency on a real server (the
-//! shipped recipe, zookeeper-client's `Client::lock` and Kazoo's `Lock`) for `zklock bench`.
-//!
 //! [`ZkClient`] sets TCP_NODELAY on its connections, as ZooKeeper's Java client and Kazoo
 //! do: zookeeper-client leaves Nagle's algorithm on, which holds a request sent behind an
 //! unanswered one (the recipe's listing behind its create) for a round trip.
@@ -76,7 +73,6 @@
 //! ```
 
 mod aimed;
-pub mod bench;
 mod client;
 mod convert;
 mod detached;
@@ -87,6 +83,7 @@ pub mod goal;
 pub mod harness;
 pub mod link;
 mod nodelay;
+pub use nodelay::set_on_connections_to as set_nodelay_on_connections_to;
 pub mod plan;
 pub mod process;
 pub mod proxy;

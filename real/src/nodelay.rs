@@ -16,7 +16,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 /// Sets TCP_NODELAY on every socket of this process connected to a server of
 /// `connect_string` (`host:port,...`, with or without a chroot) that lacks it. Returns
 /// how many it set.
-pub(crate) fn set_on_connections_to(connect_string: &str) -> io::Result<usize> {
+pub fn set_on_connections_to(connect_string: &str) -> io::Result<usize> {
     // A chroot suffix (`host:port,host:port/app`) names no server.
     let hosts = connect_string.split('/').next().unwrap_or_default();
     let peers: Vec<SocketAddr> = hosts

@@ -5,7 +5,6 @@
 //! (`autotests = false`).
 
 mod background_release;
-mod bench_cell;
 mod common;
 mod differential;
 mod drivers;

@@ -21,8 +21,8 @@
 
 use super::verdict::{Verdict, Violation};
 use crate::timeline::format_ms;
-use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, FaultKind, History, NodeLife, NodeLives};
+use zklock_recipe::{SessionId, SessionState};
 
 pub const NAME: &str = "node_outlives_attempt";
 
@@ -142,6 +142,21 @@ fn deadline_us(history: &History, client: u32, after: usize, from_us: u64, bound
     deadline
 }
 
+/// The node's session, as the server knows it (its ephemeral owner, from the proxies),
+/// and the session its client's events are recorded under where that differs: a driver's
+/// library opens a session of its own beside the client's recording session, and a
+/// reader of the history would look for the node's owner among the client's events.
+fn sessions(node: &NodeLife, events_session: SessionId) -> String {
+    if events_session == node.session {
+        format!("session {}", node.session)
+    } else {
+        format!(
+            "session {}, the library's own; the client's events are under session {}",
+            node.session, events_session
+        )
+    }
+}
+
 /// The verdict: the first node (by its deadline) that outlived its attempt, and how many
 /// did.
 pub fn check(history: &History, lives: &NodeLives) -> Verdict {
@@ -182,12 +197,12 @@ pub fn check(history: &History, lives: &NodeLives) -> Verdict {
             n => format!("; {} more nodes outlived their attempts", n - 1),
         };
         let summary = format!(
-            "node {} of client {} (session {}), made at {} ms, outlived its attempt (ended at \
+            "node {} of client {} ({}), made at {} ms, outlived its attempt (ended at \
              {} ms) by more than the leak bound of {} ms (until {} ms): {fate}, while the \
              server answered its session until {} ms{more}",
             node.path,
             node.client,
-            node.session,
+            sessions(node, history.events[attempt.invoked].session),
             format_ms(node.created_us),
             format_ms(history.events[end].time_us),
             lives.leak_bound_ms,
@@ -210,7 +225,6 @@ pub fn check(history: &History, lives: &NodeLives) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zklock_recipe::SessionId;
     use zklock_recipe::history::{AcquireMode, Event, LockRole};
 
     fn event(time_ms: u64, client: u32, kind: EventKind) -> Event {
@@ -276,6 +290,28 @@ mod tests {
                 leak_bound_ms: 1_000,
             },
         )
+    }
+
+    #[test]
+    fn a_leak_report_names_the_nodes_session_and_the_clients_when_they_differ() {
+        // The client's events are under session 7 (its recording session).
+        let v = judged(vec![node("/l/_c_a-lock-0000000001", 10, None, 5_000)]);
+        let summary = v.report.unwrap().summary;
+        assert!(summary.contains("(session 0x7)"), "{summary}");
+        assert!(!summary.contains("the library's own"), "{summary}");
+        // A driver's library made the node in a session of its own: the report names both.
+        let v = judged(vec![NodeLife {
+            session: SessionId(0x10000591c490001),
+            ..node("/l/_c_a-lock-0000000001", 10, None, 5_000)
+        }]);
+        let summary = v.report.unwrap().summary;
+        assert!(
+            summary.contains(
+                "(session 0x10000591c490001, the library's own; the client's events are \
+                 under session 0x7)"
+            ),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The real benchmark's measurement code (`zklock_real::bench`, behind `zklock bench`) on
+//! The real benchmark's measurement code (`zklock_bench::cells`, behind `zklock bench`) on
 //! tiny cells against a harness server: each lock's cell counts acquisitions and yields
 //! ordered handoff percentiles, and the raw write rate counts writes. No timing
 //! thresholds: benchmarks are figures, not timed tests.
@@ -6,15 +6,31 @@
 //! Needs Java and ZooKeeper (and python3-kazoo for Kazoo's cell); without them each test
 //! prints "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-use crate::common::{kazoo_python, zookeeper_available};
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::task::block_in_place;
-use zklock_real::bench::{
+use zklock_bench::cells::{
     CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, curator_cell,
     curator_classpath, floor_cell, kazoo_cell, raw_write_rate, recipe_cell, zookeeper_client_cell,
 };
-use zklock_real::harness::TestServer;
+use zklock_real::harness::{TestServer, available_for_tests as zookeeper_available};
 use zklock_real::reactor;
+
+fn under_ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// The Python that has Kazoo, if any. Under CI a missing one panics.
+fn kazoo_python() -> Option<PathBuf> {
+    match zklock_bench::cells::kazoo_python() {
+        Ok((python, _version)) => Some(python),
+        Err(why) if under_ci() => panic!("CI=true but Kazoo's bench cell cannot run: {why}"),
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            None
+        }
+    }
+}
 
 const TINY: Duration = Duration::from_millis(300);
 /// Windows grow from `TINY` by doubling at most this many times (to about 38 s): only a

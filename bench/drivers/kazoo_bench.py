@@ -1,4 +1,4 @@
-"""One Kazoo Lock contender for `zklock bench` (zklock_real::bench::kazoo_cell).
+"""One Kazoo Lock contender for `zklock bench` (zklock_bench::cells::kazoo_cell).
 
 usage: kazoo_bench.py HOSTS LOCK_PATH IDENTIFIER MAX_ACQUISITIONS SESSION_TIMEOUT_S
 

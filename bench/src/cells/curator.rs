@@ -1,14 +1,14 @@
-//! Curator's InterProcessMutex as a bench contender: `real/bench/CuratorBench.java`, run
+//! Curator's InterProcessMutex as a bench contender: `bench/drivers/CuratorBench.java`, run
 //! against Debian's Curator jars and compiled on first use as Curator's driver is
 //! ([`curator_program`]), one JVM hosting every client of a cell (each its own
 //! CuratorFramework session), warmed up before its window.
 
 use super::{BenchError, CellConfig, CellResult, Contender, process};
-use crate::driver::locate::curator_program;
 use std::process::Command;
+use zklock_real::driver::locate::curator_program;
 
 /// The Curator contender's source, compiled on first use.
-pub const CURATOR_SOURCE: &str = include_str!("../../bench/CuratorBench.java");
+pub const CURATOR_SOURCE: &str = include_str!("../../drivers/CuratorBench.java");
 const CURATOR_CLASS: &str = "CuratorBench";
 /// How long each client of a Curator cell warms the JVM up before its window, in ms.
 const WARMUP_MS: u64 = 2000;

@@ -1,16 +1,16 @@
 //! Cells whose clients run in other processes (Kazoo's, one process per client; Curator's,
-//! one JVM for all), speaking the line protocol of `real/bench/kazoo_bench.py`:
+//! one JVM for all), speaking the line protocol of `bench/drivers/kazoo_bench.py`:
 //! `READY <t>` from each process, `GO <start> <end>` to each, then `H [<client>]
 //! <acquired> <release>` per hold and `DONE <holds> <t>`, times in CLOCK_MONOTONIC seconds.
 //! A process that hosts one client omits `<client>`; one that hosts them all numbers them
 //! from 0.
 
 use super::{BenchError, CellConfig, CellResult, Contender, Hold, summarize, window};
-use crate::client::monotonic_now;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
+use zklock_real::monotonic_now;
 
 /// CLOCK_MONOTONIC now, in seconds, and the run clock at the same instant.
 fn clocks_now() -> (f64, Duration) {

@@ -1,5 +1,5 @@
 /*
- * Curator's InterProcessMutex contenders for `zklock bench` (zklock_real::bench::curator_cell).
+ * Curator's InterProcessMutex contenders for `zklock bench` (zklock_bench::cells::curator_cell).
  *
  * usage: java -cp <curator and zookeeper jars>:<this class's dir> CuratorBench
  *            HOSTS LOCK_PATH CLIENTS MAX_ACQUISITIONS SESSION_TIMEOUT_MS WARMUP_MS

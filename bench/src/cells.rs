@@ -32,8 +32,6 @@
 //!
 //! Benchmarks are figures, not tests: nothing here judges a rate.
 
-use crate::client::{ZkClient, monotonic_now};
-use crate::error::RealError;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::VecDeque;
@@ -43,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use zklock_real::{RealError, ZkClient, monotonic_now};
 use zklock_recipe::Coordination;
 use zklock_recipe::lock::{Lock, LockOptions, RetryPolicy, ensure_path};
 use zookeeper_client as zk;
@@ -54,10 +53,10 @@ pub use curator::{CURATOR_SOURCE, curator_cell, curator_classpath};
 pub use floor::{Floor, FloorResult, floor_cell};
 
 /// The Kazoo contender, run as `python3 -c KAZOO_SCRIPT ...` (kept in
-/// `real/bench/kazoo_bench.py`, which documents its protocol).
-pub const KAZOO_SCRIPT: &str = include_str!("../bench/kazoo_bench.py");
+/// `bench/drivers/kazoo_bench.py`, which documents its protocol).
+pub const KAZOO_SCRIPT: &str = include_str!("../drivers/kazoo_bench.py");
 /// Overrides the Python that runs Kazoo, here as for Kazoo's driver (default `/usr/bin/python3`).
-pub const PYTHON_ENV: &str = crate::driver::locate::PYTHON_ENV;
+pub const PYTHON_ENV: &str = zklock_real::driver::locate::PYTHON_ENV;
 
 /// A lock implementation under measurement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -516,7 +515,7 @@ async fn zk_connect(addr: &str, cfg: &CellConfig) -> Result<zk::Client, BenchErr
     match tokio::time::timeout(Duration::from_millis(cfg.connect_timeout_ms), connect).await {
         Ok(Ok(client)) => {
             // Like for like: zklock's client sets TCP_NODELAY, so this one gets it too.
-            let _ = crate::nodelay::set_on_connections_to(addr);
+            let _ = zklock_real::set_nodelay_on_connections_to(addr);
             Ok(client)
         }
         Ok(Err(e)) => Err(BenchError::new(format!(
@@ -593,7 +592,7 @@ pub async fn zookeeper_client_cell(addr: &str, cfg: &CellConfig) -> Result<CellR
 /// The Python that has Kazoo ([`PYTHON_ENV`] or `/usr/bin/python3`) and Kazoo's version,
 /// or why not, naming what to install.
 pub fn kazoo_python() -> Result<(PathBuf, String), String> {
-    let python = crate::driver::locate::python();
+    let python = zklock_real::driver::locate::python();
     let probe = Command::new(&python)
         .args([
             "-c",

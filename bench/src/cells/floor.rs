@@ -14,9 +14,9 @@
 
 use super::{BenchError, CellConfig, percentile, sleep_until_run_time, window, zk_connect};
 use super::{zk, zk_ensure_path};
-use crate::client::monotonic_now;
 use std::fmt;
 use std::time::Duration;
+use zklock_real::monotonic_now;
 
 /// Which chain of requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -7,12 +7,11 @@
 //! shipped lock beside them. Seeds are exact (one thread stops at the first failure);
 //! seconds depend on the machine, and are compared only within one run.
 
-use crate::Status;
-use crate::cli::BenchArgs;
+use crate::BenchOptions;
 use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
-use zklock_checker::registry::Recipes;
+use zklock_checker::registry::{AnyRecipe, Recipes};
 use zklock_checker::{Budget, Strategy};
 use zklock_sim::Scenario;
 
@@ -27,7 +26,7 @@ struct Cell {
     secs: Vec<f64>,
 }
 
-pub fn run(a: &BenchArgs, recipes: &Recipes) -> Result<Status> {
+pub fn run(a: &BenchOptions, recipes: &Recipes) -> Result<()> {
     if !(1..=SEARCH_STARTS_MAX).contains(&a.search_starts) {
         bail!(
             "--search-starts must be 1 to {SEARCH_STARTS_MAX}, got {}",
@@ -49,7 +48,7 @@ pub fn run(a: &BenchArgs, recipes: &Recipes) -> Result<Status> {
     let canaries: Vec<_> = match &a.search_recipes {
         Some(names) => names
             .iter()
-            .map(|n| crate::recipe(recipes, n, "--search-recipes").map(|r| (n.clone(), r)))
+            .map(|n| recipe(recipes, n).map(|r| (n.clone(), r)))
             .collect::<Result<_>>()?,
         None => recipes
             .iter()
@@ -62,7 +61,7 @@ pub fn run(a: &BenchArgs, recipes: &Recipes) -> Result<Status> {
     }
     let own = a.search_in == "own";
     let strategies: Vec<Strategy> = match &a.search_strategies {
-        Some(names) => names.iter().map(|&s| s.into()).collect(),
+        Some(names) => names.clone(),
         None => Strategy::ALL.to_vec(),
     };
     let total = (canaries.len() * strategies.len()) as u64 * a.search_starts;
@@ -106,7 +105,7 @@ pub fn run(a: &BenchArgs, recipes: &Recipes) -> Result<Status> {
     let rates = rates_per_core(recipes, &strategies, a.search_rate_seeds)?;
     bar.finish_and_clear();
     print_table(&rows, &strategies, &rates, a);
-    Ok(Status::Held)
+    Ok(())
 }
 
 /// Rounds the per-core rates are measured in, the strategies taking turns, so that a
@@ -165,7 +164,7 @@ fn print_table(
     rows: &[(String, Vec<Cell>)],
     strategies: &[Strategy],
     rates: &[f64],
-    a: &BenchArgs,
+    a: &BenchOptions,
 ) {
     outln!(
         "time to the first failure, each canary in {}: seeds (median / worst) and seconds \
@@ -213,4 +212,20 @@ fn print_table(
         line.push_str(&format!(" | {r:>17.0} ({ratio:.2}x)"));
     }
     outln!("{line}");
+}
+
+/// The recipe `--search-recipes` names.
+fn recipe<'a>(recipes: &'a Recipes, name: &str) -> Result<&'a dyn AnyRecipe> {
+    recipes.get(name).ok_or_else(|| {
+        let known: Vec<&str> = recipes.names().collect();
+        anyhow::anyhow!(
+            "--search-recipes {name:?} is not a recipe of this command; it knows {} \
+             (`zklock recipes` lists them)",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )
+    })
 }

@@ -2,7 +2,7 @@
 //! on one freshly started ZooKeeper server (the harness's), for the shipped recipe,
 //! zookeeper-client's `Client::lock` and Kazoo's `Lock`, at several client counts, with
 //! the server's raw write rate as the limit. The measurements themselves are in
-//! `zklock_real::bench`.
+//! `zklock_bench::cells`.
 //!
 //! The recipe is measured twice, once per way of releasing, so that each target compares
 //! like with like ([`TARGETS`]): `zklock` releases in the background, as zookeeper-client's
@@ -15,20 +15,20 @@
 //! rounds; the per-round rates show the spread, and a target counts as met only where
 //! every round meets it.
 //!
-//! Each round also times the floor (`zklock_real::bench::Floor`): the chain of requests
+//! Each round also times the floor (`crate::cells::Floor`): the chain of requests
 //! a lock cannot avoid, alone, on the same server. Every lock's rate is given as a
 //! fraction of it. The whole part runs once per server setting of `--real-force-sync`
 //! (both by default: ZooKeeper's own default fsyncs every write, test servers do not).
 
-use anyhow::{Context, Result, bail};
-use serde::Serialize;
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-use zklock_real::bench::{
+use crate::cells::{
     CellConfig, CellResult, Contender, Floor, FloorResult, RecipeRelease, curator_cell,
     curator_classpath, floor_cell, kazoo_cell, kazoo_python, raw_write_rate, recipe_cell,
     zookeeper_client_cell,
 };
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 use zklock_real::harness::{self, ServerOptions, TestServer};
 use zklock_real::reactor;
 
@@ -584,8 +584,7 @@ fn run_on_server(
             chain: k.to_string(),
             chains: p.samples_ns.len() as u64,
             p50_us: p.p50_us(),
-            p99_us: zklock_real::bench::percentile(&p.samples_ns, 99.0)
-                .map(|ns| ns as f64 / 1000.0),
+            p99_us: crate::cells::percentile(&p.samples_ns, 99.0).map(|ns| ns as f64 / 1000.0),
             chain_per_s: p.chain_per_s(),
             rounds_chain_per_s: floors[k]
                 .iter()

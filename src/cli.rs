@@ -704,7 +704,7 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = zklock_real::search::FOLLOW_ON_REPEATS_MAX_DEFAULT
+        default_value_t = zklock_search::frontier::FOLLOW_ON_REPEATS_MAX_DEFAULT
     )]
     pub follow_on_repeats_max: u32,
     /// Session timeout, in ms; a pause lasts twice as long
@@ -847,7 +847,7 @@ pub struct SearchArgs {
     #[arg(
         long,
         value_name = "N",
-        default_value_t = crate::search_fault_free::CONTROL_EVERY_DEFAULT
+        default_value_t = zklock_search::fault_free::CONTROL_EVERY_DEFAULT
     )]
     pub control_every: u64,
     /// Start a driver process for every session, as `zklock real` does, every driver

@@ -56,8 +56,6 @@ mod real_recipes;
 mod replay;
 #[cfg(feature = "real")]
 mod search_cmd;
-#[cfg(feature = "real")]
-mod search_fault_free;
 mod shape_args;
 mod shrink_cmd;
 mod timeline_cmd;

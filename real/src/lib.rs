@@ -91,7 +91,6 @@ pub mod reactor;
 pub mod recorder;
 pub mod recording;
 pub mod resource;
-pub mod search;
 pub mod servers;
 pub mod shapes;
 mod watch;

@@ -1,6 +1,6 @@
 //! The fault points of a systematic search over real runs, in the manner of FATE/DESTINI
 //! and Filibuster: a reference run records every request each client sends
-//! ([`crate::workload::RealRun::requests`]); each request, named across runs by
+//! ([`zklock_real::workload::RealRun::requests`]); each request, named across runs by
 //! ([`RequestKey`]: client, operation, [`path_class`], ordinal among that client's requests
 //! of the same operation and class), meets every action a proxy can take ([`Point`]).
 //! Requests first seen in a faulted run join the frontier ([`Frontier`]); pairs of points
@@ -10,11 +10,11 @@
 //! Everything here is plain data: the caller runs each point's [`FaultConfig::aimed`]
 //! plan and feeds back what the run saw.
 //!
-//! [`FaultConfig::aimed`]: crate::faults::FaultConfig::aimed
+//! [`FaultConfig::aimed`]: zklock_real::faults::FaultConfig::aimed
 
-use crate::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op, path_class};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use zklock_real::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op, path_class};
 
 /// One request, named so that the same request of another run has the same name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -326,7 +326,7 @@ pub fn second_points<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::op as code;
+    use zklock_real::plan::op as code;
 
     fn req(op: i32, path: &str) -> SeenRequest {
         SeenRequest {

@@ -64,7 +64,7 @@ fn attempt_of(history: &History, index: usize) -> Option<(u32, usize)> {
 }
 
 /// The fault-free runs judged so far, and what they violated.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct FaultFree {
     /// Fault-free runs judged: the reference run and the control runs.
     pub runs: u64,

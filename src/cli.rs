@@ -194,7 +194,7 @@ pub struct ExploreArgs {
     pub seed_start: u64,
     /// Contending clients, 1 to 64 [default: the recipe's; 5 for most, `zklock recipes`
     /// names the others]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>)]
     pub clients: Option<u32>,
     /// Acquisitions per client [default: the recipe's; 20 for most]
     #[arg(long, allow_negative_numbers = true, value_name = "N")]
@@ -313,7 +313,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Clients, 1 to 4 (the search grows fast)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().clients)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 4>, default_value_t = Bounds::default().clients)]
     pub clients: u32,
     /// Faults per schedule at most, 0 to 3
     #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max)]
@@ -479,7 +479,7 @@ pub struct MergeArgs {
 #[derive(Debug, Args)]
 pub struct RealArgs {
     /// Contending clients, 1 to 64
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().clients)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>, default_value_t = WorkloadConfig::default().clients)]
     pub clients: u32,
     /// Clients taking the read lock, the rest write
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers)]
@@ -661,6 +661,7 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
+        value_parser = count::<1, 8>,
         default_value_t = 2
     )]
     pub clients: u32,
@@ -1004,5 +1005,37 @@ mod tests {
         let real = cmd.find_subcommand_mut("real").unwrap();
         let help = real.render_help().to_string();
         assert!(help.contains(&format!("1 (standalone) to {max}")), "{help}");
+    }
+}
+
+/// A count flag's parser: refuses what is not a whole number in `u32` (a negative one, a
+/// word) in the words of the flag's real range, `LO` to `HI`, not `u32`'s. A number past
+/// the range parses, so that the subcommand's own check names the flag and its bound.
+fn count<const LO: u32, const HI: u32>(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{s} is not a whole number from {LO} to {HI}"))
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::*;
+
+    /// `--clients -3` said the range was `0..=4294967295`.
+    #[test]
+    fn a_negative_count_is_refused_in_the_words_of_its_range() {
+        let err = Cli::try_parse_from(["zklock", "explore", "--clients", "-3"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("-3 is not a whole number from 1 to 64"),
+            "{err}"
+        );
+        assert!(!err.contains("4294967295"), "{err}");
+        let err = Cli::try_parse_from(["zklock", "check", "--clients", "-1"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("from 1 to 4"), "{err}");
+        assert_eq!(count::<1, 64>("7"), Ok(7));
     }
 }

@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use zklock_checker::exercised::Exercised;
 use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
 use zklock_sim::{Faults, Scenario, SimError};
@@ -316,13 +317,9 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
             return Ok(Status::Inconclusive);
         }
         let (checked, what) = s.counters.checked();
-        if checked == 0 {
-            // Every acquire failed or was dropped: nothing was put to the test.
-            outln!(
-                "inconclusive: no property was put to the test: the {} seeds run made 0 \
-                 {what}",
-                s.seeds_run
-            );
+        // Every acquire failed or was dropped: nothing was put to the test.
+        if let Err(nothing) = Exercised::of_counters(&s.counters, s.seeds_run).verdict() {
+            outln!("inconclusive: no property was violated, but {nothing}");
             return Ok(Status::Inconclusive);
         }
         outln!(

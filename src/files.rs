@@ -225,3 +225,56 @@ mod tests {
         assert_eq!(fs::read(&f).unwrap(), b"[]");
     }
 }
+
+/// The names of `known` nearest to `name`, the nearest first, at most 3: those within a
+/// few edits of it (a third of its length, at least 2), or that contain it or it them.
+pub(crate) fn nearest_names<'a>(name: &str, known: &[&'a str]) -> Vec<&'a str> {
+    let within = (name.chars().count() / 3).max(2);
+    let mut near: Vec<(usize, &str)> = known
+        .iter()
+        .map(|k| (edit_distance(name, k), *k))
+        .filter(|(d, k)| {
+            *d <= within || (name.len() >= 3 && (k.contains(name) || name.contains(k)))
+        })
+        .collect();
+    near.sort();
+    near.into_iter().take(3).map(|(_, k)| k).collect()
+}
+
+/// Levenshtein's distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diag + usize::from(ca != *cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod nearest_tests {
+    use super::nearest_names;
+
+    /// An unknown recipe listed 28 names and no "did you mean".
+    #[test]
+    fn a_typo_finds_the_name_it_meant() {
+        let known = [
+            "zklock",
+            "zklock-rw",
+            "semaphore",
+            "blind-lock",
+            "herd-lock",
+        ];
+        assert_eq!(nearest_names("semaphor", &known), ["semaphore"]);
+        assert_eq!(nearest_names("zklok", &known)[0], "zklock");
+        assert!(nearest_names("entirely-else", &known).is_empty());
+    }
+}

@@ -381,9 +381,16 @@ fn read_trace<'a>(
 fn recipe<'a>(recipes: &'a Recipes, name: &str, what: &str) -> anyhow::Result<&'a dyn AnyRecipe> {
     recipes.get(name).ok_or_else(|| {
         let known: Vec<&str> = recipes.names().collect();
+        // The closest names first: a typo is told what it meant.
+        let near = files::nearest_names(name, &known);
+        let hint = match near.as_slice() {
+            [] => String::new(),
+            [one] => format!(" (did you mean {one:?}?)"),
+            some => format!(" (did you mean one of {}?)", some.join(", ")),
+        };
         anyhow::anyhow!(
-            "{what} {name:?} is not a recipe of this command; it knows {} (`zklock recipes` \
-             lists them)",
+            "{what} {name:?} is not a recipe of this command{hint}; it knows {} (its \
+             `recipes` subcommand lists them)",
             if known.is_empty() {
                 "none".to_owned()
             } else {

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use zklock_checker::concurrent::{CONCURRENCY_TOLERANCE_US, Judged};
+use zklock_checker::exercised::Exercised;
 use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
 use zklock_real::ZkClient;
@@ -724,12 +725,13 @@ fn warm_up(
 const WARM_UP_CLEAR_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A real run's exit status: a violation fails it; a run interrupted, or one that
-/// checked nothing (no acquisition, no item completed), held nothing and is inconclusive.
-fn verdict(ok: bool, interrupted: bool, checked: u64) -> Status {
-    match (ok, interrupted, checked) {
+/// checked nothing (no acquisition, no item completed: [`Exercised::verdict`], the rule
+/// every entry point judges by), held nothing and is inconclusive.
+fn verdict(ok: bool, interrupted: bool, exercised: &Exercised) -> Status {
+    match (ok, interrupted, exercised.verdict()) {
         (false, _, _) => Status::Violated,
-        (true, true, _) | (true, false, 0) => Status::Inconclusive,
-        (true, false, _) => Status::Held,
+        (true, true, _) | (true, false, Err(_)) => Status::Inconclusive,
+        (true, false, Ok(())) => Status::Held,
     }
 }
 
@@ -844,7 +846,8 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
         );
     }
     let (checked, what) = report.counters.checked();
-    let status = verdict(report.ok(), run.interrupted, checked);
+    let exercised = Exercised::of_counters(&report.counters, 1);
+    let status = verdict(report.ok(), run.interrupted, &exercised);
     if status == Status::Held {
         outln!(
             "ok: every property held ({:.1} s, {checked} checked {what})",
@@ -890,9 +893,11 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
                 elapsed.as_secs_f64()
             )
         } else {
+            let nothing = exercised.verdict().err().map(|n| n.to_string());
             format!(
-                "the run checked nothing: 0 {what} in {:.1} s, so no property was put to \
-                 the test; give it a longer --duration",
+                "the run checked nothing ({}) in {:.1} s; give it a longer --duration, or \
+                 see why its acquires failed",
+                nothing.unwrap_or_default(),
                 elapsed.as_secs_f64()
             )
         };
@@ -1232,11 +1237,29 @@ mod tests {
     /// (0 checked acquisitions)", exit status 0.
     #[test]
     fn a_real_run_that_checked_nothing_is_inconclusive() {
-        assert_eq!(verdict(true, false, 0), Status::Inconclusive);
-        assert_eq!(verdict(true, false, 1), Status::Held);
-        assert_eq!(verdict(true, true, 5), Status::Inconclusive);
-        assert_eq!(verdict(false, false, 0), Status::Violated);
-        assert_eq!(verdict(false, true, 5), Status::Violated);
+        let made = |acquisitions, acquire_failures| {
+            let c = zklock_checker::Counters {
+                acquisitions,
+                acquire_failures,
+                ..Default::default()
+            };
+            Exercised::of_counters(&c, 1)
+        };
+        assert_eq!(verdict(true, false, &made(0, 0)), Status::Inconclusive);
+        assert_eq!(verdict(true, false, &made(1, 0)), Status::Held);
+        assert_eq!(verdict(true, true, &made(5, 0)), Status::Inconclusive);
+        assert_eq!(verdict(false, false, &made(0, 0)), Status::Violated);
+        assert_eq!(verdict(false, true, &made(5, 0)), Status::Violated);
+        // Every acquire failed: as the sweep and the check judge it.
+        assert_eq!(verdict(true, false, &made(0, 7)), Status::Inconclusive);
+        // A queue's run counts items processed, not acquisitions.
+        let queue = zklock_checker::Counters {
+            acquisitions: 3,
+            queue: Some(Default::default()),
+            ..Default::default()
+        };
+        let queue = Exercised::of_counters(&queue, 1);
+        assert_eq!(verdict(true, false, &queue), Status::Inconclusive);
     }
 
     #[test]

@@ -1361,3 +1361,57 @@ fn ctrl_c_during_a_sweep_keeps_the_verdict_of_what_ran() {
     assert!(stdout.contains("inconclusive: "), "{stdout}");
     assert!(stderr.contains("Ctrl-C again to exit at once"), "{stderr}");
 }
+
+/// GNU `timeout -s INT` signals the process and then its process group, microseconds
+/// apart: the two counted as a second Ctrl-C, and the sweep exited 130 with no report.
+/// Two SIGINTs back to back are one interrupt: the sweep reports and exits 3.
+#[cfg(target_os = "linux")]
+#[test]
+fn two_interrupts_back_to_back_are_counted_once() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_zklock"))
+        .args([
+            "explore",
+            "--seeds",
+            "100000000",
+            "--threads",
+            "1",
+            "--no-shrink",
+        ])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let catches_sigint = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("SigCgt:"))?.to_owned();
+                u64::from_str_radix(line.trim_start_matches("SigCgt:").trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & 0b10 != 0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !catches_sigint() {
+        assert!(Instant::now() < deadline, "the handler was never installed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // One kill, two signals: as timeout sends them.
+    let sent = Command::new("kill")
+        .args(["-INT", &pid, &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(stdout.contains("inconclusive: "), "{stdout}");
+}

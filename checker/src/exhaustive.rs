@@ -85,6 +85,7 @@ pub use crate::bounds::Bounds;
 use crate::checkpoint::{Checkpoint, CheckpointError, Subtree};
 pub use crate::dfs::PROGRESS_EVERY_SCHEDULES;
 use crate::dfs::{DfsChooser, Por, judge_pruned};
+use crate::exercised::Exercised;
 use crate::explore::Interrupt;
 use crate::limits::LimitError;
 use crate::parallel::Search;
@@ -139,6 +140,10 @@ pub struct ExhaustiveReport {
     pub threads: usize,
     /// The shard searched, when [`Control::shard`] split the check.
     pub shard: Option<ShardReport>,
+    /// What the schedules run exercised, pruned ones to their pruning point (of this
+    /// search only, as `schedules` when resumed): a check in which no schedule made an
+    /// acquisition checked nothing ([`Exercised::verdict`]).
+    pub exercised: Exercised,
 }
 
 /// What a shard of a split check searched ([`crate::shard`]).
@@ -430,6 +435,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             checkpoint,
             threads: workers,
             shard: shard_report(&seen),
+            exercised: found.exercised,
         });
     }
     let visited = Arc::new(SeenStates::new(seen));
@@ -437,6 +443,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let mut violation = None;
     let mut interrupted = false;
     let mut folds = SavedFolds::default();
+    let mut exercised = Exercised::default();
     while let Some(p) = prefix.take() {
         interrupted = control.interrupt.is_set();
         if interrupted
@@ -475,6 +482,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             (std::mem::take(&mut c.guided.made), c.take_por())
         };
         max_depth = max_depth.max(made.len());
+        exercised.merge(&Exercised::of(&out.history));
         if out.error == Some(SimError::Pruned) {
             pruned += 1;
             if let Some(run) = judge_pruned(&scenario, recipe, out, &made, failing) {
@@ -529,5 +537,6 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         checkpoint,
         threads: 1,
         shard: None,
+        exercised,
     })
 }

@@ -140,6 +140,7 @@ pub mod concurrent;
 pub mod coverage;
 mod dfs;
 mod evidence;
+pub mod exercised;
 pub mod exhaustive;
 pub mod explore;
 pub mod holds;

@@ -46,6 +46,7 @@
 use crate::bounds::Bounds;
 use crate::checkpoint::Subtree;
 use crate::dfs::{DfsChooser, PROGRESS_EVERY_SCHEDULES, judge_pruned};
+use crate::exercised::Exercised;
 use crate::explore::Interrupt;
 use crate::run::{CheckedRun, judge};
 use crate::seen::SeenStates;
@@ -134,6 +135,8 @@ pub(crate) struct Found {
     pub(crate) left: Vec<Subtree>,
     /// Every state digest seen, sorted, when the work left is kept.
     pub(crate) seen: Vec<u128>,
+    /// What the schedules run exercised.
+    pub(crate) exercised: Exercised,
 }
 
 /// One search's inputs.
@@ -173,6 +176,8 @@ struct Shared {
     pruned: AtomicU64,
     max_depth: AtomicUsize,
     interrupted: AtomicBool,
+    /// Each worker's counts, merged as it ends.
+    exercised: Mutex<Exercised>,
 }
 
 impl<R: Recipe> Search<'_, R> {
@@ -202,6 +207,7 @@ impl<R: Recipe> Search<'_, R> {
             pruned: AtomicU64::new(0),
             max_depth: AtomicUsize::new(0),
             interrupted: AtomicBool::new(false),
+            exercised: Mutex::new(Exercised::default()),
         };
         std::thread::scope(|s| {
             for _ in 0..workers {
@@ -236,12 +242,15 @@ impl<R: Recipe> Search<'_, R> {
             final_states: shared
                 .finals
                 .map(|f| std::mem::take(&mut *f.lock().expect("finals lock"))),
+            exercised: shared.exercised.into_inner().expect("exercised lock"),
         }
     }
 
     fn work(&self, sh: &Shared) {
+        // Counted locally, merged once: no lock taken per schedule.
+        let mut exercised = Exercised::default();
         while let Some(mut job) = self.take(sh) {
-            let found = self.run_job(sh, &mut job);
+            let found = self.run_job(sh, &mut job, &mut exercised);
             let mut q = sh.queue.lock().expect("queue lock");
             q.active -= 1;
             match found {
@@ -254,6 +263,10 @@ impl<R: Recipe> Search<'_, R> {
             }
             sh.wake.notify_all();
         }
+        sh.exercised
+            .lock()
+            .expect("exercised lock")
+            .merge(&exercised);
     }
 
     /// A job to run, waiting while others run and none is queued; `None` once the
@@ -282,7 +295,7 @@ impl<R: Recipe> Search<'_, R> {
 
     /// Runs `job`'s schedules in order until it is done, one fails, or the search
     /// stops (the job then keeps its next prefix).
-    fn run_job(&self, sh: &Shared, job: &mut Job) -> Option<CheckedRun> {
+    fn run_job(&self, sh: &Shared, job: &mut Job, exercised: &mut Exercised) -> Option<CheckedRun> {
         while let Some(prefix) = job.next.take() {
             if sh.stop.load(Ordering::SeqCst) {
                 job.next = Some(prefix);
@@ -326,6 +339,7 @@ impl<R: Recipe> Search<'_, R> {
                 (self.progress)(total, sh.seen.len());
             }
             sh.max_depth.fetch_max(made.len(), Ordering::Relaxed);
+            exercised.merge(&Exercised::of(&out.history));
             if out.error == Some(SimError::Pruned) {
                 sh.pruned.fetch_add(1, Ordering::Relaxed);
                 let run = judge_pruned(self.scenario, self.recipe, out, &made, self.failing);

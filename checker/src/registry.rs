@@ -248,12 +248,23 @@ impl Recipes {
         Ok(self)
     }
 
-    /// The recipe registered under `name`.
+    /// The recipe registered under `name`; else the one recipe whose own name
+    /// ([`Recipe::name`], its type's name by default) is `name`. A trace written by a
+    /// test's [`Sweep`](crate::Sweep) records the recipe's own name, and the user's
+    /// command line, registering it as `blind-lock`, replays it all the same.
     pub fn get(&self, name: &str) -> Option<&dyn AnyRecipe> {
-        self.entries
+        if let Some(e) = self.entries.iter().find(|e| e.name == name) {
+            return Some(e.recipe());
+        }
+        let mut own = self
+            .entries
             .iter()
-            .find(|e| e.name == name)
-            .map(Entry::recipe)
+            .filter(|e| e.recipe.recipe_name() == name);
+        match (own.next(), own.next()) {
+            (Some(e), None) => Some(e.recipe()),
+            // Two recipes of one type under two names: which one is not known.
+            _ => None,
+        }
     }
 
     /// Every entry, in registration order.
@@ -288,6 +299,35 @@ impl<'a> IntoIterator for &'a Recipes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trace of `check_seeds` names `BlindRecipe`; the user's binary registers it as
+    /// `blind-lock`, and its replay refused the trace.
+    #[test]
+    fn a_recipe_is_found_by_its_own_name_too() {
+        struct BlindRecipe;
+        impl Recipe for BlindRecipe {
+            type Lock = <ShippedRecipe as Recipe>::Lock;
+            fn lock(
+                &self,
+                client: zklock_sim::SimClient,
+                role: zklock_recipe::history::LockRole,
+                path: &str,
+            ) -> Self::Lock {
+                ShippedRecipe::default().lock(client, role, path)
+            }
+        }
+        let mut r = Recipes::new();
+        r.register("blind-lock", "a lock", BlindRecipe).unwrap();
+        assert!(r.get("blind-lock").is_some());
+        assert_eq!(
+            r.get("BlindRecipe").map(|l| l.recipe_name()).as_deref(),
+            Some("BlindRecipe")
+        );
+        assert!(r.get("OtherRecipe").is_none());
+        // Two names of one type: the type's name is ambiguous, and refused.
+        r.register("blind-lock-2", "the same", BlindRecipe).unwrap();
+        assert!(r.get("BlindRecipe").is_none());
+    }
 
     #[test]
     fn names_are_unique_and_typeable() {

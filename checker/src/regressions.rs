@@ -215,7 +215,13 @@ pub fn record(
         fs::create_dir_all(dir).map_err(io_err)?;
     }
     let tmp = path.with_extension(format!("txt.{}.tmp", std::process::id()));
-    let written = fs::File::create(&tmp)
+    // Private, as every file zklock writes (0600 on Unix); the rename keeps the mode.
+    let mut open = fs::OpenOptions::new();
+    open.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let written = open
+        .open(&tmp)
         .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
         .and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = written {
@@ -228,6 +234,18 @@ pub fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The regressions file was 0644, where zklock's files are private.
+    #[cfg(unix)]
+    #[test]
+    fn a_regressions_file_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zklock-regressions").join("sweep.txt");
+        record(&path, "t", 3, "mutual_exclusion").unwrap();
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 
     #[test]
     fn a_recorded_seed_reads_back_once_per_test() {

@@ -2,6 +2,7 @@
 //! reproduce it, write the trace, and record the seed as a regression that every later
 //! run replays first (see [`regressions`]).
 
+use crate::exercised::{Exercised, NothingChecked};
 use crate::properties::Counters;
 use crate::regressions::{self, Recorded, RegressionsError};
 use crate::run::check_seed;
@@ -58,6 +59,13 @@ pub enum SweepError {
     Regressions(RegressionsError),
     /// The scenario is outside its bounds ([`Scenario::validate`]): nothing ran.
     Scenario(ScenarioError),
+    /// Every run passed, but no acquisition succeeded in any (no item was processed): no
+    /// property was put to the test. Names the errors the acquires failed with.
+    NothingChecked(NothingChecked),
+    /// A failing seed, run again, made another history: the recipe is not deterministic
+    /// (a process-wide counter, the wall clock, `HashMap` order, ...), so its trace would
+    /// not replay. `difference` is the first event where the two runs part.
+    NotDeterministic { seed: u64, difference: String },
 }
 
 impl SweepError {
@@ -67,7 +75,9 @@ impl SweepError {
             SweepError::Seed(f) => Some(f),
             SweepError::BadSeedEnv { .. }
             | SweepError::Regressions(_)
-            | SweepError::Scenario(_) => None,
+            | SweepError::Scenario(_)
+            | SweepError::NothingChecked(_)
+            | SweepError::NotDeterministic { .. } => None,
         }
     }
 }
@@ -82,6 +92,18 @@ impl fmt::Display for SweepError {
             ),
             SweepError::Regressions(e) => e.fmt(f),
             SweepError::Scenario(e) => e.fmt(f),
+            SweepError::NothingChecked(n) => write!(
+                f,
+                "inconclusive: every run passed, but {n}; a sweep that checks nothing is \
+                 not a pass (see docs/your-lock.md)"
+            ),
+            SweepError::NotDeterministic { seed, difference } => write!(
+                f,
+                "seed {seed} failed, but the recipe is not deterministic: the same seed, run \
+                 twice, made two histories ({difference}); a recipe must make the same \
+                 requests given the same replies (see docs/your-lock.md, \"The rules a recipe \
+                 must follow\")"
+            ),
         }
     }
 }
@@ -117,6 +139,8 @@ pub struct SeedFailure {
     pub report: String,
     /// Where the failing run's trace was written, if it could be.
     pub trace: Option<PathBuf>,
+    /// Where the failure shrunk was written (`....min.json`), if it could be shrunk.
+    pub shrunk: Option<PathBuf>,
     /// The test that ran the sweep: given with [`Sweep::test_name`], or the test
     /// harness's name for the thread.
     pub test: Option<String>,
@@ -134,6 +158,9 @@ impl fmt::Display for SeedFailure {
                 "trace: {} (and its .timeline.txt and .timeline.html)",
                 p.display()
             )?;
+        }
+        if let Some(p) = &self.shrunk {
+            writeln!(f, "shrunk: {} (and its timelines)", p.display())?;
         }
         match &self.regression {
             Regression::Replayed(p) => writeln!(
@@ -275,8 +302,10 @@ impl<'a, R: Recipe> Sweep<'a, R> {
 
     /// Runs the recorded seeds, then the range (only `$ZKLOCK_SEED` when that is set).
     /// Returns what ran, or the first failure, with its trace written and its seed
-    /// recorded; or, running nothing, [`SweepError::BadSeedEnv`] when `$ZKLOCK_SEED` is
-    /// not a seed, [`SweepError::Regressions`] when the regressions file cannot be read and
+    /// recorded; [`SweepError::NothingChecked`] when no run made an acquisition (or
+    /// processed an item), zero seeds run included; or, running nothing,
+    /// [`SweepError::BadSeedEnv`] when `$ZKLOCK_SEED` is not a seed,
+    /// [`SweepError::Regressions`] when the regressions file cannot be read and
     /// [`SweepError::Scenario`] when the scenario is outside its bounds.
     pub fn run(self) -> Result<Swept, Box<SweepError>> {
         self.scenario
@@ -355,14 +384,28 @@ impl<'a, R: Recipe> Sweep<'a, R> {
             let Some(failure) = run.failure() else {
                 continue;
             };
+            // Run twice before it is told: a trace of a recipe that is not deterministic
+            // would not replay, and its failure would be a mystery.
+            let again = check_seed(self.scenario, seed, self.recipe);
+            if let Some(difference) = first_difference(&run.outcome.history, &again.outcome.history)
+            {
+                return Err(Box::new(SweepError::NotDeterministic { seed, difference }));
+            }
             let name = self.recipe.name();
             let path = self
                 .failures_dir
                 .join(failure_trace_name(&name, test.as_deref(), seed));
+            let trace = run.trace(self.scenario, seed, &name);
             let written = std::fs::create_dir_all(&self.failures_dir)
                 .ok()
-                .and_then(|()| run.trace(self.scenario, seed, &name).write(&path).ok())
-                .map(|()| path);
+                .and_then(|()| trace.write(&path).ok())
+                .map(|()| path.clone());
+            // The failure shrunk, as the command line's explore writes it.
+            let shrunk = written.as_ref().and_then(|_| {
+                let min = path.with_extension("min.json");
+                let s = crate::shrink::shrink(&trace, self.recipe, &Default::default()).ok()?;
+                s.trace.write(&min).ok().map(|()| min)
+            });
             let regression = match &file {
                 Err(why) => Regression::NotRecorded(why.clone()),
                 Ok(p) if replayed => Regression::Replayed(p.clone()),
@@ -376,10 +419,15 @@ impl<'a, R: Recipe> Sweep<'a, R> {
                 failure,
                 report: run.report_text(),
                 trace: written,
+                shrunk,
                 test,
                 regression,
             })));
         }
+        // The sweep as a whole is judged: one seed may make no acquisition, all may not.
+        Exercised::of_counters(&counters, runs)
+            .verdict()
+            .map_err(|n| Box::new(SweepError::NothingChecked(n)))?;
         Ok(Swept {
             counters,
             replayed: recorded,
@@ -393,7 +441,8 @@ impl<'a, R: Recipe> Sweep<'a, R> {
 /// the seeds recorded for this test in its regressions file: a [`Sweep`] with its
 /// defaults. Returns the merged non-vacuity counters, or the first failure, its trace
 /// written under [`FAILURES_DIR`] and its seed recorded beside the calling source file
-/// (`tests/herd.rs` keeps `tests/zklock-regressions/herd.txt`: commit it); or
+/// (`tests/herd.rs` keeps `tests/zklock-regressions/herd.txt`: commit it);
+/// [`SweepError::NothingChecked`] when no acquisition succeeded in any run; or
 /// [`SweepError::BadSeedEnv`], running nothing, when `$ZKLOCK_SEED` is not a seed.
 ///
 /// ```
@@ -413,6 +462,24 @@ pub fn check_seeds<R: Recipe>(
         .seeds(seeds)
         .run()
         .map(|s| s.counters)
+}
+
+/// Where two runs' histories part: the first event that differs, or the one only one has.
+fn first_difference(
+    a: &zklock_recipe::history::History,
+    b: &zklock_recipe::history::History,
+) -> Option<String> {
+    let (ea, eb) = (&a.events, &b.events);
+    let i = (0..ea.len().max(eb.len())).find(|&i| ea.get(i) != eb.get(i))?;
+    let show = |e: Option<&zklock_recipe::history::Event>| match e {
+        Some(e) => format!("{e:?}"),
+        None => "nothing (the history ended)".to_owned(),
+    };
+    Some(format!(
+        "event {i}: first run {}, second run {}",
+        show(ea.get(i)),
+        show(eb.get(i))
+    ))
 }
 
 /// The optimisation level zklock-checker was compiled at (cargo's `OPT_LEVEL`).

@@ -262,9 +262,28 @@ impl Trace {
                 path: path.to_owned(),
                 error,
             })?;
+        // The bound `zklock real --session-timeout-ms` sets: a file gives no value the
+        // flag refuses.
+        if trace.scenario.session_timeout_ms < SESSION_TIMEOUT_MS_MIN {
+            return Err(TraceError::Corrupt {
+                path: path.to_owned(),
+                line: 0,
+                column: 0,
+                what: format!(
+                    "its scenario's session_timeout_ms is {}, below the least a run takes, \
+                     {SESSION_TIMEOUT_MS_MIN}",
+                    trace.scenario.session_timeout_ms
+                ),
+            });
+        }
         Ok(trace)
     }
 }
+
+/// The shortest session timeout a trace's scenario may give, in ms: the least `zklock real`
+/// accepts (`zklock_real::workload::MIN_SESSION_TIMEOUT_MS`, what its harness servers
+/// grant).
+pub const SESSION_TIMEOUT_MS_MIN: u64 = 400;
 
 /// A trace file's size at most, in bytes: 256 MiB. A run within the scenario's bounds
 /// (`zklock_sim::scenario::limits`) writes less: some 3 KB an acquire attempt, some 32 MB

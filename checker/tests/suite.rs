@@ -10,6 +10,7 @@ mod docs_snippets;
 mod exhaustive;
 mod herd_canary;
 mod keep_only;
+mod nothing_checked;
 mod parallel;
 mod parallel_checkpoint;
 mod partial_order;

@@ -29,6 +29,11 @@ pub struct Counters {
     pub recoveries_after_lost_create: u64,
     /// `AcquireFailed` events (try and timeout modes, errors).
     pub acquire_failures: u64,
+    /// `AcquireFailed` events by reason, at most
+    /// [`FAILURE_REASONS_MAX`](crate::exercised::FAILURE_REASONS_MAX) reasons (see
+    /// [`Exercised`](crate::exercised::Exercised)).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub acquire_failures_by_reason: BTreeMap<String, u64>,
     /// Timed acquires that ran to their deadline (ended at or after it, either way):
     /// those whose return `timed_acquire_in_time` weighs against its allowance.
     pub timed_to_deadline: u64,
@@ -106,6 +111,9 @@ impl Counters {
         self.handovers_after_expiry += other.handovers_after_expiry;
         self.recoveries_after_lost_create += other.recoveries_after_lost_create;
         self.acquire_failures += other.acquire_failures;
+        for (reason, n) in &other.acquire_failures_by_reason {
+            crate::exercised::add_failure(&mut self.acquire_failures_by_reason, reason, *n);
+        }
         self.timed_to_deadline += other.timed_to_deadline;
         self.releases += other.releases;
         self.lost += other.lost;
@@ -224,6 +232,9 @@ impl<'h> Judge<'h> for Counting {
     fn acquire_failed(&mut self, step: Step<'h>) {
         self.ended(step);
         self.n.acquire_failures += 1;
+        if let EventKind::AcquireFailed { reason } = &step.event.kind {
+            crate::exercised::add_failure(&mut self.n.acquire_failures_by_reason, reason, 1);
+        }
         self.clients[step.slot].waiting = false;
     }
 

@@ -460,3 +460,19 @@ fn a_format_2_trace_without_produce_calls_replays_as_the_same_history() {
     assert!(!current.same_history(&replayed));
     assert!(current.same_history(&old.history));
 }
+
+/// A trace whose session timeout was 0 replayed (and failed, exit 1), where `real`
+/// refuses anything below 400 ms.
+#[test]
+fn a_trace_outside_the_flags_bounds_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = sample();
+    t.scenario.session_timeout_ms = 0;
+    let path = dir.path().join("zero.json");
+    t.write(&path).unwrap();
+    let err = Trace::read(&path).unwrap_err().to_string();
+    assert!(err.contains("session_timeout_ms is 0"), "{err}");
+    let ok = dir.path().join("ok.json");
+    sample().write(&ok).unwrap();
+    assert!(Trace::read(&ok).is_ok());
+}

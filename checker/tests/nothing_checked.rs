@@ -1,0 +1,239 @@
+//! A sweep that checks nothing is not a pass: a lock whose every acquire fails holds
+//! every safety property vacuously, and `check_seeds` must say so rather than return Ok.
+
+// The locks below spell the trait's methods as it declares them.
+#![allow(clippy::manual_async_fn)]
+
+use std::future::Future;
+use std::time::Duration;
+use zklock_checker::{Sweep, SweepError};
+use zklock_recipe::history::LockRole;
+use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
+
+/// A lock whose every acquire fails with "no node", as a lock that never creates its
+/// directory's parents does.
+struct NeverLock;
+
+impl LockUnderTest for NeverLock {
+    type Guard = ();
+    fn acquire(&self) -> impl Future<Output = Result<(), String>> + Send {
+        async { Err("no node".to_owned()) }
+    }
+    fn acquire_timeout(
+        &self,
+        _: Duration,
+    ) -> impl Future<Output = Result<Option<()>, String>> + Send {
+        async { Err("no node".to_owned()) }
+    }
+    fn token(&self, _: &()) -> i64 {
+        0
+    }
+    fn node(&self, _: &()) -> String {
+        String::new()
+    }
+    fn lost<'a>(&'a self, _: &'a ()) -> impl Future<Output = String> + Send + 'a {
+        std::future::pending()
+    }
+    fn release(&self, _: ()) -> impl Future<Output = Result<(), String>> + Send {
+        async { Ok(()) }
+    }
+}
+
+struct NeverRecipe;
+
+impl Recipe for NeverRecipe {
+    type Lock = NeverLock;
+    fn lock(&self, _: SimClient, _: LockRole, _: &str) -> NeverLock {
+        NeverLock
+    }
+}
+
+fn sweep<R: Recipe>(sc: &Scenario, recipe: &R, seeds: std::ops::Range<u64>) -> Box<SweepError> {
+    Sweep::new(sc, recipe)
+        .seeds(seeds)
+        .without_regressions()
+        .failures_dir(std::env::temp_dir().join("zklock-nothing-checked"))
+        .run()
+        .expect_err("a sweep that checked nothing passed")
+}
+
+#[test]
+fn a_lock_that_never_acquires_fails_the_sweep_and_names_its_error() {
+    let err = sweep(&Scenario::default(), &NeverRecipe, 0..3);
+    let SweepError::NothingChecked(n) = &*err else {
+        panic!("not NothingChecked: {err}");
+    };
+    let (reason, count) = n.only_error().expect("one error");
+    assert_eq!(reason, "no node");
+    assert!(count > 0);
+    assert_eq!(n.runs, 3);
+    let text = err.to_string();
+    assert!(text.contains("0 acquisitions"), "{text}");
+    assert!(
+        text.contains(&format!("{count} with \"no node\"")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_sweep_of_no_seeds_checks_nothing() {
+    let err = sweep(&Scenario::default(), &ShippedRecipe::default(), 5..5);
+    assert!(
+        matches!(&*err, SweepError::NothingChecked(n) if n.runs == 0),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_scenario_of_no_acquisitions_checks_nothing() {
+    let sc = Scenario {
+        acquisitions_per_client: 0,
+        ..Scenario::default()
+    };
+    if sc.validate().is_err() {
+        // Refused up front instead: also not a pass.
+        let err = sweep(&sc, &ShippedRecipe::default(), 0..2);
+        assert!(matches!(&*err, SweepError::Scenario(_)), "{err}");
+        return;
+    }
+    let err = sweep(&sc, &ShippedRecipe::default(), 0..2);
+    assert!(matches!(&*err, SweepError::NothingChecked(_)), "{err}");
+}
+
+/// The exhaustive check counts what its schedules exercised, on one thread and on
+/// several, so that `zklock check` can refuse to call a vacuous check a pass.
+#[test]
+fn an_exhaustive_check_of_a_lock_that_never_acquires_checked_nothing() {
+    for threads in [1, 2] {
+        let b = zklock_checker::Bounds {
+            clients: 2,
+            faults_max: 0,
+            threads,
+            ..zklock_checker::Bounds::default()
+        };
+        let r = zklock_checker::check_exhaustive(&Scenario::default(), &NeverRecipe, &b).unwrap();
+        assert!(r.complete && r.violation.is_none(), "{r}");
+        let n = r.exercised.verdict().expect_err("checked nothing");
+        assert_eq!(
+            n.only_error().map(|e| e.0),
+            Some("no node"),
+            "{threads} threads"
+        );
+        assert_eq!(n.runs, r.schedules, "{threads} threads");
+        let ok =
+            zklock_checker::check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &b)
+                .unwrap();
+        assert_eq!(ok.exercised.verdict(), Ok(()), "{threads} threads");
+    }
+}
+
+/// A lock that takes no lock at all and numbers its grants with a process-wide counter:
+/// it fails mutual exclusion, and its histories differ from run to run.
+struct CounterLock;
+
+static GRANTS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+impl LockUnderTest for CounterLock {
+    type Guard = i64;
+    fn acquire(&self) -> impl Future<Output = Result<i64, String>> + Send {
+        async { Ok(GRANTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) }
+    }
+    fn acquire_timeout(
+        &self,
+        _: Duration,
+    ) -> impl Future<Output = Result<Option<i64>, String>> + Send {
+        async {
+            Ok(Some(
+                GRANTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+            ))
+        }
+    }
+    fn token(&self, g: &i64) -> i64 {
+        *g
+    }
+    fn node(&self, g: &i64) -> String {
+        format!("/lock/n-{g:010}")
+    }
+    fn lost<'a>(&'a self, _: &'a i64) -> impl Future<Output = String> + Send + 'a {
+        std::future::pending()
+    }
+    fn release(&self, _: i64) -> impl Future<Output = Result<(), String>> + Send {
+        async { Ok(()) }
+    }
+}
+
+struct CounterRecipe;
+
+impl Recipe for CounterRecipe {
+    type Lock = CounterLock;
+    fn lock(&self, _: SimClient, _: LockRole, _: &str) -> CounterLock {
+        CounterLock
+    }
+}
+
+/// Its trace failed to replay ("the history DIFFERS"), late: the sweep runs a failing
+/// seed twice and says the recipe is not deterministic, with the first difference.
+#[test]
+fn a_recipe_sharing_state_across_runs_is_told_not_deterministic() {
+    let err = sweep(&Scenario::default(), &CounterRecipe, 0..3);
+    let SweepError::NotDeterministic { difference, .. } = &*err else {
+        panic!("not NotDeterministic: {err}");
+    };
+    assert!(difference.starts_with("event "), "{difference}");
+    assert!(err.to_string().contains("not deterministic"), "{err}");
+}
+
+/// A deterministic recipe's failing seed is reported with its trace and the trace shrunk.
+#[test]
+fn a_failing_seed_is_reported_with_its_shrunk_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Sweep::new(&Scenario::default(), &FreeRecipe)
+        .seeds(0..20)
+        .without_regressions()
+        .failures_dir(dir.path())
+        .run()
+        .expect_err("a lock of no exclusion passed");
+    let f = err.seed_failure().expect("a seed failed");
+    let min = f.shrunk.as_ref().expect("shrunk");
+    assert!(
+        min.exists() && min.to_string_lossy().ends_with(".min.json"),
+        "{err}"
+    );
+}
+
+/// A lock that takes no lock, deterministically: every grant at once, token 1.
+struct FreeLock;
+
+impl LockUnderTest for FreeLock {
+    type Guard = ();
+    fn acquire(&self) -> impl Future<Output = Result<(), String>> + Send {
+        async { Ok(()) }
+    }
+    fn acquire_timeout(
+        &self,
+        _: Duration,
+    ) -> impl Future<Output = Result<Option<()>, String>> + Send {
+        async { Ok(Some(())) }
+    }
+    fn token(&self, _: &()) -> i64 {
+        1
+    }
+    fn node(&self, _: &()) -> String {
+        "/lock/n-0000000001".to_owned()
+    }
+    fn lost<'a>(&'a self, _: &'a ()) -> impl Future<Output = String> + Send + 'a {
+        std::future::pending()
+    }
+    fn release(&self, _: ()) -> impl Future<Output = Result<(), String>> + Send {
+        async { Ok(()) }
+    }
+}
+
+struct FreeRecipe;
+
+impl Recipe for FreeRecipe {
+    type Lock = FreeLock;
+    fn lock(&self, _: SimClient, _: LockRole, _: &str) -> FreeLock {
+        FreeLock
+    }
+}

@@ -1415,3 +1415,72 @@ fn two_interrupts_back_to_back_are_counted_once() {
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
     assert!(stdout.contains("inconclusive: "), "{stdout}");
 }
+
+/// A lock whose every acquire fails, as one that never creates its directory's parents.
+struct NeverLock;
+
+impl LockUnderTest for NeverLock {
+    type Guard = ();
+    async fn acquire(&self) -> Result<(), String> {
+        Err("no node".into())
+    }
+    async fn acquire_timeout(&self, _: Duration) -> Result<Option<()>, String> {
+        Err("no node".into())
+    }
+    fn token(&self, _: &()) -> i64 {
+        0
+    }
+    fn node(&self, _: &()) -> String {
+        "none".into()
+    }
+    async fn lost(&self, _: &()) -> String {
+        std::future::pending().await
+    }
+    async fn release(&self, _: ()) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+struct NeverRecipe;
+
+impl Recipe for NeverRecipe {
+    type Lock = NeverLock;
+    fn lock(&self, _: SimClient, _: LockRole, _: &str) -> NeverLock {
+        NeverLock
+    }
+}
+
+/// `my-cli check --recipe careful-lock --clients 2 --faults-max 1` on a lock that never
+/// acquires printed "ok: every property held on every schedule" and exited 0. Every
+/// entry point now says inconclusive (exit 3), as explore did.
+#[test]
+fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut recipes = Recipes::shipped();
+    recipes
+        .register("careful-lock", "never acquires", NeverRecipe)
+        .unwrap();
+    let check = [
+        &"check" as &dyn AsRef<std::ffi::OsStr>,
+        &"--recipe",
+        &"careful-lock",
+        &"--clients",
+        &"2",
+        &"--faults-max",
+        &"1",
+        &"--out",
+        &out,
+    ];
+    assert_eq!(run_in_process(&recipes, &check), Status::Inconclusive);
+    let explore = [
+        &"explore" as &dyn AsRef<std::ffi::OsStr>,
+        &"--recipe",
+        &"careful-lock",
+        &"--seeds",
+        &"3",
+        &"--out",
+        &out,
+    ];
+    assert_eq!(run_in_process(&recipes, &explore), Status::Inconclusive);
+}

@@ -20,19 +20,13 @@
 //! assert!(nothing.to_string().contains("1 with \"no node\""));
 //! ```
 
+pub use crate::properties::counters::{FAILURE_REASONS_MAX, OTHER_REASONS};
 use crate::properties::Counters;
+use crate::properties::counters::add_failure;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use zklock_recipe::history::{EventKind, History};
-
-/// Distinct failure reasons kept, each with its count; the rest are counted under
-/// [`OTHER_REASONS`]. A recipe's error text may carry a path or a session id, which
-/// would otherwise make every failure a reason of its own.
-pub const FAILURE_REASONS_MAX: usize = 16;
-
-/// Where failures past [`FAILURE_REASONS_MAX`] distinct reasons are counted.
-pub const OTHER_REASONS: &str = "(other reasons)";
 
 /// Counts of what some runs exercised: successful acquisitions, items processed, and
 /// failed acquires by their error. Taken from a history ([`Exercised::of`]) or from a
@@ -139,15 +133,6 @@ impl Exercised {
             what,
             failures,
         })
-    }
-}
-
-/// Counts `n` failures of `reason`, within the cap.
-pub(crate) fn add_failure(failures: &mut BTreeMap<String, u64>, reason: &str, n: u64) {
-    if failures.contains_key(reason) || failures.len() < FAILURE_REASONS_MAX {
-        *failures.entry(reason.to_owned()).or_default() += n;
-    } else {
-        *failures.entry(OTHER_REASONS.to_owned()).or_default() += n;
     }
 }
 

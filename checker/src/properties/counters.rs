@@ -30,7 +30,7 @@ pub struct Counters {
     /// `AcquireFailed` events (try and timeout modes, errors).
     pub acquire_failures: u64,
     /// `AcquireFailed` events by reason, at most
-    /// [`FAILURE_REASONS_MAX`](crate::exercised::FAILURE_REASONS_MAX) reasons (see
+    /// [`FAILURE_REASONS_MAX`] reasons (see
     /// [`Exercised`](crate::exercised::Exercised)).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub acquire_failures_by_reason: BTreeMap<String, u64>,
@@ -112,7 +112,7 @@ impl Counters {
         self.recoveries_after_lost_create += other.recoveries_after_lost_create;
         self.acquire_failures += other.acquire_failures;
         for (reason, n) in &other.acquire_failures_by_reason {
-            crate::exercised::add_failure(&mut self.acquire_failures_by_reason, reason, *n);
+            add_failure(&mut self.acquire_failures_by_reason, reason, *n);
         }
         self.timed_to_deadline += other.timed_to_deadline;
         self.releases += other.releases;
@@ -233,7 +233,7 @@ impl<'h> Judge<'h> for Counting {
         self.ended(step);
         self.n.acquire_failures += 1;
         if let EventKind::AcquireFailed { reason } = &step.event.kind {
-            crate::exercised::add_failure(&mut self.n.acquire_failures_by_reason, reason, 1);
+            add_failure(&mut self.n.acquire_failures_by_reason, reason, 1);
         }
         self.clients[step.slot].waiting = false;
     }
@@ -372,6 +372,23 @@ impl Counters {
                 faults.join(", ")
             }
         )
+    }
+}
+
+/// Distinct failure reasons kept, each with its count; the rest are counted under
+/// [`OTHER_REASONS`]. A recipe's error text may carry a path or a session id, which
+/// would otherwise make every failure a reason of its own.
+pub const FAILURE_REASONS_MAX: usize = 16;
+
+/// Where failures past [`FAILURE_REASONS_MAX`] distinct reasons are counted.
+pub const OTHER_REASONS: &str = "(other reasons)";
+
+/// Counts `n` failures of `reason`, within the cap.
+pub(crate) fn add_failure(failures: &mut BTreeMap<String, u64>, reason: &str, n: u64) {
+    if failures.contains_key(reason) || failures.len() < FAILURE_REASONS_MAX {
+        *failures.entry(reason.to_owned()).or_default() += n;
+    } else {
+        *failures.entry(OTHER_REASONS.to_owned()).or_default() += n;
     }
 }
 

@@ -11,7 +11,7 @@ use crate::real_recipes::RealRecipes;
 use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zklock_real::shapes::Shape;
 use zklock_real::workload::WorkloadConfig;
@@ -27,6 +27,7 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         readers: 0,
         bar: None,
         timelines: Vec::new(),
+        next_file: 1,
     };
     printer.readers = script_readers(&a, search.lock());
     let started = Instant::now();
@@ -46,9 +47,15 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     if findings.interrupted {
         journal_hint(&a);
     }
+    // A lock that never acquires holds every property vacuously: never green.
+    let exercised = findings.nothing_exercised();
+    if let (true, Some(why)) = (findings.findings.is_empty(), &exercised) {
+        outln!("inconclusive: {why}, so no property was put to the test");
+    }
     Ok(match (findings.findings.is_empty(), findings.interrupted) {
         (false, _) => Status::Violated,
         (true, true) => Status::Inconclusive,
+        (true, false) if exercised.is_some() => Status::Inconclusive,
         (true, false) => Status::Held,
     })
 }
@@ -69,8 +76,39 @@ struct Printer<'a> {
     lock: String,
     readers: u32,
     bar: Option<ProgressBar>,
-    /// Where each finding's timeline went, by its index.
-    timelines: Vec<Option<PathBuf>>,
+    /// Where each finding's files went, by its index.
+    timelines: Vec<Option<Files>>,
+    /// The number the next finding's files try first.
+    next_file: usize,
+}
+
+/// A finding's files: its text timeline, its HTML timeline and the checker's explanation.
+struct Files {
+    timeline: PathBuf,
+    html: Option<PathBuf>,
+    explanation: Option<PathBuf>,
+}
+
+/// The first `search-LOCK-N` from `from` on that names none of a finding's files yet, and
+/// its N: nothing another search wrote is replaced.
+fn free_stem(out: &Path, lock: &str, from: usize) -> (PathBuf, usize) {
+    let mut n = from;
+    loop {
+        let stem = out.join(format!("search-{lock}-{n}"));
+        let taken = [".timeline.txt", ".timeline.html", ".explanation.txt"]
+            .iter()
+            .any(|ext| with_ext(&stem, ext).exists());
+        if !taken {
+            return (stem, n);
+        }
+        n += 1;
+    }
+}
+
+fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+    let mut name = stem.as_os_str().to_owned();
+    name.push(ext);
+    PathBuf::from(name)
 }
 
 impl Printer<'_> {
@@ -100,23 +138,31 @@ impl Printer<'_> {
             // the table.
             _ => {}
         }
-        let path = match &f.timeline {
+        let files = match &f.timeline {
             Some(text) => {
                 let out = &self.search.out;
                 create_private_dir(out)?;
-                let name = format!(
-                    "search-{}-{}.timeline.txt",
-                    self.lock,
-                    self.timelines.len() + 1
-                );
-                let path = out.join(name);
+                let (stem, n) = free_stem(out, &self.lock, self.next_file);
+                self.next_file = n + 1;
                 let header = format!("{}\n", f.repro);
-                crate::files::write_private(&path, (header + text).as_bytes(), true)?;
-                Some(path)
+                let write = |ext: &str, bytes: &[u8]| -> Result<PathBuf> {
+                    let path = with_ext(&stem, ext);
+                    crate::files::write_private(&path, bytes, false)?;
+                    Ok(path)
+                };
+                let timeline = write(".timeline.txt", (header.clone() + text).as_bytes())?;
+                let html = (f.html.as_ref()).map(|page| write(".timeline.html", page.as_bytes()));
+                let explanation = (f.explanation.as_ref())
+                    .map(|text| write(".explanation.txt", (header + text).as_bytes()));
+                Some(Files {
+                    timeline,
+                    html: html.transpose()?,
+                    explanation: explanation.transpose()?,
+                })
             }
             None => None,
         };
-        self.timelines.push(path);
+        self.timelines.push(files);
         Ok(())
     }
 
@@ -265,7 +311,12 @@ fn print_table(p: &Printer<'_>, findings: &Findings, elapsed: Duration) {
              below (their fault is perhaps not the cause)"
         );
     }
-    for (f, timeline) in findings.findings.iter().zip(&p.timelines) {
+    let groups = findings.by_cause();
+    for (i, (f, files)) in findings.findings.iter().zip(&p.timelines).enumerate() {
+        let Some(same) = groups.get(&i) else {
+            // Listed with the first of its cause.
+            continue;
+        };
         outln!();
         let origin = match f.origin {
             Origin::Reference => " (without a fault: the reference run)".to_owned(),
@@ -275,8 +326,29 @@ fn print_table(p: &Printer<'_>, findings: &Findings, elapsed: Duration) {
         };
         outln!("{}{origin}:", f.violated.join(", "));
         outln!("  {}", f.repro);
-        if let Some(path) = timeline {
-            outln!("  timeline: {}", path.display());
+        if let Some(files) = files {
+            outln!("  timeline: {}", files.timeline.display());
+            let more: Vec<String> = [("page", &files.html), ("explanation", &files.explanation)]
+                .into_iter()
+                .filter_map(|(what, path)| Some(format!("{what}: {}", path.as_ref()?.display())))
+                .collect();
+            if !more.is_empty() {
+                outln!("  {}", more.join(", "));
+            }
+        }
+        if !same.is_empty() {
+            let at: Vec<String> = (same.iter())
+                .map(|&j| {
+                    let points = findings.findings[j].points.iter().map(ToString::to_string);
+                    points.collect::<Vec<_>>().join(" then ")
+                })
+                .collect();
+            outln!(
+                "  and {} more run(s) of the same cause (the same violations after the same \
+                 kind of fault; the journal and --out keep each), at: {}",
+                same.len(),
+                at.join("; ")
+            );
         }
     }
     outln!();

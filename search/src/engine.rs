@@ -8,7 +8,7 @@ use crate::journal::Journal;
 use crate::pool::{Job, Limit, Pool, with_controls};
 use crate::setup::{Lock, Outcome, Setup};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -437,6 +437,22 @@ pub struct Finding {
     /// Its timeline, the violations marked (and a stuck client's last requests, or why a
     /// driver failed).
     pub timeline: Option<String>,
+    /// The checker's explanation of each property's verdict.
+    pub explanation: Option<String>,
+    /// The timeline as an HTML page.
+    pub html: Option<String>,
+}
+
+impl Finding {
+    /// Its cause as far as a search can tell: the same violations (property and
+    /// attempts) after the same kinds of fault. Findings of one cause differ only in
+    /// where the fault struck.
+    pub fn cause(&self) -> (Vec<String>, Vec<&'static str>) {
+        let mut signatures = self.signatures.clone();
+        signatures.sort();
+        let actions = self.points.iter().map(|p| p.action.name()).collect();
+        (signatures, actions)
+    }
 }
 
 /// What a search found.
@@ -469,6 +485,10 @@ pub struct Findings {
     /// Driver processes started, and sessions opened on a kept one (a driver's lock run
     /// out of process).
     pub driver_processes: Option<(u64, u64)>,
+    /// The reference run's successful acquisitions (none from a journal written before
+    /// they were kept), and its failed acquires by their error.
+    pub reference_acquired: Option<u64>,
+    pub reference_acquire_failures: BTreeMap<String, u64>,
 }
 
 impl Findings {
@@ -488,7 +508,55 @@ impl Findings {
             shapes: Vec::new(),
             interrupted: false,
             driver_processes: None,
+            reference_acquired: None,
+            reference_acquire_failures: BTreeMap::new(),
         }
+    }
+
+    /// Why the search put no property to the test, if it did not: its reference run, the
+    /// script without a fault, acquired the lock not once (every acquire failed, or none
+    /// ended). Its points then only fault a lock that never works: such a search is
+    /// inconclusive, whatever held. Names the commonest error and its count.
+    pub fn nothing_exercised(&self) -> Option<String> {
+        if self.reference_acquired != Some(0) {
+            return None;
+        }
+        let failed: u64 = self.reference_acquire_failures.values().sum();
+        let commonest = (self.reference_acquire_failures.iter()).max_by_key(|(_, n)| **n);
+        Some(match commonest {
+            None => "the reference run acquired the lock not once, and no acquire ended".into(),
+            Some((why, n)) if *n == failed => format!(
+                "the reference run acquired the lock not once: each of its {failed} acquires \
+                 failed with {why:?}"
+            ),
+            Some((why, n)) => format!(
+                "the reference run acquired the lock not once: its {failed} acquires failed, \
+                 {n} of them with {why:?}"
+            ),
+        })
+    }
+
+    /// The findings to list, by index, each with the later findings of its cause
+    /// ([`Finding::cause`]): a run of points shares its entry with the first run of
+    /// points of its cause; a run without a fault stands alone.
+    pub fn by_cause(&self) -> BTreeMap<usize, Vec<usize>> {
+        type Cause = (Vec<String>, Vec<&'static str>);
+        let mut first: BTreeMap<Cause, usize> = BTreeMap::new();
+        let mut listed: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (i, f) in self.findings.iter().enumerate() {
+            if f.origin != Origin::Point {
+                listed.insert(i, Vec::new());
+                continue;
+            }
+            match first.get(&f.cause()) {
+                Some(&j) => listed.entry(j).or_default().push(i),
+                None => {
+                    first.insert(f.cause(), i);
+                    listed.insert(i, Vec::new());
+                }
+            }
+        }
+        listed
     }
 
     /// Whether a run of points violated only what a fault-free run violated too, at the
@@ -536,6 +604,8 @@ impl Running<'_> {
             }
         };
         self.findings.reference_run = true;
+        self.findings.reference_acquired = reference.acquired;
+        (self.findings.reference_acquire_failures).clone_from(&reference.acquire_failures);
         (self.findings.fault_free).add(&reference.violated, &reference.signatures);
         if !reference.violated.is_empty() {
             self.found(&[], &reference, Origin::Reference, false)?;
@@ -573,6 +643,8 @@ impl Running<'_> {
             signatures: outcome.signatures.clone(),
             origin,
             timeline: outcome.timeline.clone(),
+            explanation: outcome.explanation.clone(),
+            html: outcome.html.clone(),
         };
         self.findings.findings.push(finding);
         let index = self.findings.findings.len() - 1;
@@ -691,6 +763,8 @@ impl Running<'_> {
     }
 
     /// The single points (and the chains the frontier grows), then at k = 2 the pairs.
+    /// One function of about 90 lines: both phases share the frontier, the control runs'
+    /// schedule, the run limit and the journal, which closures over locals keep simple.
     fn points(&mut self, mut pool: Pool, reference: &Outcome) -> Result<(), SearchError> {
         let (s, setup) = (self.search, self.setup);
         let mut journal = std::mem::take(&mut self.journal);
@@ -822,6 +896,60 @@ mod tests {
         assert!(
             a.journal_line()
                 .starts_with("zklock real --lock kazoo-lock")
+        );
+    }
+
+    use zklock_real::plan::AimedAction::{self, DropRequest, Expire};
+
+    fn finding(
+        signatures: &[&str],
+        points: &[(u32, AimedAction, &'static str)],
+        origin: Origin,
+    ) -> Finding {
+        let points = points.iter().map(|&(client, action, op)| Point {
+            at: crate::frontier::RequestKey {
+                client,
+                op,
+                class: "/zklock/lock/".to_owned(),
+                nth: 1,
+            },
+            action,
+            repeat: zklock_real::plan::Repeat::Once,
+        });
+        Finding {
+            repro: String::new(),
+            points: points.collect(),
+            violated: Vec::new(),
+            signatures: signatures.iter().map(|s| s.to_string()).collect(),
+            origin,
+            timeline: None,
+            explanation: None,
+            html: None,
+        }
+    }
+
+    #[test]
+    fn findings_of_one_cause_are_listed_once_and_a_fault_free_run_alone() {
+        let mut all = Findings::new(8, 20);
+        let leak = ["node_outlives_attempt at c0#2"];
+        all.findings = vec![
+            finding(&leak, &[(0, DropRequest, "delete")], Origin::Point),
+            finding(&leak, &[], Origin::Reference),
+            // The same violation after the same kind of fault, elsewhere: one cause.
+            finding(&leak, &[(1, DropRequest, "create")], Origin::Point),
+            // After another kind of fault, or another attempt: causes of their own.
+            finding(&leak, &[(0, Expire, "delete")], Origin::Point),
+            finding(
+                &["node_outlives_attempt at c0#3"],
+                &[(0, DropRequest, "delete")],
+                Origin::Point,
+            ),
+            finding(&leak, &[(1, DropRequest, "getChildren")], Origin::Point),
+        ];
+        let listed: Vec<(usize, Vec<usize>)> = all.by_cause().into_iter().collect();
+        assert_eq!(
+            listed,
+            [(0, vec![2, 5]), (1, vec![]), (3, vec![]), (4, vec![])]
         );
     }
 

@@ -200,6 +200,10 @@ fn outcome_json(o: &Outcome) -> serde_json::Value {
         "timeline": o.timeline,
         "run_ms": o.run_ms,
         "signatures": o.signatures,
+        "explanation": o.explanation,
+        "html": o.html,
+        "acquired": o.acquired,
+        "acquire_failures": o.acquire_failures,
     })
 }
 
@@ -210,6 +214,7 @@ fn outcome_of(v: &serde_json::Value) -> Option<Outcome> {
             .map(|p| p.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
     };
+    let text = |key: &str| v.get(key).and_then(|t| t.as_str()).map(str::to_owned);
     let violated = strings(v.get("violated")?)?;
     let signatures = match v.get("signatures") {
         Some(s) => strings(s)?,
@@ -242,6 +247,15 @@ fn outcome_of(v: &serde_json::Value) -> Option<Outcome> {
             .map(str::to_owned),
         run_ms: v.get("run_ms").and_then(|t| t.as_u64()).unwrap_or(0),
         signatures,
+        explanation: text("explanation"),
+        html: text("html"),
+        acquired: v.get("acquired").and_then(|n| n.as_u64()),
+        acquire_failures: (v.get("acquire_failures").and_then(|m| m.as_object()))
+            .map(|m| {
+                let counts = m.iter().filter_map(|(k, n)| Some((k.clone(), n.as_u64()?)));
+                counts.collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -267,6 +281,10 @@ mod tests {
             timeline: Some("t\n".into()),
             run_ms: 12,
             signatures: violated.iter().map(|s| format!("{s} at c0#1")).collect(),
+            explanation: Some("FAILED".into()),
+            html: Some("<html>".into()),
+            acquired: Some(3),
+            acquire_failures: [("no node".to_owned(), 2)].into(),
         }
     }
 
@@ -331,6 +349,7 @@ mod tests {
         let o = outcome_of(&old).unwrap();
         assert_eq!(o.signatures, vec!["liveness_after_heal".to_owned()]);
         assert_eq!(o.run_ms, 0);
+        assert_eq!((o.explanation, o.html), (None, None));
         assert_eq!(o.requests[0][0].path, "/zklock/a");
         // And what is written reads back as it was.
         let now = outcome(&["a"]);

@@ -5,11 +5,12 @@ use crate::fault_free::signatures;
 use crate::frontier::{Actions, Point};
 use crate::judge::{judge, stuck_client_requests};
 use crate::recipes::{QueueShape, RealPick, RealRecipeKind, RealRecipes};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use zklock_checker::concurrent::Judged;
-use zklock_checker::timeline::render_marked_timeline;
+use zklock_checker::timeline::{render_history_html, render_marked_timeline};
 use zklock_checker::trace::SavedReport;
 use zklock_real::RealError;
 use zklock_real::driver::pool::DriverPool;
@@ -20,6 +21,7 @@ use zklock_real::plan::SeenRequest;
 use zklock_real::servers::Servers;
 use zklock_real::shapes::Shape;
 use zklock_real::workload::{RealRecipe, RealRun, WorkloadConfig, run_recipe};
+use zklock_recipe::history::EventKind;
 
 /// What one run of the search saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +38,14 @@ pub(crate) struct Outcome {
     /// What each violation names ([`signatures`]); a journal written before they were
     /// kept gives the property names.
     pub signatures: Vec<String>,
+    /// For a violation: the checker's explanation, and the timeline as an HTML page
+    /// (none in a journal written before they were kept).
+    pub explanation: Option<String>,
+    pub html: Option<String>,
+    /// Acquisitions that succeeded (none in a journal written before they were kept),
+    /// and the failed acquires by their error.
+    pub acquired: Option<u64>,
+    pub acquire_failures: BTreeMap<String, u64>,
 }
 
 /// The lock under search: one of zklock's recipes (the lock, the semaphore, a canary), a
@@ -263,6 +273,10 @@ impl Setup {
                     timeline: Some(format!("the driver failed: {e}\n")),
                     run_ms: run_ms(),
                     signatures: vec!["driver_failed".into()],
+                    explanation: None,
+                    html: None,
+                    acquired: None,
+                    acquire_failures: BTreeMap::new(),
                 };
                 let servers = Servers::start(1, ServerOptions::default()).map_err(|e| {
                     SearchError::real("starting a ZooKeeper server after a driver failed", e)
@@ -293,10 +307,23 @@ fn judged(run: &RealRun, failed: Option<String>) -> Outcome {
         signatures.push("driver_failed".into());
         timeline = Some(format!("the driver failed: {why}\n"));
     }
+    let (mut explanation, mut html) = (None, None);
+    let (mut acquired, mut acquire_failures) = (0, BTreeMap::new());
+    for e in &history.events {
+        match &e.kind {
+            EventKind::Acquired { .. } => acquired += 1,
+            EventKind::AcquireFailed { reason } => {
+                *acquire_failures.entry(reason.clone()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
     if !violated.is_empty() {
         let saved = SavedReport::of_report(&report);
         let text = render_marked_timeline(&history, &saved.marks());
         timeline = Some(timeline.unwrap_or_default() + &text);
+        explanation = Some(report.to_string());
+        html = Some(render_history_html("zklock search run", &history, &saved));
     }
     Outcome {
         violated,
@@ -305,6 +332,10 @@ fn judged(run: &RealRun, failed: Option<String>) -> Outcome {
         timeline,
         run_ms: 0,
         signatures,
+        explanation,
+        html,
+        acquired: Some(acquired),
+        acquire_failures,
     }
 }
 

@@ -44,3 +44,57 @@ fn a_users_recipe_is_searched_from_a_test_and_its_reference_run_holds() {
     assert!(at_points.is_empty() && findings.tried == 0);
     assert!(findings.findings.is_empty(), "{:?}", findings.findings);
 }
+
+/// A lock whose every acquire fails: nothing a search of it does puts a property to
+/// the test.
+struct Never;
+
+struct NeverLock;
+
+impl zklock_recipe::LockUnderTest for NeverLock {
+    type Guard = ();
+    async fn acquire(&self) -> Result<(), String> {
+        Err("no node".into())
+    }
+    async fn acquire_timeout(&self, _: std::time::Duration) -> Result<Option<()>, String> {
+        Err("no node".into())
+    }
+    fn token(&self, _: &()) -> i64 {
+        0
+    }
+    fn node(&self, _: &()) -> String {
+        String::new()
+    }
+    async fn lost(&self, _: &()) -> String {
+        std::future::pending().await
+    }
+    async fn release(&self, _: ()) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl RealRecipe for Never {
+    type Lock = NeverLock;
+    fn lock(&self, _: RecordingClient, _: LockRole, _: &str) -> NeverLock {
+        NeverLock
+    }
+}
+
+#[test]
+fn a_search_of_a_lock_that_never_acquires_says_nothing_was_exercised_and_names_the_error() {
+    if let Err(e) = harness::availability() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let findings = Search::new(Lock::recipe("never", Never))
+        .k(0)
+        .jobs(1)
+        .run()
+        .expect("the search runs");
+    assert_eq!(findings.reference_acquired, Some(0));
+    let why = findings.nothing_exercised().expect("inconclusive");
+    assert!(
+        why.contains("each of its 8 acquires failed with \"no node\""),
+        "{why}"
+    );
+}

@@ -661,3 +661,49 @@ fn zookeeper_clients_driver_connects_again_after_a_pause_instead_of_failing() {
     assert!(out.contains("| zkclient-lock |"), "{out}{err}");
     assert!(code == 0 || code == 1, "{out}{err}");
 }
+
+/// A second search into the same --out replaces nothing of the first: its findings' files
+/// get numbers of their own, and each finding has its text and HTML timelines and the
+/// checker's explanation.
+#[test]
+fn a_second_search_writes_files_of_its_own_with_the_explanation_and_the_html_timeline() {
+    if !zklock_real::harness::available_for_tests() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let listed = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.trim().strip_prefix("timeline: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (code, first, err) = search("canary-forgetful-release", dir.path(), &DROPS);
+    assert_eq!(code, 1, "{first}{err}");
+    let first_files = listed(&first);
+    assert!(!first_files.is_empty(), "{first}");
+    let kept: Vec<Vec<u8>> = (first_files.iter())
+        .map(|f| std::fs::read(dir.path().join(f)).unwrap())
+        .collect();
+    let (code, second, err) = search("canary-forgetful-release", dir.path(), &DROPS);
+    assert_eq!(code, 1, "{second}{err}");
+    let second_files = listed(&second);
+    assert!(!second_files.is_empty(), "{second}");
+    for f in &second_files {
+        assert!(!first_files.contains(f), "{f} named by both searches");
+        let stem = f.strip_suffix(".timeline.txt").unwrap();
+        for other in [".timeline.html", ".explanation.txt"] {
+            let path = dir.path().join(format!("{stem}{other}"));
+            assert!(path.exists(), "no {}:\n{second}", path.display());
+        }
+        let explanation =
+            std::fs::read_to_string(dir.path().join(format!("{stem}.explanation.txt")));
+        assert!(explanation.unwrap().contains("liveness_after_heal"));
+    }
+    for (f, bytes) in first_files.iter().zip(&kept) {
+        assert_eq!(
+            &std::fs::read(dir.path().join(f)).unwrap(),
+            bytes,
+            "{f} was replaced"
+        );
+    }
+}

@@ -20,9 +20,9 @@
 //! assert!(nothing.to_string().contains("1 with \"no node\""));
 //! ```
 
-pub use crate::properties::counters::{FAILURE_REASONS_MAX, OTHER_REASONS};
 use crate::properties::Counters;
 use crate::properties::counters::add_failure;
+pub use crate::properties::counters::{FAILURE_REASONS_MAX, OTHER_REASONS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -102,6 +102,21 @@ impl Exercised {
         for (reason, n) in &other.failures {
             add_failure(&mut self.failures, reason, *n);
         }
+    }
+
+    /// What one lock run exercised, from its counts alone: `acquisitions` made and the
+    /// failed acquires by reason (a run whose history is not at hand, as a search's
+    /// journalled reference run).
+    pub fn of_acquires(acquisitions: u64, failures: &BTreeMap<String, u64>) -> Exercised {
+        let mut e = Exercised {
+            runs: 1,
+            acquisitions,
+            ..Exercised::default()
+        };
+        for (reason, n) in failures {
+            add_failure(&mut e.failures, reason, *n);
+        }
+        e
     }
 
     /// What was checked: (count, what it counts).

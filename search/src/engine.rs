@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use zklock_checker::exercised::Exercised;
 use zklock_real::driver::DriverRecipe;
 use zklock_real::harness::{self, ServerOptions};
 use zklock_real::plan::SeenRequest;
@@ -518,22 +519,12 @@ impl Findings {
     /// ended). Its points then only fault a lock that never works: such a search is
     /// inconclusive, whatever held. Names the commonest error and its count.
     pub fn nothing_exercised(&self) -> Option<String> {
-        if self.reference_acquired != Some(0) {
-            return None;
-        }
-        let failed: u64 = self.reference_acquire_failures.values().sum();
-        let commonest = (self.reference_acquire_failures.iter()).max_by_key(|(_, n)| **n);
-        Some(match commonest {
-            None => "the reference run acquired the lock not once, and no acquire ended".into(),
-            Some((why, n)) if *n == failed => format!(
-                "the reference run acquired the lock not once: each of its {failed} acquires \
-                 failed with {why:?}"
-            ),
-            Some((why, n)) => format!(
-                "the reference run acquired the lock not once: its {failed} acquires failed, \
-                 {n} of them with {why:?}"
-            ),
-        })
+        let acquired = self.reference_acquired?;
+        let exercised = Exercised::of_acquires(acquired, &self.reference_acquire_failures);
+        let nothing = exercised.verdict().err()?;
+        Some(format!(
+            "the reference run, the script without a fault: {nothing}"
+        ))
     }
 
     /// The findings to list, by index, each with the later findings of its cause

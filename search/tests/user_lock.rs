@@ -94,7 +94,7 @@ fn a_search_of_a_lock_that_never_acquires_says_nothing_was_exercised_and_names_t
     assert_eq!(findings.reference_acquired, Some(0));
     let why = findings.nothing_exercised().expect("inconclusive");
     assert!(
-        why.contains("each of its 8 acquires failed with \"no node\""),
+        why.contains("every acquire failed, 8 with \"no node\""),
         "{why}"
     );
 }

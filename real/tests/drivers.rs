@@ -16,6 +16,8 @@ mod expiry;
 mod kazoo_cases;
 #[path = "drivers/mixed.rs"]
 mod mixed;
+#[path = "drivers/sessions.rs"]
+mod sessions;
 
 use crate::common::{assert_ok, check_run, check_run_shaped, until_counters};
 use std::sync::Arc;

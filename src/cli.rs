@@ -176,7 +176,7 @@ pub struct ExploreArgs {
     pub recipe: String,
     /// Seeds in the range [default: 10000, a few seconds on two cores; with --for, as
     /// many as the time allows]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u64, 1, ANY>)]
     pub seeds: Option<u64>,
     /// Run for this long (wall clock): 10m, 90s, 1500ms, or a number of seconds, at most
     /// 30 days. Seeds from --seed-start on until the time is up (or --seeds have run);
@@ -189,7 +189,8 @@ pub struct ExploreArgs {
         long,
         allow_negative_numbers = true,
         value_name = "S",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub seed_start: u64,
     /// Contending clients, 1 to 64 [default: the recipe's; 5 for most, `zklock recipes`
@@ -197,20 +198,20 @@ pub struct ExploreArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>)]
     pub clients: Option<u32>,
     /// Acquisitions per client [default: the recipe's; 20 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, ANY>)]
     pub acquisitions: Option<u32>,
     /// Clients taking the read lock, the rest write (0: the exclusive lock) [default: the
     /// recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub readers: Option<u32>,
     /// Drop every N-th acquire of a client after a delay the chooser draws in 0..=20 ms,
     /// as tokio::time::timeout does (0: never) [default: the recipe's; 4 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub drop_every: Option<u32>,
     /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
     /// timed, and the drops): 2 starts with a timed acquire [default: the recipe's; 0
     /// for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub mix_offset: Option<u32>,
     /// The lock directory's sequential counter when it is created: at 2147483600 every
     /// run crosses ZooKeeper's wrap of the counter to -2147483648 [default: the
@@ -220,11 +221,11 @@ pub struct ExploreArgs {
     /// How long each hold (or each item's processing) lasts, in milliseconds, 0 to
     /// 3600000. Longer than the session timeout (6000), a hold outlasts a forced expiry:
     /// the lost-before-granted canaries need one [default: the recipe's; 5 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "MS")]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", value_parser = whole::<u64, 0, 3600000>)]
     pub hold_ms: Option<u64>,
     /// Lock directories, 1 to 64: each acquisition takes one the chooser draws, and every
     /// property is judged per lock [default: the recipe's; 1 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, 64>)]
     pub locks: Option<u32>,
     /// The kinds of fault the runs draw: a comma-separated list as check's --faults, or
     /// `all`; each at the recipe's rate if its scenario has that kind, else at the
@@ -241,10 +242,10 @@ pub struct ExploreArgs {
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
     /// Worker threads [default: every core]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<usize, 1, ANY>)]
     pub threads: Option<usize>,
     /// Start no new seed after S seconds (wall clock)
-    #[arg(long, allow_negative_numbers = true, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", value_parser = whole::<u64, 0, ANY>)]
     pub time_limit_s: Option<u64>,
     /// Run only the seeds with seed % N == K-1, to spread a sweep over jobs
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -316,19 +317,19 @@ pub struct CheckArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 4>, default_value_t = Bounds::default().clients)]
     pub clients: u32,
     /// Faults per schedule at most, 0 to 3
-    #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max, value_parser = whole::<u32, 0, 3>)]
     pub faults_max: u32,
     /// Acquisitions per client
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client, value_parser = whole::<u32, 1, ANY>)]
     pub acquisitions: u32,
     /// Clients taking the read lock, the rest write [default: the recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub readers: Option<u32>,
     /// Schedules at most; past them the check is incomplete (exit status 3)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max, value_parser = whole::<u64, 0, ANY>)]
     pub schedules_max: u64,
     /// Wall time at most, in seconds; past it the check is incomplete (exit status 3)
-    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000, value_parser = whole::<u64, 0, ANY>)]
     pub time_limit_s: u64,
     /// Do not prune revisited states
     #[arg(long)]
@@ -350,11 +351,11 @@ pub struct CheckArgs {
     /// Threads searching at once, 1 to 1024 [default: every core; 1 with --partial-order
     /// on]. Any number reports the same verdict and violation; the
     /// schedule counts include work a thread did in vain and vary between runs
-    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=zklock_checker::limits::THREADS_MAX as u64))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<usize, 1, { zklock_checker::limits::THREADS_MAX as u64 }>)]
     pub threads: Option<usize>,
     /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
     /// client's first acquire the timed one [default: the recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub mix_offset: Option<u32>,
     /// The lock directory's sequential counter when it is created, as for explore
     /// [default: the recipe's; 0 for most]
@@ -362,17 +363,17 @@ pub struct CheckArgs {
     pub sequence_start: Option<i32>,
     /// How long each hold (or each item's processing) lasts, as for explore [default:
     /// the recipe's; 5 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "MS")]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", value_parser = whole::<u64, 0, 3600000>)]
     pub hold_ms: Option<u64>,
     /// Virtual time each request takes, in microseconds, 0 to 1000000. At 0 the clock
     /// moves only to the next timer, once no request is ready, so schedules that differ
     /// only in how many requests came before a fault meet as one state; explore's
     /// simulation takes 100
-    #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us)]
+    #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us, value_parser = whole::<u64, 0, 1000000>)]
     pub request_time_us: u64,
     /// Lock directories, as for explore (each acquisition's lock is a branch) [default:
     /// the recipe's; 1 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, 64>)]
     pub locks: Option<u32>,
     /// Where a violating schedule's trace goes (written beside an existing one unless
     /// --force)
@@ -450,17 +451,17 @@ pub struct ShrinkArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Candidate runs at most
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().runs_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().runs_max, value_parser = whole::<u64, 0, ANY>)]
     pub runs_max: u64,
     /// Wall time at most, in seconds
-    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000, value_parser = whole::<u64, 0, ANY>)]
     pub time_limit_s: u64,
     /// Seeds tried per smaller client or acquisition count (0: none)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max, value_parser = whole::<u64, 0, ANY>)]
     pub fresh_seeds: u64,
     /// Schedules of the exhaustive search of the smaller sizes (at most 3 clients x 2
     /// acquisitions, 1 fault; 0: none)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max, value_parser = whole::<u64, 0, ANY>)]
     pub exhaustive_schedules: u64,
     /// Replace an existing output file
     #[arg(long)]
@@ -482,7 +483,7 @@ pub struct RealArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>, default_value_t = WorkloadConfig::default().clients)]
     pub clients: u32,
     /// Clients taking the read lock, the rest write
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers, value_parser = whole::<u32, 0, ANY>)]
     pub readers: u32,
     /// How long the workload runs: 30s, 1500ms, 2m, or a number of seconds; at most 1 h
     #[arg(long, value_name = "D", default_value = "30s")]
@@ -493,7 +494,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = whole::<usize, 1, 7>,
     )]
     pub ensemble: usize,
     /// none, all, or a list of cut, lost-create, expire, black-hole, local-expire,
@@ -510,43 +512,43 @@ pub struct RealArgs {
     #[arg(long, requires = "connect")]
     pub clean: bool,
     /// The faults' seed [default: from the clock, printed]
-    #[arg(long, allow_negative_numbers = true, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", value_parser = whole::<u64, 0, ANY>)]
     pub seed: Option<u64>,
     /// Restart a killed leader (off: it stays down, as ZooKeeper 3.8.0 can keep an
     /// uncommitted transaction when it rejoins)
     #[arg(long)]
     pub restart_killed_leader: bool,
     /// Session timeout, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms, value_parser = whole::<u64, 400, 3600000>)]
     pub session_timeout_ms: u64,
     /// Time in the critical section, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub hold_ms: u64,
     /// How long a client waits for its first connection, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms, value_parser = whole::<u64, 1, 3600000>)]
     pub connect_timeout_ms: u64,
     /// Drop every N-th acquire (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every, value_parser = whole::<u32, 0, ANY>)]
     pub drop_every: u32,
     /// After an attempt that gave up (a try that found the lock held, a timed acquire that
     /// timed out, a dropped acquire), stay connected and idle this long, in ms (0: go on)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub idle_after_give_up_ms: u64,
     /// How long a node may outlive the attempt that made it while its session lives, in
     /// ms, before `node_outlives_attempt` calls it a leak (0: the liveness bound, twice
     /// the session timeout plus 1 s)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every, value_parser = whole::<u32, 0, ANY>)]
     pub long_hold_every: u32,
     /// Every N-th attempt of a client uses a new lock object of its session, which its
     /// later attempts then use (1: every attempt; 0: one object per session)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every, value_parser = whole::<u32, 0, ANY>)]
     pub fresh_lock_every: u32,
     /// Client i starts its first attempt i × this after every session connected, in ms,
     /// so that the contenders queue in the order of their index (0: all at once)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub start_stagger_ms: u64,
     /// For a released library's lock: run the script this many times without a fault
     /// first, on the same driver processes (reset between), so that the judged run's
@@ -555,7 +557,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, 10>,
     )]
     pub warm_up_runs: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
@@ -564,15 +567,16 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub long_hold_ms: u64,
     /// Start each client's acquires at the N-th of the mix of modes: 2 starts with the
     /// timed one
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset, value_parser = whole::<u32, 0, ANY>)]
     pub mix_offset: u32,
     /// Timeout of the timed acquires, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub acquire_timeout_ms: u64,
     /// Where a failing run's timelines go (text and HTML)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -607,7 +611,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub attempts: u32,
     /// The recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
@@ -619,13 +624,13 @@ pub struct RealArgs {
     pub recipe: String,
     /// Lock directories, 1 to 64: each acquisition takes the one the run's seed picks, and
     /// every property is judged per lock (1: the one lock)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks, value_parser = whole::<u32, 1, 64>)]
     pub locks: u32,
     /// How long past the run's end a blocking acquire may still wait before it is
     /// cancelled; in a work queue's run, how long past the heal and the last produce the
     /// consumers may take to complete every item before the run ends without them; in ms,
     /// at most an hour
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().drain_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().drain_timeout_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub drain_timeout_ms: u64,
     /// A work queue's run (--recipe queue, queue-naive or a queue canary): producers among
     /// the clients, 1 to clients - 1; the rest consume
@@ -633,7 +638,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = whole::<u32, 1, 63>,
     )]
     pub producers: u32,
     /// A work queue's run: items each producer adds, 1 to 10000, spread over the first
@@ -642,7 +648,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 20
+        default_value_t = 20,
+        value_parser = whole::<u32, 1, 10000>,
     )]
     pub items: u32,
 }
@@ -671,14 +678,15 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 4
+        default_value_t = 4,
+        value_parser = whole::<u32, 1, 32>,
     )]
     pub attempts: u32,
     /// Of the clients, how many take the read side (the first N; the rest write): for
     /// a lock with readers (zklock, kazoo-rw, curator-rw). 0: every client takes the
     /// exclusive (or write) lock. Default: 1 for a read/write lock (kazoo-rw,
     /// curator-rw), so that its script has both sides; 0 for the others
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub readers: Option<u32>,
     /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction); 0: no
     /// point, the reference run and the workload shapes only
@@ -686,7 +694,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "K",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = whole::<u32, 0, 2>,
     )]
     pub k: u32,
     /// The most points (and, at --k 2, pairs) queued; the rest are counted as left out
@@ -694,7 +703,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 2_000
+        default_value_t = 2_000,
+        value_parser = whole::<usize, 0, ANY>,
     )]
     pub max_points: usize,
     /// The most new ordinals of one client's (operation, path class) a faulted run adds
@@ -705,7 +715,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = zklock_search::frontier::FOLLOW_ON_REPEATS_MAX_DEFAULT
+        default_value_t = zklock_search::frontier::FOLLOW_ON_REPEATS_MAX_DEFAULT,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub follow_on_repeats_max: u32,
     /// Session timeout, in ms; a pause lasts twice as long
@@ -713,7 +724,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 2_000
+        default_value_t = 2_000,
+        value_parser = whole::<u64, 400, 3600000>,
     )]
     pub session_timeout_ms: u64,
     /// Time in the critical section, in ms
@@ -721,7 +733,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 5
+        default_value_t = 5,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub hold_ms: u64,
     /// Drop (cancel) every N-th acquire of the script (0: never)
@@ -729,7 +742,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 4
+        default_value_t = 4,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub drop_every: u32,
     /// After an attempt that gave up (try held, timed out, dropped), the client stays
@@ -738,7 +752,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub idle_after_give_up_ms: u64,
     /// How long a node may outlive the attempt that made it while its session lives, in
@@ -748,7 +763,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
@@ -756,7 +772,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub long_hold_every: u32,
     /// Every N-th attempt of a client uses a new lock object of its session, which its
@@ -765,7 +782,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub fresh_lock_every: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
@@ -774,7 +792,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub long_hold_ms: u64,
     /// Timeout of the timed acquires, in ms
@@ -782,7 +801,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 1_000
+        default_value_t = 1_000,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub acquire_timeout_ms: u64,
     /// The N of the repeated points: a client's first N matching requests (0: none)
@@ -790,7 +810,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 4
+        default_value_t = 4,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub repeat_next: u32,
     /// The window of the repeated points: every matching request for this long from the
@@ -799,7 +820,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 3_000
+        default_value_t = 3_000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub repeat_window_ms: u64,
     /// The actions tried at each request, comma-separated (default: every one):
@@ -819,7 +841,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 30_000
+        default_value_t = 30_000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub run_limit_ms: u64,
     /// Where the violations' timelines go
@@ -828,7 +851,7 @@ pub struct SearchArgs {
     /// Runs at once, each on a ZooKeeper server of its own (0: eight per core, at most
     /// 16, for a released library's lock with its drivers kept; else four per core, at
     /// most 8)
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>, default_value_t = 0)]
     pub jobs: u32,
     /// Write each judged point's result to FILE as it is judged (JSON lines), so that a
     /// search stopped by Ctrl-C or --max-runs can go on with --resume
@@ -840,14 +863,16 @@ pub struct SearchArgs {
     pub resume: bool,
     /// Stop after this many runs of points (0: no limit), as Ctrl-C does: what ran is
     /// kept, and --resume goes on from there
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u64, 0, ANY>, default_value_t = 0)]
     pub max_runs: u64,
     /// A control run, the script without a fault, after every N runs of points (0:
     /// none; at most 100,000). A violation a fault-free run (the reference run or a
     /// control run) showed too, at the same attempts, is marked "as without a fault"
     #[arg(
         long,
+        allow_negative_numbers = true,
         value_name = "N",
+        value_parser = whole::<u64, 0, 100_000>,
         default_value_t = zklock_search::fault_free::CONTROL_EVERY_DEFAULT
     )]
     pub control_every: u64,
@@ -867,7 +892,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 2000
+        default_value_t = 2000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub seeds: u64,
     /// Rounds the sweeps are split into, interleaved, 1 to 100
@@ -875,7 +901,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 5
+        default_value_t = 5,
+        value_parser = whole::<u32, 1, 100>,
     )]
     pub sim_rounds: u32,
     /// Drop every N-th acquire, as the default workload does with 4 (0: none, the
@@ -884,7 +911,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub sim_drop_every: u32,
     /// Time limit of each exhaustive configuration, in seconds
@@ -892,7 +920,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "S",
-        default_value_t = 60
+        default_value_t = 60,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub exhaustive_limit_s: u64,
     /// Count the instructions per state of `check --clients N --faults-max 1 --threads
@@ -902,7 +931,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 3
+        default_value_t = 3,
+        value_parser = whole::<u32, 0, 4>,
     )]
     pub instructions_clients: u32,
     /// Only the search figures: for every canary, the seeds and seconds each strategy
@@ -914,7 +944,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 20
+        default_value_t = 20,
+        value_parser = whole::<u64, 1, 1000>,
     )]
     pub search_starts: u64,
     /// With --search: seeds a search runs at most before it counts as not caught
@@ -922,7 +953,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 100_000
+        default_value_t = 100_000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub search_seeds: u64,
     /// With --search: each canary in its own scenario (own), or all in the default one
@@ -941,7 +973,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 2000
+        default_value_t = 2000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub search_rate_seeds: u64,
     /// Only the simulation and exhaustive parts
@@ -963,7 +996,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 3
+        default_value_t = 3,
+        value_parser = whole::<u32, 1, 100>,
     )]
     pub real_rounds: u32,
     /// Contending client counts, each 1 to 256
@@ -1011,10 +1045,26 @@ mod tests {
 /// A count flag's parser: refuses what is not a whole number in `u32` (a negative one, a
 /// word) in the words of the flag's real range, `LO` to `HI`, not `u32`'s. A number past
 /// the range parses, so that the subcommand's own check names the flag and its bound.
-fn count<const LO: u32, const HI: u32>(s: &str) -> Result<u32, String> {
+fn count<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
+    whole::<u32, LO, HI>(s)
+}
+
+/// [`whole`]'s `HI` for a flag bounded only by its type: its error says "LO or more".
+const ANY: u64 = u64::MAX;
+
+/// A numeric flag's parser: refuses what is not a whole number of type `T` (a negative
+/// one, a word) in the words of the flag's real range, `LO` to `HI` (`HI` = [`ANY`]: no
+/// bound but the type's), not the type's `0..=4294967295`. A number past `HI` parses, so
+/// that the subcommand's own check names the flag and its bound, as it did.
+fn whole<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
     s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("{s} is not a whole number from {LO} to {HI}"))
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| match HI {
+            ANY => format!("{s} is not a whole number, {LO} or more"),
+            _ => format!("{s} is not a whole number from {LO} to {HI}"),
+        })
 }
 
 #[cfg(test)]
@@ -1037,5 +1087,52 @@ mod count_tests {
             .to_string();
         assert!(err.contains("from 1 to 4"), "{err}");
         assert_eq!(count::<1, 64>("7"), Ok(7));
+    }
+
+    /// Every numeric flag of every subcommand refuses `-1` in the words of its own range:
+    /// `--hold-ms -1` said `0..=18446744073709551615`, `--seeds -1` `0..=...` too.
+    #[test]
+    fn every_numeric_flag_refuses_a_negative_number_in_the_words_of_its_range() {
+        let cmd = command();
+        let mut tried = 0;
+        for sub in cmd.get_subcommands() {
+            for arg in sub.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                let numeric = arg
+                    .get_value_names()
+                    .is_some_and(|v| ["N", "MS", "S", "K", "US"].contains(&v[0].as_str()));
+                if !numeric || !arg.get_action().takes_values() {
+                    continue;
+                }
+                let flag = format!("--{long}");
+                // A signed flag (--sequence-start) takes -1.
+                let Err(err) = Cli::try_parse_from(["zklock", sub.get_name(), &flag, "-1"]) else {
+                    continue;
+                };
+                let err = err.to_string();
+                assert!(
+                    err.contains("-1 is not a whole number"),
+                    "{} {flag}: {err}",
+                    sub.get_name()
+                );
+                assert!(
+                    !err.contains("4294967295") && !err.contains("18446744073709551615"),
+                    "{err}"
+                );
+                tried += 1;
+            }
+        }
+        assert!(tried >= 30, "only {tried} numeric flags found");
+        let err = Cli::try_parse_from(["zklock", "explore", "--hold-ms", "-1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("-1 is not a whole number from 0 to 3600000"),
+            "{err}"
+        );
+        let err = Cli::try_parse_from(["zklock", "explore", "--seeds", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("x is not a whole number, 1 or more"), "{err}");
     }
 }

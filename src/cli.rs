@@ -29,7 +29,7 @@ Exit status:
 
 /// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
 ///
-/// With no subcommand, `zklock` explores: it runs the lock on the simulated ZooKeeper
+/// With no subcommand, the program explores: it runs the lock on the simulated ZooKeeper
 /// with every fault on, over a range of seeds on every core, and checks every property;
 /// a failing seed is written as a trace, shrunk, and its replay command printed.
 #[derive(Debug, Parser)]
@@ -96,7 +96,7 @@ pub enum Command {
     /// Search for the fault that breaks a lock on a real server: a reference run of a
     /// fixed script records every request each client sends, then one run per request ×
     /// action (drop, withheld reply, expiry, pause, crash; repeated drops and withheld
-    /// replies), and at --k 2 per pair; each violation with the `zklock real` line that
+    /// replies), and at --k 2 per pair; each violation with the `real` line that
     /// reproduces it
     #[cfg(feature = "real")]
     #[command(after_help = EXIT_STATUS)]
@@ -124,7 +124,8 @@ pub enum Command {
     Bench(Absent),
     /// List the recipes --recipe takes, and traces may record
     Recipes,
-    /// Print shell completions: `zklock completions bash > /etc/bash_completion.d/zklock`
+    /// Print shell completions: `completions bash`, written to /etc/bash_completion.d/ under
+    /// the program's name
     Completions {
         /// The shell
         #[arg(value_enum)]
@@ -171,7 +172,7 @@ fn parse_check_shard(v: &str) -> Result<zklock_checker::shard::Shard, String> {
 
 #[derive(Debug, Args)]
 pub struct ExploreArgs {
-    /// The recipe to run (`zklock recipes` lists them)
+    /// The recipe to run (the `recipes` subcommand lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Seeds in the range [default: 10000, a few seconds on two cores; with --for, as
@@ -193,8 +194,8 @@ pub struct ExploreArgs {
         value_parser = whole::<u64, 0, ANY>,
     )]
     pub seed_start: u64,
-    /// Contending clients, 1 to 64 [default: the recipe's; 5 for most, `zklock recipes`
-    /// names the others]
+    /// Contending clients, 1 to 64 [default: the recipe's; 5 for most; the `recipes`
+    /// subcommand names the others]
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>)]
     pub clients: Option<u32>,
     /// Acquisitions per client [default: the recipe's; 20 for most]
@@ -250,7 +251,7 @@ pub struct ExploreArgs {
     /// Run only the seeds with seed % N == K-1, to spread a sweep over jobs
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
-    /// Write the sweep's summary as JSON (merge shards with `zklock merge`); an existing
+    /// Write the sweep's summary as JSON (merge shards with the `merge` subcommand); an existing
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
@@ -310,7 +311,7 @@ pub enum OnOff {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The recipe to check (`zklock recipes` lists them)
+    /// The recipe to check (the `recipes` subcommand lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Clients, 1 to 4 (the search grows fast)
@@ -390,11 +391,11 @@ pub struct CheckArgs {
     /// Search only shard K of N of the check (1 <= K <= N <= 1024): the schedules whose
     /// first fault is of the i-th kind are shard i % N + 1's, those without a fault every
     /// shard's, so up to as many shards as fault kinds divide the work. Each shard writes
-    /// --summary FILE; `zklock merge` combines them, green only when every
+    /// --summary FILE; the `merge` subcommand combines them, green only when every
     /// shard completed. Not with --partial-order on
     #[arg(long, value_name = "K/N", value_parser = parse_check_shard)]
     pub shard: Option<zklock_checker::shard::Shard>,
-    /// Write the shard's summary as JSON, for `zklock merge` (with --shard); an existing
+    /// Write the shard's summary as JSON, for the `merge` subcommand (with --shard); an existing
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
@@ -605,7 +606,7 @@ pub struct RealArgs {
     #[arg(long, value_name = "C:ACTION:OP:PATH[:NTH[:REPEAT]]")]
     pub aim: Vec<String>,
     /// Each client's attempts, then it is done, and the run ends once every client is
-    /// (--duration then bounds the run): a fixed script, as `zklock search` runs it
+    /// (--duration then bounds the run): a fixed script, as the `search` subcommand runs it
     /// (0: attempts go on for --duration)
     #[arg(
         long,
@@ -615,7 +616,7 @@ pub struct RealArgs {
         value_parser = whole::<u32, 0, ANY>,
     )]
     pub attempts: u32,
-    /// The recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
+    /// The recipe to run, by the name the `recipes` subcommand gives it: zklock (the lock),
     /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases),
     /// queue or queue-naive (the work queue, judged with the queue's properties), a
     /// canary (the run says which property it must violate), or one of this program's
@@ -876,7 +877,7 @@ pub struct SearchArgs {
         default_value_t = zklock_search::fault_free::CONTROL_EVERY_DEFAULT
     )]
     pub control_every: u64,
-    /// Start a driver process for every session, as `zklock real` does, every driver
+    /// Start a driver process for every session, as the `real` subcommand does, every driver
     /// cold. By default a released library's driver process is kept for a later run
     /// (reset between, protocol 3): a quarter of the CPU, drivers warm as in a
     /// long-running application, and the violations' lines carry `--warm-up-runs 3`
@@ -1028,6 +1029,22 @@ mod tests {
     #[test]
     fn the_grammar_is_consistent() {
         command().debug_assert();
+    }
+
+    /// A user's binary on `main_with` has its own name: the help said "`zklock recipes`
+    /// lists them" there. Every help text names a subcommand, not the program.
+    #[test]
+    fn no_help_text_names_the_program_zklock() {
+        let mut cmd = command();
+        let mut helps = vec![cmd.render_long_help().to_string()];
+        for sub in cmd.get_subcommands_mut() {
+            helps.push(sub.render_long_help().to_string());
+        }
+        assert!(helps.len() > 8);
+        for help in helps {
+            assert!(!help.contains("`zklock"), "{help}");
+            assert!(!help.contains("zklock recipes"), "{help}");
+        }
     }
 
     /// The help said `--ensemble 1|3` while 1 to 7 were accepted.

@@ -201,43 +201,12 @@ pub struct ExploreArgs {
     /// Acquisitions per client [default: the recipe's; 20 for most]
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, ANY>)]
     pub acquisitions: Option<u32>,
-    /// Clients taking the read lock, the rest write (0: the exclusive lock) [default: the
-    /// recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
-    pub readers: Option<u32>,
+    #[command(flatten)]
+    pub scenario: crate::scenario_args::ScenarioArgs,
     /// Drop every N-th acquire of a client after a delay the chooser draws in 0..=20 ms,
     /// as tokio::time::timeout does (0: never) [default: the recipe's; 4 for most]
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub drop_every: Option<u32>,
-    /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
-    /// timed, and the drops): 2 starts with a timed acquire [default: the recipe's; 0
-    /// for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
-    pub mix_offset: Option<u32>,
-    /// The lock directory's sequential counter when it is created: at 2147483600 every
-    /// run crosses ZooKeeper's wrap of the counter to -2147483648 [default: the
-    /// recipe's; 0 for most]
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub sequence_start: Option<i32>,
-    /// How long each hold (or each item's processing) lasts, in milliseconds, 0 to
-    /// 3600000. Longer than the session timeout (6000), a hold outlasts a forced expiry:
-    /// the lost-before-granted canaries need one [default: the recipe's; 5 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", value_parser = whole::<u64, 0, 3600000>)]
-    pub hold_ms: Option<u64>,
-    /// Lock directories, 1 to 64: each acquisition takes one the chooser draws, and every
-    /// property is judged per lock [default: the recipe's; 1 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, 64>)]
-    pub locks: Option<u32>,
-    /// The kinds of fault the runs draw: a comma-separated list as check's --faults, or
-    /// `all`; each at the recipe's rate if its scenario has that kind, else at the
-    /// default rate; `none` for no fault [default: the recipe's kinds; all for most]
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
-    pub faults: Option<Vec<crate::fault_args::FaultArg>>,
-    /// Aim every fault at requests of one operation in flight: create, delete, exists,
-    /// get-data, get-children, set-data or multi. A fault strikes only a client with
-    /// such a request sent and not yet applied [default: the recipe's; none, any step]
-    #[arg(long, value_name = "OP", value_parser = crate::fault_args::parse_aim)]
-    pub aim_at: Option<zklock_recipe::history::ZkOp>,
     /// Where failing traces go (a trace already there is never replaced: the new one is
     /// written beside it, seed-N-2.json, unless --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -323,9 +292,8 @@ pub struct CheckArgs {
     /// Acquisitions per client
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client, value_parser = whole::<u32, 1, ANY>)]
     pub acquisitions: u32,
-    /// Clients taking the read lock, the rest write [default: the recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
-    pub readers: Option<u32>,
+    #[command(flatten)]
+    pub scenario: crate::scenario_args::ScenarioArgs,
     /// Schedules at most; past them the check is incomplete (exit status 3)
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max, value_parser = whole::<u64, 0, ANY>)]
     pub schedules_max: u64,
@@ -352,30 +320,14 @@ pub struct CheckArgs {
     /// Threads searching at once, 1 to 1024 [default: every core; 1 with --partial-order
     /// on]. Any number reports the same verdict and violation; the
     /// schedule counts include work a thread did in vain and vary between runs
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<usize, 1, { zklock_checker::limits::THREADS_MAX as u64 }>)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = within::<usize, 1, { zklock_checker::limits::THREADS_MAX as u64 }>)]
     pub threads: Option<usize>,
-    /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
-    /// client's first acquire the timed one [default: the recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
-    pub mix_offset: Option<u32>,
-    /// The lock directory's sequential counter when it is created, as for explore
-    /// [default: the recipe's; 0 for most]
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub sequence_start: Option<i32>,
-    /// How long each hold (or each item's processing) lasts, as for explore [default:
-    /// the recipe's; 5 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", value_parser = whole::<u64, 0, 3600000>)]
-    pub hold_ms: Option<u64>,
     /// Virtual time each request takes, in microseconds, 0 to 1000000. At 0 the clock
     /// moves only to the next timer, once no request is ready, so schedules that differ
     /// only in how many requests came before a fault meet as one state; explore's
     /// simulation takes 100
     #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us, value_parser = whole::<u64, 0, 1000000>)]
     pub request_time_us: u64,
-    /// Lock directories, as for explore (each acquisition's lock is a branch) [default:
-    /// the recipe's; 1 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, 64>)]
-    pub locks: Option<u32>,
     /// Where a violating schedule's trace goes (written beside an existing one unless
     /// --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -399,18 +351,6 @@ pub struct CheckArgs {
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
-    /// The kinds of fault the search places, a comma-separated list of connection-loss,
-    /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
-    /// local-expiry (each at most once; real's cut, lost-create, expire, black-hole and
-    /// local-expire name the same kinds), `all`, or `none`: fewer kinds, fewer schedules
-    /// [default: the recipe's kinds; all for most]
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
-    pub faults: Option<Vec<crate::fault_args::FaultArg>>,
-    /// Aim every fault at requests of one operation in flight: create, delete, exists,
-    /// get-data, get-children, set-data or multi. A fault strikes only a client with
-    /// such a request sent and not yet applied [default: the recipe's; none, any step]
-    #[arg(long, value_name = "OP", value_parser = crate::fault_args::parse_aim)]
-    pub aim_at: Option<zklock_recipe::history::ZkOp>,
     #[command(flatten)]
     pub shape: crate::shape_args::ShapeArgs,
 }
@@ -1067,13 +1007,13 @@ fn count<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
 }
 
 /// [`whole`]'s `HI` for a flag bounded only by its type: its error says "LO or more".
-const ANY: u64 = u64::MAX;
+pub(crate) const ANY: u64 = u64::MAX;
 
 /// A numeric flag's parser: refuses what is not a whole number of type `T` (a negative
 /// one, a word) in the words of the flag's real range, `LO` to `HI` (`HI` = [`ANY`]: no
 /// bound but the type's), not the type's `0..=4294967295`. A number past `HI` parses, so
 /// that the subcommand's own check names the flag and its bound, as it did.
-fn whole<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
+pub(crate) fn whole<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
     s.trim()
         .parse::<u64>()
         .ok()
@@ -1082,6 +1022,16 @@ fn whole<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, St
             ANY => format!("{s} is not a whole number, {LO} or more"),
             _ => format!("{s} is not a whole number from {LO} to {HI}"),
         })
+}
+
+/// [`whole`] that refuses a number past `LO..=HI` too, for a flag no later check bounds.
+fn within<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
+    let refused = || format!("{s} is not a whole number from {LO} to {HI}");
+    let v = whole::<u64, LO, HI>(s)?;
+    if !(LO..=HI).contains(&v) {
+        return Err(refused());
+    }
+    T::try_from(v).map_err(|_| refused())
 }
 
 #[cfg(test)]

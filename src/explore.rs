@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use zklock_checker::exercised::Exercised;
 use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
-use zklock_sim::{Faults, Scenario, SimError};
+use zklock_sim::{Scenario, SimError};
 
 /// The regressions file's name in the --out directory, by default.
 pub const REGRESSIONS_FILE: &str = "regressions.txt";
@@ -92,21 +92,12 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     budget.strategy = a.strategy.into();
     // The recipe's own scenario, each knob a flag gives replaced.
     let base = lock.scenario();
+    let clients = a.clients.unwrap_or(base.clients);
     let sc = Scenario {
-        clients: a.clients.unwrap_or(base.clients),
+        clients,
         acquisitions_per_client: a.acquisitions.unwrap_or(base.acquisitions_per_client),
-        readers: a.readers.unwrap_or(base.readers),
         drop_every: a.drop_every.unwrap_or(base.drop_every),
-        mix_offset: a.mix_offset.unwrap_or(base.mix_offset),
-        sequence_start: a.sequence_start.unwrap_or(base.sequence_start),
-        hold_ms: a.hold_ms.unwrap_or(base.hold_ms),
-        locks: a.locks.unwrap_or(base.locks),
-        faults: Faults {
-            aim: a.aim_at.or(base.faults.aim),
-            ..crate::fault_args::faults_or(a.faults.as_deref(), &base.faults)
-                .map_err(anyhow::Error::msg)?
-        },
-        ..base
+        ..a.scenario.apply(base, clients)?
     };
     // A sweep of nothing would print "every property held" having checked nothing.
     if budget.seeds == 0 {
@@ -117,16 +108,6 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     }
     if sc.clients == 0 || sc.clients > 64 {
         bail!("--clients must be between 1 and 64, got {}", sc.clients);
-    }
-    if sc.locks == 0 || sc.locks > 64 {
-        bail!("--locks must be between 1 and 64, got {}", sc.locks);
-    }
-    if sc.readers > sc.clients {
-        bail!(
-            "--readers ({}) cannot exceed --clients ({})",
-            sc.readers,
-            sc.clients
-        );
     }
     if budget.threads == 0 {
         bail!("--threads must be at least 1");

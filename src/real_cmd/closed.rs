@@ -36,8 +36,8 @@ pub(super) fn refuse_if_closed(connect: &str, connect_timeout_ms: u64) -> Result
     };
     if !servers.is_empty() && servers.iter().all(|s| refused(s)) {
         bail!(
-            "--connect {connect}: connection refused ({}): no server listens there; start \
-             ZooKeeper, or give the right HOST:PORT",
+            "--connect {connect}: connection refused ({}): no ZooKeeper server listens \
+             there; start one, or give the right HOST:PORT",
             servers.join(", ")
         );
     }

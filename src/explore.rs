@@ -677,15 +677,15 @@ pub fn scenario_differences(sc: &Scenario) -> String {
 /// only when every seed of the sweep was run: a shard missing, interrupted or stopped by
 /// its time limit leaves seeds unchecked, and the merge says which (exit status 3).
 pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
+    // Each file once, none too large: the same reading for either kind of summary.
+    let files = read_summaries(&a.summaries)?;
     // A check's shards merge by their own rules (`check_merge`).
-    if a.summaries.len() <= MERGE_FILES_MAX {
-        let files = read_summaries(&a.summaries)?;
-        if files
+    if files.len() <= MERGE_FILES_MAX
+        && files
             .iter()
             .any(|(_, t)| crate::check_merge::is_check_summary(t))
-        {
-            return crate::check_merge::merge(&files, program);
-        }
+    {
+        return crate::check_merge::merge(&files, program);
     }
     let mut merged: Option<Summary> = None;
     // Each shard's index, with the file that holds it and the seeds it ran.
@@ -694,30 +694,9 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
     let mut without_range = Vec::new();
     // Summaries without a range whose sweep was cut short: what they lack is unknown.
     let mut cut_unknown = Vec::new();
-    let mut files_seen: Vec<PathBuf> = Vec::new();
-    for p in &a.summaries {
-        // The same file by another spelling (./s1.json) is the same file.
-        let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-        if files_seen.contains(&canonical) {
-            bail!(
-                "{}: given twice; give each shard's summary once",
-                p.display()
-            );
-        }
-        files_seen.push(canonical);
-        let bytes = std::fs::metadata(p)
-            .with_context(|| format!("reading {}", p.display()))?
-            .len();
-        if bytes > SUMMARY_BYTES_MAX {
-            bail!(
-                "{}: {bytes} bytes, more than the {SUMMARY_BYTES_MAX} bytes a summary may be \
-                 (is it a zklock explore summary?)",
-                p.display()
-            );
-        }
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        let s: Summary = serde_json::from_str(&text)
+    for (p, text) in &files {
+        let p = p.as_path();
+        let s: Summary = serde_json::from_str(text)
             .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
         match s.range {
             None => {
@@ -754,7 +733,9 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
                 }
                 check_seeds_ran(p, &s, &r)?;
                 first_range.get_or_insert(r);
-                if let Some((other, _)) = shards.insert(r.shard_index, (p.clone(), s.seeds_run)) {
+                if let Some((other, _)) =
+                    shards.insert(r.shard_index, (p.to_path_buf(), s.seeds_run))
+                {
                     bail!(
                         "{}: shard {}/{} again (also in {}); give each shard once",
                         p.display(),

@@ -15,7 +15,6 @@ use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
 /// Clients of `zklock check` at most: 4 clients with a fault take minutes; past them the
 /// search grows out of reach.
 pub const CHECK_CLIENTS_MAX: u32 = 4;
-use zklock_sim::{Faults, Scenario};
 
 pub fn run(
     a: CheckArgs,
@@ -54,20 +53,7 @@ pub fn run(
         request_time_us: a.request_time_us,
     };
     // The recipe's own scenario, each knob a flag gives replaced.
-    let own = lock.scenario();
-    let base = Scenario {
-        readers: a.readers.unwrap_or(own.readers),
-        mix_offset: a.mix_offset.unwrap_or(own.mix_offset),
-        sequence_start: a.sequence_start.unwrap_or(own.sequence_start),
-        hold_ms: a.hold_ms.unwrap_or(own.hold_ms),
-        locks: a.locks.unwrap_or(own.locks),
-        faults: Faults {
-            aim: a.aim_at.or(own.faults.aim),
-            ..crate::fault_args::faults_or(a.faults.as_deref(), &own.faults)
-                .map_err(anyhow::Error::msg)?
-        },
-        ..own
-    };
+    let base = a.scenario.apply(lock.scenario(), b.clients)?;
     if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {
         bail!(
             "--clients must be 1 to {CHECK_CLIENTS_MAX} (exhaustive search grows fast), got {}",
@@ -80,16 +66,6 @@ pub fn run(
     }
     if b.faults_max > 3 {
         bail!("--faults-max must be at most 3, got {}", b.faults_max);
-    }
-    if base.locks == 0 || base.locks > 64 {
-        bail!("--locks must be between 1 and 64, got {}", base.locks);
-    }
-    if base.readers > b.clients {
-        bail!(
-            "--readers ({}) cannot exceed --clients ({})",
-            base.readers,
-            b.clients
-        );
     }
     // A checkpoint holds no sleep sets: a reduced search could not resume soundly.
     if b.reduces_by_partial_order() && a.checkpoint.is_some() {

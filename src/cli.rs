@@ -29,7 +29,7 @@ Exit status:
 
 /// zklock: deterministic simulator and model checker for ZooKeeper lock recipes.
 ///
-/// With no subcommand, `zklock` explores: it runs the lock on the simulated ZooKeeper
+/// With no subcommand, the program explores: it runs the lock on the simulated ZooKeeper
 /// with every fault on, over a range of seeds on every core, and checks every property;
 /// a failing seed is written as a trace, shrunk, and its replay command printed.
 #[derive(Debug, Parser)]
@@ -96,7 +96,7 @@ pub enum Command {
     /// Search for the fault that breaks a lock on a real server: a reference run of a
     /// fixed script records every request each client sends, then one run per request ×
     /// action (drop, withheld reply, expiry, pause, crash; repeated drops and withheld
-    /// replies), and at --k 2 per pair; each violation with the `zklock real` line that
+    /// replies), and at --k 2 per pair; each violation with the `real` line that
     /// reproduces it
     #[cfg(feature = "real")]
     #[command(after_help = EXIT_STATUS)]
@@ -124,7 +124,8 @@ pub enum Command {
     Bench(Absent),
     /// List the recipes --recipe takes, and traces may record
     Recipes,
-    /// Print shell completions: `zklock completions bash > /etc/bash_completion.d/zklock`
+    /// Print shell completions: `completions bash`, written to /etc/bash_completion.d/ under
+    /// the program's name
     Completions {
         /// The shell
         #[arg(value_enum)]
@@ -171,12 +172,12 @@ fn parse_check_shard(v: &str) -> Result<zklock_checker::shard::Shard, String> {
 
 #[derive(Debug, Args)]
 pub struct ExploreArgs {
-    /// The recipe to run (`zklock recipes` lists them)
+    /// The recipe to run (the `recipes` subcommand lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Seeds in the range [default: 10000, a few seconds on two cores; with --for, as
     /// many as the time allows]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u64, 1, ANY>)]
     pub seeds: Option<u64>,
     /// Run for this long (wall clock): 10m, 90s, 1500ms, or a number of seconds, at most
     /// 30 days. Seeds from --seed-start on until the time is up (or --seeds have run);
@@ -189,67 +190,37 @@ pub struct ExploreArgs {
         long,
         allow_negative_numbers = true,
         value_name = "S",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub seed_start: u64,
-    /// Contending clients, 1 to 64 [default: the recipe's; 5 for most, `zklock recipes`
-    /// names the others]
+    /// Contending clients, 1 to 64 [default: the recipe's; 5 for most; the `recipes`
+    /// subcommand names the others]
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>)]
     pub clients: Option<u32>,
     /// Acquisitions per client [default: the recipe's; 20 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 1, ANY>)]
     pub acquisitions: Option<u32>,
-    /// Clients taking the read lock, the rest write (0: the exclusive lock) [default: the
-    /// recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
-    pub readers: Option<u32>,
+    #[command(flatten)]
+    pub scenario: crate::scenario_args::ScenarioArgs,
     /// Drop every N-th acquire of a client after a delay the chooser draws in 0..=20 ms,
     /// as tokio::time::timeout does (0: never) [default: the recipe's; 4 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub drop_every: Option<u32>,
-    /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
-    /// timed, and the drops): 2 starts with a timed acquire [default: the recipe's; 0
-    /// for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
-    pub mix_offset: Option<u32>,
-    /// The lock directory's sequential counter when it is created: at 2147483600 every
-    /// run crosses ZooKeeper's wrap of the counter to -2147483648 [default: the
-    /// recipe's; 0 for most]
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub sequence_start: Option<i32>,
-    /// How long each hold (or each item's processing) lasts, in milliseconds, 0 to
-    /// 3600000. Longer than the session timeout (6000), a hold outlasts a forced expiry:
-    /// the lost-before-granted canaries need one [default: the recipe's; 5 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "MS")]
-    pub hold_ms: Option<u64>,
-    /// Lock directories, 1 to 64: each acquisition takes one the chooser draws, and every
-    /// property is judged per lock [default: the recipe's; 1 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
-    pub locks: Option<u32>,
-    /// The kinds of fault the runs draw: a comma-separated list as check's --faults, or
-    /// `all`; each at the recipe's rate if its scenario has that kind, else at the
-    /// default rate; `none` for no fault [default: the recipe's kinds; all for most]
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
-    pub faults: Option<Vec<crate::fault_args::FaultArg>>,
-    /// Aim every fault at requests of one operation in flight: create, delete, exists,
-    /// get-data, get-children, set-data or multi. A fault strikes only a client with
-    /// such a request sent and not yet applied [default: the recipe's; none, any step]
-    #[arg(long, value_name = "OP", value_parser = crate::fault_args::parse_aim)]
-    pub aim_at: Option<zklock_recipe::history::ZkOp>,
     /// Where failing traces go (a trace already there is never replaced: the new one is
     /// written beside it, seed-N-2.json, unless --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
     /// Worker threads [default: every core]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<usize, 1, ANY>)]
     pub threads: Option<usize>,
     /// Start no new seed after S seconds (wall clock)
-    #[arg(long, allow_negative_numbers = true, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", value_parser = whole::<u64, 0, ANY>)]
     pub time_limit_s: Option<u64>,
     /// Run only the seeds with seed % N == K-1, to spread a sweep over jobs
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<Shard>,
-    /// Write the sweep's summary as JSON (merge shards with `zklock merge`); an existing
+    /// Write the sweep's summary as JSON (merge shards with the `merge` subcommand); an existing
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
@@ -309,26 +280,25 @@ pub enum OnOff {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The recipe to check (`zklock recipes` lists them)
+    /// The recipe to check (the `recipes` subcommand lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
     /// Clients, 1 to 4 (the search grows fast)
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 4>, default_value_t = Bounds::default().clients)]
     pub clients: u32,
     /// Faults per schedule at most, 0 to 3
-    #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "K", default_value_t = Bounds::default().faults_max, value_parser = whole::<u32, 0, 3>)]
     pub faults_max: u32,
     /// Acquisitions per client
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().acquisitions_per_client, value_parser = whole::<u32, 1, ANY>)]
     pub acquisitions: u32,
-    /// Clients taking the read lock, the rest write [default: the recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
-    pub readers: Option<u32>,
+    #[command(flatten)]
+    pub scenario: crate::scenario_args::ScenarioArgs,
     /// Schedules at most; past them the check is incomplete (exit status 3)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = Bounds::default().schedules_max, value_parser = whole::<u64, 0, ANY>)]
     pub schedules_max: u64,
     /// Wall time at most, in seconds; past it the check is incomplete (exit status 3)
-    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = Bounds::default().time_limit_ms / 1000, value_parser = whole::<u64, 0, ANY>)]
     pub time_limit_s: u64,
     /// Do not prune revisited states
     #[arg(long)]
@@ -350,30 +320,14 @@ pub struct CheckArgs {
     /// Threads searching at once, 1 to 1024 [default: every core; 1 with --partial-order
     /// on]. Any number reports the same verdict and violation; the
     /// schedule counts include work a thread did in vain and vary between runs
-    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=zklock_checker::limits::THREADS_MAX as u64))]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = within::<usize, 1, { zklock_checker::limits::THREADS_MAX as u64 }>)]
     pub threads: Option<usize>,
-    /// Start each client's acquires at the N-th of the mix of modes: 2 makes each
-    /// client's first acquire the timed one [default: the recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
-    pub mix_offset: Option<u32>,
-    /// The lock directory's sequential counter when it is created, as for explore
-    /// [default: the recipe's; 0 for most]
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub sequence_start: Option<i32>,
-    /// How long each hold (or each item's processing) lasts, as for explore [default:
-    /// the recipe's; 5 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "MS")]
-    pub hold_ms: Option<u64>,
     /// Virtual time each request takes, in microseconds, 0 to 1000000. At 0 the clock
     /// moves only to the next timer, once no request is ready, so schedules that differ
     /// only in how many requests came before a fault meet as one state; explore's
     /// simulation takes 100
-    #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us)]
+    #[arg(long, allow_negative_numbers = true, value_name = "US", default_value_t = Bounds::default().request_time_us, value_parser = whole::<u64, 0, 1000000>)]
     pub request_time_us: u64,
-    /// Lock directories, as for explore (each acquisition's lock is a branch) [default:
-    /// the recipe's; 1 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
-    pub locks: Option<u32>,
     /// Where a violating schedule's trace goes (written beside an existing one unless
     /// --force)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -389,26 +343,14 @@ pub struct CheckArgs {
     /// Search only shard K of N of the check (1 <= K <= N <= 1024): the schedules whose
     /// first fault is of the i-th kind are shard i % N + 1's, those without a fault every
     /// shard's, so up to as many shards as fault kinds divide the work. Each shard writes
-    /// --summary FILE; `zklock merge` combines them, green only when every
+    /// --summary FILE; the `merge` subcommand combines them, green only when every
     /// shard completed. Not with --partial-order on
     #[arg(long, value_name = "K/N", value_parser = parse_check_shard)]
     pub shard: Option<zklock_checker::shard::Shard>,
-    /// Write the shard's summary as JSON, for `zklock merge` (with --shard); an existing
+    /// Write the shard's summary as JSON, for the `merge` subcommand (with --shard); an existing
     /// file is refused unless --force
     #[arg(long, value_name = "FILE")]
     pub summary: Option<PathBuf>,
-    /// The kinds of fault the search places, a comma-separated list of connection-loss,
-    /// lost-create-response, forced-expiry, partition, pause, crash, delayed-delivery,
-    /// local-expiry (each at most once; real's cut, lost-create, expire, black-hole and
-    /// local-expire name the same kinds), `all`, or `none`: fewer kinds, fewer schedules
-    /// [default: the recipe's kinds; all for most]
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::fault_args::parse_fault)]
-    pub faults: Option<Vec<crate::fault_args::FaultArg>>,
-    /// Aim every fault at requests of one operation in flight: create, delete, exists,
-    /// get-data, get-children, set-data or multi. A fault strikes only a client with
-    /// such a request sent and not yet applied [default: the recipe's; none, any step]
-    #[arg(long, value_name = "OP", value_parser = crate::fault_args::parse_aim)]
-    pub aim_at: Option<zklock_recipe::history::ZkOp>,
     #[command(flatten)]
     pub shape: crate::shape_args::ShapeArgs,
 }
@@ -450,17 +392,17 @@ pub struct ShrinkArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Candidate runs at most
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().runs_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().runs_max, value_parser = whole::<u64, 0, ANY>)]
     pub runs_max: u64,
     /// Wall time at most, in seconds
-    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000)]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", default_value_t = ShrinkLimits::default().time_limit_ms / 1000, value_parser = whole::<u64, 0, ANY>)]
     pub time_limit_s: u64,
     /// Seeds tried per smaller client or acquisition count (0: none)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().fresh_seeds_max, value_parser = whole::<u64, 0, ANY>)]
     pub fresh_seeds: u64,
     /// Schedules of the exhaustive search of the smaller sizes (at most 3 clients x 2
     /// acquisitions, 1 fault; 0: none)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = ShrinkLimits::default().exhaustive_schedules_max, value_parser = whole::<u64, 0, ANY>)]
     pub exhaustive_schedules: u64,
     /// Replace an existing output file
     #[arg(long)]
@@ -482,7 +424,7 @@ pub struct RealArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>, default_value_t = WorkloadConfig::default().clients)]
     pub clients: u32,
     /// Clients taking the read lock, the rest write
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers, value_parser = whole::<u32, 0, ANY>)]
     pub readers: u32,
     /// How long the workload runs: 30s, 1500ms, 2m, or a number of seconds; at most 1 h
     #[arg(long, value_name = "D", default_value = "30s")]
@@ -493,7 +435,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = whole::<usize, 1, 7>,
     )]
     pub ensemble: usize,
     /// none, all, or a list of cut, lost-create, expire, black-hole, local-expire,
@@ -510,43 +453,43 @@ pub struct RealArgs {
     #[arg(long, requires = "connect")]
     pub clean: bool,
     /// The faults' seed [default: from the clock, printed]
-    #[arg(long, allow_negative_numbers = true, value_name = "S")]
+    #[arg(long, allow_negative_numbers = true, value_name = "S", value_parser = whole::<u64, 0, ANY>)]
     pub seed: Option<u64>,
     /// Restart a killed leader (off: it stays down, as ZooKeeper 3.8.0 can keep an
     /// uncommitted transaction when it rejoins)
     #[arg(long)]
     pub restart_killed_leader: bool,
     /// Session timeout, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms, value_parser = whole::<u64, 400, 3600000>)]
     pub session_timeout_ms: u64,
     /// Time in the critical section, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub hold_ms: u64,
     /// How long a client waits for its first connection, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms, value_parser = whole::<u64, 1, 3600000>)]
     pub connect_timeout_ms: u64,
     /// Drop every N-th acquire (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every, value_parser = whole::<u32, 0, ANY>)]
     pub drop_every: u32,
     /// After an attempt that gave up (a try that found the lock held, a timed acquire that
     /// timed out, a dropped acquire), stay connected and idle this long, in ms (0: go on)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub idle_after_give_up_ms: u64,
     /// How long a node may outlive the attempt that made it while its session lives, in
     /// ms, before `node_outlives_attempt` calls it a leak (0: the liveness bound, twice
     /// the session timeout plus 1 s)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every, value_parser = whole::<u32, 0, ANY>)]
     pub long_hold_every: u32,
     /// Every N-th attempt of a client uses a new lock object of its session, which its
     /// later attempts then use (1: every attempt; 0: one object per session)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every, value_parser = whole::<u32, 0, ANY>)]
     pub fresh_lock_every: u32,
     /// Client i starts its first attempt i × this after every session connected, in ms,
     /// so that the contenders queue in the order of their index (0: all at once)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub start_stagger_ms: u64,
     /// For a released library's lock: run the script this many times without a fault
     /// first, on the same driver processes (reset between), so that the judged run's
@@ -555,7 +498,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, 10>,
     )]
     pub warm_up_runs: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
@@ -564,15 +508,16 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub long_hold_ms: u64,
     /// Start each client's acquires at the N-th of the mix of modes: 2 starts with the
     /// timed one
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset, value_parser = whole::<u32, 0, ANY>)]
     pub mix_offset: u32,
     /// Timeout of the timed acquires, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub acquire_timeout_ms: u64,
     /// Where a failing run's timelines go (text and HTML)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
@@ -601,16 +546,17 @@ pub struct RealArgs {
     #[arg(long, value_name = "C:ACTION:OP:PATH[:NTH[:REPEAT]]")]
     pub aim: Vec<String>,
     /// Each client's attempts, then it is done, and the run ends once every client is
-    /// (--duration then bounds the run): a fixed script, as `zklock search` runs it
+    /// (--duration then bounds the run): a fixed script, as the `search` subcommand runs it
     /// (0: attempts go on for --duration)
     #[arg(
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub attempts: u32,
-    /// The recipe to run, by the name `zklock recipes` gives it: zklock (the lock),
+    /// The recipe to run, by the name the `recipes` subcommand gives it: zklock (the lock),
     /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases),
     /// queue or queue-naive (the work queue, judged with the queue's properties), a
     /// canary (the run says which property it must violate), or one of this program's
@@ -619,13 +565,13 @@ pub struct RealArgs {
     pub recipe: String,
     /// Lock directories, 1 to 64: each acquisition takes the one the run's seed picks, and
     /// every property is judged per lock (1: the one lock)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().locks, value_parser = whole::<u32, 1, 64>)]
     pub locks: u32,
     /// How long past the run's end a blocking acquire may still wait before it is
     /// cancelled; in a work queue's run, how long past the heal and the last produce the
     /// consumers may take to complete every item before the run ends without them; in ms,
     /// at most an hour
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().drain_timeout_ms)]
+    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().drain_timeout_ms, value_parser = whole::<u64, 0, 3600000>)]
     pub drain_timeout_ms: u64,
     /// A work queue's run (--recipe queue, queue-naive or a queue canary): producers among
     /// the clients, 1 to clients - 1; the rest consume
@@ -633,7 +579,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = whole::<u32, 1, 63>,
     )]
     pub producers: u32,
     /// A work queue's run: items each producer adds, 1 to 10000, spread over the first
@@ -642,7 +589,8 @@ pub struct RealArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 20
+        default_value_t = 20,
+        value_parser = whole::<u32, 1, 10000>,
     )]
     pub items: u32,
 }
@@ -671,14 +619,15 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 4
+        default_value_t = 4,
+        value_parser = whole::<u32, 1, 32>,
     )]
     pub attempts: u32,
     /// Of the clients, how many take the read side (the first N; the rest write): for
     /// a lock with readers (zklock, kazoo-rw, curator-rw). 0: every client takes the
     /// exclusive (or write) lock. Default: 1 for a read/write lock (kazoo-rw,
     /// curator-rw), so that its script has both sides; 0 for the others
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub readers: Option<u32>,
     /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction); 0: no
     /// point, the reference run and the workload shapes only
@@ -686,7 +635,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "K",
-        default_value_t = 1
+        default_value_t = 1,
+        value_parser = whole::<u32, 0, 2>,
     )]
     pub k: u32,
     /// The most points (and, at --k 2, pairs) queued; the rest are counted as left out
@@ -694,7 +644,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 2_000
+        default_value_t = 2_000,
+        value_parser = whole::<usize, 0, ANY>,
     )]
     pub max_points: usize,
     /// The most new ordinals of one client's (operation, path class) a faulted run adds
@@ -705,7 +656,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = zklock_search::frontier::FOLLOW_ON_REPEATS_MAX_DEFAULT
+        default_value_t = zklock_search::frontier::FOLLOW_ON_REPEATS_MAX_DEFAULT,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub follow_on_repeats_max: u32,
     /// Session timeout, in ms; a pause lasts twice as long
@@ -713,7 +665,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 2_000
+        default_value_t = 2_000,
+        value_parser = whole::<u64, 400, 3600000>,
     )]
     pub session_timeout_ms: u64,
     /// Time in the critical section, in ms
@@ -721,7 +674,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 5
+        default_value_t = 5,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub hold_ms: u64,
     /// Drop (cancel) every N-th acquire of the script (0: never)
@@ -729,7 +683,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 4
+        default_value_t = 4,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub drop_every: u32,
     /// After an attempt that gave up (try held, timed out, dropped), the client stays
@@ -738,7 +693,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub idle_after_give_up_ms: u64,
     /// How long a node may outlive the attempt that made it while its session lives, in
@@ -748,7 +704,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub leak_bound_ms: u64,
     /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
@@ -756,7 +713,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub long_hold_every: u32,
     /// Every N-th attempt of a client uses a new lock object of its session, which its
@@ -765,7 +723,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub fresh_lock_every: u32,
     /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
@@ -774,7 +733,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub long_hold_ms: u64,
     /// Timeout of the timed acquires, in ms
@@ -782,7 +742,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 1_000
+        default_value_t = 1_000,
+        value_parser = whole::<u64, 0, 3600000>,
     )]
     pub acquire_timeout_ms: u64,
     /// The N of the repeated points: a client's first N matching requests (0: none)
@@ -790,7 +751,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 4
+        default_value_t = 4,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub repeat_next: u32,
     /// The window of the repeated points: every matching request for this long from the
@@ -799,7 +761,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 3_000
+        default_value_t = 3_000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub repeat_window_ms: u64,
     /// The actions tried at each request, comma-separated (default: every one):
@@ -819,7 +782,8 @@ pub struct SearchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "MS",
-        default_value_t = 30_000
+        default_value_t = 30_000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub run_limit_ms: u64,
     /// Where the violations' timelines go
@@ -828,7 +792,7 @@ pub struct SearchArgs {
     /// Runs at once, each on a ZooKeeper server of its own (0: eight per core, at most
     /// 16, for a released library's lock with its drivers kept; else four per core, at
     /// most 8)
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>, default_value_t = 0)]
     pub jobs: u32,
     /// Write each judged point's result to FILE as it is judged (JSON lines), so that a
     /// search stopped by Ctrl-C or --max-runs can go on with --resume
@@ -840,18 +804,20 @@ pub struct SearchArgs {
     pub resume: bool,
     /// Stop after this many runs of points (0: no limit), as Ctrl-C does: what ran is
     /// kept, and --resume goes on from there
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u64, 0, ANY>, default_value_t = 0)]
     pub max_runs: u64,
     /// A control run, the script without a fault, after every N runs of points (0:
     /// none; at most 100,000). A violation a fault-free run (the reference run or a
     /// control run) showed too, at the same attempts, is marked "as without a fault"
     #[arg(
         long,
+        allow_negative_numbers = true,
         value_name = "N",
+        value_parser = whole::<u64, 0, 100_000>,
         default_value_t = zklock_search::fault_free::CONTROL_EVERY_DEFAULT
     )]
     pub control_every: u64,
-    /// Start a driver process for every session, as `zklock real` does, every driver
+    /// Start a driver process for every session, as the `real` subcommand does, every driver
     /// cold. By default a released library's driver process is kept for a later run
     /// (reset between, protocol 3): a quarter of the CPU, drivers warm as in a
     /// long-running application, and the violations' lines carry `--warm-up-runs 3`
@@ -867,7 +833,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 2000
+        default_value_t = 2000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub seeds: u64,
     /// Rounds the sweeps are split into, interleaved, 1 to 100
@@ -875,7 +842,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 5
+        default_value_t = 5,
+        value_parser = whole::<u32, 1, 100>,
     )]
     pub sim_rounds: u32,
     /// Drop every N-th acquire, as the default workload does with 4 (0: none, the
@@ -884,7 +852,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 0
+        default_value_t = 0,
+        value_parser = whole::<u32, 0, ANY>,
     )]
     pub sim_drop_every: u32,
     /// Time limit of each exhaustive configuration, in seconds
@@ -892,7 +861,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "S",
-        default_value_t = 60
+        default_value_t = 60,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub exhaustive_limit_s: u64,
     /// Count the instructions per state of `check --clients N --faults-max 1 --threads
@@ -902,7 +872,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 3
+        default_value_t = 3,
+        value_parser = whole::<u32, 0, 4>,
     )]
     pub instructions_clients: u32,
     /// Only the search figures: for every canary, the seeds and seconds each strategy
@@ -914,7 +885,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 20
+        default_value_t = 20,
+        value_parser = whole::<u64, 1, 1000>,
     )]
     pub search_starts: u64,
     /// With --search: seeds a search runs at most before it counts as not caught
@@ -922,7 +894,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 100_000
+        default_value_t = 100_000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub search_seeds: u64,
     /// With --search: each canary in its own scenario (own), or all in the default one
@@ -941,7 +914,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 2000
+        default_value_t = 2000,
+        value_parser = whole::<u64, 0, ANY>,
     )]
     pub search_rate_seeds: u64,
     /// Only the simulation and exhaustive parts
@@ -963,7 +937,8 @@ pub struct BenchArgs {
         long,
         allow_negative_numbers = true,
         value_name = "N",
-        default_value_t = 3
+        default_value_t = 3,
+        value_parser = whole::<u32, 1, 100>,
     )]
     pub real_rounds: u32,
     /// Contending client counts, each 1 to 256
@@ -996,6 +971,22 @@ mod tests {
         command().debug_assert();
     }
 
+    /// A user's binary on `main_with` has its own name: the help said "`zklock recipes`
+    /// lists them" there. Every help text names a subcommand, not the program.
+    #[test]
+    fn no_help_text_names_the_program_zklock() {
+        let mut cmd = command();
+        let mut helps = vec![cmd.render_long_help().to_string()];
+        for sub in cmd.get_subcommands_mut() {
+            helps.push(sub.render_long_help().to_string());
+        }
+        assert!(helps.len() > 8);
+        for help in helps {
+            assert!(!help.contains("`zklock"), "{help}");
+            assert!(!help.contains("zklock recipes"), "{help}");
+        }
+    }
+
     /// The help said `--ensemble 1|3` while 1 to 7 were accepted.
     #[cfg(feature = "real")]
     #[test]
@@ -1011,10 +1002,36 @@ mod tests {
 /// A count flag's parser: refuses what is not a whole number in `u32` (a negative one, a
 /// word) in the words of the flag's real range, `LO` to `HI`, not `u32`'s. A number past
 /// the range parses, so that the subcommand's own check names the flag and its bound.
-fn count<const LO: u32, const HI: u32>(s: &str) -> Result<u32, String> {
+fn count<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
+    whole::<u32, LO, HI>(s)
+}
+
+/// [`whole`]'s `HI` for a flag bounded only by its type: its error says "LO or more".
+pub(crate) const ANY: u64 = u64::MAX;
+
+/// A numeric flag's parser: refuses what is not a whole number of type `T` (a negative
+/// one, a word) in the words of the flag's real range, `LO` to `HI` (`HI` = [`ANY`]: no
+/// bound but the type's), not the type's `0..=4294967295`. A number past `HI` parses, so
+/// that the subcommand's own check names the flag and its bound, as it did.
+pub(crate) fn whole<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
     s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("{s} is not a whole number from {LO} to {HI}"))
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| match HI {
+            ANY => format!("{s} is not a whole number, {LO} or more"),
+            _ => format!("{s} is not a whole number from {LO} to {HI}"),
+        })
+}
+
+/// [`whole`] that refuses a number past `LO..=HI` too, for a flag no later check bounds.
+fn within<T: TryFrom<u64>, const LO: u64, const HI: u64>(s: &str) -> Result<T, String> {
+    let refused = || format!("{s} is not a whole number from {LO} to {HI}");
+    let v = whole::<u64, LO, HI>(s)?;
+    if !(LO..=HI).contains(&v) {
+        return Err(refused());
+    }
+    T::try_from(v).map_err(|_| refused())
 }
 
 #[cfg(test)]
@@ -1037,5 +1054,52 @@ mod count_tests {
             .to_string();
         assert!(err.contains("from 1 to 4"), "{err}");
         assert_eq!(count::<1, 64>("7"), Ok(7));
+    }
+
+    /// Every numeric flag of every subcommand refuses `-1` in the words of its own range:
+    /// `--hold-ms -1` said `0..=18446744073709551615`, `--seeds -1` `0..=...` too.
+    #[test]
+    fn every_numeric_flag_refuses_a_negative_number_in_the_words_of_its_range() {
+        let cmd = command();
+        let mut tried = 0;
+        for sub in cmd.get_subcommands() {
+            for arg in sub.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                let numeric = arg
+                    .get_value_names()
+                    .is_some_and(|v| ["N", "MS", "S", "K", "US"].contains(&v[0].as_str()));
+                if !numeric || !arg.get_action().takes_values() {
+                    continue;
+                }
+                let flag = format!("--{long}");
+                // A signed flag (--sequence-start) takes -1.
+                let Err(err) = Cli::try_parse_from(["zklock", sub.get_name(), &flag, "-1"]) else {
+                    continue;
+                };
+                let err = err.to_string();
+                assert!(
+                    err.contains("-1 is not a whole number"),
+                    "{} {flag}: {err}",
+                    sub.get_name()
+                );
+                assert!(
+                    !err.contains("4294967295") && !err.contains("18446744073709551615"),
+                    "{err}"
+                );
+                tried += 1;
+            }
+        }
+        assert!(tried >= 30, "only {tried} numeric flags found");
+        let err = Cli::try_parse_from(["zklock", "explore", "--hold-ms", "-1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("-1 is not a whole number from 0 to 3600000"),
+            "{err}"
+        );
+        let err = Cli::try_parse_from(["zklock", "explore", "--seeds", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("x is not a whole number, 1 or more"), "{err}");
     }
 }

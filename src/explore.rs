@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use zklock_checker::exercised::Exercised;
 use zklock_checker::registry::Recipes;
 use zklock_checker::{Budget, CheckedRun, Counters, ShrinkLimits, Summary, SweepRange};
-use zklock_sim::{Faults, Scenario, SimError};
+use zklock_sim::{Scenario, SimError};
 
 /// The regressions file's name in the --out directory, by default.
 pub const REGRESSIONS_FILE: &str = "regressions.txt";
@@ -92,21 +92,12 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     budget.strategy = a.strategy.into();
     // The recipe's own scenario, each knob a flag gives replaced.
     let base = lock.scenario();
+    let clients = a.clients.unwrap_or(base.clients);
     let sc = Scenario {
-        clients: a.clients.unwrap_or(base.clients),
+        clients,
         acquisitions_per_client: a.acquisitions.unwrap_or(base.acquisitions_per_client),
-        readers: a.readers.unwrap_or(base.readers),
         drop_every: a.drop_every.unwrap_or(base.drop_every),
-        mix_offset: a.mix_offset.unwrap_or(base.mix_offset),
-        sequence_start: a.sequence_start.unwrap_or(base.sequence_start),
-        hold_ms: a.hold_ms.unwrap_or(base.hold_ms),
-        locks: a.locks.unwrap_or(base.locks),
-        faults: Faults {
-            aim: a.aim_at.or(base.faults.aim),
-            ..crate::fault_args::faults_or(a.faults.as_deref(), &base.faults)
-                .map_err(anyhow::Error::msg)?
-        },
-        ..base
+        ..a.scenario.apply(base, clients)?
     };
     // A sweep of nothing would print "every property held" having checked nothing.
     if budget.seeds == 0 {
@@ -117,16 +108,6 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     }
     if sc.clients == 0 || sc.clients > 64 {
         bail!("--clients must be between 1 and 64, got {}", sc.clients);
-    }
-    if sc.locks == 0 || sc.locks > 64 {
-        bail!("--locks must be between 1 and 64, got {}", sc.locks);
-    }
-    if sc.readers > sc.clients {
-        bail!(
-            "--readers ({}) cannot exceed --clients ({})",
-            sc.readers,
-            sc.clients
-        );
     }
     if budget.threads == 0 {
         bail!("--threads must be at least 1");
@@ -696,15 +677,15 @@ pub fn scenario_differences(sc: &Scenario) -> String {
 /// only when every seed of the sweep was run: a shard missing, interrupted or stopped by
 /// its time limit leaves seeds unchecked, and the merge says which (exit status 3).
 pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
+    // Each file once, none too large: the same reading for either kind of summary.
+    let files = read_summaries(&a.summaries)?;
     // A check's shards merge by their own rules (`check_merge`).
-    if a.summaries.len() <= MERGE_FILES_MAX {
-        let files = read_summaries(&a.summaries)?;
-        if files
+    if files.len() <= MERGE_FILES_MAX
+        && files
             .iter()
             .any(|(_, t)| crate::check_merge::is_check_summary(t))
-        {
-            return crate::check_merge::merge(&files, program);
-        }
+    {
+        return crate::check_merge::merge(&files, program);
     }
     let mut merged: Option<Summary> = None;
     // Each shard's index, with the file that holds it and the seeds it ran.
@@ -713,30 +694,9 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
     let mut without_range = Vec::new();
     // Summaries without a range whose sweep was cut short: what they lack is unknown.
     let mut cut_unknown = Vec::new();
-    let mut files_seen: Vec<PathBuf> = Vec::new();
-    for p in &a.summaries {
-        // The same file by another spelling (./s1.json) is the same file.
-        let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-        if files_seen.contains(&canonical) {
-            bail!(
-                "{}: given twice; give each shard's summary once",
-                p.display()
-            );
-        }
-        files_seen.push(canonical);
-        let bytes = std::fs::metadata(p)
-            .with_context(|| format!("reading {}", p.display()))?
-            .len();
-        if bytes > SUMMARY_BYTES_MAX {
-            bail!(
-                "{}: {bytes} bytes, more than the {SUMMARY_BYTES_MAX} bytes a summary may be \
-                 (is it a zklock explore summary?)",
-                p.display()
-            );
-        }
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        let s: Summary = serde_json::from_str(&text)
+    for (p, text) in &files {
+        let p = p.as_path();
+        let s: Summary = serde_json::from_str(text)
             .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
         match s.range {
             None => {
@@ -773,7 +733,9 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
                 }
                 check_seeds_ran(p, &s, &r)?;
                 first_range.get_or_insert(r);
-                if let Some((other, _)) = shards.insert(r.shard_index, (p.clone(), s.seeds_run)) {
+                if let Some((other, _)) =
+                    shards.insert(r.shard_index, (p.to_path_buf(), s.seeds_run))
+                {
                     bail!(
                         "{}: shard {}/{} again (also in {}); give each shard once",
                         p.display(),

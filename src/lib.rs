@@ -54,6 +54,7 @@ mod real_cmd;
 #[cfg(feature = "real")]
 mod real_recipes;
 mod replay;
+mod scenario_args;
 #[cfg(feature = "real")]
 mod search_cmd;
 mod shape_args;

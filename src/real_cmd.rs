@@ -35,6 +35,8 @@ const HEAL_FRACTION: (u64, u64) = (2, 3);
 /// The first fault comes no earlier than this, nor later than a quarter of the heal time.
 const FAULT_START_MS: u64 = 1_000;
 
+mod closed;
+
 /// Everything `zklock real` was asked for.
 #[derive(Debug)]
 struct RealOptions {
@@ -506,6 +508,9 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
         return clean(a, given);
     }
     let opts = parse(a, given, recipes)?;
+    if let Some(c) = &opts.connect {
+        closed::refuse_if_closed(c, opts.workload.connect_timeout_ms)?;
+    }
     // Located (and built, the first time) before any server starts.
     let driver = match opts.driver {
         Some(kind) => Some(DriverRecipe::prepare(kind).map_err(anyhow::Error::new)?),
@@ -763,6 +768,7 @@ fn clean(a: RealArgs, given: &Given) -> Result<Status> {
         ..WorkloadConfig::default()
     };
     w.validate().map_err(anyhow::Error::new)?;
+    closed::refuse_if_closed(&connect, w.connect_timeout_ms)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -114,7 +114,7 @@ fn unfinished(run: &CheckedRun) -> Option<String> {
             "the run stopped at the simulation's limit of {steps_max} steps before every \
              client was done: the properties above were judged on the history up to there \
              only, and a run that does not finish counts as a failure (a livelock?); \
-             `zklock shrink` on this trace may find a shorter run of the same failure"
+             the `shrink` subcommand on this trace may find a shorter run of the same failure"
         )),
         _ => None,
     }

@@ -1484,3 +1484,26 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
     ];
     assert_eq!(run_in_process(&recipes, &explore), Status::Inconclusive);
 }
+
+/// `--connect` to a closed port waited out the client's 4 s connect timeout and then
+/// suggested raising it: now it says "connection refused", at once, for a run and for
+/// `--clean` alike.
+#[test]
+fn connect_to_a_closed_port_says_connection_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed_at = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    for args in [
+        vec!["real", "--connect", &closed_at, "--duration", "1s"],
+        vec!["real", "--connect", &closed_at, "--clean"],
+    ] {
+        let (code, out, err) = zklock(&args, dir.path());
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("connection refused"), "{args:?}: {err}");
+        assert!(err.contains(&closed_at), "{args:?}: {err}");
+        assert!(!err.contains("timeout"), "{args:?}: {err}");
+    }
+}

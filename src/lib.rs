@@ -49,6 +49,7 @@ mod fault_args;
 mod files;
 mod given;
 mod interrupt;
+mod numbers;
 #[cfg(feature = "real")]
 mod real_cmd;
 #[cfg(feature = "real")]

@@ -1,7 +1,7 @@
 //! The scenario flags `explore` and `check` share: one declaration, flattened into both,
 //! and one validation. Each flag left out keeps the recipe's own value (`Recipe::scenario`).
 
-use crate::cli::whole;
+use crate::numbers::{ANY, whole};
 use anyhow::{Result, bail};
 use clap::Args;
 use zklock_sim::{Faults, Scenario};
@@ -20,7 +20,7 @@ pub struct ScenarioArgs {
     /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
     /// timed, and the drops): 2 starts with a timed acquire; 0 or more [default: the
     /// recipe's; 0 for most]
-    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, { crate::cli::ANY }>)]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, { ANY }>)]
     pub mix_offset: Option<u32>,
     /// The lock directory's sequential counter when it is created, -2147483648 to
     /// 2147483647: at 2147483600 every run crosses ZooKeeper's wrap of the counter to

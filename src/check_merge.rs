@@ -6,6 +6,7 @@ use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use zklock_checker::check_summary::{CHECK_SUMMARY_KIND, CheckSummary};
+use zklock_checker::exercised::Exercised;
 use zklock_checker::shard::union_states;
 
 /// Whether `text` is a check's summary rather than a sweep's.
@@ -127,6 +128,21 @@ pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> 
     }
     if short > 0 {
         return Ok(Status::Inconclusive);
+    }
+    // Judged on the whole check, as a check that was not split is: a shard alone may
+    // legitimately make no acquisition, all of them together may not.
+    let parts: Option<Vec<&Exercised>> =
+        shards.values().map(|(_, s)| s.exercised.as_ref()).collect();
+    if let Some(parts) = parts {
+        let mut all = Exercised::default();
+        parts.into_iter().for_each(|e| all.merge(e));
+        if let Err(nothing) = all.verdict() {
+            outln!(
+                "inconclusive: no property was violated on any schedule of any shard, but \
+                 {nothing}"
+            );
+            return Ok(Status::Inconclusive);
+        }
     }
     outln!("ok: every property held on every schedule of every shard");
     Ok(Status::Held)

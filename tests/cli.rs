@@ -1483,6 +1483,35 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
         &out,
     ];
     assert_eq!(run_in_process(&recipes, &explore), Status::Inconclusive);
+    // Split into shards, each may pass its part; their merge judges the whole check.
+    let summaries: Vec<_> = (1..=2)
+        .map(|k| dir.path().join(format!("s-{k}.json")))
+        .collect();
+    for (k, summary) in (1..=2).zip(&summaries) {
+        let shard = format!("{k}/2");
+        let args = [
+            &"check" as &dyn AsRef<std::ffi::OsStr>,
+            &"--recipe",
+            &"careful-lock",
+            &"--clients",
+            &"2",
+            &"--faults-max",
+            &"1",
+            &"--shard",
+            &shard,
+            &"--summary",
+            summary,
+            &"--out",
+            &out,
+        ];
+        assert_ne!(run_in_process(&recipes, &args), Status::Violated);
+    }
+    let merge = [
+        &"merge" as &dyn AsRef<std::ffi::OsStr>,
+        &summaries[0],
+        &summaries[1],
+    ];
+    assert_eq!(run_in_process(&recipes, &merge), Status::Inconclusive);
 }
 
 /// `--connect` to a closed port waited out the client's 4 s connect timeout and then

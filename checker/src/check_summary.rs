@@ -1,6 +1,7 @@
 //! The summary a shard of a split check writes (`zklock check --shard K/N --summary
 //! FILE`), which `zklock merge` combines.
 
+use crate::exercised::Exercised;
 use crate::exhaustive::ExhaustiveReport;
 use crate::run::CheckedRun;
 use crate::shard::Shard;
@@ -45,6 +46,11 @@ pub struct CheckSummary {
     pub violation: Option<ShardViolation>,
     /// The sketch of the shard's states ([`crate::shard`]), to estimate the shards' union.
     pub sketch: Vec<u64>,
+    /// What the shard's schedules exercised, summed by the merge so that shards that
+    /// together checked nothing are inconclusive. `None`: not known (a summary of an older
+    /// zklock, or a shard resumed from a checkpoint, which counts only what it ran since).
+    #[serde(default)]
+    pub exercised: Option<Exercised>,
 }
 
 /// A violation a shard found, and where its trace is.
@@ -99,6 +105,7 @@ impl CheckSummary {
             threads: report.threads as u64,
             violation,
             sketch: s.sketch.clone(),
+            exercised: (report.resumed_at_schedules == 0).then(|| report.exercised.clone()),
         })
     }
 }

@@ -525,8 +525,8 @@ pub struct RealArgs {
     pub out: PathBuf,
     /// The lock under test: zklock (the shipped lock), or a released library's lock
     /// through its driver (docs/drivers.md): curator-mutex, curator-rw,
-    /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock.
-    /// A comma-separated list mixes locks on one directory, assigned to the clients
+    /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock,
+    /// zookeeper-writelock. A comma-separated list mixes locks on one directory, assigned to the clients
     /// round-robin (client i takes the (i mod n)-th): only locks whose node names
     /// interoperate (zklock, curator-mutex, zkclient-lock; kazoo-lock with zklock)
     #[arg(long, value_name = "NAME[,NAME...]", default_value = "zklock")]
@@ -602,7 +602,7 @@ pub struct SearchArgs {
     /// The lock under search: zklock (the shipped lock), another recipe `real --recipe`
     /// runs (a work queue's aside), or a released library's lock through its driver:
     /// curator-mutex, curator-rw, curator-semaphore-mutex, kazoo-lock, kazoo-rw,
-    /// kazoo-semaphore, zkclient-lock
+    /// kazoo-semaphore, zkclient-lock, zookeeper-writelock
     #[arg(long, value_name = "NAME", default_value = "zklock")]
     pub lock: String,
     /// Contending clients, 1 to 8

@@ -18,6 +18,8 @@ mod kazoo_cases;
 mod mixed;
 #[path = "drivers/sessions.rs"]
 mod sessions;
+#[path = "drivers/zookeeper_cases.rs"]
+mod zookeeper_cases;
 
 use crate::common::{assert_ok, check_run, check_run_shaped, until_counters};
 use std::sync::Arc;

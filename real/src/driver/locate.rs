@@ -1,5 +1,6 @@
-//! Finding and building the drivers: Kazoo's is a Python script, Curator's a Java class
-//! compiled with `javac` against Debian's jars on first use; both are embedded in zklock
+//! Finding and building the drivers: Kazoo's is a Python script, Curator's and ZooKeeper's
+//! WriteLock's are Java classes compiled with `javac` against Debian's jars on first use;
+//! all are embedded in zklock
 //! and written to a cache directory ([`cache_dir`]), keyed by a hash of their source, so
 //! a changed driver is rebuilt and an unchanged one is not.
 
@@ -14,10 +15,11 @@ use std::sync::{Arc, Mutex};
 
 /// Overrides the Python that has Kazoo (default `/usr/bin/python3`).
 pub const PYTHON_ENV: &str = "ZKLOCK_PYTHON";
-/// Overrides the `javac` that builds Curator's driver (default `/usr/bin/javac`).
+/// Overrides the `javac` that builds the Java drivers (default `/usr/bin/javac`).
 pub const JAVAC_ENV: &str = "ZKLOCK_JAVAC";
 /// Overrides the directory of Curator's, ZooKeeper's and their dependencies' jars
-/// (default `/usr/share/java`, where Debian's `libcurator-recipes-java` puts them).
+/// (default `/usr/share/java`, where Debian's `libcurator-recipes-java` and
+/// `libzookeeper-java` put them).
 pub const JARS_ENV: &str = "ZKLOCK_JAVA_LIBS";
 /// Overrides where built drivers are kept (default `$XDG_CACHE_HOME/zklock/drivers`, or
 /// `~/.cache/zklock/drivers`).
@@ -26,10 +28,25 @@ pub const CACHE_ENV: &str = "ZKLOCK_DRIVER_CACHE";
 /// What each library's driver needs installed, for the "not installed" errors.
 pub const KAZOO_HINT: &str = "apt-get install -y python3-kazoo";
 pub const CURATOR_HINT: &str = "apt-get install -y libcurator-recipes-java openjdk-17-jdk-headless";
+/// ZooKeeper's WriteLock is in `zookeeper-recipes-lock.jar`, which Debian's `zookeeper`
+/// package installs (through `libzookeeper-java`).
+pub const ZOOKEEPER_HINT: &str = "apt-get install -y libzookeeper-java openjdk-17-jdk-headless";
 
 const KAZOO_SOURCE: &str = include_str!("../../../drivers/kazoo/zklock_driver.py");
 const CURATOR_SOURCE: &str = include_str!("../../../drivers/curator/ZklockCuratorDriver.java");
 const CURATOR_CLASS: &str = "ZklockCuratorDriver";
+const ZOOKEEPER_SOURCE: &str =
+    include_str!("../../../drivers/zookeeper/ZklockZookeeperDriver.java");
+const ZOOKEEPER_CLASS: &str = "ZklockZookeeperDriver";
+/// The jars ZooKeeper's WriteLock driver compiles and runs against: the recipe, ZooKeeper's
+/// client, and what it loads.
+const ZOOKEEPER_JARS: [&str; 5] = [
+    "zookeeper-recipes-lock",
+    "zookeeper",
+    "zookeeper-jute",
+    "slf4j-api",
+    "slf4j-nop",
+];
 /// The jars Curator's driver compiles and runs against: Curator, ZooKeeper's client, and
 /// what they load (slf4j-nop silences slf4j's missing-binding notice).
 const CURATOR_JARS: [&str; 8] = [
@@ -118,13 +135,17 @@ impl Launcher {
             | DriverKind::CuratorRw
             | DriverKind::CuratorSemaphoreMutex => {
                 let classpath = curator_program(CURATOR_CLASS, CURATOR_SOURCE).map_err(err)?;
-                let java = crate::harness::Installation::detect()?.java;
-                let archive = class_archive(&java, &classpath);
-                Ok(Launcher::Java {
-                    java,
-                    classpath,
-                    archive,
-                })
+                java_launcher(classpath, CURATOR_CLASS)
+            }
+            DriverKind::ZookeeperWriteLock => {
+                let classpath = java_program(
+                    ZOOKEEPER_CLASS,
+                    ZOOKEEPER_SOURCE,
+                    &ZOOKEEPER_JARS,
+                    ZOOKEEPER_HINT,
+                )
+                .map_err(err)?;
+                java_launcher(classpath, ZOOKEEPER_CLASS)
             }
             DriverKind::ZkclientLock => Ok(Launcher::InProcess),
         }
@@ -184,7 +205,7 @@ impl Launcher {
                     // stderr and loads the classes itself.
                     c.arg(format!("-XX:SharedArchiveFile={}", archive.display()));
                 }
-                c.arg("-cp").arg(classpath).arg(CURATOR_CLASS);
+                c.arg("-cp").arg(classpath).arg(java_class(kind));
                 c
             }
             Launcher::InProcess => {
@@ -229,13 +250,32 @@ impl Launcher {
     }
 }
 
+/// The launcher of a Java driver `class` on `classpath`, with its class archive.
+fn java_launcher(classpath: String, class: &str) -> Result<Launcher, RealError> {
+    let java = crate::harness::Installation::detect()?.java;
+    let archive = class_archive(&java, &classpath, class);
+    Ok(Launcher::Java {
+        java,
+        classpath,
+        archive,
+    })
+}
+
+/// The main class of a Java driver of `kind`.
+fn java_class(kind: DriverKind) -> &'static str {
+    match kind {
+        DriverKind::ZookeeperWriteLock => ZOOKEEPER_CLASS,
+        _ => CURATOR_CLASS,
+    }
+}
+
 /// The Python that runs Kazoo's driver: [`PYTHON_ENV`] if set and not empty, else
 /// `/usr/bin/python3`. Whether it has Kazoo is not checked here.
 pub fn python() -> PathBuf {
     env_path(PYTHON_ENV, "/usr/bin/python3")
 }
 
-/// The `javac` that builds Curator's driver: [`JAVAC_ENV`] if set and not empty, else
+/// The `javac` that builds the Java drivers: [`JAVAC_ENV`] if set and not empty, else
 /// `/usr/bin/javac`. Whether it exists is not checked here.
 pub fn javac() -> PathBuf {
     env_path(JAVAC_ENV, "/usr/bin/javac")
@@ -298,15 +338,23 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
 /// source's hash, so an edited source builds afresh). Curator's driver and the bench's
 /// Curator contender both run this way.
 pub fn curator_program(class: &str, source: &str) -> Result<String, String> {
-    let jars = env_path(JARS_ENV, "/usr/share/java");
+    java_program(class, source, &CURATOR_JARS, CURATOR_HINT)
+}
+
+/// The classpath that runs `class` (its source `source`) against the jars named `jars`
+/// in [`JARS_ENV`]'s directory, as [`curator_program`] does; `hint` says what to install
+/// when one is missing.
+fn java_program(class: &str, source: &str, jars: &[&str], hint: &str) -> Result<String, String> {
+    let dir_of_jars = env_path(JARS_ENV, "/usr/share/java");
     let mut classpath = Vec::new();
-    for jar in CURATOR_JARS {
-        let path = jars.join(format!("{jar}.jar"));
+    for jar in jars {
+        let path = dir_of_jars.join(format!("{jar}.jar"));
         if !path.is_file() {
+            let names: Vec<String> = jars.iter().map(|j| format!("{j}.jar")).collect();
             return Err(format!(
-                "{} is missing: {CURATOR_HINT}, or point {JARS_ENV} at a directory holding {}",
+                "{} is missing: {hint}, or point {JARS_ENV} at a directory holding {}",
                 path.display(),
-                CURATOR_JARS.map(|j| format!("{j}.jar")).join(", ")
+                names.join(", ")
             ));
         }
         classpath.push(path.display().to_string());
@@ -316,7 +364,7 @@ pub fn curator_program(class: &str, source: &str) -> Result<String, String> {
     let key = hash(&format!("{BUILD_LAYOUT}\n{source}"));
     let dir = cache_dir()?.join(format!("{}-{key}", class.to_lowercase()));
     if !dir.join("classes").join(format!("{class}.class")).is_file() {
-        compile_curator(&dir, &classpath.join(":"), class, source)?;
+        compile_java(&dir, &classpath.join(":"), class, source, hint)?;
     }
     // The JVM archives the classes of jars only ([`class_archive`]).
     let jar = dir.join(format!("{class}.jar"));
@@ -344,14 +392,14 @@ fn private_name(prefix: &str, suffix: &str) -> String {
 /// takes about a second.
 const TRAINING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The archive of the classes Curator's driver loads, for the JVM to map at start
+/// The archive of the classes a Java driver (`class`) loads, for the JVM to map at start
 /// (application class-data sharing) rather than load them again: it halves the CPU a
 /// driver's JVM takes to start, and zklock starts several a run (two a client, with the
 /// one started ahead). Made on first use by the driver's training run
-/// (`ZklockCuratorDriver train`, offline), and kept beside the build, named by the JVM it
+/// (`<class> train`, offline), and kept beside the build, named by the JVM it
 /// was made with. None, and the driver starts without it, when the driver is not in a
 /// jar (no `jar` tool) or the training fails (said once on stderr).
-fn class_archive(java: &Path, classpath: &str) -> Option<PathBuf> {
+fn class_archive(java: &Path, classpath: &str, class: &str) -> Option<PathBuf> {
     let program = Path::new(classpath.rsplit(':').next()?);
     if program.extension().is_none_or(|e| e != "jar") {
         return None;
@@ -378,22 +426,22 @@ fn class_archive(java: &Path, classpath: &str) -> Option<PathBuf> {
     if failed.contains(&archive) {
         return None;
     }
-    let made = make_archive(java, classpath, &archive);
+    let made = make_archive(java, classpath, &archive, class);
     if made.is_none() {
         failed.push(archive);
     }
     made
 }
 
-fn make_archive(java: &Path, classpath: &str, archive: &Path) -> Option<PathBuf> {
+fn make_archive(java: &Path, classpath: &str, archive: &Path, class: &str) -> Option<PathBuf> {
     let tmp = archive.with_file_name(private_name(".classes", ".jsa"));
-    let made = train(java, classpath, &tmp).and_then(|()| {
+    let made = train(java, classpath, &tmp, class).and_then(|()| {
         std::fs::rename(&tmp, archive).map_err(|e| format!("it wrote no archive ({e})"))
     });
     match made {
         Ok(()) => Some(archive.to_path_buf()),
         Err(why) => {
-            eprintln!("note: Curator's driver starts without a class archive: {why}");
+            eprintln!("note: {class} starts without a class archive: {why}");
             let _ = std::fs::remove_file(&tmp);
             None
         }
@@ -401,13 +449,13 @@ fn make_archive(java: &Path, classpath: &str, archive: &Path) -> Option<PathBuf>
 }
 
 /// Runs the driver's training with `-XX:ArchiveClassesAtExit=archive`.
-fn train(java: &Path, classpath: &str, archive: &Path) -> Result<(), String> {
+fn train(java: &Path, classpath: &str, archive: &Path, class: &str) -> Result<(), String> {
     let mut child = std::process::Command::new(java)
         .args(JVM_OPTIONS)
         .arg(format!("-XX:ArchiveClassesAtExit={}", archive.display()))
         .arg("-cp")
         .arg(classpath)
-        .args([CURATOR_CLASS, "train"])
+        .args([class, "train"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -434,14 +482,20 @@ fn train(java: &Path, classpath: &str, archive: &Path) -> Result<(), String> {
     }
 }
 
-/// Compiles `class` against Curator into `dir`, through a private build directory renamed
-/// into place, so a concurrent run sees the class whole or not at all.
-fn compile_curator(dir: &Path, classpath: &str, class: &str, source: &str) -> Result<(), String> {
+/// Compiles `class` against `classpath` into `dir`, through a private build directory
+/// renamed into place, so a concurrent run sees the class whole or not at all.
+fn compile_java(
+    dir: &Path,
+    classpath: &str,
+    class: &str,
+    source: &str,
+    hint: &str,
+) -> Result<(), String> {
     let javac = javac();
     if !javac.is_file() {
         return Err(format!(
-            "{} is missing (Curator's driver is compiled on first use): {CURATOR_HINT}, or \
-             point {JAVAC_ENV} at a javac",
+            "{} is missing ({class} is compiled on first use): {hint}, or point {JAVAC_ENV} \
+             at a javac",
             javac.display()
         ));
     }

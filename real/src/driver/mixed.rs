@@ -18,10 +18,18 @@
 //!   (`Lock._get_predecessor`); in a mix its driver passes `["-lock-"]`, so it counts the
 //!   others' nodes.
 //!
+//! - ZooKeeper's contrib `WriteLock` (zookeeper-recipes-lock 3.8) writes
+//!   `x-<sessionId>-<seq>` and orders every child by the number after its last `-`, the
+//!   names without one after all the others (`ZNodeName.compareTo`).
+//!
 //! So zklock, Curator's mutex and zookeeper-client's lock interoperate with each other;
 //! Kazoo's Lock with zklock's only: Curator sorts `<uuid>__lock__<seq>` by its whole name,
 //! after its own nodes, and zookeeper-client does not count it, so either takes the lock
-//! while a Kazoo client holds it. Read/write locks and semaphores are not mixed.
+//! while a Kazoo client holds it. ZooKeeper's WriteLock with none of them: it orders the
+//! `-lock-` names rightly, but none of the others counts `x-<sessionId>-<seq>` (zklock's
+//! naming reads only the plain `lock-<seq>`), and it sorts Kazoo's hex `<uuid>__lock__<seq>`,
+//! which has no `-`, after every numbered node. Read/write locks and semaphores are not
+//! mixed.
 
 use super::{DriverHold, DriverKind, DriverLock, DriverRecipe, DriverStatus};
 use crate::error::RealError;
@@ -68,8 +76,13 @@ impl std::fmt::Display for LockName {
 /// Why `a` and `b` do not interoperate on one directory, from their code; `None` when
 /// they do. Read/write locks and semaphores are refused by [`check_mix`] before.
 pub fn foreign_naming(a: LockName, b: LockName) -> Option<&'static str> {
-    use DriverKind::{CuratorMutex, KazooLock, ZkclientLock};
+    use DriverKind::{CuratorMutex, KazooLock, ZkclientLock, ZookeeperWriteLock};
     let pair = |x, y| (a == x && b == y) || (a == y && b == x);
+    let writelock = LockName::Driver(ZookeeperWriteLock);
+    if (a == writelock) != (b == writelock) {
+        let other = if a == writelock { b } else { a };
+        return Some(writelock_beside(other));
+    }
     let (kazoo, curator, zkclient) = (
         LockName::Driver(KazooLock),
         LockName::Driver(CuratorMutex),
@@ -93,6 +106,34 @@ pub fn foreign_naming(a: LockName, b: LockName) -> Option<&'static str> {
     None
 }
 
+/// Why ZooKeeper's WriteLock does not interoperate with `other` (not itself).
+fn writelock_beside(other: LockName) -> &'static str {
+    match other {
+        LockName::Zklock => {
+            "zklock's lock counts Curator's, Kazoo's and the plain `lock-<seq>` names \
+             (zklock_recipe::lock::naming), not WriteLock's `x-<sessionId>-<seq>`: it takes \
+             the lock while a WriteLock client holds it"
+        }
+        LockName::Driver(DriverKind::CuratorMutex) => {
+            "Curator's InterProcessMutex orders children by the text after their last \
+             `lock-` (StandardLockInternalsDriver.fixForSorting), and WriteLock's nodes \
+             (`x-<sessionId>-<seq>`) have none: it sorts them by their whole name, after its \
+             own, and takes the lock while a WriteLock client holds it"
+        }
+        LockName::Driver(DriverKind::KazooLock) => {
+            "Kazoo's Lock counts `__lock__` names (and `-lock-` ones in a mix), not \
+             WriteLock's `x-<sessionId>-<seq>`, and WriteLock sorts Kazoo's \
+             `<hex uuid>__lock__<seq>`, which has no `-`, after every numbered node \
+             (ZNodeName.compareTo): each takes the lock while the other holds it"
+        }
+        _ => {
+            "zookeeper-client's Client::lock counts only children whose name contains \
+             `lock-` (LockPrefixKind::filter), which WriteLock's `x-<sessionId>-<seq>` does \
+             not: it takes the lock while a WriteLock client holds it"
+        }
+    }
+}
+
 /// Checks a mix of locks: each an exclusive lock that can be mixed, and, unless
 /// `allow_foreign`, every pair interoperating. The error says why not.
 pub fn check_mix(locks: &[LockName], allow_foreign: bool) -> Result<(), String> {
@@ -106,13 +147,17 @@ pub fn check_mix(locks: &[LockName], allow_foreign: bool) -> Result<(), String> 
         if let LockName::Driver(kind) = lock
             && !matches!(
                 kind,
-                DriverKind::CuratorMutex | DriverKind::ZkclientLock | DriverKind::KazooLock
+                DriverKind::CuratorMutex
+                    | DriverKind::ZkclientLock
+                    | DriverKind::KazooLock
+                    | DriverKind::ZookeeperWriteLock
             )
         {
             return Err(format!(
                 "{kind} cannot be mixed: a mix takes the exclusive locks zklock, \
-                 curator-mutex, zkclient-lock and kazoo-lock (read/write locks and \
-                 semaphores name and place their nodes each their own way)"
+                 curator-mutex, zkclient-lock, kazoo-lock and zookeeper-writelock \
+                 (read/write locks and semaphores name and place their nodes each their own \
+                 way)"
             ));
         }
     }
@@ -362,6 +407,30 @@ mod tests {
         assert!(e.contains("kazoo-rw cannot be mixed"), "{e}");
         assert!(check_mix(&names("zklock,curator-semaphore-mutex"), false).is_err());
         assert!(check_mix(&[LockName::Zklock; MAX_MIXED_LOCKS + 1], false).is_err());
+    }
+
+    /// ZooKeeper's WriteLock mixes with none of the others, each refused with its own
+    /// reason; forced, it runs (to show the double grant).
+    #[test]
+    fn zookeepers_writelock_mixes_with_no_other_lock() {
+        let reasons = [
+            ("zklock", "zklock_recipe::lock::naming"),
+            ("curator-mutex", "fixForSorting"),
+            ("kazoo-lock", "ZNodeName.compareTo"),
+            ("zkclient-lock", "LockPrefixKind::filter"),
+        ];
+        for (other, why) in reasons {
+            let mix = names(&format!("zookeeper-writelock,{other}"));
+            let e = check_mix(&mix, false).unwrap_err();
+            assert!(
+                e.contains(&format!(
+                    "zookeeper-writelock and {other} do not interoperate"
+                )) && e.contains(why),
+                "{e}"
+            );
+            assert!(check_mix(&mix, true).is_ok(), "{other}");
+        }
+        assert!(check_mix(&names("zookeeper-writelock,zookeeper-writelock"), false).is_ok());
     }
 
     #[test]

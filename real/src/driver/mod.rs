@@ -60,10 +60,13 @@ pub enum DriverKind {
     CuratorSemaphoreMutex,
     /// zookeeper-client's `Client::lock` (in process).
     ZkclientLock,
+    /// ZooKeeper's own contrib lock, `org.apache.zookeeper.recipes.lock.WriteLock`
+    /// (zookeeper-recipes-lock).
+    ZookeeperWriteLock,
 }
 
 impl DriverKind {
-    pub const ALL: [DriverKind; 7] = [
+    pub const ALL: [DriverKind; 8] = [
         DriverKind::CuratorMutex,
         DriverKind::CuratorRw,
         DriverKind::CuratorSemaphoreMutex,
@@ -71,6 +74,7 @@ impl DriverKind {
         DriverKind::KazooRw,
         DriverKind::KazooSemaphore,
         DriverKind::ZkclientLock,
+        DriverKind::ZookeeperWriteLock,
     ];
 
     /// The name `zklock real --lock` takes.
@@ -83,6 +87,7 @@ impl DriverKind {
             DriverKind::CuratorRw => "curator-rw",
             DriverKind::CuratorSemaphoreMutex => "curator-semaphore-mutex",
             DriverKind::ZkclientLock => "zkclient-lock",
+            DriverKind::ZookeeperWriteLock => "zookeeper-writelock",
         }
     }
 
@@ -123,6 +128,7 @@ impl DriverKind {
             (DriverKind::KazooRw | DriverKind::CuratorRw, LockRole::Read) => "read",
             (DriverKind::KazooRw | DriverKind::CuratorRw, _) => "write",
             (DriverKind::ZkclientLock, _) => "lock",
+            (DriverKind::ZookeeperWriteLock, _) => "writelock",
         }
     }
 }

@@ -5,7 +5,7 @@
 //! reply makes. Needs Java, `javac` and the jar; without them a test prints "skipping: ..."
 //! and passes, except under `CI=true`.
 
-use super::{LOCK_PATH, aimed_at_first, contended, driver, run, workload};
+use super::{LOCK_PATH, aimed_at_first, driver, run, workload};
 use crate::common::{assert_ok, check_run_shaped};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
@@ -219,26 +219,80 @@ async fn zookeepers_writelock_passes_a_fault_free_run_of_one_client() {
     assert_ok(&judged);
 }
 
-/// WriteLock 3.8.0, its acquire given up (an interrupt, how a Java caller gives up a
-/// blocking call) while its create is under way: the create is applied, but lock() ends
-/// before it learns the node's name, so unlock() has nothing to delete. The node stays
-/// with the live session, and every contender waits behind it; the next lock() of the
-/// same client finds it by its session's prefix and waits behind it too. Certain, at that
-/// request: the checker flags the stuck lock and the node, and the shipped lock passes
-/// the same schedule.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeepers_writelock_keeps_the_node_of_an_acquire_given_up_mid_create() {
-    super::stuck_after_a_give_up_at(KIND, "create", LOCK_PATH).await;
+/// The script of the tests below: one client, none of its acquires dropped, which passes
+/// without a fault (above), so that a stuck lock is the fault's doing.
+fn alone() -> zklock_real::workload::WorkloadConfig {
+    let mut config = workload(None);
+    config.clients = 1;
+    config.drop_every = 0;
+    config.session_timeout_ms = 4_000;
+    config
 }
 
-/// Whether the aimed fault struck (client 0's connection cut, its create's reply withheld)
-/// and a waiter has waited past the liveness bound.
+/// Runs WriteLock alone ([`alone`]) with client 0's first `op_name` request under the lock
+/// directory met by `action`, until it has waited past the liveness bound after the fault
+/// struck (a hang alone reaches the run's deadline): the checker must flag the stuck lock
+/// (`liveness_after_heal`), and the shipped lock must pass the same schedule.
+async fn stuck_after(op_name: &str, action: AimedAction) {
+    let Some(recipe) = driver(KIND) else {
+        return;
+    };
+    let faults = || {
+        let mut faults = aimed_at_first(op_name, action);
+        faults.record_requests = true;
+        faults
+    };
+    let mut config = alone();
+    config.until = Some(zklock_real::workload::RunGoal::new(|h, facts| {
+        a_waiter_is_stuck_after_the_fault(h, facts.liveness_bound_ms, facts.run_end_us)
+    }));
+    let stuck = run(recipe, &config, &faults()).await.unwrap();
+    assert!(struck(&stuck.history), "the fault never struck");
+    let judged = check_run_shaped(&stuck);
+    assert!(
+        judged.report.violated().contains(&"liveness_after_heal"),
+        "the stuck lock was not flagged:\n{}",
+        judged.report
+    );
+    let mut shipped_config = alone();
+    shipped_config.until = crate::common::until_counters(|c| c.acquisitions >= 20);
+    let shipped = run(
+        zklock_real::workload::ShippedRealRecipe::default(),
+        &shipped_config,
+        &faults(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        struck(&shipped.history),
+        "the fault never struck the shipped lock"
+    );
+    assert_ok(&check_run_shaped(&shipped));
+}
+
+/// Whether the aimed fault struck: a connection cut, or an acquire given up.
+fn struck(history: &History) -> bool {
+    history.events.iter().any(|e| match &e.kind {
+        EventKind::Fault { .. } => true,
+        EventKind::AcquireFailed { reason } => reason == "given up",
+        _ => false,
+    })
+}
+
+/// Whether the aimed fault struck and a waiter has waited past the liveness bound.
 fn a_waiter_is_stuck_after_the_fault(history: &History, bound_ms: u64, now_us: u64) -> bool {
-    let struck = history
-        .events
-        .iter()
-        .any(|e| matches!(e.kind, EventKind::Fault { .. }));
-    struck && super::a_waiter_is_stuck(history, bound_ms, now_us)
+    struck(history) && super::a_waiter_is_stuck(history, bound_ms, now_us)
+}
+
+/// WriteLock 3.8.0, its acquire given up (an interrupt, how a Java caller gives up a
+/// blocking call) while its create is under way: the create is applied, but `lock()` ends
+/// before it learns the node's name, so `unlock()` has nothing to delete. The node stays
+/// with the live session, every contender waits behind it, and the next `lock()` of the
+/// same client finds it by its session's prefix, by its bare name, and waits behind it
+/// too (as after a lost create reply, below). Certain, at that request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeepers_writelock_is_stuck_after_an_acquire_given_up_mid_create() {
+    stuck_after("create", AimedAction::GiveUp).await;
 }
 
 /// WriteLock 3.8.0 after a lost create reply: the reply to client 0's first create under
@@ -246,39 +300,19 @@ fn a_waiter_is_stuck_after_the_fault(history: &History, bound_ms: u64, now_us: u
 /// the library sees ConnectionLoss. Its retry finds its node by its session's prefix
 /// (`findPrefixInChildren`), but keeps the node's bare name where it keeps a path after a
 /// create: it then sorts its own node before itself, watches it, and waits behind it for
-/// ever; every other client waits behind that node, which its live session keeps. Certain,
-/// at that request: the checker flags the stuck lock (`liveness_after_heal`; the node
-/// does not outlive its attempt, which waits on), and the shipped lock passes the same
-/// schedule.
+/// ever, as would every other client behind that node, which its live session keeps.
+/// Certain, at that request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zookeepers_writelock_is_stuck_for_everyone_after_a_lost_create_reply() {
-    let Some(recipe) = driver(KIND) else {
-        return;
-    };
-    let mut config = workload(None);
-    config.session_timeout_ms = 4_000;
-    config.until = Some(zklock_real::workload::RunGoal::new(|h, facts| {
-        a_waiter_is_stuck_after_the_fault(h, facts.liveness_bound_ms, facts.run_end_us)
-    }));
-    let lost_create = || {
-        let mut faults = aimed_at_first("create", AimedAction::WithholdReply);
-        faults.record_requests = true;
-        faults
-    };
-    let stuck = run(recipe, &config, &lost_create()).await.unwrap();
-    let judged = check_run_shaped(&stuck);
-    assert!(
-        judged.report.violated().contains(&"liveness_after_heal"),
-        "the stuck lock was not flagged:\n{}",
-        judged.report
-    );
-    let shipped_config = workload(contended(20));
-    let shipped = run(
-        zklock_real::workload::ShippedRealRecipe::default(),
-        &shipped_config,
-        &lost_create(),
-    )
-    .await
-    .unwrap();
-    assert_ok(&check_run_shaped(&shipped));
+async fn zookeepers_writelock_is_stuck_after_a_lost_create_reply() {
+    stuck_after("create", AimedAction::WithholdReply).await;
+}
+
+/// WriteLock 3.8.0 after a dropped delete: client 0's first delete under the lock
+/// directory (its first release's) is dropped with its connection. `unlock()` throws and
+/// forgets its node, which stays with the session (it reconnects and lives); the next
+/// `lock()` finds the node again by its session's prefix, by its bare name, and waits
+/// behind it as after a lost create reply. Certain, at that request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeepers_writelock_is_stuck_after_a_dropped_delete() {
+    stuck_after("delete", AimedAction::DropRequest).await;
 }

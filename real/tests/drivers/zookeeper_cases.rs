@@ -194,6 +194,54 @@ fn zookeepers_writelock_driver_speaks_the_protocol() {
     assert_eq!(a.release(1)["event"], "released");
 }
 
+/// WriteLock 3.8.0 joins the queue again on its own after a try that found the lock held:
+/// the try's `lock()` left a watch on its predecessor, and `unlock()`, which withdrew the
+/// try's node, leaves the watch. When the holder releases, the watch fires and `lock()`
+/// runs again, makes a node for nobody and takes the lock: a node of the second driver's
+/// session appears while it has no request under way, and the first driver's next try
+/// finds the lock held. Certain: it waits for that node (a deadline only a hang reaches).
+#[test]
+fn zookeepers_writelock_joins_the_queue_again_after_a_withdrawn_try() {
+    use zklock_recipe::Coordination;
+    if driver(KIND).is_none() {
+        return;
+    }
+    let servers = Servers::start(1, ServerOptions::default()).unwrap();
+    let connect = servers.connect_string();
+    let mut a = Driver::start(&connect);
+    let a_session = assert_hello(&a.next());
+    let mut b = Driver::start(&connect);
+    let b_session = assert_hello(&b.next());
+    assert_acquired(&a.acquire(1, "blocking", 0), 1, a_session);
+    outcome(&b.acquire(1, "try", 0), "not_acquired", 1, "held");
+    assert_eq!(a.release(1)["event"], "released");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let made_for_nobody = runtime.block_on(async {
+        let zk = zklock_real::ZkClient::connect(&connect, 4_000, 10_000)
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + REPORT_WAIT;
+        let prefix = format!("x-{b_session}-");
+        loop {
+            let children = zk.get_children(LOCK_PATH).await.unwrap();
+            if let Some(node) = children.iter().find(|c| c.starts_with(&prefix)) {
+                return node.to_owned();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no node of the withdrawn try's session appeared"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let held = a.acquire(2, "try", 0);
+    outcome(&held, "not_acquired", 2, "held");
+    // b's own next acquire takes the node it made for nobody.
+    let taken = b.acquire(2, "try", 0);
+    assert_acquired(&taken, 2, b_session);
+    assert_eq!(taken["node"], made_for_nobody.as_str(), "{taken}");
+}
+
 /// A run without faults and without contention, under the same workload and checker as
 /// every lock: one client, none of its acquires dropped. WriteLock 3.8.0 has no contended
 /// or give-up-free schedule that is certain to pass: a waiter whose predecessor goes

@@ -164,5 +164,11 @@ fn the_binary_catches_every_election_canary_by_name_and_refuses_the_locks_flags(
             text.contains("--readers does not apply to the election"),
             "{text}"
         );
+        let (code, text) = zklock(&["check", "--recipe", name, "--shapes", "all"], dir.path());
+        assert_eq!(code, Some(2), "{name}: {text}");
+        assert!(
+            text.contains("--shapes all does not apply to the election"),
+            "{text}"
+        );
     }
 }

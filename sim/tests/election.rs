@@ -200,3 +200,35 @@ fn without_faults_the_election_workload_elects_and_leaves_nothing_behind() {
         assert_eq!(run.final_lock_children, Vec::<String>::new());
     }
 }
+
+/// On Disconnected a leader's `lost` resolves and it no longer leads; its next
+/// `await_leadership` deletes the old node and contends with a new one (a later epoch),
+/// never re-asserting leadership on the old node. On Expired, `lost` resolves and the
+/// latch's next call fails with the session's end.
+#[test]
+fn a_leader_stops_leading_at_a_disconnect_and_contends_again_with_a_new_node() {
+    let (old, new, after_expiry, left) = run(SimConfig::with_seed(6), |sim| async move {
+        let c = sim.client();
+        let latch = LeaderLatch::new(c.clone(), PATH)?;
+        let old = latch.await_leadership().await?;
+        sim.disconnect(&c);
+        let reason = latch.lost().await;
+        assert_eq!(reason, Some(zklock_recipe::LostReason::Disconnected));
+        assert!(!latch.has_leadership());
+        let new = latch.await_leadership().await?;
+        assert!(latch.has_leadership());
+        sim.expire(&c);
+        assert!(latch.lost().await.is_some());
+        let after_expiry = latch.await_leadership().await;
+        Ok::<_, ElectionError>((old, new, after_expiry, sim.server_children(PATH)))
+    })
+    .unwrap()
+    .unwrap();
+    assert_ne!(old.node, new.node);
+    assert!(new.epoch > old.epoch);
+    assert!(
+        matches!(after_expiry, Err(ElectionError::Lock(_))),
+        "{after_expiry:?}"
+    );
+    assert!(left.is_empty(), "{left:?}");
+}

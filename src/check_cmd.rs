@@ -32,6 +32,15 @@ pub fn run(
             a.recipe
         );
     }
+    // An election's attempts block until they lead or close: no mode to choose.
+    if lock.is_election() && a.shape.shapes == crate::shape_args::Shapes::All {
+        bail!(
+            "--shapes all does not apply to the election {}: its attempts have no acquire \
+             modes; --counts chosen, --fault-durations chosen and --holds chosen are the \
+             choices it has",
+            a.recipe
+        );
+    }
     let b = Bounds {
         clients: a.clients,
         faults_max: a.faults_max,

@@ -479,6 +479,14 @@ pub fn refuse_inapplicable(
              directories",
         )?;
     }
+    if lock.is_election() {
+        given.refuse(
+            &["readers", "mix_offset", "locks", "modes"],
+            &format!("the election {name}"),
+            "its clients contend for leadership of one path, each attempt blocking until \
+             it leads or closes (every --drop-every-th closes early)",
+        )?;
+    }
     if lock.leases().is_some() {
         given.refuse(
             &["readers"],

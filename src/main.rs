@@ -35,6 +35,20 @@ fn recipes() -> Recipes {
             zklock_sim::QueueRecipe::naive(),
         )
         .expect("the naive queue's name is valid and unique");
+    recipes
+        .register(
+            "election-latch",
+            "zklock's leader latch: the lowest node leads, each contender watches its predecessor",
+            zklock_sim::ElectionRecipe::default(),
+        )
+        .expect("the latch's name is valid and unique");
+    recipes
+        .register(
+            "election-selector",
+            "zklock's leader selector: leads through the lock, runs its task, queues again",
+            zklock_sim::ElectionRecipe::selector(),
+        )
+        .expect("the selector's name is valid and unique");
     zklock_canaries::register_all(&mut recipes).expect("the canaries' names are valid and unique");
     recipes
 }

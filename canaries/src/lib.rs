@@ -19,8 +19,11 @@
 //! assert_eq!(Canary(bug).name(), "canary-watch-parent");
 //! ```
 
+mod election;
 mod queue;
 mod semaphore;
+
+pub use election::{ElectionBug, ElectionCanary};
 
 pub use queue::{QueueBug, QueueCanary};
 pub use semaphore::{
@@ -79,6 +82,10 @@ pub fn register_all(recipes: &mut Recipes) -> Result<(), RegistryError> {
     for bug in QueueBug::ALL {
         let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
         recipes.register(bug.name(), &description, QueueCanary(bug))?;
+    }
+    for bug in ElectionBug::ALL {
+        let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
+        recipes.register(bug.name(), &description, ElectionCanary(bug))?;
     }
     Ok(())
 }

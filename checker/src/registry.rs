@@ -84,6 +84,11 @@ pub trait AnyRecipe: Send + Sync {
     fn is_work_queue(&self) -> bool {
         false
     }
+    /// Whether the recipe is a leader election ([`Recipe::election`]), whose clients
+    /// contend for leadership of one path in a workload of their own.
+    fn is_election(&self) -> bool {
+        false
+    }
 }
 
 impl<R: Recipe + 'static> AnyRecipe for R {
@@ -122,6 +127,9 @@ impl<R: Recipe + 'static> AnyRecipe for R {
     }
     fn is_work_queue(&self) -> bool {
         self.work_queue().is_some()
+    }
+    fn is_election(&self) -> bool {
+        self.election().is_some()
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
 use crate::properties::Violation;
+use crate::properties::election::check_election;
 use crate::properties::queue::{QueueFacts, check_queue};
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::{SavedReport, Trace};
@@ -113,6 +114,16 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
             final_locks: finals.next().unwrap_or_default(),
         };
         let report = check_queue(&outcome.history, &cfg, &facts);
+        return CheckedRun { outcome, report };
+    }
+    if outcome.election {
+        // The workload deletes the election path when it is empty, as ZooKeeper reaps a
+        // container, and the sequence starts over: the tokens (epochs) are czxids.
+        let cfg = CheckConfig {
+            tokens_are_czxids: true,
+            ..cfg
+        };
+        let report = check_election(&outcome.history, &cfg);
         return CheckedRun { outcome, report };
     }
     let mut report = if scenario.locks > 1 {

@@ -209,6 +209,7 @@ impl<'a> Describer<'a> {
                 format!("processing item {item} (its lock's token {token})")
             }
             EventKind::ProcessEnd { item } => format!("completed item {item}"),
+            EventKind::Closed => "closed its election (leads no more)".into(),
             // The vocabulary may grow; an unknown kind still gets a line.
             other => format!("{other:?}"),
         }

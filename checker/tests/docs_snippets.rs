@@ -68,3 +68,16 @@ fn the_your_lock_hand_over_snippet_is_a_doc_test_of_the_grant_module() {
         "docs/your-lock.md's hand_over snippet is not zklock-recipe's grant module's doc test:\n{s}"
     );
 }
+
+#[test]
+fn the_election_snippet_is_the_election_modules_doc_test() {
+    let s = snippet(
+        "docs/recipes.md",
+        "use zklock_recipe::election::{ElectionError, LeaderLatch};",
+    );
+    assert!(
+        doc_text(include_str!("../../recipe/src/election/mod.rs"))
+            .contains(&format!("```\n{s}```\n")),
+        "docs/recipes.md's election snippet is not zklock_recipe::election's doc test:\n{s}"
+    );
+}

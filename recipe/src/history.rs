@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 /// Version of the history format. Bump it when a change would make older readers
 /// misread a history. Version 3 records a work-queue producer's calls
-/// (`ProduceInvoked`, `ProduceFailed`).
-pub const HISTORY_FORMAT_VERSION: u32 = 3;
+/// (`ProduceInvoked`, `ProduceFailed`); version 4 an election contender's close
+/// (`Closed`).
+pub const HISTORY_FORMAT_VERSION: u32 = 4;
 
 /// Every event of one run, in the order they happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,6 +260,10 @@ pub enum EventKind {
     ProcessEnd {
         item: String,
     },
+    /// An election's contender closed its latch or cancelled its selector: it must not
+    /// lead again until it contends anew (its next `AcquireInvoked`). Histories recorded
+    /// before elections were recorded have none.
+    Closed,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -291,6 +296,7 @@ impl EventKind {
             EventKind::ItemProduced { .. } => "item+",
             EventKind::ProcessStart { .. } => "proc>",
             EventKind::ProcessEnd { .. } => "PROC",
+            EventKind::Closed => "close",
         }
     }
 }

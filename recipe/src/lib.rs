@@ -88,6 +88,7 @@
 
 mod children;
 mod coordination;
+pub mod election;
 pub mod history;
 pub mod lock;
 pub mod path;

@@ -6,6 +6,8 @@
 //! [`LockGuard`]s.
 
 use crate::Coordination;
+/// The election's runners' view, beside the lock's and the work queue's.
+pub use crate::election::under_test::{ElectionUnderTest, LatchUnderTest, SelectorUnderTest};
 use crate::history::LockRole;
 use crate::lock::{Lock, LockError, LockGuard, LockOptions, RwLock};
 use std::future::Future;

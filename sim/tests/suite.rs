@@ -4,6 +4,7 @@
 //! the package lists its test targets (`autotests = false`).
 
 mod detached;
+mod election;
 mod madsim_seed;
 mod priorities;
 mod renewal;

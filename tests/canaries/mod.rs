@@ -4,6 +4,7 @@
 
 mod cases;
 mod cli;
+mod election;
 mod gated;
 mod lost_before_granted;
 mod own_scenario;

@@ -14,11 +14,13 @@
 //! | `semaphore_leases`    | always     | a semaphore of N leases never has more than N holders (a semaphore's run only) |
 //! | `node_outlives_attempt` | always   | no ephemeral node outlives its attempt by more than the leak bound while its session lives (a real run with proxies only) |
 //!
-//! A work queue's run is judged by [`queue`]'s properties instead.
+//! A work queue's run is judged by [`queue`]'s properties instead; a leader election's
+//! by these and [`election`]'s own.
 
 mod beliefs;
 mod config;
 pub(crate) mod counters;
+pub mod election;
 pub mod fenced_resource;
 pub mod fencing_token_order;
 pub mod fifo;

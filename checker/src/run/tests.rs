@@ -18,6 +18,7 @@ fn pruned(events: &Hb, children: &[String]) -> RunOutcome {
         error: Some(SimError::Pruned),
         leases: None,
         work_queue: None,
+        election: false,
         faults_injected: 0,
         steps: 0,
         end_time_us: 0,

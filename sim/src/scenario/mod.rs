@@ -7,6 +7,7 @@
 //! changed copy of ours, and check it the same way.
 
 mod config;
+pub mod election;
 pub mod limits;
 mod runner;
 mod shape;
@@ -15,6 +16,7 @@ pub mod work_queue;
 mod world_run;
 
 pub use config::{FaultMode, Faults, Priorities, Rate, Scenario};
+pub use election::{Election, ElectionRecipe};
 pub use limits::ScenarioError;
 pub use runner::{run_scenario, run_scenario_with};
 pub use shape::{ModeKind, Shape, fault_durations_ms, hold_lengths_ms};
@@ -79,6 +81,12 @@ pub trait Recipe: Send + Sync {
     /// ([`work_queue`]), producers and consumers rather than lock holders, judged by the
     /// queue's properties. Default `None`: a lock.
     fn work_queue(&self) -> Option<WorkQueue> {
+        None
+    }
+    /// `Some` for a leader election: the run is then the election workload
+    /// ([`election`]), contenders for leadership of the lock path, judged by the lock's
+    /// properties (leadership as the hold) and the election's own. Default `None`.
+    fn election(&self) -> Option<Election> {
         None
     }
     /// The scenario this recipe runs in when nothing overrides it: what `zklock explore

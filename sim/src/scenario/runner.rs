@@ -39,6 +39,7 @@ pub fn run_scenario_with<R: Recipe>(
             error: Some(SimError::InvalidScenario(e)),
             leases: recipe.leases(),
             work_queue: recipe.work_queue().map(|q| q.paths),
+            election: recipe.election().is_some(),
             faults_injected: 0,
             steps: 0,
             end_time_us: 0,
@@ -55,6 +56,9 @@ pub fn run_scenario_with<R: Recipe>(
     let sim = Sim::with_chooser(cfg, chooser);
     if let Some(queue) = recipe.work_queue() {
         return super::work_queue::run(sim, scenario, queue);
+    }
+    if let Some(election) = recipe.election() {
+        return super::election::run(sim, scenario, election);
     }
     let lock_paths = scenario.lock_paths();
     let roles: Vec<u32> = (0..scenario.clients)

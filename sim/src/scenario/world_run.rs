@@ -32,6 +32,10 @@ pub struct RunOutcome {
     /// whose `final_children_by_lock` then holds the final children of the queue
     /// directory and of the item locks' directory, in that order.
     pub work_queue: Option<QueuePaths>,
+    /// Whether the run was a leader election's
+    /// ([`Recipe::election`](super::Recipe::election)), judged by the election's
+    /// properties besides the lock's.
+    pub election: bool,
     pub faults_injected: u64,
     pub steps: u64,
     pub end_time_us: u64,
@@ -101,6 +105,7 @@ pub(super) fn outcome(
         error,
         leases,
         work_queue,
+        election: false,
         faults_injected: w.faults.as_ref().map_or(0, |f| f.injected),
         steps: w.steps,
         end_time_us: w.now_us,

@@ -1,0 +1,98 @@
+//! `zklock export` and `zklock search --export`: a finding as a reproduction a maintainer
+//! runs without zklock ([`zklock_search::export`]); this module parses and prints.
+
+use crate::Status;
+use crate::cli::ExportArgs;
+use crate::numbers::whole;
+use anyhow::{Result, bail};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use zklock_search::export::{self, ExportOptions, ToExport};
+
+/// `search --export DIR` and how its exports are verified.
+#[derive(Debug, Args)]
+pub struct ExportFlags {
+    /// Export each violation found (one per cause) as a reproduction under DIR, each in
+    /// a new directory of its own, shrunk and verified first: for Kazoo's locks, a Python
+    /// file that runs with Python and Kazoo alone (other locks are refused before the
+    /// search starts)
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+    #[command(flatten)]
+    pub verify: VerifyFlags,
+}
+
+/// How an export is verified before it is written.
+#[derive(Debug, Args)]
+pub struct VerifyFlags {
+    /// Runs of each export here, 1 to 20: it is written when it fails in at least one,
+    /// with its rate, and passes with its faults removed
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "N",
+        default_value_t = export::RUNS_DEFAULT,
+        value_parser = whole::<u32, 1, { export::RUNS_MAX as u64 }>,
+    )]
+    pub export_runs: u32,
+    /// The Python that runs the exports (its Kazoo is the version tested)
+    #[arg(long, value_name = "PATH", default_value = export::PYTHON_DEFAULT)]
+    pub export_python: PathBuf,
+    /// Export the finding's own script, without first trying smaller ones
+    #[arg(long)]
+    pub no_shrink: bool,
+}
+
+impl VerifyFlags {
+    fn options(&self) -> ExportOptions {
+        ExportOptions {
+            runs: self.export_runs,
+            python: self.export_python.clone(),
+            shrink: !self.no_shrink,
+        }
+    }
+}
+
+/// Exports one finding and prints what was written.
+pub(crate) fn export_one(what: &ToExport, to: &Path, verify: &VerifyFlags) -> Result<()> {
+    eprintln!("exporting {}", what.repro);
+    let mut progress = |s: &str| eprintln!("  {s}");
+    let e = export::export(what, to, &verify.options(), &mut progress)?;
+    outln!("exported {}", e.dir.display());
+    outln!("  {}", e.line);
+    outln!(
+        "  failed in {} of {} runs here ({}){}: {}",
+        e.failed,
+        e.runs,
+        e.versions,
+        match e.control_passed {
+            Some(_) => ", passed without its faults",
+            None => ", no fault to remove",
+        },
+        e.assertion
+    );
+    Ok(())
+}
+
+pub fn run(a: ExportArgs) -> Result<Status> {
+    let found = export::journal_findings(&a.journal)?;
+    let Some(n) = a.point else {
+        if found.is_empty() {
+            bail!("{}: no violating run to export", a.journal.display());
+        }
+        for (i, f) in found.iter().enumerate() {
+            outln!("{}: {} ({})", i + 1, f.repro, f.violated.join(", "));
+        }
+        outln!("export one with --point N");
+        return Ok(Status::Held);
+    };
+    let Some(what) = found.get(n - 1) else {
+        bail!(
+            "--point {n}: {} has {} violating run(s)",
+            a.journal.display(),
+            found.len()
+        );
+    };
+    export_one(what, &a.to, &a.verify)?;
+    Ok(Status::Held)
+}

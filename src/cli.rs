@@ -842,7 +842,22 @@ pub struct SearchArgs {
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The journal of a finished search (`search --journal FILE`)
-    pub journal: PathBuf,
+    #[arg(required_unless_present = "against")]
+    pub journal: Option<PathBuf>,
+    /// Run the export in DIR (its repro.py) against Kazoo's releases from the package
+    /// registry instead, each installed with pip into a virtual environment cached under
+    /// the drivers' cache directory, and say which fail
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["journal", "point"])]
+    pub against: Option<PathBuf>,
+    /// With --against: the releases, comma-separated (default: every one from 2.8.0 to
+    /// the newest the registry serves)
+    #[arg(
+        long,
+        value_name = "VERSION[,VERSION...]",
+        value_delimiter = ',',
+        requires = "against"
+    )]
+    pub versions: Vec<String>,
     /// Which of the journal's violating runs, counted from 1 in the journal's order
     /// (without it, the runs are listed)
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<usize, 1, ANY>)]

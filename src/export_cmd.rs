@@ -75,10 +75,19 @@ pub(crate) fn export_one(what: &ToExport, to: &Path, verify: &VerifyFlags) -> Re
 }
 
 pub fn run(a: ExportArgs) -> Result<Status> {
-    let found = export::journal_findings(&a.journal)?;
+    if let Some(dir) = &a.against {
+        return against(dir, &a);
+    }
+    if !a.versions.is_empty() {
+        bail!("--versions goes with --against DIR (an export's directory)");
+    }
+    let Some(journal) = &a.journal else {
+        bail!("a journal, or --against DIR");
+    };
+    let found = export::journal_findings(journal)?;
     let Some(n) = a.point else {
         if found.is_empty() {
-            bail!("{}: no violating run to export", a.journal.display());
+            bail!("{}: no violating run to export", journal.display());
         }
         for (i, f) in found.iter().enumerate() {
             outln!("{}: {} ({})", i + 1, f.repro, f.violated.join(", "));
@@ -89,10 +98,39 @@ pub fn run(a: ExportArgs) -> Result<Status> {
     let Some(what) = found.get(n - 1) else {
         bail!(
             "--point {n}: {} has {} violating run(s)",
-            a.journal.display(),
+            journal.display(),
             found.len()
         );
     };
     export_one(what, &a.to, &a.verify)?;
+    Ok(Status::Held)
+}
+
+/// `export --against DIR`: the export run on each Kazoo release asked for.
+fn against(dir: &Path, a: &ExportArgs) -> Result<Status> {
+    let cache = zklock_real::driver::locate::cache_dir().map_err(anyhow::Error::msg)?;
+    let options = a.verify.options();
+    if !dir.join("repro.py").is_file() {
+        // Said before any environment is made.
+        bail!("{}: no exported repro.py there", dir.display());
+    }
+    let versions = match a.versions.is_empty() {
+        true => export::versions::kazoo_releases(&options.python, &cache)?,
+        false => a.versions.clone(),
+    };
+    let mut progress = |s: &str| eprintln!("  {s}");
+    let runs = export::versions::run_versions(dir, &versions, &cache, &options, &mut progress)?;
+    outln!("| Kazoo | failed | affected |");
+    outln!("|---|---|---|");
+    for r in &runs {
+        let affected = if r.affected() { "yes" } else { "no" };
+        outln!(
+            "| {} | {} of {} | {affected} |",
+            r.version,
+            r.failed,
+            r.runs
+        );
+    }
+    outln!("{}: {}", dir.display(), export::versions::summary(&runs));
     Ok(Status::Held)
 }

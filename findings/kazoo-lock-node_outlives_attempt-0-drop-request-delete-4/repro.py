@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kazoo-lock: node_outlives_attempt after 0:drop-request:delete:/zklock/lock/:4
+"""kazoo-lock: node_outlives_attempt, liveness_after_heal after 0:drop-request:delete:/zklock/lock/:4
 
 A reproduction exported by zklock (https://github.com/zklock/zklock is not needed to run
 it): it needs Python 3 and Kazoo alone, and a ZooKeeper server, which it starts itself
@@ -37,7 +37,8 @@ SCRIPT = json.loads(r"""{
   "acquire_timeout_ms": 1000,
   "attempts": 4,
   "check": [
-    "node_outlives_attempt"
+    "node_outlives_attempt",
+    "liveness_after_heal"
   ],
   "clients": 1,
   "drop_after_ms_max": 20,
@@ -240,6 +241,7 @@ class Proxy:
         self.refused_session = None
         # Requests struck so far: a timed acquire's bound grows by a session timeout each.
         self.strikes = 0
+        self.last_strike = 0.0
         self.lock = threading.Lock()
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -297,6 +299,7 @@ class Proxy:
                     fault = next((f for f in self.faults if f.strikes(op, path)), None)
                 if fault is not None:
                     self.strikes += 1
+                    self.last_strike = time.monotonic()
                     log("client %d: %s at %s %s (xid %d)"
                         % (self.index, fault.action, OP_NAMES.get(op), path, xid))
                     if fault.action == "drop-request":
@@ -392,6 +395,7 @@ class Run:
     def __init__(self, hosts, faulted):
         self.hosts = hosts
         self.holders = []
+        self.last_release = 0.0
         self.violations = []
         self.state = threading.Lock()
         self.clients = []
@@ -455,6 +459,8 @@ class Run:
             t.join(after_ms / 1000)
             if t.is_alive():
                 c.lock.cancel()
+        if mode == "blocking":
+            self.wait_served(c, k, t, started)
         t.join(RUN_DEADLINE_S)
         if t.is_alive():
             self.violate("client %d's %s acquire (attempt %d) never returned" % (c.index, mode, k + 1))
@@ -484,6 +490,27 @@ class Run:
         self.hold(c, k)
         return True
 
+    def wait_served(self, c, k, t, started):
+        """liveness_after_heal: a blocking acquire is served within the liveness bound
+        (twice the session timeout and 1 s) of its start, the last fault and the last
+        release; past it, with nobody holding, the lock is stuck and the acquire is
+        cancelled, as zklock's drain cancels it."""
+        bound = 2 * SCRIPT["session_timeout_ms"] / 1000 + 1
+        while t.is_alive():
+            t.join(0.05)
+            with self.state:
+                held = bool(self.holders)
+                since = max([started, self.last_release] + [p.last_strike for p in self.proxies])
+            now = time.monotonic()
+            if t.is_alive() and not held and now - since > bound:
+                if "liveness_after_heal" in SCRIPT["check"]:
+                    self.violate("client %d's %s.acquire() (attempt %d) waited %.1f s with nobody "
+                                 "holding the lock, past the bound of %.1f s (twice the session "
+                                 "timeout and 1 s)" % (c.index, type(c.lock).__name__, k + 1,
+                                                       now - started, bound))
+                c.lock.cancel()
+                return
+
     def hold(self, c, k):
         writer = SCRIPT["kind"] != "rw" or c.index >= SCRIPT["readers"]
         with self.state:
@@ -492,12 +519,13 @@ class Run:
                 self.violations.append("clients %d and %d held the lock at once" % (others[0], c.index))
             self.holders.append((c.index, writer))
         time.sleep(hold_s(k + 1))
-        with self.state:
-            self.holders.remove((c.index, writer))
         try:
             c.lock.release()
         except KazooException as e:
             log("client %d: release failed: %s" % (c.index, e))
+        with self.state:
+            self.holders.remove((c.index, writer))
+            self.last_release = time.monotonic()
 
     def script(self, c):
         time.sleep(c.index * SCRIPT["start_stagger_ms"] / 1000)

@@ -69,3 +69,19 @@ fn export_lists_a_journals_violations_and_refuses_what_it_cannot_export() {
     assert!(err.contains("curator-mutex is not supported yet"), "{err}");
     assert!(!dir.path().join("findings").exists(), "nothing written");
 }
+
+#[test]
+fn a_run_against_other_releases_needs_an_export_and_refuses_a_bad_request() {
+    let dir = tempfile::tempdir().unwrap();
+    // No export there: refused before any environment is made.
+    let args = ["export", "--against", "nowhere", "--versions", "2.9.0"];
+    let (code, _, err) = zklock(&args, dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nowhere: no exported repro.py there"), "{err}");
+    let (code, _, err) = zklock(&["export", "j.jsonl", "--versions", "2.9.0"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--against"),
+        "--versions goes with --against: {err}"
+    );
+}

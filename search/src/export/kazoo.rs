@@ -17,11 +17,13 @@ pub(super) const LOCKS: [(&str, &str); 3] = [
 ];
 
 /// The properties the file states in Kazoo's terms: a finding must violate one of them.
-pub(super) const PROPERTIES: [&str; 4] = [
+/// The most telling first: a directory is named after the first a finding violates.
+pub(super) const PROPERTIES: [&str; 5] = [
     "node_outlives_attempt",
     "timed_acquire_in_time",
     "mutual_exclusion",
     "fencing_token_order",
+    "liveness_after_heal",
 ];
 
 /// The actions the file's proxy carries out.

@@ -12,6 +12,7 @@
 
 mod kazoo;
 mod line;
+pub mod versions;
 
 pub use line::{Aim, RealLine};
 
@@ -80,10 +81,8 @@ impl fmt::Display for ExportError {
 
 impl std::error::Error for ExportError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ExportError::Io { source, .. } => Some(source),
-            _ => None,
-        }
+        // An I/O error's cause is in its message already.
+        None
     }
 }
 
@@ -181,9 +180,9 @@ pub fn export(
     }
     let line = RealLine::parse(&finding.repro)?;
     check_lock(&line.lock)?;
-    let checks: Vec<String> = (finding.violated.iter())
-        .filter(|v| kazoo::PROPERTIES.contains(&v.as_str()))
-        .cloned()
+    let checks: Vec<String> = (kazoo::PROPERTIES.iter())
+        .filter(|p| finding.violated.iter().any(|v| v == *p))
+        .map(|p| p.to_string())
         .collect();
     if checks.is_empty() {
         return Err(ExportError::Unsupported {
@@ -489,6 +488,10 @@ fn expected(checks: &[String]) -> String {
                 "- `acquire(timeout=T)` returns within T (and a second of grace for its cleanup)"
             }
             "mutual_exclusion" => "- no two clients hold the lock at once",
+            "liveness_after_heal" => {
+                "- a blocking `acquire()` is served within twice the session timeout and 1 s of \
+                 its start, the last fault and the last release, unless another client holds"
+            }
             _ => "- `acquire()` returns True only while the client's own node exists",
         })
         .collect();

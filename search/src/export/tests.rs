@@ -85,7 +85,7 @@ fn a_fault_or_a_property_the_file_cannot_carry_is_refused() {
     let e = export(&paused, dir.path(), &options, &mut |_| {}).unwrap_err();
     assert!(e.to_string().contains("pause-4000ms"), "{e}");
     let liveness = ToExport {
-        violated: vec!["liveness_after_heal".into()],
+        violated: vec!["semaphore_leases".into()],
         ..leak()
     };
     let e = export(&liveness, dir.path(), &options, &mut |_| {}).unwrap_err();

@@ -835,7 +835,7 @@ pub struct SearchArgs {
     #[arg(long)]
     pub fresh_drivers: bool,
     #[command(flatten)]
-    pub export: crate::export_cmd::ExportFlags,
+    pub export: crate::export_args::ExportFlags,
 }
 
 #[cfg(feature = "real")]
@@ -867,7 +867,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "DIR", default_value = "findings")]
     pub to: PathBuf,
     #[command(flatten)]
-    pub verify: crate::export_cmd::VerifyFlags,
+    pub verify: crate::export_args::VerifyFlags,
 }
 
 #[cfg(feature = "bench")]

@@ -3,55 +3,10 @@
 
 use crate::Status;
 use crate::cli::ExportArgs;
-use crate::numbers::whole;
+use crate::export_args::VerifyFlags;
 use anyhow::{Result, bail};
-use clap::Args;
-use std::path::{Path, PathBuf};
-use zklock_search::export::{self, ExportOptions, ToExport};
-
-/// `search --export DIR` and how its exports are verified.
-#[derive(Debug, Args)]
-pub struct ExportFlags {
-    /// Export each violation found (one per cause) as a reproduction under DIR, each in
-    /// a new directory of its own, shrunk and verified first: for Kazoo's locks, a Python
-    /// file that runs with Python and Kazoo alone (other locks are refused before the
-    /// search starts)
-    #[arg(long, value_name = "DIR")]
-    pub export: Option<PathBuf>,
-    #[command(flatten)]
-    pub verify: VerifyFlags,
-}
-
-/// How an export is verified before it is written.
-#[derive(Debug, Args)]
-pub struct VerifyFlags {
-    /// Runs of each export here, 1 to 20: it is written when it fails in at least one,
-    /// with its rate, and passes with its faults removed
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = export::RUNS_DEFAULT,
-        value_parser = whole::<u32, 1, { export::RUNS_MAX as u64 }>,
-    )]
-    pub export_runs: u32,
-    /// The Python that runs the exports (its Kazoo is the version tested)
-    #[arg(long, value_name = "PATH", default_value = export::PYTHON_DEFAULT)]
-    pub export_python: PathBuf,
-    /// Export the finding's own script, without first trying smaller ones
-    #[arg(long)]
-    pub no_shrink: bool,
-}
-
-impl VerifyFlags {
-    fn options(&self) -> ExportOptions {
-        ExportOptions {
-            runs: self.export_runs,
-            python: self.export_python.clone(),
-            shrink: !self.no_shrink,
-        }
-    }
-}
+use std::path::Path;
+use zklock_search::export::{self, ToExport};
 
 /// Exports one finding and prints what was written.
 pub(crate) fn export_one(what: &ToExport, to: &Path, verify: &VerifyFlags) -> Result<()> {

@@ -44,6 +44,8 @@ mod check_merge;
 mod cli;
 mod explore;
 #[cfg(feature = "real")]
+mod export_args;
+#[cfg(feature = "real")]
 mod export_cmd;
 mod program;
 pub use explore::SEEDS_DEFAULT;

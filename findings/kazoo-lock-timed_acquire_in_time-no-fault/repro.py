@@ -215,6 +215,13 @@ class Fault:
         return True
 
 
+def striking(faults, op, path):
+    """The fault that strikes this request, if any: every fault counts every matching
+    request, as zklock's proxy does (a chained point's NTH counts the first's strike)."""
+    struck = [f for f in faults if f.strikes(op, path)]
+    return struck[0] if struck else None
+
+
 class Proxy:
     """One client's proxy to the server: every connection of its session goes through it,
     and its faults count the requests of all of them."""
@@ -283,7 +290,7 @@ class Proxy:
             else:
                 xid, op, path = request_of(frame)
                 with self.lock:
-                    fault = next((f for f in self.faults if f.strikes(op, path)), None)
+                    fault = striking(self.faults, op, path)
                 if fault is not None:
                     self.strikes += 1
                     self.last_strike = time.monotonic()

@@ -243,3 +243,44 @@ fn a_journal_gives_its_violating_runs_with_their_lines() {
     let e = journal_findings(&path).unwrap_err();
     assert!(e.to_string().contains("line 1: no setup line"), "{e}");
 }
+
+/// A chained point (`--aim 0:drop-request:delete:P --aim 0:drop-request:delete:P:5`)
+/// strikes the 1st and the 5th delete: each fault counts every request, the first's
+/// strike among them. Needs Debian's Python with Kazoo (the file imports it); skipped
+/// without.
+#[test]
+fn every_fault_of_a_chain_counts_every_matching_request() {
+    let python = Path::new(PYTHON_DEFAULT);
+    let has_kazoo = std::process::Command::new(python)
+        .args(["-c", "import kazoo"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_kazoo {
+        eprintln!("skipping: {} cannot import kazoo", python.display());
+        return;
+    }
+    let chain =
+        format!("{LEAK} --aim 0:drop-request:delete:/zklock/lock/:5").replace(":4 --aim", " --aim");
+    let line = RealLine::parse(&chain).unwrap();
+    let text = kazoo::render(&line, &["node_outlives_attempt".into()], "t").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("repro.py");
+    std::fs::write(&file, text).unwrap();
+    let probe = "import importlib.util, sys\n\
+        spec = importlib.util.spec_from_file_location('repro', sys.argv[1])\n\
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n\
+        faults = [m.Fault(f) for f in m.SCRIPT['faults']]\n\
+        hits = [n for n in range(1, 9) if m.striking(faults, 2, '/zklock/lock/n') is not None]\n\
+        print(hits)";
+    let out = std::process::Command::new(python)
+        .args(["-c", probe])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[1, 5]");
+}

@@ -106,6 +106,16 @@ pub enum Command {
     #[cfg(not(feature = "real"))]
     #[command(hide = true, disable_help_flag = true)]
     Search(Absent),
+    /// Export a finding of a finished search from its journal as a reproduction a
+    /// maintainer runs without zklock: for Kazoo's locks, one Python file (Python and
+    /// Kazoo alone), shrunk, and verified here before it is written
+    #[cfg(feature = "real")]
+    #[command(after_help = EXIT_STATUS)]
+    Export(ExportArgs),
+    /// Left out of this build: zklock's cargo feature `real` is off
+    #[cfg(not(feature = "real"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Export(Absent),
     /// Benchmark figures, printed and written to target/zklock-bench/bench.json
     ///
     /// Simulation against its madsim ceiling, exhaustive schedules/states per second,
@@ -824,6 +834,40 @@ pub struct SearchArgs {
     /// long-running application, and the violations' lines carry `--warm-up-runs 3`
     #[arg(long)]
     pub fresh_drivers: bool,
+    #[command(flatten)]
+    pub export: crate::export_args::ExportFlags,
+}
+
+#[cfg(feature = "real")]
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The journal of a finished search (`search --journal FILE`)
+    #[arg(required_unless_present = "against")]
+    pub journal: Option<PathBuf>,
+    /// Run the export in DIR (its repro.py) against Kazoo's releases from the package
+    /// registry instead, each installed with pip into a virtual environment cached under
+    /// the drivers' cache directory, and say which fail
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["journal", "point"])]
+    pub against: Option<PathBuf>,
+    /// With --against: the releases, comma-separated (default: every one from 2.8.0 to
+    /// the newest the registry serves)
+    #[arg(
+        long,
+        value_name = "VERSION[,VERSION...]",
+        value_delimiter = ',',
+        requires = "against"
+    )]
+    pub versions: Vec<String>,
+    /// Which of the journal's violating runs, counted from 1 in the journal's order
+    /// (without it, the runs are listed)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<usize, 1, ANY>)]
+    pub point: Option<usize>,
+    /// The directory the export goes in, as a new directory of its own (an existing one
+    /// is refused)
+    #[arg(long, value_name = "DIR", default_value = "findings")]
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub verify: crate::export_args::VerifyFlags,
 }
 
 #[cfg(feature = "bench")]

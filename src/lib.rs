@@ -43,6 +43,10 @@ mod check_cmd;
 mod check_merge;
 mod cli;
 mod explore;
+#[cfg(feature = "real")]
+mod export_args;
+#[cfg(feature = "real")]
+mod export_cmd;
 mod program;
 pub use explore::SEEDS_DEFAULT;
 mod fault_args;
@@ -319,12 +323,16 @@ where
         Some(Command::Real(a)) => real_cmd::run(a, &given, &program, setting.real),
         #[cfg(feature = "real")]
         Some(Command::Search(a)) => search_cmd::run(a, &program, setting.real),
+        #[cfg(feature = "real")]
+        Some(Command::Export(a)) => export_cmd::run(a),
         #[cfg(feature = "bench")]
         Some(Command::Bench(a)) => bench_cmd::run(a, recipes),
         #[cfg(not(feature = "real"))]
         Some(Command::Real(_)) => Err(absent(&bin, "real", "real")),
         #[cfg(not(feature = "real"))]
         Some(Command::Search(_)) => Err(absent(&bin, "search", "real")),
+        #[cfg(not(feature = "real"))]
+        Some(Command::Export(_)) => Err(absent(&bin, "export", "real")),
         #[cfg(not(feature = "bench"))]
         Some(Command::Bench(_)) => Err(absent(&bin, "bench", "bench")),
         Some(Command::Recipes) => Ok(list_recipes(recipes)),

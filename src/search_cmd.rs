@@ -21,6 +21,10 @@ use zklock_search::{
 
 pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<Status> {
     let search = parse(&a, recipes, program)?.stop(crate::interrupt::for_real_run());
+    if a.export.export.is_some() {
+        // Refused before any run: a search of hours whose findings cannot be exported.
+        zklock_search::export::check_lock(search.lock().name())?;
+    }
     let mut printer = Printer {
         search: &a,
         lock: search.lock().name().to_owned(),
@@ -47,6 +51,9 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
     if findings.interrupted {
         journal_hint(&a);
     }
+    if let Some(dir) = &a.export.export {
+        export_findings(&findings, dir, &a)?;
+    }
     // A lock that never acquires holds every property vacuously: never green.
     let exercised = findings.nothing_exercised();
     if let (true, Some(why)) = (findings.findings.is_empty(), &exercised) {
@@ -58,6 +65,23 @@ pub fn run(a: SearchArgs, program: &Program, recipes: &RealRecipes) -> Result<St
         (true, false) if exercised.is_some() => Status::Inconclusive,
         (true, false) => Status::Held,
     })
+}
+
+/// `--export DIR`: one export per cause; each that fails to export is said, and the
+/// command fails once every one was tried.
+fn export_findings(findings: &Findings, dir: &Path, a: &SearchArgs) -> Result<()> {
+    let mut failed = Vec::new();
+    for &i in findings.by_cause().keys() {
+        let what = zklock_search::export::ToExport::from(&findings.findings[i]);
+        if let Err(e) = crate::export_cmd::export_one(&what, dir, &a.export.verify) {
+            outln!("not exported: {}: {e}", what.repro);
+            failed.push(what.repro);
+        }
+    }
+    if !failed.is_empty() {
+        bail!("--export: {} finding(s) not exported (above)", failed.len());
+    }
+    Ok(())
 }
 
 fn journal_hint(a: &SearchArgs) {

@@ -13,6 +13,8 @@ use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
 #[path = "cli/coverage.rs"]
 mod coverage;
+#[path = "cli/export.rs"]
+mod export;
 #[path = "cli/faults.rs"]
 mod faults;
 #[path = "cli/keep_only.rs"]

@@ -56,6 +56,7 @@
 
 mod engine;
 mod error;
+pub mod export;
 pub mod fault_free;
 pub mod frontier;
 mod journal;

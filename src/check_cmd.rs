@@ -271,11 +271,12 @@ impl Outcome<'_> {
             } else {
                 ""
             };
-            // A resumed check counts only what it ran since the checkpoint, and a shard
-            // only its part (the merge of the shards judges the whole): judged otherwise.
-            if r.resumed_at_schedules == 0
-                && r.shard.is_none()
-                && let Err(nothing) = r.exercised.verdict()
+            // Judged on the whole check, a resumed one included when its checkpoint
+            // carried counts; a shard only on its part, which the merge of the shards
+            // judges as a whole.
+            if r.shard.is_none()
+                && let Some(whole) = r.exercised_whole()
+                && let Err(nothing) = whole.verdict()
             {
                 outln!(
                     "inconclusive: no property was violated on any of the {} schedules, but \

@@ -10,7 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use zklock_checker::check_summary::CheckSummary;
 use zklock_checker::registry::Recipes;
-use zklock_checker::{Bounds, Checkpoint, Control, SearchError};
+use zklock_checker::{Bounds, Checkpoint, Control, ExhaustiveReport, SearchError};
+use zklock_sim::Scenario;
 
 /// Clients of `zklock check` at most: 4 clients with a fault take minutes; past them the
 /// search grows out of reach.
@@ -24,91 +25,13 @@ pub fn run(
 ) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
     crate::explore::refuse_inapplicable(lock, &a.recipe, given)?;
-    // `--shapes all` makes each attempt's mode and count a choice: a queue makes none.
-    if lock.is_work_queue() && a.shape.shapes == crate::shape_args::Shapes::All {
-        bail!(
-            "--shapes all does not apply to the work queue {}: its clients make no acquire \
-             attempts; --fault-durations chosen and --holds chosen are the choices it has",
-            a.recipe
-        );
-    }
-    // An election's attempts block until they lead or close: no mode to choose.
-    if lock.is_election() && a.shape.shapes == crate::shape_args::Shapes::All {
-        bail!(
-            "--shapes all does not apply to the election {}: its attempts have no acquire \
-             modes; --counts chosen, --fault-durations chosen and --holds chosen are the \
-             choices it has",
-            a.recipe
-        );
-    }
-    let b = Bounds {
-        clients: a.clients,
-        faults_max: a.faults_max,
-        acquisitions_per_client: a.acquisitions,
-        schedules_max: a.schedules_max,
-        time_limit_ms: zklock_checker::limits::wall_time_ms_from_s(
-            "--time-limit-s",
-            a.time_limit_s,
-        )?,
-        prune: !a.no_prune,
-        shape: match a.shape.shape() {
-            Ok(s) => s,
-            Err(e) => bail!("{e}"),
-        },
-        symmetry: a.symmetry == crate::cli::OnOff::On,
-        keep_only: a.keep_only == crate::cli::OnOff::On,
-        partial_order: a.partial_order == crate::cli::OnOff::On,
-        threads: 1,
-        request_time_us: a.request_time_us,
-    };
+    refuse_shapes_all(lock, &a)?;
+    let b = check_bounds(&a)?;
     // The recipe's own scenario, each knob a flag gives replaced.
     let base = a.scenario.apply(lock.scenario(), b.clients)?;
-    if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {
-        bail!(
-            "--clients must be 1 to {CHECK_CLIENTS_MAX} (exhaustive search grows fast), got {}",
-            b.clients
-        );
-    }
-    // Without an acquisition every schedule holds every property, and proves nothing.
-    if b.acquisitions_per_client == 0 {
-        bail!("--acquisitions must be at least 1");
-    }
-    if b.faults_max > 3 {
-        bail!("--faults-max must be at most 3, got {}", b.faults_max);
-    }
-    // A checkpoint holds no sleep sets: a reduced search could not resume soundly.
-    if b.reduces_by_partial_order() && a.checkpoint.is_some() {
-        bail!(
-            "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
-        );
-    }
-    if let Some(shard) = a.shard
-        && b.reduces_by_partial_order()
-    {
-        bail!(
-            "--shard {shard} needs --partial-order off: a reduced search's sleep sets follow \
-             one run after another across the whole tree, which shards split"
-        );
-    }
-    if a.summary.is_some() && a.shard.is_none() {
-        bail!(
-            "--summary records a shard of a check for zklock merge: give --shard K/N too \
-             (1/1 for the whole check)"
-        );
-    }
-    // Sleep sets follow one run after another: such a search takes one thread, and
-    // asking for more is refused rather than ignored. A checkpoint keeps the work left on
-    // every thread, and resumes on any number.
-    let one_thread = b.reduces_by_partial_order().then_some("--partial-order on");
+    refuse_bounds(&a, &b)?;
     let b = Bounds {
-        threads: match (a.threads, one_thread) {
-            (Some(n), Some(why)) if n > 1 => {
-                bail!("--threads {n}: a search with {why} runs on one thread")
-            }
-            (Some(n), _) => n,
-            (None, Some(_)) => 1,
-            (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        },
+        threads: check_threads(&a, &b)?,
         ..b
     };
     // Where a violation's trace goes, checked before the search, not after it.
@@ -160,6 +83,112 @@ pub fn run(
             );
         }
     }
+    print_check_line(&a, &b, &base, &r);
+    let out = Outcome {
+        a: &a,
+        r: &r,
+        prune: b.prune,
+        resuming,
+    };
+    let Some(run) = &r.violation else {
+        return out.held_or_not();
+    };
+    outln!("\nFAILED {}\n", failure_text(run));
+    outln!("{}", run.report_text());
+    // A violation found exits 1 even if its trace cannot be written (the error is told).
+    let trace = match write_violation(&a, &b, &r, run, program) {
+        Ok(p) => Some(p.display().to_string()),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            None
+        }
+    };
+    // After the trace, so that a summary names a trace that exists; its failure told.
+    if let Err(e) = out.summary(Some(failure_text(run)), trace) {
+        eprintln!("error: {e:#}");
+    }
+    Ok(Status::Violated)
+}
+
+/// The search's bounds from the flags; its threads are settled by [`check_threads`].
+fn check_bounds(a: &CheckArgs) -> Result<Bounds> {
+    Ok(Bounds {
+        clients: a.clients,
+        faults_max: a.faults_max,
+        acquisitions_per_client: a.acquisitions,
+        schedules_max: a.schedules_max,
+        time_limit_ms: zklock_checker::limits::wall_time_ms_from_s(
+            "--time-limit-s",
+            a.time_limit_s,
+        )?,
+        prune: !a.no_prune,
+        shape: match a.shape.shape() {
+            Ok(s) => s,
+            Err(e) => bail!("{e}"),
+        },
+        symmetry: a.symmetry == crate::cli::OnOff::On,
+        keep_only: a.keep_only == crate::cli::OnOff::On,
+        partial_order: a.partial_order == crate::cli::OnOff::On,
+        threads: 1,
+        request_time_us: a.request_time_us,
+    })
+}
+
+/// Refuses bounds out of reach, a check of nothing, and flags that do not go together.
+fn refuse_bounds(a: &CheckArgs, b: &Bounds) -> Result<()> {
+    if !(1..=CHECK_CLIENTS_MAX).contains(&b.clients) {
+        bail!(
+            "--clients must be 1 to {CHECK_CLIENTS_MAX} (exhaustive search grows fast), got {}",
+            b.clients
+        );
+    }
+    // Without an acquisition every schedule holds every property, and proves nothing.
+    if b.acquisitions_per_client == 0 {
+        bail!("--acquisitions must be at least 1");
+    }
+    if b.faults_max > 3 {
+        bail!("--faults-max must be at most 3, got {}", b.faults_max);
+    }
+    // A checkpoint holds no sleep sets: a reduced search could not resume soundly.
+    if b.reduces_by_partial_order() && a.checkpoint.is_some() {
+        bail!(
+            "--checkpoint needs --partial-order off: a checkpoint does not hold the reduction's sleep sets"
+        );
+    }
+    if let Some(shard) = a.shard
+        && b.reduces_by_partial_order()
+    {
+        bail!(
+            "--shard {shard} needs --partial-order off: a reduced search's sleep sets follow \
+             one run after another across the whole tree, which shards split"
+        );
+    }
+    if a.summary.is_some() && a.shard.is_none() {
+        bail!(
+            "--summary records a shard of a check for zklock merge: give --shard K/N too \
+             (1/1 for the whole check)"
+        );
+    }
+    Ok(())
+}
+
+/// Sleep sets follow one run after another: such a search takes one thread, and asking
+/// for more is refused rather than ignored. A checkpoint keeps the work left on every
+/// thread, and resumes on any number.
+fn check_threads(a: &CheckArgs, b: &Bounds) -> Result<usize> {
+    let one_thread = b.reduces_by_partial_order().then_some("--partial-order on");
+    Ok(match (a.threads, one_thread) {
+        (Some(n), Some(why)) if n > 1 => {
+            bail!("--threads {n}: a search with {why} runs on one thread")
+        }
+        (Some(n), _) => n,
+        (None, Some(_)) => 1,
+        (None, None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    })
+}
+
+/// The line that says what was checked, and the shard's part of it.
+fn print_check_line(a: &CheckArgs, b: &Bounds, base: &Scenario, r: &ExhaustiveReport) {
     outln!(
         "recipe {}, {} clients x {} acquisitions, at most {} faults{}{}{}{}, symmetry {}{}{}{}: {r}",
         a.recipe,
@@ -167,7 +196,7 @@ pub fn run(
         b.acquisitions_per_client,
         b.faults_max,
         crate::fault_args::describe(&base.faults),
-        non_default_knobs(&base),
+        non_default_knobs(base),
         match b.request_time_us {
             0 => String::new(),
             us => format!(", requests of {us} us"),
@@ -199,31 +228,48 @@ pub fn run(
             s.fault_kinds
         );
     }
-    let summary = |failure: Option<String>, trace: Option<String>| -> Result<()> {
-        let Some(path) = &a.summary else {
+}
+
+/// A finished search, for its summary and its verdict.
+struct Outcome<'a> {
+    a: &'a CheckArgs,
+    r: &'a ExhaustiveReport,
+    prune: bool,
+    resuming: bool,
+}
+
+impl Outcome<'_> {
+    /// Writes the summary, when `--summary` asks for one.
+    fn summary(&self, failure: Option<String>, trace: Option<String>) -> Result<()> {
+        let Some(path) = &self.a.summary else {
             return Ok(());
         };
-        let Some(s) = CheckSummary::of(&r, &a.recipe, b.prune, failure, trace) else {
+        let Some(s) = CheckSummary::of(self.r, &self.a.recipe, self.prune, failure, trace) else {
             return Ok(());
         };
         let text = serde_json::to_string_pretty(&s)? + "\n";
-        write_private(path, text.as_bytes(), a.force || resuming).context("--summary")?;
+        write_private(path, text.as_bytes(), self.a.force || self.resuming).context("--summary")?;
         outln!("summary: {}", path.display());
         Ok(())
-    };
-    let Some(run) = &r.violation else {
+    }
+
+    /// The verdict of a search that found no violation: held when it is complete and
+    /// checked something; otherwise inconclusive, its checkpoint kept.
+    fn held_or_not(&self) -> Result<Status> {
+        let (a, r) = (self.a, self.r);
+        self.summary(None, None)?;
         if r.complete {
-            summary(None, None)?;
             let of = if r.shard.is_some() {
                 " of this shard"
             } else {
                 ""
             };
-            // A resumed check counts only what it ran since the checkpoint, and a shard
-            // only its part (the merge of the shards judges the whole): judged otherwise.
-            if r.resumed_at_schedules == 0
-                && r.shard.is_none()
-                && let Err(nothing) = r.exercised.verdict()
+            // Judged on the whole check, a resumed one included when its checkpoint
+            // carried counts; a shard only on its part, which the merge of the shards
+            // judges as a whole.
+            if r.shard.is_none()
+                && let Some(whole) = r.exercised_whole()
+                && let Err(nothing) = whole.verdict()
             {
                 outln!(
                     "inconclusive: no property was violated on any of the {} schedules, but \
@@ -235,11 +281,10 @@ pub fn run(
             outln!("ok: every property held on every schedule{of}");
             return Ok(Status::Held);
         }
-        summary(None, None)?;
         let resume = match (&r.checkpoint, &a.checkpoint) {
             (Some(c), Some(path)) => {
                 // Only the checkpoint this check resumed from is replaced.
-                write_private(path, &c.to_bytes(), resuming)?;
+                write_private(path, &c.to_bytes(), self.resuming)?;
                 outln!("checkpoint: {}", path.display());
                 "; the same command resumes from the checkpoint"
             }
@@ -250,42 +295,35 @@ pub fn run(
             _ => "",
         };
         outln!("{}", incomplete_line(r.schedules, r.interrupted, resume));
-        return Ok(Status::Inconclusive);
-    };
-    outln!("\nFAILED {}\n", failure_text(run));
-    outln!("{}", run.report_text());
-    // A violation found exits 1 even if its trace cannot be written (the error is told).
-    let written = (|| -> Result<PathBuf> {
-        create_private_dir(&a.out)?;
-        let stem = match a.shard {
-            Some(s) => format!(
-                "check-{}c-{}f-shard-{}-of-{}",
-                b.clients, b.faults_max, s.index, s.count
-            ),
-            None => format!("check-{}c-{}f", b.clients, b.faults_max),
-        };
-        let path = trace_path(&a.out, &stem, a.force)?;
-        run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
-        outln!("trace: {}", path.display());
-        outln!(
-            "reproduce: {}{}",
-            program.line(&format!("replay {}", path.display())),
-            program.at(zklock_checker::ZKLOCK_COMMIT)
-        );
-        Ok(path)
-    })();
-    let trace = match written {
-        Ok(p) => Some(p.display().to_string()),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            None
-        }
-    };
-    // After the trace, so that a summary names a trace that exists; its failure told.
-    if let Err(e) = summary(Some(failure_text(run)), trace) {
-        eprintln!("error: {e:#}");
+        Ok(Status::Inconclusive)
     }
-    Ok(Status::Violated)
+}
+
+/// Writes the violation's trace and prints the command that replays it.
+fn write_violation(
+    a: &CheckArgs,
+    b: &Bounds,
+    r: &ExhaustiveReport,
+    run: &zklock_checker::CheckedRun,
+    program: &crate::program::Program,
+) -> Result<PathBuf> {
+    create_private_dir(&a.out)?;
+    let stem = match a.shard {
+        Some(s) => format!(
+            "check-{}c-{}f-shard-{}-of-{}",
+            b.clients, b.faults_max, s.index, s.count
+        ),
+        None => format!("check-{}c-{}f", b.clients, b.faults_max),
+    };
+    let path = trace_path(&a.out, &stem, a.force)?;
+    run.trace(&r.scenario, 0, &a.recipe).write(&path)?;
+    outln!("trace: {}", path.display());
+    outln!(
+        "reproduce: {}{}",
+        program.line(&format!("replay {}", path.display())),
+        program.at(zklock_checker::ZKLOCK_COMMIT)
+    );
+    Ok(path)
 }
 
 /// The verdict of a check that stopped before its end: not a pass, since the schedules
@@ -318,6 +356,28 @@ fn read_checkpoint(path: &Path) -> Result<Option<Checkpoint>> {
             path.display()
         ),
     }
+}
+
+/// `--shapes all` makes each attempt's mode and count a choice: a queue and an election
+/// make none, and the flag is refused rather than ignored.
+fn refuse_shapes_all(lock: &dyn zklock_checker::registry::AnyRecipe, a: &CheckArgs) -> Result<()> {
+    if lock.is_work_queue() && a.shape.shapes == crate::shape_args::Shapes::All {
+        bail!(
+            "--shapes all does not apply to the work queue {}: its clients make no acquire \
+             attempts; --fault-durations chosen and --holds chosen are the choices it has",
+            a.recipe
+        );
+    }
+    // An election's attempts block until they lead or close: no mode to choose.
+    if lock.is_election() && a.shape.shapes == crate::shape_args::Shapes::All {
+        bail!(
+            "--shapes all does not apply to the election {}: its attempts have no acquire \
+             modes; --counts chosen, --fault-durations chosen and --holds chosen are the \
+             choices it has",
+            a.recipe
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,7 +20,44 @@ const MISSING_LINES_MAX: usize = 20;
 
 /// Merges the shards' summaries, each `(file, text)` a check summary.
 pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> Result<Status> {
-    let mut shards: BTreeMap<u32, (PathBuf, CheckSummary)> = BTreeMap::new();
+    let (f, shards) = read_shards(files)?;
+    let n = f.shard.count;
+    print_totals(&f, &shards);
+    let violated = print_violations(&shards, program);
+    let short = print_incomplete(&shards, n);
+    // A violation found is a failure, whatever else is missing.
+    if violated {
+        return Ok(Status::Violated);
+    }
+    if short > 0 {
+        return Ok(Status::Inconclusive);
+    }
+    // Judged on the whole check, as a check that was not split is: a shard alone may
+    // legitimately make no acquisition, all of them together may not.
+    let parts: Option<Vec<&Exercised>> =
+        shards.values().map(|(_, s)| s.exercised.as_ref()).collect();
+    if let Some(parts) = parts {
+        let mut all = Exercised::default();
+        parts.into_iter().for_each(|e| all.merge(e));
+        if let Err(nothing) = all.verdict() {
+            outln!(
+                "inconclusive: no property was violated on any schedule of any shard, but \
+                 {nothing}"
+            );
+            return Ok(Status::Inconclusive);
+        }
+    }
+    outln!("ok: every property held on every schedule of every shard");
+    Ok(Status::Held)
+}
+
+/// Each shard's summary by its index, with the file that holds it.
+type Shards = BTreeMap<u32, (PathBuf, CheckSummary)>;
+
+/// The first summary and every shard's, each refused if it is not a check summary, not
+/// of the first one's check, inconsistent, or given twice.
+fn read_shards(files: &[(PathBuf, String)]) -> Result<(CheckSummary, Shards)> {
+    let mut shards: Shards = BTreeMap::new();
     let mut first: Option<(PathBuf, CheckSummary)> = None;
     for (p, text) in files {
         if !is_check_summary(text) {
@@ -47,6 +84,11 @@ pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> 
         }
     }
     let (_, f) = first.context("no summary given")?;
+    Ok((f, shards))
+}
+
+/// What the shards searched together, and how much of it twice.
+fn print_totals(f: &CheckSummary, shards: &Shards) {
     let n = f.shard.count;
     let sum = |g: fn(&CheckSummary) -> u64| shards.values().map(|(_, s)| g(s)).sum::<u64>();
     outln!(
@@ -73,6 +115,10 @@ pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> 
         100.0 * states.saturating_sub(union) as f64 / states.max(1) as f64,
         shards.values().map(|(_, s)| s.wall_ms).max().unwrap_or(0) as f64 / 1000.0
     );
+}
+
+/// Each shard's violation with its reproduction; whether there was one.
+fn print_violations(shards: &Shards, program: &crate::program::Program) -> bool {
     let mut violated = false;
     for (p, s) in shards.values() {
         if let Some(v) = &s.violation {
@@ -88,6 +134,12 @@ pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> 
             }
         }
     }
+    violated
+}
+
+/// The shards of `n` missing or unfinished, at most [`MISSING_LINES_MAX`] by name; how
+/// many there are.
+fn print_incomplete(shards: &Shards, n: u32) -> usize {
     let mut lines = Vec::new();
     let mut short = 0;
     for k in 1..=n {
@@ -122,30 +174,7 @@ pub fn merge(files: &[(PathBuf, String)], program: &crate::program::Program) -> 
             outln!("  and {} more shards", short - lines.len());
         }
     }
-    // A violation found is a failure, whatever else is missing.
-    if violated {
-        return Ok(Status::Violated);
-    }
-    if short > 0 {
-        return Ok(Status::Inconclusive);
-    }
-    // Judged on the whole check, as a check that was not split is: a shard alone may
-    // legitimately make no acquisition, all of them together may not.
-    let parts: Option<Vec<&Exercised>> =
-        shards.values().map(|(_, s)| s.exercised.as_ref()).collect();
-    if let Some(parts) = parts {
-        let mut all = Exercised::default();
-        parts.into_iter().for_each(|e| all.merge(e));
-        if let Err(nothing) = all.verdict() {
-            outln!(
-                "inconclusive: no property was violated on any schedule of any shard, but \
-                 {nothing}"
-            );
-            return Ok(Status::Inconclusive);
-        }
-    }
-    outln!("ok: every property held on every schedule of every shard");
-    Ok(Status::Held)
+    short
 }
 
 /// Refuses a summary of another check than the first one's.

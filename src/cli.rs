@@ -205,6 +205,10 @@ pub struct ExploreArgs {
         value_parser = whole::<u64, 0, ANY>,
     )]
     pub seed_start: u64,
+    // `clients`, `acquisitions` and `drop_every` are not among the shared scenario flags
+    // (`ScenarioArgs`): check bounds its clients 1 to 4 and takes its sizes from its
+    // bounds (`Bounds::default()`, a small search), not from the recipe's scenario, and
+    // takes no --drop-every (it keeps the recipe's).
     /// Contending clients, 1 to 64 [default: the recipe's; 5 for most; the `recipes`
     /// subcommand names the others]
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>)]
@@ -294,6 +298,8 @@ pub struct CheckArgs {
     /// The recipe to check (the `recipes` subcommand lists them)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME)]
     pub recipe: String,
+    // Explore's own `clients` and `acquisitions` default to the recipe's scenario and
+    // take 1 to 64 clients: not shared (see `ExploreArgs`).
     /// Clients, 1 to 4 (the search grows fast)
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 4>, default_value_t = Bounds::default().clients)]
     pub clients: u32,
@@ -431,6 +437,9 @@ pub struct MergeArgs {
 #[cfg(feature = "real")]
 #[derive(Debug, Args)]
 pub struct RealArgs {
+    // Real's `clients`, `drop_every` and `attempts` are not the simulation's
+    // (`ScenarioArgs`): they size a run on real servers, with defaults from
+    // `WorkloadConfig`; search's size one scripted run of a search, 1 to 8 clients.
     /// Contending clients, 1 to 64
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = count::<1, 64>, default_value_t = WorkloadConfig::default().clients)]
     pub clients: u32,

@@ -62,6 +62,67 @@ fn for_ms(v: &str) -> Result<u64> {
 pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) -> Result<Status> {
     let lock = recipe(recipes, &a.recipe, "--recipe")?;
     refuse_inapplicable(lock, &a.recipe, given)?;
+    let budget = sweep_budget(&a)?;
+    let sc = sweep_scenario(&a, lock)?;
+    refuse_empty_sweep(&budget, &sc)?;
+    // Refused before the sweep, not after it has run for an hour and found a failure
+    // with nowhere to write it.
+    if let Some(p) = &a.summary {
+        check_out_file("--summary", p, false, a.force)?;
+    }
+    check_out_dir("--out", &a.out)?;
+    let total = budget.seed_count();
+    if total == 0 {
+        bail!(
+            "shard {}/{} of seeds {}..{} holds no seed; use fewer shards or more seeds",
+            budget.shard_index + 1,
+            budget.shard_count,
+            budget.seed_start,
+            budget.seed_start.saturating_add(budget.seeds)
+        );
+    }
+    let bar = progress_bar(&a, total);
+    // Seeds an earlier sweep of this recipe and strategy found, replayed first: a bug
+    // found once fails every later sweep at once, whatever its range.
+    let regressions = (!a.no_regressions).then(|| {
+        a.regressions
+            .clone()
+            .unwrap_or_else(|| a.out.join(REGRESSIONS_FILE))
+    });
+    let key = format!("explore/{}/{}", a.recipe, budget.strategy.name());
+    let explored = sweep_after_recorded(lock, &sc, &budget, regressions.as_deref(), &key, &bar)?;
+    bar.finish_and_clear();
+    let mut s = explored.summary;
+    // Summaries and traces name the recipe as it is registered, which is what
+    // `--recipe` and `replay` look up.
+    s.recipe = a.recipe.clone();
+    print_sweep(&a, &budget, &sc, &s);
+    let (Some((seed, run)), Some(seed_sc)) = (explored.failure, explored.failure_scenario) else {
+        write_summary(&a, &s)?;
+        return Ok(judge_held(&a, &s, &sc, total, program));
+    };
+    outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
+    outln!("{}", run.report_text());
+    // A violation found exits 1 whatever happens to the files after it: the trace first,
+    // then the summary, each error told.
+    // `seed_sc` is the seed's own scenario: under a strategy other than uniform, not the
+    // sweep's.
+    let written = write_failure(&a, &seed_sc, lock, seed, &run, program);
+    if let Err(e) = &written {
+        eprintln!("error: {e:#}");
+    }
+    // After the trace: its directory is made private first.
+    if let Some(p) = &regressions {
+        record_regression(p, &budget, key, &seed_sc, seed, &run);
+    }
+    if let Err(e) = write_summary(&a, &s) {
+        eprintln!("error: {e:#}");
+    }
+    Ok(Status::Violated)
+}
+
+/// The sweep's budget from its flags: seeds, time, threads, shard, strategy.
+fn sweep_budget(a: &ExploreArgs) -> Result<Budget> {
     let time_limit_ms = match (&a.for_, a.time_limit_s) {
         (Some(d), _) => Some(for_ms(d)?),
         (None, Some(s)) => Some(zklock_checker::limits::wall_time_ms_from_s(
@@ -90,16 +151,26 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     }
     budget.interrupt = crate::interrupt::for_sweep();
     budget.strategy = a.strategy.into();
-    // The recipe's own scenario, each knob a flag gives replaced.
+    Ok(budget)
+}
+
+/// The recipe's own scenario, each knob a flag gives replaced.
+fn sweep_scenario(
+    a: &ExploreArgs,
+    lock: &dyn zklock_checker::registry::AnyRecipe,
+) -> Result<Scenario> {
     let base = lock.scenario();
     let clients = a.clients.unwrap_or(base.clients);
-    let sc = Scenario {
+    Ok(Scenario {
         clients,
         acquisitions_per_client: a.acquisitions.unwrap_or(base.acquisitions_per_client),
         drop_every: a.drop_every.unwrap_or(base.drop_every),
         ..a.scenario.apply(base, clients)?
-    };
-    // A sweep of nothing would print "every property held" having checked nothing.
+    })
+}
+
+/// A sweep of nothing would print "every property held" having checked nothing.
+fn refuse_empty_sweep(budget: &Budget, sc: &Scenario) -> Result<()> {
     if budget.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
@@ -112,23 +183,11 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
     if budget.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    // Refused before the sweep, not after it has run for an hour and found a failure
-    // with nowhere to write it.
-    if let Some(p) = &a.summary {
-        check_out_file("--summary", p, false, a.force)?;
-    }
-    check_out_dir("--out", &a.out)?;
-    let total = budget.seed_count();
-    if total == 0 {
-        bail!(
-            "shard {}/{} of seeds {}..{} holds no seed; use fewer shards or more seeds",
-            budget.shard_index + 1,
-            budget.shard_count,
-            budget.seed_start,
-            budget.seed_start.saturating_add(budget.seeds)
-        );
-    }
-    let bar = match &a.for_ {
+    Ok(())
+}
+
+fn progress_bar(a: &ExploreArgs, total: u64) -> ProgressBar {
+    match &a.for_ {
         // Bounded by time: the seeds run so far, and the time left.
         Some(d) => ProgressBar::new(total).with_style(
             ProgressStyle::with_template(&format!("{{spinner}} {{pos}} seeds  {{elapsed}} of {d}"))
@@ -138,20 +197,24 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
             ProgressStyle::with_template("{bar:40} {pos}/{len} seeds  {elapsed} (eta {eta})")
                 .expect("static template"),
         ),
-    };
-    // Seeds an earlier sweep of this recipe and strategy found, replayed first: a bug
-    // found once fails every later sweep at once, whatever its range.
-    let regressions = (!a.no_regressions).then(|| {
-        a.regressions
-            .clone()
-            .unwrap_or_else(|| a.out.join(REGRESSIONS_FILE))
-    });
-    let key = format!("explore/{}/{}", a.recipe, budget.strategy.name());
-    let recorded = match &regressions {
-        Some(p) => recorded_seeds(p, &key)?,
+    }
+}
+
+/// Replays the seeds recorded under `key` in `regressions`, one by one; the first that
+/// fails again is the sweep's result. When each holds, the sweep itself runs.
+fn sweep_after_recorded(
+    lock: &dyn zklock_checker::registry::AnyRecipe,
+    sc: &Scenario,
+    budget: &Budget,
+    regressions: Option<&Path>,
+    key: &str,
+    bar: &ProgressBar,
+) -> Result<zklock_checker::Explored> {
+    let recorded = match regressions {
+        Some(p) => recorded_seeds(p, key)?,
         None => Vec::new(),
     };
-    let mut again = None;
+    let file = regressions.unwrap_or(Path::new("")).display();
     for (seed, own) in &recorded {
         let seed = *seed;
         let one = Budget {
@@ -162,7 +225,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
             threads: 1,
             ..budget.clone()
         };
-        let x = match own {
+        let mut x = match own {
             // A coverage seed's scenario came from its sweep's corpus: it is replayed in
             // the scenario recorded with it.
             Some(own) => lock.explore(
@@ -173,42 +236,29 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
                 },
                 &|_, _| {},
             )?,
-            None => lock.explore(&sc, &one, &|_, _| {})?,
+            None => lock.explore(sc, &one, &|_, _| {})?,
         };
         if x.failure.is_some() {
-            again = Some((seed, x));
-            break;
-        }
-    }
-    let explored = match again {
-        Some((seed, mut x)) => {
             bar.finish_and_clear();
-            outln!(
-                "recorded seed {seed} ({}) fails again: the sweep stops there",
-                regressions.as_deref().unwrap_or(Path::new("")).display()
-            );
+            outln!("recorded seed {seed} ({file}) fails again: the sweep stops there");
             // The summary is the sweep's that was asked for, whatever scenario the
             // recorded seed replayed in (its trace records that one).
             x.summary.strategy = budget.strategy;
             x.summary.scenario = sc.clone();
-            x
+            return Ok(x);
         }
-        None => {
-            if !recorded.is_empty() {
-                outln!(
-                    "{} recorded seeds replayed first ({}): each held",
-                    recorded.len(),
-                    regressions.as_deref().unwrap_or(Path::new("")).display()
-                );
-            }
-            lock.explore(&sc, &budget, &|done, _| bar.set_position(done))?
-        }
-    };
-    bar.finish_and_clear();
-    let mut s = explored.summary;
-    // Summaries and traces name the recipe as it is registered, which is what
-    // `--recipe` and `replay` look up.
-    s.recipe = a.recipe.clone();
+    }
+    if !recorded.is_empty() {
+        outln!(
+            "{} recorded seeds replayed first ({file}): each held",
+            recorded.len()
+        );
+    }
+    Ok(lock.explore(sc, budget, &|done, _| bar.set_position(done))?)
+}
+
+/// The sweep's lines: what ran, in which scenario, and its counters.
+fn print_sweep(a: &ExploreArgs, budget: &Budget, sc: &Scenario, s: &Summary) {
     // A sweep bounded by time alone has no end seed to name.
     let range_end = match (&a.for_, a.seeds) {
         (Some(_), None) => "".to_owned(),
@@ -251,7 +301,7 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
              on until {} ms{swarm}",
             sc.clients.max(2),
             sc.acquisitions_per_client,
-            non_default_knobs(&sc),
+            non_default_knobs(sc),
             crate::fault_args::describe(&sc.faults),
             sc.heal_ms
         );
@@ -262,85 +312,87 @@ pub fn run(a: ExploreArgs, recipes: &Recipes, given: &Given, program: &Program) 
             sc.clients,
             sc.readers,
             sc.acquisitions_per_client,
-            non_default_knobs(&sc),
+            non_default_knobs(sc),
             crate::fault_args::describe(&sc.faults),
             sc.heal_ms
         );
     }
     outln!("{}", s.counters);
-    let (Some((seed, run)), Some(seed_sc)) = (explored.failure, explored.failure_scenario) else {
-        write_summary(&a, &s)?;
-        if s.seeds_run == 0 {
-            // Nothing was checked, so nothing held.
-            let why = if s.interrupted {
-                "the sweep was interrupted before the first seed finished"
-            } else {
-                "the time limit came before the first seed finished; raise --time-limit-s"
-            };
-            outln!("inconclusive: no seed ran, so nothing was checked: {why}");
-            return Ok(Status::Inconclusive);
-        }
-        // `--for` alone asks for as many seeds as its time allows: the time is the budget.
-        let time_is_the_budget = a.for_.is_some() && a.seeds.is_none() && !s.interrupted;
-        if s.seeds_run < total && !time_is_the_budget {
-            // Not a pass: the seeds left may hold a violation (a merge says the same).
-            outln!(
-                "inconclusive: every property held on the {} seeds run, but the sweep {} \
-                 before the other {} of its {total} seeds",
-                s.seeds_run,
-                if s.interrupted {
-                    "was interrupted"
-                } else {
-                    "reached its time limit (--time-limit-s)"
-                },
-                total - s.seeds_run
-            );
-            return Ok(Status::Inconclusive);
-        }
-        let (checked, what) = s.counters.checked();
-        // Every acquire failed or was dropped: nothing was put to the test.
-        if let Err(nothing) = Exercised::of_counters(&s.counters, s.seeds_run).verdict() {
-            outln!("inconclusive: no property was violated, but {nothing}");
-            return Ok(Status::Inconclusive);
-        }
-        outln!(
-            "ok: every property held on every seed ({:.0} checked {what}/s)",
-            checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
-        );
-        print_what_next(&s.counters, &sc, &a.recipe, program);
-        return Ok(Status::Held);
-    };
-    outln!("\nseed {seed}: FAILED {}\n", failure_text(&run));
-    outln!("{}", run.report_text());
-    // A violation found exits 1 whatever happens to the files after it: the trace first,
-    // then the summary, each error told.
-    // `seed_sc` is the seed's own scenario: under a strategy other than uniform, not the
-    // sweep's.
-    let written = write_failure(&a, &seed_sc, lock, seed, &run, program);
-    if let Err(e) = &written {
-        eprintln!("error: {e:#}");
-    }
-    // After the trace: its directory is made private first.
-    if let Some(p) = &regressions {
-        let what = run.failure().unwrap_or_default();
-        // A violation found exits 1 whatever happens to this file.
-        let key = match budget.strategy {
-            zklock_checker::Strategy::Coverage => coverage_key(&key, &seed_sc),
-            _ => key,
+}
+
+/// The verdict of a sweep that found no violation: held only when every seed asked for
+/// ran and something was put to the test.
+fn judge_held(
+    a: &ExploreArgs,
+    s: &Summary,
+    sc: &Scenario,
+    total: u64,
+    program: &Program,
+) -> Status {
+    if s.seeds_run == 0 {
+        // Nothing was checked, so nothing held.
+        let why = if s.interrupted {
+            "the sweep was interrupted before the first seed finished"
+        } else {
+            "the time limit came before the first seed finished; raise --time-limit-s"
         };
-        match zklock_checker::regressions::record(p, &key, seed, &what) {
-            Ok(zklock_checker::regressions::Recorded::Added) => outln!(
-                "recorded: seed {seed} in {} (every later sweep of this recipe replays it first)",
-                p.display()
-            ),
-            Ok(_) => {}
-            Err(e) => eprintln!("error: --regressions: {e}"),
-        }
+        outln!("inconclusive: no seed ran, so nothing was checked: {why}");
+        return Status::Inconclusive;
     }
-    if let Err(e) = write_summary(&a, &s) {
-        eprintln!("error: {e:#}");
+    // `--for` alone asks for as many seeds as its time allows: the time is the budget.
+    let time_is_the_budget = a.for_.is_some() && a.seeds.is_none() && !s.interrupted;
+    if s.seeds_run < total && !time_is_the_budget {
+        // Not a pass: the seeds left may hold a violation (a merge says the same).
+        outln!(
+            "inconclusive: every property held on the {} seeds run, but the sweep {} \
+             before the other {} of its {total} seeds",
+            s.seeds_run,
+            if s.interrupted {
+                "was interrupted"
+            } else {
+                "reached its time limit (--time-limit-s)"
+            },
+            total - s.seeds_run
+        );
+        return Status::Inconclusive;
     }
-    Ok(Status::Violated)
+    let (checked, what) = s.counters.checked();
+    // Every acquire failed or was dropped: nothing was put to the test.
+    if let Err(nothing) = Exercised::of_counters(&s.counters, s.seeds_run).verdict() {
+        outln!("inconclusive: no property was violated, but {nothing}");
+        return Status::Inconclusive;
+    }
+    outln!(
+        "ok: every property held on every seed ({:.0} checked {what}/s)",
+        checked as f64 * 1000.0 / (s.wall_ms.max(1)) as f64
+    );
+    print_what_next(&s.counters, sc, &a.recipe, program);
+    Status::Held
+}
+
+/// Records a failing seed in the regressions file; a violation found exits 1 whatever
+/// happens to this file, so an error is told and not returned.
+fn record_regression(
+    p: &Path,
+    budget: &Budget,
+    key: String,
+    seed_sc: &Scenario,
+    seed: u64,
+    run: &CheckedRun,
+) {
+    let what = run.failure().unwrap_or_default();
+    let key = match budget.strategy {
+        zklock_checker::Strategy::Coverage => coverage_key(&key, seed_sc),
+        _ => key,
+    };
+    match zklock_checker::regressions::record(p, &key, seed, &what) {
+        Ok(zklock_checker::regressions::Recorded::Added) => outln!(
+            "recorded: seed {seed} in {} (every later sweep of this recipe replays it first)",
+            p.display()
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("error: --regressions: {e}"),
+    }
 }
 
 /// The seeds recorded for `key` in the regressions file `path`, in its order, each with
@@ -695,87 +747,8 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
     {
         return crate::check_merge::merge(&files, program);
     }
-    let mut merged: Option<Summary> = None;
-    // Each shard's index, with the file that holds it and the seeds it ran.
-    let mut shards: BTreeMap<u64, (PathBuf, u64)> = BTreeMap::new();
-    let mut first_range: Option<SweepRange> = None;
-    let mut without_range = Vec::new();
-    // Summaries without a range whose sweep was cut short: what they lack is unknown.
-    let mut cut_unknown = Vec::new();
-    for (p, text) in &files {
-        let p = p.as_path();
-        let s: Summary = serde_json::from_str(text)
-            .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
-        match s.range {
-            None => {
-                without_range.push(p.display().to_string());
-                if s.interrupted || s.stopped_by_time {
-                    cut_unknown.push(format!(
-                        "{}: {} seeds run, then {}",
-                        p.display(),
-                        s.seeds_run,
-                        if s.interrupted {
-                            "interrupted"
-                        } else {
-                            "stopped by its time limit"
-                        }
-                    ));
-                }
-            }
-            Some(r) => {
-                if let Some(f) = first_range
-                    && (f.seed_start, f.seeds, f.shard_count)
-                        != (r.seed_start, r.seeds, r.shard_count)
-                {
-                    bail!(
-                        "{}: seeds {}..{} in {} shards, but the first summary's are seeds \
-                         {}..{} in {} shards: not shards of one sweep",
-                        p.display(),
-                        r.seed_start,
-                        r.seed_start.saturating_add(r.seeds),
-                        r.shard_count,
-                        f.seed_start,
-                        f.seed_start.saturating_add(f.seeds),
-                        f.shard_count
-                    );
-                }
-                check_seeds_ran(p, &s, &r)?;
-                first_range.get_or_insert(r);
-                if let Some((other, _)) =
-                    shards.insert(r.shard_index, (p.to_path_buf(), s.seeds_run))
-                {
-                    bail!(
-                        "{}: shard {}/{} again (also in {}); give each shard once",
-                        p.display(),
-                        r.shard_index + 1,
-                        r.shard_count,
-                        other.display()
-                    );
-                }
-            }
-        }
-        match &mut merged {
-            None => merged = Some(s),
-            Some(m) => {
-                if m.recipe != s.recipe || m.scenario != s.scenario {
-                    bail!(
-                        "{}: a different recipe or scenario than the first summary",
-                        p.display()
-                    );
-                }
-                if m.strategy != s.strategy {
-                    bail!(
-                        "{}: swept with --strategy {}, the first summary with --strategy {}",
-                        p.display(),
-                        s.strategy.name(),
-                        m.strategy.name()
-                    );
-                }
-                m.merge(&s);
-            }
-        }
-    }
-    let m = merged.context("no summary given")?;
+    let shards = SweepShards::read(&files)?;
+    let m = shards.merged.context("no summary given")?;
     outln!(
         "{} seeds run over {} summaries",
         m.seeds_run,
@@ -785,20 +758,24 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
     for (seed, f) in &m.failures {
         outln!("seed {seed}: FAILED {f}");
     }
-    if !without_range.is_empty() {
+    if !shards.without_range.is_empty() {
         outln!(
             "note: {} record no seed range (written by an older zklock), so a shard given \
              twice or missing cannot be told there",
-            without_range.join(", ")
+            shards.without_range.join(", ")
         );
     }
-    let missing = first_range.map(|r| missing_seeds(&r, &shards));
-    let incomplete = missing.as_ref().is_some_and(|(n, _)| *n > 0) || !cut_unknown.is_empty();
+    let missing = shards
+        .first_range
+        .map(|r| missing_seeds(&r, &shards.by_index));
+    let incomplete =
+        missing.as_ref().is_some_and(|(n, _)| *n > 0) || !shards.cut_unknown.is_empty();
     if incomplete {
         let (n, lines) = missing.unwrap_or_default();
         let mut lines = lines;
         lines.extend(
-            cut_unknown
+            shards
+                .cut_unknown
                 .iter()
                 .map(|l| format!("{l} (which seeds it lacks, it does not record)")),
         );
@@ -823,6 +800,110 @@ pub fn merge(a: MergeArgs, program: &Program) -> Result<Status> {
     }
     outln!("ok: every property held on every seed of every shard");
     Ok(Status::Held)
+}
+
+/// A sweep's shard summaries, read and merged, with what they say of the seeds run.
+#[derive(Default)]
+struct SweepShards {
+    merged: Option<Summary>,
+    /// Each shard's index, with the file that holds it and the seeds it ran.
+    by_index: BTreeMap<u64, (PathBuf, u64)>,
+    first_range: Option<SweepRange>,
+    without_range: Vec<String>,
+    /// Summaries without a range whose sweep was cut short: what they lack is unknown.
+    cut_unknown: Vec<String>,
+}
+
+impl SweepShards {
+    fn read(files: &[(PathBuf, String)]) -> Result<SweepShards> {
+        let mut shards = SweepShards::default();
+        for (p, text) in files {
+            let p = p.as_path();
+            let s: Summary = serde_json::from_str(text)
+                .with_context(|| format!("{}: not a zklock explore summary", p.display()))?;
+            match s.range {
+                None => shards.note_without_range(p, &s),
+                Some(r) => shards.add_range(p, &s, r)?,
+            }
+            shards.merge_summary(p, s)?;
+        }
+        Ok(shards)
+    }
+
+    fn note_without_range(&mut self, p: &Path, s: &Summary) {
+        self.without_range.push(p.display().to_string());
+        if s.interrupted || s.stopped_by_time {
+            self.cut_unknown.push(format!(
+                "{}: {} seeds run, then {}",
+                p.display(),
+                s.seeds_run,
+                if s.interrupted {
+                    "interrupted"
+                } else {
+                    "stopped by its time limit"
+                }
+            ));
+        }
+    }
+
+    /// Refuses a shard of another sweep, one that does not fit its range, or one given
+    /// twice.
+    fn add_range(&mut self, p: &Path, s: &Summary, r: SweepRange) -> Result<()> {
+        if let Some(f) = self.first_range
+            && (f.seed_start, f.seeds, f.shard_count) != (r.seed_start, r.seeds, r.shard_count)
+        {
+            bail!(
+                "{}: seeds {}..{} in {} shards, but the first summary's are seeds \
+                 {}..{} in {} shards: not shards of one sweep",
+                p.display(),
+                r.seed_start,
+                r.seed_start.saturating_add(r.seeds),
+                r.shard_count,
+                f.seed_start,
+                f.seed_start.saturating_add(f.seeds),
+                f.shard_count
+            );
+        }
+        check_seeds_ran(p, s, &r)?;
+        self.first_range.get_or_insert(r);
+        if let Some((other, _)) = self
+            .by_index
+            .insert(r.shard_index, (p.to_path_buf(), s.seeds_run))
+        {
+            bail!(
+                "{}: shard {}/{} again (also in {}); give each shard once",
+                p.display(),
+                r.shard_index + 1,
+                r.shard_count,
+                other.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Adds `s` to the merge, refusing a summary of another recipe, scenario or strategy.
+    fn merge_summary(&mut self, p: &Path, s: Summary) -> Result<()> {
+        let Some(m) = &mut self.merged else {
+            self.merged = Some(s);
+            return Ok(());
+        };
+        if m.recipe != s.recipe || m.scenario != s.scenario {
+            bail!(
+                "{}: a different recipe or scenario than the first summary",
+                p.display()
+            );
+        }
+        if m.strategy != s.strategy {
+            bail!(
+                "{}: swept with --strategy {}, the first summary with --strategy {}",
+                p.display(),
+                s.strategy.name(),
+                m.strategy.name()
+            );
+        }
+        m.merge(&s);
+        Ok(())
+    }
 }
 
 /// Summaries read at once to tell a check's from a sweep's; a merge of more is a sweep's

@@ -75,7 +75,93 @@ pub(crate) fn long_hold_ms(given_ms: u64, session_timeout_ms: u64) -> u64 {
 }
 
 fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOptions> {
-    let mut workload = WorkloadConfig {
+    let mut workload = workload_of(&a)?;
+    let mut faults = faults_of(&a)?;
+    let faults_given = a.faults != "all";
+    // Each acquisition's lock comes from the run's seed, as its faults do.
+    workload.lock_seed = faults.seed;
+    let recipe = recipes
+        .parse(&a.recipe)
+        .map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
+    let queue = QueueShape {
+        producers: a.producers,
+        items_per_producer: a.items,
+    };
+    refuse_queue_shape(&recipe, &queue, &workload)?;
+    if workload.readers > 0 && !recipe.has_readers() {
+        bail!("--readers: the {recipe} recipe has no read side");
+    }
+    let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
+    refuse_inapplicable(&a, given, &recipe, mix.is_some(), &faults.faults)?;
+    let driver = driver_of(&a, &workload, mix.as_deref())?;
+    if a.aim.len() > MAX_AIMED {
+        bail!(
+            "--aim: at most {MAX_AIMED} aimed faults, got {}",
+            a.aim.len()
+        );
+    }
+    // Longer than the session timeout: the server expires the session in the pause.
+    let default_pause_ms = workload.session_timeout_ms.saturating_mul(2);
+    for spec in &a.aim {
+        faults
+            .aimed
+            .push(parse_aim(spec, workload.clients, default_pause_ms)?);
+    }
+    // Where a failing run's timelines go, checked before any server starts.
+    crate::files::check_out_dir("--out", &a.out)?;
+    let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
+    if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
+        bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
+    }
+    if workload.duration_ms == 0 || workload.duration_ms > MAX_DURATION_MS {
+        bail!(
+            "--duration must be positive and at most {} s",
+            MAX_DURATION_MS / 1000
+        );
+    }
+    let leader_killable = connect.is_none() && ensemble_size >= 3;
+    if faults.faults.contains(RealFault::KillLeader) && !leader_killable {
+        if faults_given && faults.faults != FaultSet::all() {
+            bail!(
+                "--faults kill-leader needs an ensemble the run starts itself: --ensemble 3 \
+                 (and no --connect)"
+            );
+        }
+        // `all` means every fault this setup can have.
+        faults.faults.remove(RealFault::KillLeader);
+    }
+    let run_root = match &connect {
+        Some(c) => Some(run_root_on(c, &mut workload)?),
+        None => None,
+    };
+    // Bounded first, so that the arithmetic below cannot overflow.
+    workload.validate().map_err(anyhow::Error::new)?;
+    faults.heal_ms = workload.duration_ms * HEAL_FRACTION.0 / HEAL_FRACTION.1;
+    faults.start_ms = FAULT_START_MS.min(faults.heal_ms / 4);
+    // Some black holes and pauses outlast the session (the server expires it), most do not.
+    faults.black_hole_ms_max = workload.session_timeout_ms * 2;
+    faults.pause_ms_max = workload.session_timeout_ms * 2;
+    workload.validate().map_err(anyhow::Error::new)?;
+    Ok(RealOptions {
+        workload,
+        faults,
+        ensemble_size,
+        connect,
+        run_root,
+        out_dir,
+        driver,
+        recipe,
+        mix,
+        allow_foreign_naming: a.allow_foreign_naming,
+        queue,
+        warm_up_runs: a.warm_up_runs,
+    })
+}
+
+/// The workload's configuration from the flags; validated by the caller once the rest
+/// of the run is known.
+fn workload_of(a: &RealArgs) -> Result<WorkloadConfig> {
+    Ok(WorkloadConfig {
         clients: a.clients,
         readers: a.readers,
         duration_ms: parse_duration_ms("--duration", &a.duration)?,
@@ -95,8 +181,12 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
         locks: a.locks,
         attempts_per_client: a.attempts,
         ..WorkloadConfig::default()
-    };
-    let mut faults = FaultConfig {
+    })
+}
+
+/// The faults from the flags; their times are set once the run's duration is known.
+fn faults_of(a: &RealArgs) -> Result<FaultConfig> {
+    Ok(FaultConfig {
         faults: a
             .faults
             .parse()
@@ -111,17 +201,16 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
         // life, which `node_outlives_attempt` judges.
         record_requests: true,
         ..FaultConfig::default()
-    };
-    let faults_given = a.faults != "all";
-    // Each acquisition's lock comes from the run's seed, as its faults do.
-    workload.lock_seed = faults.seed;
-    let recipe = recipes
-        .parse(&a.recipe)
-        .map_err(|e| anyhow::anyhow!("--recipe: {e}"))?;
-    let queue = QueueShape {
-        producers: a.producers,
-        items_per_producer: a.items,
-    };
+    })
+}
+
+/// Refuses a work queue's roles that its clients cannot fill, and a queue run on more
+/// than one lock directory.
+fn refuse_queue_shape(
+    recipe: &RealPick,
+    queue: &QueueShape,
+    workload: &WorkloadConfig,
+) -> Result<()> {
     if recipe.is_queue() {
         let spec = QueueWorkload {
             producers: queue.producers,
@@ -134,15 +223,20 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
             bail!("--locks: a work queue's run has one queue");
         }
     }
-    if workload.readers > 0 && !recipe.has_readers() {
-        bail!("--readers: the {recipe} recipe has no read side");
-    }
-    let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
-    refuse_inapplicable(&a, given, &recipe, mix.is_some(), &faults.faults)?;
+    Ok(())
+}
+
+/// The released library's driver `--lock` names (None: zklock's own lock, or a mix),
+/// with the flags it cannot take refused.
+fn driver_of(
+    a: &RealArgs,
+    workload: &WorkloadConfig,
+    mix: Option<&[LockName]>,
+) -> Result<Option<DriverKind>> {
     if mix.is_some() && workload.readers > 0 {
         bail!("--readers: a mix of locks has no read side (its locks are exclusive)");
     }
-    let single = match &mix {
+    let single = match mix {
         Some(_) => "zklock",
         None => a.lock.split(',').next().unwrap_or_default(),
     };
@@ -175,76 +269,20 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
             "--locks: a library's driver runs one lock directory; --locks takes zklock's recipes"
         );
     }
-    if a.aim.len() > MAX_AIMED {
-        bail!(
-            "--aim: at most {MAX_AIMED} aimed faults, got {}",
-            a.aim.len()
-        );
+    Ok(driver)
+}
+
+/// On someone else's servers (`--connect`), which may hold earlier runs' nodes: a fresh
+/// directory for this run, its lock under it.
+fn run_root_on(connect: &str, workload: &mut WorkloadConfig) -> Result<String> {
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    workload.lock_path = format!("{RUN_ROOT_PREFIX}{stamp}/lock");
+    if connect.trim().is_empty() {
+        bail!("--connect needs HOST:PORT[,HOST:PORT...]");
     }
-    // Longer than the session timeout: the server expires the session in the pause.
-    let default_pause_ms = workload.session_timeout_ms.saturating_mul(2);
-    for spec in &a.aim {
-        faults
-            .aimed
-            .push(parse_aim(spec, workload.clients, default_pause_ms)?);
-    }
-    // Where a failing run's timelines go, checked before any server starts.
-    crate::files::check_out_dir("--out", &a.out)?;
-    let (ensemble_size, connect, out_dir) = (a.ensemble, a.connect, a.out);
-    if !(1..=MAX_ENSEMBLE_SIZE).contains(&ensemble_size) {
-        bail!("--ensemble must be 1 to {MAX_ENSEMBLE_SIZE}, got {ensemble_size}");
-    }
-    if workload.duration_ms == 0 || workload.duration_ms > MAX_DURATION_MS {
-        bail!(
-            "--duration must be positive and at most {} s",
-            MAX_DURATION_MS / 1000
-        );
-    }
-    let mut run_root = None;
-    let leader_killable = connect.is_none() && ensemble_size >= 3;
-    if faults.faults.contains(RealFault::KillLeader) && !leader_killable {
-        if faults_given && faults.faults != FaultSet::all() {
-            bail!(
-                "--faults kill-leader needs an ensemble the run starts itself: --ensemble 3 \
-                 (and no --connect)"
-            );
-        }
-        // `all` means every fault this setup can have.
-        faults.faults.remove(RealFault::KillLeader);
-    }
-    if let Some(c) = &connect {
-        // Someone else's server may hold earlier runs' nodes: a fresh directory per run.
-        let stamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        run_root = Some(format!("{RUN_ROOT_PREFIX}{stamp}"));
-        workload.lock_path = format!("{RUN_ROOT_PREFIX}{stamp}/lock");
-        if c.trim().is_empty() {
-            bail!("--connect needs HOST:PORT[,HOST:PORT...]");
-        }
-    }
-    // Bounded first, so that the arithmetic below cannot overflow.
-    workload.validate().map_err(anyhow::Error::new)?;
-    faults.heal_ms = workload.duration_ms * HEAL_FRACTION.0 / HEAL_FRACTION.1;
-    faults.start_ms = FAULT_START_MS.min(faults.heal_ms / 4);
-    // Some black holes and pauses outlast the session (the server expires it), most do not.
-    faults.black_hole_ms_max = workload.session_timeout_ms * 2;
-    faults.pause_ms_max = workload.session_timeout_ms * 2;
-    workload.validate().map_err(anyhow::Error::new)?;
-    Ok(RealOptions {
-        workload,
-        faults,
-        ensemble_size,
-        connect,
-        run_root,
-        out_dir,
-        driver,
-        recipe,
-        mix,
-        allow_foreign_naming: a.allow_foreign_naming,
-        queue,
-        warm_up_runs: a.warm_up_runs,
-    })
+    Ok(format!("{RUN_ROOT_PREFIX}{stamp}"))
 }
 
 /// Refuses the flags given that this run would ignore: a work queue's flags on a lock,
@@ -523,83 +561,8 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
         ),
         None => None,
     };
-    let servers = match &opts.connect {
-        Some(c) => Servers::External {
-            connect_string: c.clone(),
-        },
-        None => {
-            harness::availability().map_err(anyhow::Error::new)?;
-            let what = if opts.ensemble_size == 1 {
-                "a ZooKeeper server".to_owned()
-            } else {
-                format!("a ZooKeeper ensemble of {}", opts.ensemble_size)
-            };
-            eprintln!("starting {what}...");
-            Servers::start(opts.ensemble_size, ServerOptions::default())
-                .with_context(|| format!("starting {what}"))?
-        }
-    };
-    let w = &opts.workload;
-    if let (None, Some(property)) = (&driver, opts.recipe.must_violate()) {
-        outln!(
-            "canary {}: a known bug; the run catches it if it violates {property}",
-            opts.recipe
-        );
-    }
-    if opts.recipe.is_queue() && driver.is_none() {
-        let paths = queue_paths(&w.lock_path);
-        outln!(
-            "zklock real: {} {} clients for at least {} ms on {}, faults {} from {} until {} \
-             ms, seed {}",
-            opts.recipe,
-            w.clients,
-            w.duration_ms,
-            describe(&servers),
-            opts.faults.faults,
-            opts.faults.start_ms,
-            opts.faults.heal_ms,
-            opts.faults.seed,
-        );
-        outln!(
-            "queue: {} producer(s) of {} items each, spread over the first half of the run, \
-             and {} consumers, on {} (item locks in {}); the run ends once every item is \
-             completed after the heal, or --drain-timeout-ms after the heal and the last \
-             produce",
-            opts.queue.producers,
-            opts.queue.items_per_producer,
-            w.clients - opts.queue.producers,
-            paths.queue,
-            paths.locks
-        );
-    } else {
-        outln!(
-            "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from \
-             {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
-            match (&mixed, &driver) {
-                (Some(_), _) => "mixed".to_owned(),
-                (None, d) => d
-                    .as_ref()
-                    .map_or(opts.recipe.name(), |d| d.kind().name())
-                    .to_owned(),
-            },
-            w.clients,
-            w.readers,
-            w.duration_ms,
-            describe(&servers),
-            match w.lock_paths().as_slice() {
-                [one] => one.clone(),
-                [first, .., last] => format!("{first} to {last}, by the seed"),
-                [] => String::new(),
-            },
-            opts.faults.faults,
-            opts.faults.start_ms,
-            opts.faults.heal_ms,
-            opts.faults.seed,
-            w.drop_every,
-            w.mix_offset,
-            w.acquire_timeout_ms
-        );
-    }
+    let servers = start_servers(&opts)?;
+    print_plan(&opts, driver.as_ref(), mixed.is_some(), &servers);
     let mut workload = opts.workload.clone();
     workload.interrupt = Some(crate::interrupt::for_real_run());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -625,7 +588,7 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
     let started = Instant::now();
     let mut status = driver.as_ref().map(DriverRecipe::status);
     if let Some(m) = &mixed {
-        outln!("{}", mix_line(m.locks(), w.clients));
+        outln!("{}", mix_line(m.locks(), opts.workload.clients));
         status = m.status();
     }
     let run = match (driver, mixed) {
@@ -657,8 +620,96 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
     let status = report(&run, &opts, elapsed)?;
     // Stop the servers (dropping them) while the runtime still runs their clients' tasks.
     drop(run);
-    // What the run created on someone else's servers goes, interrupted or not; a failure
-    // to remove it changes no verdict, and says how to remove it later.
+    remove_run_root(&runtime, &opts, program);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(status)
+}
+
+/// The servers the run works on: someone else's (`--connect`), or the harness's.
+fn start_servers(opts: &RealOptions) -> Result<Servers> {
+    Ok(match &opts.connect {
+        Some(c) => Servers::External {
+            connect_string: c.clone(),
+        },
+        None => {
+            harness::availability().map_err(anyhow::Error::new)?;
+            let what = if opts.ensemble_size == 1 {
+                "a ZooKeeper server".to_owned()
+            } else {
+                format!("a ZooKeeper ensemble of {}", opts.ensemble_size)
+            };
+            eprintln!("starting {what}...");
+            Servers::start(opts.ensemble_size, ServerOptions::default())
+                .with_context(|| format!("starting {what}"))?
+        }
+    })
+}
+
+/// The lines that say what the run is about to do.
+fn print_plan(opts: &RealOptions, driver: Option<&DriverRecipe>, mixed: bool, servers: &Servers) {
+    let w = &opts.workload;
+    if let (None, Some(property)) = (driver, opts.recipe.must_violate()) {
+        outln!(
+            "canary {}: a known bug; the run catches it if it violates {property}",
+            opts.recipe
+        );
+    }
+    if opts.recipe.is_queue() && driver.is_none() {
+        let paths = queue_paths(&w.lock_path);
+        outln!(
+            "zklock real: {} {} clients for at least {} ms on {}, faults {} from {} until {} \
+             ms, seed {}",
+            opts.recipe,
+            w.clients,
+            w.duration_ms,
+            describe(servers),
+            opts.faults.faults,
+            opts.faults.start_ms,
+            opts.faults.heal_ms,
+            opts.faults.seed,
+        );
+        outln!(
+            "queue: {} producer(s) of {} items each, spread over the first half of the run, \
+             and {} consumers, on {} (item locks in {}); the run ends once every item is \
+             completed after the heal, or --drain-timeout-ms after the heal and the last \
+             produce",
+            opts.queue.producers,
+            opts.queue.items_per_producer,
+            w.clients - opts.queue.producers,
+            paths.queue,
+            paths.locks
+        );
+    } else {
+        outln!(
+            "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from \
+             {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
+            match (mixed, driver) {
+                (true, _) => "mixed".to_owned(),
+                (false, d) => d.map_or(opts.recipe.name(), |d| d.kind().name()).to_owned(),
+            },
+            w.clients,
+            w.readers,
+            w.duration_ms,
+            describe(servers),
+            match w.lock_paths().as_slice() {
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} to {last}, by the seed"),
+                [] => String::new(),
+            },
+            opts.faults.faults,
+            opts.faults.start_ms,
+            opts.faults.heal_ms,
+            opts.faults.seed,
+            w.drop_every,
+            w.mix_offset,
+            w.acquire_timeout_ms
+        );
+    }
+}
+
+/// What the run created on someone else's servers goes, interrupted or not; a failure
+/// to remove it changes no verdict, and says how to remove it later.
+fn remove_run_root(runtime: &tokio::runtime::Runtime, opts: &RealOptions, program: &Program) {
     if let (Some(connect), Some(root)) = (&opts.connect, &opts.run_root) {
         let removed =
             runtime.block_on(remove_runs(connect, &opts.workload, |p| p == root.as_str()));
@@ -671,8 +722,6 @@ pub fn run(a: RealArgs, given: &Given, program: &Program, recipes: &RealRecipes)
             ),
         }
     }
-    runtime.shutdown_timeout(Duration::from_secs(1));
-    Ok(status)
 }
 
 /// `--warm-up-runs`: `runs` fault-free runs of the script on drivers of `recipe`'s kind,
@@ -810,27 +859,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
     if let Some(line) = &stuck {
         outln!("{line}");
     }
-    outln!("{}", run.faults);
-    let left: Vec<usize> = run
-        .final_children_by_lock
-        .iter()
-        .map(|(_, left)| left.len())
-        .collect();
-    match run.queue {
-        Some(_) => outln!(
-            "sessions opened {}, {} events, items left {}, item lock nodes left {}",
-            run.sessions_opened,
-            history.events.len(),
-            left.first().copied().unwrap_or(0),
-            left.get(1).copied().unwrap_or(0)
-        ),
-        None => outln!(
-            "sessions opened {}, {} events, lock nodes left {}",
-            run.sessions_opened,
-            history.events.len(),
-            left.iter().sum::<usize>()
-        ),
-    }
+    print_run_figures(run, &history);
     if let (None, Some(property)) = (opts.driver, opts.recipe.must_violate()) {
         if report.violated().contains(&property) {
             outln!(
@@ -861,36 +890,7 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
         );
         return Ok(status);
     }
-    // A failing run's timeline, or an interrupted one's: what it recorded is kept.
-    create_private_dir(&opts.out_dir)?;
-    let stamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
-    let saved = SavedReport::of_report(&report);
-    let mut text = render_marked_timeline(&history, &saved.marks());
-    if let Some(line) = &stuck {
-        text.insert_str(0, &format!("{line}\n"));
-    }
-    let locks = opts
-        .mix
-        .as_ref()
-        .map(|m| mix_line(m, opts.workload.clients));
-    if let Some(line) = &locks {
-        text.insert_str(0, &format!("{line}\n"));
-    }
-    crate::files::write_private(&path, text.as_bytes(), false)?;
-    let page = render_history_html(
-        &format!(
-            "zklock real run, fault seed {}{}",
-            opts.faults.seed,
-            locks.map(|l| format!("; {l}")).unwrap_or_default()
-        ),
-        &history,
-        &saved,
-    );
-    let html = opts.out_dir.join(format!("real-{stamp}.timeline.html"));
-    crate::files::write_private(&html, page.as_bytes(), false)?;
+    let (path, html) = write_timelines(opts, &report, &history, stuck.as_deref())?;
     if status == Status::Inconclusive {
         let why = if run.interrupted {
             format!(
@@ -922,6 +922,71 @@ fn report(run: &RealRun, opts: &RealOptions, elapsed: Duration) -> Result<Status
         html.display()
     );
     Ok(status)
+}
+
+/// The run's faults, sessions, events and the nodes it left.
+fn print_run_figures(run: &RealRun, history: &zklock_recipe::history::History) {
+    outln!("{}", run.faults);
+    let left: Vec<usize> = run
+        .final_children_by_lock
+        .iter()
+        .map(|(_, left)| left.len())
+        .collect();
+    match run.queue {
+        Some(_) => outln!(
+            "sessions opened {}, {} events, items left {}, item lock nodes left {}",
+            run.sessions_opened,
+            history.events.len(),
+            left.first().copied().unwrap_or(0),
+            left.get(1).copied().unwrap_or(0)
+        ),
+        None => outln!(
+            "sessions opened {}, {} events, lock nodes left {}",
+            run.sessions_opened,
+            history.events.len(),
+            left.iter().sum::<usize>()
+        ),
+    }
+}
+
+/// A failing run's timelines, or an interrupted one's, text and HTML: what it recorded
+/// is kept. Their paths.
+fn write_timelines(
+    opts: &RealOptions,
+    report: &zklock_checker::Report,
+    history: &zklock_recipe::history::History,
+    stuck: Option<&str>,
+) -> Result<(PathBuf, PathBuf)> {
+    create_private_dir(&opts.out_dir)?;
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let path = opts.out_dir.join(format!("real-{stamp}.timeline.txt"));
+    let saved = SavedReport::of_report(report);
+    let mut text = render_marked_timeline(history, &saved.marks());
+    if let Some(line) = stuck {
+        text.insert_str(0, &format!("{line}\n"));
+    }
+    let locks = opts
+        .mix
+        .as_ref()
+        .map(|m| mix_line(m, opts.workload.clients));
+    if let Some(line) = &locks {
+        text.insert_str(0, &format!("{line}\n"));
+    }
+    crate::files::write_private(&path, text.as_bytes(), false)?;
+    let page = render_history_html(
+        &format!(
+            "zklock real run, fault seed {}{}",
+            opts.faults.seed,
+            locks.map(|l| format!("; {l}")).unwrap_or_default()
+        ),
+        history,
+        &saved,
+    );
+    let html = opts.out_dir.join(format!("real-{stamp}.timeline.html"));
+    crate::files::write_private(&html, page.as_bytes(), false)?;
+    Ok((path, html))
 }
 
 #[cfg(test)]

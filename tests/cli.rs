@@ -1514,6 +1514,30 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
         &summaries[1],
     ];
     assert_eq!(run_in_process(&recipes, &merge), Status::Inconclusive);
+    // Stopped by its bound and resumed from its checkpoint, the check is judged on the
+    // whole of it, as in one go: the checkpoint carries the counts of the part before.
+    let checkpoint = dir.path().join("check.ckpt");
+    let part = |schedules_max: &'static str| {
+        let args = [
+            &"check" as &dyn AsRef<std::ffi::OsStr>,
+            &"--recipe",
+            &"careful-lock",
+            &"--clients",
+            &"2",
+            &"--faults-max",
+            &"1",
+            &"--schedules-max",
+            &schedules_max,
+            &"--checkpoint",
+            &checkpoint,
+            &"--out",
+            &out,
+        ];
+        run_in_process(&recipes, &args)
+    };
+    assert_eq!(part("2"), Status::Inconclusive);
+    assert!(checkpoint.exists(), "the stopped check kept its checkpoint");
+    assert_eq!(part("1000000"), Status::Inconclusive);
 }
 
 /// `--connect` to a closed port waited out the client's 4 s connect timeout and then

@@ -48,7 +48,8 @@ pub struct CheckSummary {
     pub sketch: Vec<u64>,
     /// What the shard's schedules exercised, summed by the merge so that shards that
     /// together checked nothing are inconclusive. `None`: not known (a summary of an older
-    /// zklock, or a shard resumed from a checkpoint, which counts only what it ran since).
+    /// zklock, or a shard resumed from a checkpoint without counts, of format 1 or 2,
+    /// which counts only what it ran since).
     #[serde(default)]
     pub exercised: Option<Exercised>,
 }
@@ -105,7 +106,7 @@ impl CheckSummary {
             threads: report.threads as u64,
             violation,
             sketch: s.sketch.clone(),
-            exercised: (report.resumed_at_schedules == 0).then(|| report.exercised.clone()),
+            exercised: report.exercised_whole().cloned(),
         })
     }
 }

@@ -34,25 +34,34 @@
 //! searches write equal files), and a checksum over everything before it. Format 1 holds
 //! the work of one thread, a single prefix; format 2 a list of subtrees, each its root's
 //! length, its next prefix and its caps (position, alternatives kept; at most one a
-//! position, from the root's length to the prefix's). A checkpoint whose
-//! work is a single prefix is written in format 1, so one-thread checkpoints read in
-//! older zklocks too; both formats are read. A checkpoint holds at most
+//! position, from the root's length to the prefix's). Format 3 is format 2 with what the
+//! schedules run before the checkpoint exercised ([`Exercised`]) after the counters: runs,
+//! acquisitions, items completed, a work-queue flag (one byte), then the failed acquires'
+//! reasons (at most [`FAILURE_REASONS_MAX`] and the bucket of the others, each its text
+//! and its count), so that a resumed check is judged on the whole check, as one run in
+//! one go is (a check that, in total, acquired nothing is inconclusive). This zklock
+//! writes format 3; formats 1 and 2 are read, as a checkpoint without counts
+//! ([`Checkpoint::exercised`] is `None`), and a check resumed from one is not judged for
+//! "nothing checked". A checkpoint holds at most
 //! [`CHECKPOINT_STATES_MAX`] digests (16 bytes each), at most [`CHECKPOINT_SUBTREES_MAX`]
 //! subtrees, at most [`CHECKPOINT_PREFIX_MAX`] choices in all its prefixes together, and
 //! at most one cap more in a subtree than choices in its prefix; a file is refused unread
 //! past
 //! [`CHECKPOINT_BYTES_MAX`].
 
+use crate::exercised::{Exercised, FAILURE_REASONS_MAX};
 use crate::trace::{ZKLOCK_COMMIT, ZKLOCK_VERSION};
 use std::fmt;
 use zklock_sim::Scenario;
 
 /// The first bytes of every checkpoint file.
 pub const CHECKPOINT_MAGIC: &[u8; 18] = b"zklock checkpoint\n";
-/// The newest format this zklock writes and reads (it reads format 1 too).
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 2;
-/// The format of a checkpoint whose work is a single prefix.
+/// The newest format this zklock writes and reads (it reads formats 1 and 2 too).
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 3;
+/// The format of a checkpoint whose work is a single prefix, without counts.
 const FORMAT_ONE_PREFIX: u32 = 1;
+/// The format of a checkpoint whose work is a list of subtrees, without counts.
+const FORMAT_SUBTREES: u32 = 2;
 /// Distinct states a checkpoint holds at most: 2^28, a file of 4 GiB.
 pub const CHECKPOINT_STATES_MAX: u64 = 1 << 28;
 /// Choices in a checkpoint's prefixes at most, all its subtrees together (a schedule is
@@ -133,6 +142,9 @@ pub struct Checkpoint {
     pub work: Vec<Subtree>,
     /// Every state digest seen, sorted.
     pub visited: Vec<u128>,
+    /// What the schedules run before the checkpoint exercised (`runs` counts them); `None`
+    /// in a checkpoint of format 1 or 2, which carries no counts.
+    pub exercised: Option<Exercised>,
 }
 
 /// Why a checkpoint could not be read, or does not belong to this check.
@@ -217,6 +229,7 @@ impl Checkpoint {
             max_depth: 0,
             work: vec![Subtree::from_prefix(Vec::new())],
             visited: Vec::new(),
+            exercised: Some(Exercised::default()),
         }
     }
 
@@ -296,11 +309,13 @@ impl Checkpoint {
             _ => None,
         };
         b.extend_from_slice(CHECKPOINT_MAGIC);
-        let format = if one_prefix.is_some() {
-            FORMAT_ONE_PREFIX
-        } else {
-            CHECKPOINT_FORMAT_VERSION
+        // Without counts, the older formats, as older zklocks wrote them.
+        let format = match (&self.exercised, one_prefix) {
+            (Some(_), _) => CHECKPOINT_FORMAT_VERSION,
+            (None, Some(_)) => FORMAT_ONE_PREFIX,
+            (None, None) => FORMAT_SUBTREES,
         };
+        let one_prefix = one_prefix.filter(|_| format == FORMAT_ONE_PREFIX);
         b.extend_from_slice(&format.to_le_bytes());
         for s in [
             &self.version,
@@ -319,6 +334,18 @@ impl Checkpoint {
         );
         for n in [self.schedules, self.pruned, self.max_depth] {
             b.extend_from_slice(&n.to_le_bytes());
+        }
+        if let Some(e) = &self.exercised {
+            for n in [e.runs, e.acquisitions, e.items_completed] {
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+            b.push(u8::from(e.queue));
+            b.extend_from_slice(&(e.failures.len() as u32).to_le_bytes());
+            for (reason, n) in &e.failures {
+                b.extend_from_slice(&(reason.len() as u32).to_le_bytes());
+                b.extend_from_slice(reason.as_bytes());
+                b.extend_from_slice(&n.to_le_bytes());
+            }
         }
         let prefix = |b: &mut Vec<u8>, p: &[u32]| {
             b.extend_from_slice(&(p.len() as u32).to_le_bytes());
@@ -399,6 +426,10 @@ impl Checkpoint {
             }
         };
         let (schedules, pruned, max_depth) = (r.u64()?, r.u64()?, r.u64()?);
+        let exercised = match format {
+            CHECKPOINT_FORMAT_VERSION => Some(r.exercised()?),
+            _ => None,
+        };
         let work = if format == FORMAT_ONE_PREFIX {
             vec![Subtree::from_prefix(r.prefix(&mut 0)?)]
         } else {
@@ -440,6 +471,7 @@ impl Checkpoint {
             max_depth,
             work,
             visited,
+            exercised,
         })
     }
 }
@@ -556,6 +588,47 @@ impl<'a> Reader<'a> {
         Ok(work)
     }
 
+    /// Format 3's counts of what the schedules run exercised.
+    fn exercised(&mut self) -> Result<Exercised, CheckpointError> {
+        let (runs, acquisitions, items_completed) = (self.u64()?, self.u64()?, self.u64()?);
+        let queue = match self.take(1)?[0] {
+            0 => false,
+            1 => true,
+            _ => {
+                return Err(CheckpointError::Corrupt {
+                    what: "the work-queue flag",
+                });
+            }
+        };
+        let reasons = self.u32()?;
+        // The reasons kept, and the bucket of the others.
+        let reasons_max = FAILURE_REASONS_MAX as u64 + 1;
+        if u64::from(reasons) > reasons_max {
+            return Err(CheckpointError::TooLarge {
+                what: "the failed acquires' reasons",
+                value: reasons.into(),
+                max: reasons_max,
+            });
+        }
+        let mut failures = std::collections::BTreeMap::new();
+        for _ in 0..reasons {
+            let reason = self.string()?;
+            let n = self.u64()?;
+            if failures.insert(reason, n).is_some() {
+                return Err(CheckpointError::Corrupt {
+                    what: "a failed acquires' reason twice",
+                });
+            }
+        }
+        Ok(Exercised {
+            runs,
+            acquisitions,
+            items_completed,
+            queue,
+            failures,
+        })
+    }
+
     fn string(&mut self) -> Result<String, CheckpointError> {
         let n = self.u32()?;
         if n > IDENTITY_BYTES_MAX {
@@ -592,6 +665,7 @@ mod tests {
 
     fn sample() -> Checkpoint {
         Checkpoint {
+            exercised: None,
             schedules: 7,
             pruned: 3,
             max_depth: 12,
@@ -656,6 +730,60 @@ mod tests {
             ],
             ..sample()
         }
+    }
+
+    /// A checkpoint with counts, as this zklock writes it: format 3, its counts back.
+    fn sample_with_counts() -> Checkpoint {
+        let mut failures = std::collections::BTreeMap::new();
+        failures.insert("no node".to_string(), 12);
+        failures.insert(crate::exercised::OTHER_REASONS.to_string(), 2);
+        Checkpoint {
+            exercised: Some(Exercised {
+                runs: 7,
+                acquisitions: 0,
+                items_completed: 0,
+                queue: false,
+                failures,
+            }),
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_with_counts_reads_back_as_written_in_format_3() {
+        for c in [
+            sample_with_counts(),
+            Checkpoint {
+                exercised: sample_with_counts().exercised,
+                ..sample_of_threads()
+            },
+            Checkpoint::start("zklock", &Scenario::default(), true),
+        ] {
+            let bytes = c.to_bytes();
+            assert_eq!(bytes[CHECKPOINT_MAGIC.len()..][..4], 3u32.to_le_bytes());
+            assert_eq!(Checkpoint::from_bytes(&bytes), Ok(c));
+        }
+    }
+
+    /// Counts past their bounds (more reasons than a count keeps) are refused.
+    #[test]
+    fn a_checkpoints_counts_past_their_bounds_are_refused() {
+        let mut bytes = vec![0u8; 24];
+        bytes.push(0);
+        bytes.extend_from_slice(&(FAILURE_REASONS_MAX as u32 + 2).to_le_bytes());
+        assert!(matches!(
+            Reader(&bytes).exercised(),
+            Err(CheckpointError::TooLarge {
+                what: "the failed acquires' reasons",
+                ..
+            })
+        ));
+        let mut bytes = vec![0u8; 24];
+        bytes.push(2);
+        assert!(matches!(
+            Reader(&bytes).exercised(),
+            Err(CheckpointError::Corrupt { .. })
+        ));
     }
 
     #[test]
@@ -759,7 +887,7 @@ mod tests {
 
     #[test]
     fn every_truncation_and_every_flipped_byte_is_refused() {
-        for c in [sample(), sample_of_threads()] {
+        for c in [sample(), sample_of_threads(), sample_with_counts()] {
             refused_when_damaged(&c.to_bytes());
         }
     }

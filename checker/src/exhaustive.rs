@@ -140,10 +140,34 @@ pub struct ExhaustiveReport {
     pub threads: usize,
     /// The shard searched, when [`Control::shard`] split the check.
     pub shard: Option<ShardReport>,
-    /// What the schedules run exercised, pruned ones to their pruning point (of this
-    /// search only, as `schedules` when resumed): a check in which no schedule made an
-    /// acquisition checked nothing ([`Exercised::verdict`]).
+    /// What the schedules run exercised, pruned ones to their pruning point: a check in
+    /// which no schedule made an acquisition checked nothing ([`Exercised::verdict`]).
+    /// Resumed, of the whole check, as `schedules`, when its checkpoint carried counts
+    /// (format 3); of this search only when it did not (see
+    /// [`exercised_whole`](ExhaustiveReport::exercised_whole)).
     pub exercised: Exercised,
+}
+
+impl ExhaustiveReport {
+    /// What the whole check exercised, when `exercised` counts every schedule of it (a
+    /// fresh search, or one resumed from a checkpoint with counts); `None` for a search
+    /// resumed from a checkpoint without counts, which cannot be judged for "nothing
+    /// checked".
+    pub fn exercised_whole(&self) -> Option<&Exercised> {
+        (self.exercised.runs == self.schedules).then_some(&self.exercised)
+    }
+}
+
+/// The counts of a search resumed after `before` (none: the checkpoint carried none).
+fn with_before(before: Option<&Exercised>, this: Exercised) -> Exercised {
+    match before {
+        Some(b) => {
+            let mut all = b.clone();
+            all.merge(&this);
+            all
+        }
+        None => this,
+    }
 }
 
 /// What a shard of a split check searched ([`crate::shard`]).
@@ -333,6 +357,9 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let mut work = vec![Subtree::from_prefix(Vec::new())];
     let mut seen = Vec::new();
     let resumed = control.resume.is_some();
+    // What ran before the checkpoint exercised, when it says (format 3): the report's
+    // counts are then of the whole check. `None` when no checkpoint carried them.
+    let mut before = Some(Exercised::default());
     if let Some(c) = control.resume {
         c.belongs_to_reduced(&identity, &scenario, bounds.prune, symmetry, keep_only)
             .map_err(SearchError::Checkpoint)?;
@@ -340,6 +367,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         max_depth = usize::try_from(c.max_depth).unwrap_or(usize::MAX);
         work = c.work;
         seen = c.visited;
+        before = c.exercised;
     }
     let resumed_at_schedules = schedules;
     let deadline = t0 + Duration::from_millis(bounds.time_limit_ms);
@@ -409,7 +437,9 @@ pub fn check_exhaustive_controlled<R: Recipe>(
                 });
             }
         }
+        let exercised = with_before(before.as_ref(), found.exercised);
         let checkpoint = (control.checkpoint && !found.left.is_empty()).then(|| Checkpoint {
+            exercised: before.is_some().then(|| exercised.clone()),
             schedules: schedules + found.schedules,
             pruned: pruned + found.pruned,
             max_depth: max_depth.max(found.max_depth) as u64,
@@ -435,7 +465,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
             checkpoint,
             threads: workers,
             shard: shard_report(&seen),
-            exercised: found.exercised,
+            exercised,
         });
     }
     let visited = Arc::new(SeenStates::new(seen));
@@ -443,7 +473,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
     let mut violation = None;
     let mut interrupted = false;
     let mut folds = SavedFolds::default();
-    let mut exercised = Exercised::default();
+    let mut exercised = before.clone().unwrap_or_default();
     while let Some(p) = prefix.take() {
         interrupted = control.interrupt.is_set();
         if interrupted
@@ -509,6 +539,7 @@ pub fn check_exhaustive_controlled<R: Recipe>(
         Some(next) if control.checkpoint && violation.is_none() && !partial_order => {
             let visited = visited.sorted();
             Some(Checkpoint {
+                exercised: before.is_some().then(|| exercised.clone()),
                 schedules,
                 pruned,
                 max_depth: max_depth as u64,

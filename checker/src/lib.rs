@@ -185,8 +185,9 @@ pub use run::{CheckedRun, check_seed, judge, replay};
 pub use shrink::{ShrinkError, ShrinkLimits, Shrunk, shrink};
 pub use strategy::Strategy;
 pub use sweep::{
-    DEFAULT_SEEDS, FAILURES_DIR, Regression, SEED_ENV, SeedFailure, Sweep, SweepError, Swept,
-    check_seeds, failure_trace_name,
+    DEFAULT_SEEDS, FAILURES_DIR, Regression, SEED_ENV, SHRINK_TIME_LIMIT_ENV,
+    SHRINK_TIME_LIMIT_MS_DEFAULT, SeedFailure, Sweep, SweepError, Swept, check_seeds,
+    failure_trace_name,
 };
 pub use timeline::render_timeline;
 pub use trace::{

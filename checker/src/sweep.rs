@@ -17,6 +17,16 @@ use zklock_sim::{Recipe, Scenario, ScenarioError};
 /// Restricts a sweep to one seed, to reproduce a failure: `ZKLOCK_SEED=42 cargo test ...`.
 pub const SEED_ENV: &str = "ZKLOCK_SEED";
 
+/// Bounds a failing seed's shrinking, in ms (0: no shrinking), where the sweep does not
+/// say ([`Sweep::shrink_time_limit_ms`]): `ZKLOCK_SHRINK_TIME_LIMIT_MS=0 cargo test` reports
+/// a failing seed at once, without its shrunk trace.
+pub const SHRINK_TIME_LIMIT_ENV: &str = "ZKLOCK_SHRINK_TIME_LIMIT_MS";
+
+/// How long a failing seed's shrinking may take, in ms, unless the sweep or
+/// [`SHRINK_TIME_LIMIT_ENV`] says: a minute, [`ShrinkLimits`](crate::ShrinkLimits)'s
+/// default.
+pub const SHRINK_TIME_LIMIT_MS_DEFAULT: u64 = 60_000;
+
 /// Where failing runs' traces go, relative to the working directory (for `cargo test`,
 /// the package's directory): the same place as the `zklock` command line's `--out`
 /// default.
@@ -55,6 +65,8 @@ pub enum SweepError {
     /// `$ZKLOCK_SEED` is set, but not to a seed (a u64): the sweep would otherwise run
     /// its whole range and reproduce nothing.
     BadSeedEnv { value: String },
+    /// `$ZKLOCK_SHRINK_TIME_LIMIT_MS` is set, but not to a number of ms: nothing ran.
+    BadShrinkEnv { value: String },
     /// The test's regressions file could not be read: nothing ran.
     Regressions(RegressionsError),
     /// The scenario is outside its bounds ([`Scenario::validate`]): nothing ran.
@@ -74,6 +86,7 @@ impl SweepError {
         match self {
             SweepError::Seed(f) => Some(f),
             SweepError::BadSeedEnv { .. }
+            | SweepError::BadShrinkEnv { .. }
             | SweepError::Regressions(_)
             | SweepError::Scenario(_)
             | SweepError::NothingChecked(_)
@@ -89,6 +102,11 @@ impl fmt::Display for SweepError {
             SweepError::BadSeedEnv { value } => write!(
                 f,
                 "{SEED_ENV}={value:?} is not a seed: set it to one seed (a number), or unset it"
+            ),
+            SweepError::BadShrinkEnv { value } => write!(
+                f,
+                "{SHRINK_TIME_LIMIT_ENV}={value:?} is not a time in ms: set it to a number (0: \
+                 no shrinking), or unset it"
             ),
             SweepError::Regressions(e) => e.fmt(f),
             SweepError::Scenario(e) => e.fmt(f),
@@ -139,7 +157,8 @@ pub struct SeedFailure {
     pub report: String,
     /// Where the failing run's trace was written, if it could be.
     pub trace: Option<PathBuf>,
-    /// Where the failure shrunk was written (`....min.json`), if it could be shrunk.
+    /// Where the failure shrunk was written (`....min.json`), if it could be shrunk; `None`
+    /// too when the sweep's shrink time limit is 0.
     pub shrunk: Option<PathBuf>,
     /// The test that ran the sweep: given with [`Sweep::test_name`], or the test
     /// harness's name for the thread.
@@ -241,6 +260,7 @@ pub struct Sweep<'a, R> {
     keep: Keep,
     test: Option<String>,
     failures_dir: PathBuf,
+    shrink_time_limit_ms: Option<u64>,
 }
 
 impl<R> fmt::Debug for Sweep<'_, R> {
@@ -250,6 +270,7 @@ impl<R> fmt::Debug for Sweep<'_, R> {
             .field("keep", &self.keep)
             .field("test", &self.test)
             .field("failures_dir", &self.failures_dir)
+            .field("shrink_time_limit_ms", &self.shrink_time_limit_ms)
             .finish_non_exhaustive()
     }
 }
@@ -266,6 +287,7 @@ impl<'a, R: Recipe> Sweep<'a, R> {
             keep: Keep::Beside(Location::caller().file()),
             test: None,
             failures_dir: PathBuf::from(FAILURES_DIR),
+            shrink_time_limit_ms: None,
         }
     }
 
@@ -300,11 +322,22 @@ impl<'a, R: Recipe> Sweep<'a, R> {
         self
     }
 
+    /// How long a failing seed's shrinking may take, in ms; 0 turns shrinking off (the
+    /// failure is reported at once, with its trace and no `.min.json`). Past
+    /// [`WALL_TIME_LIMIT_MS_MAX`](crate::limits::WALL_TIME_LIMIT_MS_MAX), that maximum.
+    /// Default: `$ZKLOCK_SHRINK_TIME_LIMIT_MS` when it is set, else
+    /// [`SHRINK_TIME_LIMIT_MS_DEFAULT`] (60000).
+    pub fn shrink_time_limit_ms(mut self, ms: u64) -> Self {
+        self.shrink_time_limit_ms = Some(ms.min(crate::limits::WALL_TIME_LIMIT_MS_MAX));
+        self
+    }
+
     /// Runs the recorded seeds, then the range (only `$ZKLOCK_SEED` when that is set).
     /// Returns what ran, or the first failure, with its trace written and its seed
     /// recorded; [`SweepError::NothingChecked`] when no run made an acquisition (or
     /// processed an item), zero seeds run included; or, running nothing,
     /// [`SweepError::BadSeedEnv`] when `$ZKLOCK_SEED` is not a seed,
+    /// [`SweepError::BadShrinkEnv`] when `$ZKLOCK_SHRINK_TIME_LIMIT_MS` is not a number,
     /// [`SweepError::Regressions`] when the regressions file cannot be read and
     /// [`SweepError::Scenario`] when the scenario is outside its bounds.
     pub fn run(self) -> Result<Swept, Box<SweepError>> {
@@ -321,6 +354,22 @@ impl<'a, R: Recipe> Sweep<'a, R> {
                     return Err(Box::new(SweepError::BadSeedEnv { value }));
                 }
             },
+        };
+        let shrink_time_limit_ms = match (
+            self.shrink_time_limit_ms,
+            std::env::var_os(SHRINK_TIME_LIMIT_ENV),
+        ) {
+            (Some(ms), _) => ms,
+            (None, None) => SHRINK_TIME_LIMIT_MS_DEFAULT,
+            (None, Some(value)) => {
+                match value.to_str().and_then(|s| s.trim().parse::<u64>().ok()) {
+                    Some(ms) => ms.min(crate::limits::WALL_TIME_LIMIT_MS_MAX),
+                    None => {
+                        let value = value.to_string_lossy().into_owned();
+                        return Err(Box::new(SweepError::BadShrinkEnv { value }));
+                    }
+                }
+            }
         };
         // The test harness names each test's thread after the test.
         let harness_test = std::thread::current()
@@ -401,11 +450,18 @@ impl<'a, R: Recipe> Sweep<'a, R> {
                 .and_then(|()| trace.write(&path).ok())
                 .map(|()| path.clone());
             // The failure shrunk, as the command line's explore writes it.
-            let shrunk = written.as_ref().and_then(|_| {
-                let min = path.with_extension("min.json");
-                let s = crate::shrink::shrink(&trace, self.recipe, &Default::default()).ok()?;
-                s.trace.write(&min).ok().map(|()| min)
-            });
+            let limits = crate::ShrinkLimits {
+                time_limit_ms: shrink_time_limit_ms,
+                ..crate::ShrinkLimits::default()
+            };
+            let shrunk = written
+                .as_ref()
+                .filter(|_| shrink_time_limit_ms > 0)
+                .and_then(|_| {
+                    let min = path.with_extension("min.json");
+                    let s = crate::shrink::shrink(&trace, self.recipe, &limits).ok()?;
+                    s.trace.write(&min).ok().map(|()| min)
+                });
             let regression = match &file {
                 Err(why) => Regression::NotRecorded(why.clone()),
                 Ok(p) if replayed => Regression::Replayed(p.clone()),

@@ -201,6 +201,34 @@ fn a_failing_seed_is_reported_with_its_shrunk_trace() {
     );
 }
 
+/// A sweep told not to shrink (`shrink_time_limit_ms(0)`) reports its failing seed with
+/// its trace and no shrunk trace: shrinking could take a minute, with no way to skip it.
+#[test]
+fn a_sweep_with_a_shrink_time_limit_of_0_does_not_shrink() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Sweep::new(&Scenario::default(), &FreeRecipe)
+        .seeds(0..20)
+        .without_regressions()
+        .failures_dir(dir.path())
+        .shrink_time_limit_ms(0)
+        .run()
+        .expect_err("a lock of no exclusion passed");
+    let f = err.seed_failure().expect("a seed failed");
+    assert!(f.trace.as_ref().is_some_and(|t| t.exists()), "{err}");
+    assert_eq!(f.shrunk, None, "{err}");
+    let min = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .to_string_lossy()
+                .ends_with(".min.json")
+        })
+        .count();
+    assert_eq!(min, 0, "{err}");
+}
+
 /// A lock that takes no lock, deterministically: every grant at once, token 1.
 struct FreeLock;
 
@@ -235,5 +263,80 @@ impl Recipe for FreeRecipe {
     type Lock = FreeLock;
     fn lock(&self, _: SimClient, _: LockRole, _: &str) -> FreeLock {
         FreeLock
+    }
+}
+
+/// A check of a lock that never acquires, stopped by its schedule bound and resumed from
+/// its checkpoint (read back from its bytes) until it completes, on one thread or two:
+/// the resumed report counts the whole check, so that it is judged "nothing checked" as
+/// a check run in one go is. The counts were of the last part alone, and a resumed
+/// check was never judged.
+#[test]
+fn a_check_resumed_from_its_checkpoint_is_judged_on_the_whole_check() {
+    use zklock_checker::{Bounds, Checkpoint, Control, check_exhaustive_controlled};
+    let base = Scenario::default();
+    let failing = |run: &zklock_checker::CheckedRun| run.failure().is_some();
+    for threads in [1, 2] {
+        let bounds = Bounds {
+            faults_max: 1,
+            threads,
+            ..Bounds::default()
+        };
+        let go = |b: &Bounds, resume: Option<Checkpoint>| {
+            let control = Control {
+                resume,
+                checkpoint: true,
+                ..Control::default()
+            };
+            check_exhaustive_controlled(&base, &NeverRecipe, b, &failing, &|_, _| {}, control)
+                .unwrap()
+        };
+        let whole = go(&bounds, None);
+        assert!(whole.complete && whole.schedules > 3, "{whole}");
+        let in_one_go = whole
+            .exercised_whole()
+            .expect("a fresh check counts it all");
+        assert_eq!(in_one_go.runs, whole.schedules);
+        let step = Bounds {
+            schedules_max: whole.schedules / 3,
+            ..bounds.clone()
+        };
+        let mut resume = None;
+        let mut parts = 0;
+        let last = loop {
+            let r = go(&step, resume.take());
+            parts += 1;
+            let Some(c) = r.checkpoint.clone() else {
+                break r;
+            };
+            assert!(c.exercised.is_some(), "a checkpoint carries its counts");
+            resume = Some(Checkpoint::from_bytes(&c.to_bytes()).unwrap());
+        };
+        assert!(parts >= 3 && last.complete, "{threads} threads: {last}");
+        assert!(last.resumed_at_schedules > 0);
+        let all = last
+            .exercised_whole()
+            .expect("a check resumed from counts counts it all");
+        assert_eq!(all.runs, last.schedules, "{threads} threads");
+        if threads == 1 {
+            // On one thread the parts run the schedules of one go, exactly.
+            assert_eq!(all, in_one_go);
+        }
+        let nothing = all
+            .verdict()
+            .expect_err("a resumed check that checked nothing");
+        assert!(nothing.to_string().contains("\"no node\""), "{nothing}");
+        // A checkpoint without counts (of an older zklock's format) still resumes, and
+        // its report says the whole is not known rather than judging a part.
+        let stopped = go(&step, None);
+        let old = Checkpoint {
+            exercised: None,
+            ..stopped.checkpoint.expect("a stopped check's checkpoint")
+        };
+        let bytes = old.to_bytes();
+        assert_ne!(bytes[18..22], 3u32.to_le_bytes(), "an older format");
+        let resumed = go(&bounds, Some(Checkpoint::from_bytes(&bytes).unwrap()));
+        assert!(resumed.complete, "{resumed}");
+        assert!(resumed.exercised_whole().is_none(), "{resumed}");
     }
 }

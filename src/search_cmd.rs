@@ -295,6 +295,23 @@ fn print_table(p: &Printer<'_>, findings: &Findings, elapsed: Duration) {
         findings.struck,
     );
     print_left_out(findings);
+    print_without_a_fault(findings);
+    print_findings(p, findings);
+    outln!();
+    outln!(
+        "{} in {:.0} s",
+        if findings.interrupted {
+            "interrupted (what ran is above)"
+        } else {
+            "searched"
+        },
+        elapsed.as_secs_f64()
+    );
+}
+
+/// The workload shapes' runs, the fault-free runs, and how many violating points violated
+/// only what a run without a fault did too.
+fn print_without_a_fault(findings: &Findings) {
     if !findings.shapes.is_empty() {
         let runs: Vec<String> = findings
             .shapes
@@ -335,6 +352,12 @@ fn print_table(p: &Printer<'_>, findings: &Findings, elapsed: Duration) {
              below (their fault is perhaps not the cause)"
         );
     }
+}
+
+/// Each finding listed first for its cause, with its reproduction, its files and where
+/// the others of its cause struck.
+fn print_findings(p: &Printer<'_>, findings: &Findings) {
+    let explained = |f: &Finding| findings.as_without_a_fault(f);
     let groups = findings.by_cause();
     for (i, (f, files)) in findings.findings.iter().zip(&p.timelines).enumerate() {
         let Some(same) = groups.get(&i) else {
@@ -375,16 +398,6 @@ fn print_table(p: &Printer<'_>, findings: &Findings, elapsed: Duration) {
             );
         }
     }
-    outln!();
-    outln!(
-        "{} in {:.0} s",
-        if findings.interrupted {
-            "interrupted (what ran is above)"
-        } else {
-            "searched"
-        },
-        elapsed.as_secs_f64()
-    );
 }
 
 fn print_left_out(findings: &Findings) {

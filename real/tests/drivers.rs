@@ -459,10 +459,10 @@ fn numbered_by_a_directory_made_again(history: &History) -> bool {
 /// judged by sequence alone must not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curators_lock_directory_made_again_is_not_a_fifo_violation() {
-    let Some(recipe) = driver(DriverKind::CuratorMutex) else {
+    let Some(first) = driver(DriverKind::CuratorMutex) else {
         return;
     };
-    let recipe = std::sync::Arc::new(recipe);
+    let mut first = Some(first);
     let config = WorkloadConfig {
         clients: 2,
         attempts_per_client: 4,
@@ -472,8 +472,13 @@ async fn curators_lock_directory_made_again_is_not_a_fifo_violation() {
     };
     let options = ServerOptions::default().with_container_check_interval_ms(50);
     for _ in 0..20 {
+        // A driver recipe serves one run: each run after the first prepares its own.
+        let recipe = match first.take() {
+            Some(recipe) => recipe,
+            None => DriverRecipe::prepare(DriverKind::CuratorMutex).unwrap(),
+        };
         let servers = Servers::start(1, options.clone()).unwrap();
-        let run = run_recipe(servers, &config, &FaultConfig::default(), recipe.clone())
+        let run = run_recipe(servers, &config, &FaultConfig::default(), recipe)
             .await
             .unwrap();
         if !numbered_by_a_directory_made_again(&run.history) {

@@ -266,10 +266,11 @@ impl Outcome<'_> {
             };
             // Judged on the whole check, a resumed one included when its checkpoint
             // carried counts; a shard only on its part, which the merge of the shards
-            // judges as a whole.
+            // judges as a whole. A check resumed from a checkpoint without counts (format
+            // 1 or 2) is judged on the schedules after it: what came before is unknown,
+            // and unknown is never green.
             if r.shard.is_none()
-                && let Some(whole) = r.exercised_whole()
-                && let Err(nothing) = whole.verdict()
+                && let Err(nothing) = r.exercised_whole().unwrap_or(&r.exercised).verdict()
             {
                 outln!(
                     "inconclusive: no property was violated on any of the {} schedules, but \

@@ -47,10 +47,15 @@ impl ClientState {
             // Set when the client is added and never changed: the same in every state of
             // a scenario.
             timeout_us: _,
-            // Not hashed (as before this routine existed: the pinned state counts rest on
-            // it). A freeze's start, its sleeps ended and its resource operations issued
-            // while frozen are read only at resume.
+            // What resume reads of a freeze's start, whether the pause outlasts the read
+            // timeout, is hashed below (`pause_outlasts_read_timeout`): the session's
+            // expiry timer holds the start only when the pause cut the session off, and
+            // not when a partition had cut it off already.
             frozen_since: _,
+            // Not hashed: the sleeps that ended and the resource operations issued while
+            // frozen are those the actor awaits (its fold stands for it) whose timer is
+            // gone and whose answer it has not been given, so the rest of the state
+            // holds them.
             deferred_sleeps: _,
             deferred_resource: _,
             // Channels: to the session's listeners and to code awaiting a crash. Their
@@ -61,6 +66,7 @@ impl ClientState {
         self.live_fold(obs).hash(h);
         (session, conn, state, conn_epoch).hash(h);
         (frozen_until, partitioned_until, delayed_until).hash(h);
+        self.pause_outlasts_read_timeout().hash(h);
         (lose_next_create, crashed, conn_broken).hash(h);
         // Whether a reply goes to the actor or to the background cleanup matters to what
         // follows, as does the cleanup still queued.
@@ -87,6 +93,15 @@ impl ClientState {
         detached.hash(h);
         watches.hash_shape(h);
         ended.hash(h);
+    }
+}
+
+impl ClientState {
+    /// Whether the client, frozen, will find at resume (`frozen_until`, the only time it
+    /// resumes) that it heard nothing for 2/3 of its timeout, and drop the connection.
+    pub(super) fn pause_outlasts_read_timeout(&self) -> bool {
+        self.frozen_until
+            .is_some_and(|until| until.saturating_sub(self.frozen_since) >= self.timeout_us * 2 / 3)
     }
 }
 
@@ -187,6 +202,69 @@ mod tests {
             let after = digests(&mut w);
             assert_ne!(before.0, after.0, "the plain digest ignores {field}");
             assert_ne!(before.1, after.1, "the symmetric digest ignores {field}");
+        }
+    }
+
+    /// Client `c` (timeout 6 s: it drops a connection silent for 4 s) is cut off at 0 for
+    /// 1.5 s and paused from `pause_at_ms` until 4.7 s; at 3 s client `b` sends a request.
+    /// The first digest there (plain or `symmetric`), and whether `c` saw Disconnected by
+    /// 5.5 s. The partition set the session's expiry timer before the pause, so the time
+    /// the pause began is held only by `frozen_since`.
+    fn pause_from(pause_at_ms: u64, symmetric: bool) -> (u128, bool) {
+        use crate::Sim;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::time::Duration;
+        use zklock_recipe::Coordination;
+        use zklock_recipe::history::EventKind;
+        let ms = Duration::from_millis;
+        let armed = Arc::new(AtomicBool::new(false));
+        let r = Arc::new(Mutex::new(Recorder {
+            armed: Some(armed.clone()),
+            symmetry: symmetric,
+            ..Recorder::default()
+        }));
+        let sim = Sim::with_chooser(SimConfig::with_seed(0), Box::new(r.clone()));
+        let s = sim.clone();
+        let main = async move {
+            let (c, b) = (s.client(), s.client());
+            s.partition(&c, ms(1500));
+            s.sleep(ms(pause_at_ms)).await;
+            s.pause(&c, ms(4700 - pause_at_ms));
+            s.sleep(ms(3000 - pause_at_ms)).await;
+            armed.store(true, Ordering::SeqCst);
+            b.create("/x", b"", zklock_recipe::CreateMode::Persistent)
+                .await
+                .expect("b is connected");
+            s.sleep(ms(5500) - s.now()).await;
+        };
+        crate::sim::complete(sim.run(main)).expect("the run ends");
+        let disconnected = sim.history().events.iter().any(|e| {
+            e.client == 0
+                && matches!(
+                    e.kind,
+                    EventKind::Session {
+                        state: SessionState::Disconnected
+                    }
+                )
+        });
+        let first = r.lock().unwrap().digests.first().expect("a state").1;
+        (first, disconnected)
+    }
+
+    /// Pauses that end at the same time but began 0.5 s apart (4.2 s and 3.7 s long) have
+    /// different futures: the longer outlasts the read timeout and drops the connection
+    /// at resume. Both digests must tell the states apart while the client is frozen.
+    #[test]
+    fn when_a_pause_began_splits_both_digests() {
+        for symmetric in [false, true] {
+            let (long, long_dropped) = pause_from(500, symmetric);
+            let (short, short_dropped) = pause_from(1000, symmetric);
+            assert!(long_dropped && !short_dropped, "different futures");
+            assert_ne!(
+                long, short,
+                "pauses of different lengths merged (symmetric: {symmetric})"
+            );
+            assert_eq!(long, pause_from(500, symmetric).0, "deterministic");
         }
     }
 

@@ -278,7 +278,8 @@ impl World {
     /// outlasted 2/3 of the timeout (or the server closed the connection meanwhile), the
     /// client library now notices the silence and drops the connection.
     pub(crate) fn resume(&mut self, c: ClientId) {
-        let paused_us = self.now_us - self.clients[c].frozen_since;
+        // The digest hashes this answer in place of the freeze's start (`client_digest`).
+        let silent_too_long = self.clients[c].pause_outlasts_read_timeout();
         self.clients[c].frozen_until = None;
         for done in std::mem::take(&mut self.clients[c].deferred_sleeps) {
             self.observe(c, super::digest::Seen::Woke);
@@ -289,7 +290,6 @@ impl World {
         }
         match self.clients[c].conn {
             Conn::Connected => {
-                let silent_too_long = paused_us >= self.clients[c].timeout_us * 2 / 3;
                 if self.clients[c].conn_broken || silent_too_long {
                     self.drop_connection(c);
                 } else {

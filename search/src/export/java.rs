@@ -30,7 +30,11 @@ pub(super) enum Library {
 pub(super) const LOCKS: [(&str, Library, &str); 4] = [
     ("curator-mutex", Library::Curator, "mutex"),
     ("curator-rw", Library::Curator, "rw"),
-    ("curator-semaphore-mutex", Library::Curator, "semaphore-mutex"),
+    (
+        "curator-semaphore-mutex",
+        Library::Curator,
+        "semaphore-mutex",
+    ),
     ("zookeeper-writelock", Library::WriteLock, "writelock"),
 ];
 

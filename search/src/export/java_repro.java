@@ -366,6 +366,8 @@ __SCRIPT__
     final List<Integer> holders = new ArrayList<>();
     final List<String> violations = new ArrayList<>();
     volatile long lastRelease = 0;
+    ZooKeeper observer;
+    volatile boolean broken = false;
 
     Repro(String hosts, boolean faulted) throws Exception {
         this.hosts = hosts;
@@ -454,7 +456,7 @@ __SCRIPT__
         if (!got) return true;
         if (CHECK.contains("fencing_token_order")) {
             String node = c.lock.node();
-            if (node == null || c.exists(node) == null) {
+            if (node == null || observer.exists(node, false) == null) {
                 violate(String.format("client %d's %s returned true, but its node %s is gone "
                         + "(its session's)", c.index, c.lock.name(), node));
             }
@@ -534,7 +536,9 @@ __SCRIPT__
                 if (!outcome.equals("acquired") && IDLE_AFTER_GIVE_UP_MS > 0) Thread.sleep(IDLE_AFTER_GIVE_UP_MS);
             }
         } catch (Exception e) {
-            violate("client " + c.index + "'s script broke: " + e);
+            // Not the lock's failure: the run is no verdict.
+            log("client " + c.index + "'s script broke: " + e);
+            broken = true;
         }
     }
 
@@ -543,23 +547,7 @@ __SCRIPT__
      * session lives, the leak bound after the attempt's end.
      */
     void leaks() throws Exception {
-        Map<Long, Client> sessions = new HashMap<>();
-        for (Client c : clients) {
-            sessions.put(c.session, c);
-            // A client cut by its fault reconnects first (its session lives on).
-            c.awaitConnected();
-        }
-        Client first = clients.get(0);
-        List<Object[]> left = new ArrayList<>();
-        for (String d : NODE_DIRS) {
-            for (String child : first.children(d)) {
-                Stat stat = first.exists(d + "/" + child);
-                if (stat != null && sessions.containsKey(stat.getEphemeralOwner())) {
-                    left.add(new Object[] {d + "/" + child, sessions.get(stat.getEphemeralOwner())});
-                }
-            }
-        }
-        for (Object[] l : left) {
+        for (Object[] l : nodesOfLiveSessions()) {
             String node = (String) l[0];
             Client c = (Client) l[1];
             // The attempt that knew it as its node; else the last (the node of a lost
@@ -576,15 +564,80 @@ __SCRIPT__
             log(String.format("client %d: node %s left by attempt %d (%s); waiting %.1f s", c.index, node,
                     attempt.number(), attempt.outcome(), Math.max(waitMs, 0) / 1000.0));
             if (waitMs > 0) Thread.sleep(waitMs);
-            if (c.alive() && c.sessionId() == c.session && c.exists(node) != null) {
+            if (c.alive() && c.sessionId() == c.session && observer.exists(node, false) != null) {
+                String what = !known ? "its client's last acquire"
+                        : attempt.outcome().equals("acquired") ? "the release of its hold" : "its failed acquire";
                 violate(String.format("node %s outlived %s (client %d's attempt %d, %s) by %.1f s while "
-                        + "its session lived", node, known ? "its failed acquire" : "its client's last acquire",
+                        + "its session lived", node, what,
                         c.index, attempt.number(), attempt.outcome(), secondsSince(attempt.ended())));
             }
         }
     }
 
+    /** The nodes of the lock that this run's sessions own, each with its client. */
+    List<Object[]> nodesOfLiveSessions() throws Exception {
+        Map<Long, Client> sessions = new HashMap<>();
+        for (Client c : clients) {
+            sessions.put(c.session, c);
+            // A client cut by its fault reconnects first (its session lives on).
+            c.awaitConnected();
+        }
+        List<Object[]> left = new ArrayList<>();
+        for (String d : NODE_DIRS) {
+            List<String> children;
+            try {
+                children = new ArrayList<>(observer.getChildren(d, false));
+            } catch (KeeperException.NoNodeException e) {
+                continue;
+            }
+            children.sort(null);
+            for (String child : children) {
+                Stat stat = observer.exists(d + "/" + child, false);
+                if (stat != null && sessions.containsKey(stat.getEphemeralOwner())) {
+                    left.add(new Object[] {d + "/" + child, sessions.get(stat.getEphemeralOwner())});
+                }
+            }
+        }
+        return left;
+    }
+
+    /**
+     * liveness_after_heal, once every client is done: a node of a live session still
+     * there the liveness bound after the last attempt, the last fault and the last
+     * release, with nobody holding, blocks every later acquire.
+     */
+    void remains() throws Exception {
+        long since = lastRelease;
+        for (Client c : clients) {
+            for (Attempt a : c.attempts) since = Math.max(since, a.ended());
+        }
+        for (Proxy p : proxies) since = Math.max(since, p.lastStrike);
+        long boundMs = 2 * SESSION_TIMEOUT_MS + 1000;
+        long waitMs = boundMs - (System.nanoTime() - since) / 1_000_000L;
+        if (waitMs > 0) Thread.sleep(waitMs);
+        for (Object[] l : nodesOfLiveSessions()) {
+            Client c = (Client) l[1];
+            boolean told;
+            synchronized (this) {
+                told = violations.stream().anyMatch(v -> v.contains((String) l[0]));
+            }
+            if (!told && c.alive() && c.sessionId() == c.session && observer.exists((String) l[0], false) != null) {
+                violate(String.format("every client is done, nobody holds the lock, yet node %s of client "
+                        + "%d's live session is still there %.1f s after the last attempt (the bound: "
+                        + "twice the session timeout and 1 s): every later acquire waits behind it",
+                        l[0], c.index, secondsSince(since)));
+            }
+        }
+    }
+
     List<String> run() throws Exception {
+        // The checks' own view of the lock's nodes, straight to the server: no fault, and
+        // not a client's session, which may have expired.
+        CountDownLatch up = new CountDownLatch(1);
+        observer = new ZooKeeper(hosts, (int) Math.max(SESSION_TIMEOUT_MS, 4000), e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) up.countDown();
+        });
+        if (!up.await(CONNECT_MS, TimeUnit.MILLISECONDS)) throw new IllegalStateException("no session to the server");
         for (Client c : clients) {
             c.start();
             c.session = c.sessionId();
@@ -605,11 +658,13 @@ __SCRIPT__
         }
         if (hung) {
             violate("the script did not end within " + RUN_DEADLINE_MS / 1000 + " s");
-        } else if (CHECK.contains("node_outlives_attempt")) {
-            leaks();
+        } else {
+            if (CHECK.contains("node_outlives_attempt")) leaks();
+            if (CHECK.contains("liveness_after_heal")) remains();
         }
         for (Client c : clients) c.close();
         for (Proxy p : proxies) p.close();
+        observer.close();
         return violations;
     }
 
@@ -630,10 +685,15 @@ __SCRIPT__
         Server server = hosts == null ? new Server() : null;
         log("versions: " + versions());
         List<String> violations;
+        Repro run = new Repro(hosts == null ? server.hosts : hosts, faulted);
         try {
-            violations = new Repro(hosts == null ? server.hosts : hosts, faulted).run();
+            violations = run.run();
         } finally {
             if (server != null) server.stop();
+        }
+        if (run.broken && violations.isEmpty()) {
+            System.err.println("the script broke (above): no verdict");
+            System.exit(3);
         }
         if (!violations.isEmpty()) {
             new AssertionError(String.join("; ", violations)).printStackTrace();

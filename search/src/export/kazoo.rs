@@ -139,8 +139,8 @@ pub(super) fn outcome(
     if out.status.success() {
         return Ok((RunResult::Passed, versions));
     }
-    if let Some(assertion) = (stderr.lines().rev())
-        .find_map(|l| l.split_once("AssertionError: ").map(|(_, a)| a))
+    if let Some(assertion) =
+        (stderr.lines().rev()).find_map(|l| l.split_once("AssertionError: ").map(|(_, a)| a))
     {
         return Ok((RunResult::Failed(assertion.to_owned()), versions));
     }

@@ -71,7 +71,12 @@ impl Language {
         }
     }
 
-    fn render(self, line: &RealLine, checks: &[String], title: &str) -> Result<String, ExportError> {
+    fn render(
+        self,
+        line: &RealLine,
+        checks: &[String],
+        title: &str,
+    ) -> Result<String, ExportError> {
         match self {
             Language::Python => kazoo::render(line, checks, title),
             Language::Java(_) => java::render(line, checks, title),
@@ -473,7 +478,10 @@ pub fn java_rendered_again(text: &str) -> Result<String, ExportError> {
         .find_map(|l| l.strip_prefix(java::LINE_PREFIX))
         .ok_or_else(|| bad("line"))?;
     let checks: Vec<String> = (text.lines())
-        .find_map(|l| l.trim().strip_prefix("static final Set<String> CHECK = Set.of("))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("static final Set<String> CHECK = Set.of(")
+        })
         .ok_or_else(|| bad("CHECK"))?
         .trim_end_matches(");")
         .split(", ")

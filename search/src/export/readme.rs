@@ -36,7 +36,7 @@ pub(super) fn readme(
         (
             "timeline.txt",
             &finding.timeline,
-            "zklock's timeline of the search's run that found it",
+            "zklock's timeline of a run that found it",
         ),
         (
             "explanation.txt",
@@ -157,7 +157,10 @@ fn call(lang: Language, mode: AcquireMode) -> String {
 fn steps(lang: Language, line: &RealLine) -> String {
     let w = &line.workload;
     let (release, give_up) = match lang {
-        Language::Python => ("`release()`", "the caller gives the acquire up (`cancel()`)"),
+        Language::Python => (
+            "`release()`",
+            "the caller gives the acquire up (`cancel()`)",
+        ),
         Language::Java(Library::Curator) => (
             "`release()`",
             "the caller gives the acquire up (its thread interrupted)",

@@ -64,7 +64,13 @@ fn a_lock_of_neither_kazoo_curator_nor_writelock_is_refused_as_not_supported_yet
         repro: LEAK.replace("kazoo-lock", "zkclient-lock"),
         ..leak()
     };
-    let e = export(&zkclient, dir.path(), &ExportOptions::default(), &mut |_| {}).unwrap_err();
+    let e = export(
+        &zkclient,
+        dir.path(),
+        &ExportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(matches!(e, ExportError::UnsupportedLock { .. }), "{e}");
     assert!(
         e.to_string().contains("zkclient-lock is not supported yet"),
@@ -311,7 +317,10 @@ fn a_java_file_carries_the_script_the_points_faults_and_the_library_calls() {
     assert_eq!(java_rendered_again(&text).unwrap(), text);
     let writelock = RealLine::parse(&WITHHELD.replace("curator-mutex", "zookeeper-writelock"));
     let text = java::render(&writelock.unwrap(), &checks, "t").unwrap();
-    assert!(text.contains("new WriteLock(handle, LOCK_PATH, null"), "{text}");
+    assert!(
+        text.contains("new WriteLock(handle, LOCK_PATH, null"),
+        "{text}"
+    );
     assert!(!text.contains("Curator"), "no Curator in WriteLock's file");
 }
 
@@ -348,7 +357,10 @@ fn a_java_export_that_passes_here_is_never_written_and_one_that_fails_is() {
         ..fake_java(dir.path(), "echo 'versions: Curator 9' >&2; exit 0")
     };
     let e = export(&finding, dir.path(), &options, &mut |_| {}).unwrap_err();
-    assert!(matches!(e, ExportError::DoesNotReproduce { runs: 3 }), "{e}");
+    assert!(
+        matches!(e, ExportError::DoesNotReproduce { runs: 3 }),
+        "{e}"
+    );
     let fails = "case \"$*\" in *--no-fault*) exit 0;; esac; \
                  echo 'versions: Curator 9' >&2; \
                  echo 'java.lang.AssertionError: node n outlived its failed acquire' >&2; exit 1";
@@ -362,7 +374,10 @@ fn a_java_export_that_passes_here_is_never_written_and_one_that_fails_is() {
     assert!(e.dir.join("Repro.java").is_file());
     let readme = std::fs::read_to_string(e.dir.join("README.md")).unwrap();
     assert!(readme.contains("javac -cp \"$CP\" Repro.java"), "{readme}");
-    assert!(readme.contains("java.lang.AssertionError: node n outlived"), "{readme}");
+    assert!(
+        readme.contains("java.lang.AssertionError: node n outlived"),
+        "{readme}"
+    );
     assert!(readme.contains("`acquire(1000, MILLISECONDS)`"), "{readme}");
 }
 
@@ -380,5 +395,8 @@ fn a_missing_jar_is_an_error_naming_it_not_a_pass() {
     };
     let e = export(&finding, dir.path(), &options, &mut |_| {}).unwrap_err();
     assert!(matches!(e, ExportError::Run { .. }), "{e}");
-    assert!(e.to_string().contains("curator-recipes.jar not found"), "{e}");
+    assert!(
+        e.to_string().contains("curator-recipes.jar not found"),
+        "{e}"
+    );
 }

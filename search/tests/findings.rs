@@ -201,11 +201,17 @@ fn the_committed_java_reproductions_fail_and_pass_with_their_fault_removed() {
     }
     let options = ExportOptions::default();
     for dir in &dirs {
-        let assertion = run_reproduction(dir, &options, false).unwrap();
-        let Some(assertion) = assertion else {
-            panic!("{} did not fail", dir.display());
-        };
+        // A file whose README gives a rate below 3 of 3 gets the runs its rate needs to
+        // fail once (3, as the export's verification); the others must fail the first.
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        let runs = match readme.contains("runs only: the outcome turns on timing") {
+            true => 3,
+            false => 1,
+        };
+        let assertion = (0..runs).find_map(|_| run_reproduction(dir, &options, false).unwrap());
+        let Some(assertion) = assertion else {
+            panic!("{} did not fail in {runs} run(s)", dir.display());
+        };
         let said = readme
             .lines()
             .find_map(|l| l.strip_prefix("java.lang.AssertionError: "))

@@ -91,7 +91,7 @@ pub(super) fn readme(
          ## Expected\n\n{expected}\n\n\
          ## What happened\n\n```\n{error}: {assertion}\n```\n\n\
          Verified here: {rate}. {control}\n\n{shrunk}\n\n\
-         Found by zklock's fault-point search: `{found}`\n\n{files}",
+         The finding, as zklock runs it: `{found}`\n\n{files}",
         versions = e.versions,
         session = w.session_timeout_ms,
         steps = steps(lang, best),

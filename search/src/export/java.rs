@@ -18,6 +18,7 @@ pub(crate) const LINE_PREFIX: &str = "// As zklock runs it: ";
 
 /// The class the file declares, and so its name.
 pub(super) const CLASS: &str = "Repro";
+pub(super) const FILE_NAME: &str = "Repro.java";
 
 /// A Java library whose locks export.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -67,7 +67,7 @@ impl Language {
     fn file_name(self) -> &'static str {
         match self {
             Language::Python => "repro.py",
-            Language::Java(_) => "Repro.java",
+            Language::Java(_) => java::FILE_NAME,
         }
     }
 
@@ -451,18 +451,25 @@ pub fn run_reproduction(
     })
 }
 
-/// The language and file of the export in `dir`.
+/// The language and file of the export in `dir`: a Java file's library is its line's.
 fn reproduction_in(dir: &Path) -> Result<(Language, PathBuf), ExportError> {
-    let java = Language::Java(java::Library::Curator);
-    for lang in [Language::Python, java] {
-        let file = dir.join(lang.file_name());
-        if file.is_file() {
-            return Ok((lang, file));
-        }
+    let python = dir.join(Language::Python.file_name());
+    if python.is_file() {
+        return Ok((Language::Python, python));
     }
-    Err(ExportError::Invalid {
-        reason: format!("{}: no repro.py or Repro.java in it", dir.display()),
-    })
+    let file = dir.join(java::FILE_NAME);
+    let text = std::fs::read_to_string(&file).map_err(|source| ExportError::Io {
+        path: file.clone(),
+        source,
+    })?;
+    let library = (text.lines())
+        .find_map(|l| l.strip_prefix(java::LINE_PREFIX))
+        .and_then(|l| RealLine::parse(l).ok())
+        .and_then(|l| java::Library::of(&l.lock))
+        .ok_or_else(|| ExportError::Invalid {
+            reason: format!("{}: no line of a Java lock in it", file.display()),
+        })?;
+    Ok((Language::Java(library), file))
 }
 
 /// A Java export's text as an export writes it today, from the line, the properties and

@@ -78,6 +78,15 @@ fn a_run_against_other_releases_needs_an_export_and_refuses_a_bad_request() {
     let (code, _, err) = zklock(&args, dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("nowhere: no exported repro.py there"), "{err}");
+    // A Java export: Debian's releases only, said before anything runs.
+    std::fs::create_dir(dir.path().join("java")).unwrap();
+    std::fs::write(dir.path().join("java/Repro.java"), "// a title\n").unwrap();
+    let (code, _, err) = zklock(&["export", "--against", "java"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a Java export runs against Debian's Curator and ZooKeeper only"),
+        "{err}"
+    );
     let (code, _, err) = zklock(&["export", "j.jsonl", "--versions", "2.9.0"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(

@@ -108,7 +108,8 @@ pub enum Command {
     Search(Absent),
     /// Export a finding of a finished search from its journal as a reproduction a
     /// maintainer runs without zklock: for Kazoo's locks, one Python file (Python and
-    /// Kazoo alone), shrunk, and verified here before it is written
+    /// Kazoo alone), for Curator's and ZooKeeper's WriteLock one Java file (the jars
+    /// alone), shrunk, and verified here before it is written
     #[cfg(feature = "real")]
     #[command(after_help = EXIT_STATUS)]
     Export(ExportArgs),

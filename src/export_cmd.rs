@@ -65,6 +65,14 @@ pub fn run(a: ExportArgs) -> Result<Status> {
 fn against(dir: &Path, a: &ExportArgs) -> Result<Status> {
     let cache = zklock_real::driver::locate::cache_dir().map_err(anyhow::Error::msg)?;
     let options = a.verify.options();
+    if dir.join("Repro.java").is_file() {
+        // No registry here serves other Curator or ZooKeeper releases.
+        bail!(
+            "{}: a Java export runs against Debian's Curator and ZooKeeper only: no registry \
+             reached here serves their other releases",
+            dir.display()
+        );
+    }
     if !dir.join("repro.py").is_file() {
         // Said before any environment is made.
         bail!("{}: no exported repro.py there", dir.display());

@@ -175,38 +175,7 @@ impl Setup {
 
     /// `real` and its flags that run `points` on this script.
     fn real_args(&self, points: &[Point]) -> String {
-        let w = &self.workload;
-        let mut line = format!(
-            "real {} --clients {} --attempts {} --session-timeout-ms {} \
-             --hold-ms {} --drop-every {} --acquire-timeout-ms {} --duration {}ms --faults none",
-            self.lock_flag(),
-            w.clients,
-            w.attempts_per_client,
-            w.session_timeout_ms,
-            w.hold_ms,
-            w.drop_every,
-            w.acquire_timeout_ms,
-            w.duration_ms
-        );
-        let optional = [
-            ("--readers", u64::from(w.readers)),
-            ("--mix-offset", u64::from(w.mix_offset)),
-            ("--start-stagger-ms", w.start_stagger_ms),
-            ("--idle-after-give-up-ms", w.idle_after_give_up_ms),
-            ("--leak-bound-ms", w.leak_bound_ms),
-            ("--fresh-lock-every", u64::from(w.fresh_lock_every)),
-        ];
-        for (flag, value) in optional {
-            if value > 0 {
-                line.push_str(&format!(" {flag} {value}"));
-            }
-        }
-        if w.long_hold_every > 0 {
-            line.push_str(&format!(
-                " --long-hold-every {} --long-hold-ms {}",
-                w.long_hold_every, w.long_hold_ms
-            ));
-        }
+        let mut line = format!("real {} {}", self.lock_flag(), script_args(&self.workload));
         if self.drivers.is_some()
             && matches!(self.lock, Lock::Driver(kind) if !kind.runs_in_process())
         {
@@ -348,4 +317,40 @@ fn clear(runtime: &tokio::runtime::Runtime, run: RealRun) -> Result<Servers, Sea
         .block_on(harness::delete_tree(&connect, ZKLOCK_ROOT, CLEAR_TIMEOUT))
         .map_err(|e| SearchError::real("clearing the lock's directories between runs", e))?;
     Ok(servers)
+}
+
+/// The flags of a finding's line that give its script (`--clients 2 --attempts 4 ...`):
+/// what `zklock real` runs, and what an export reads back.
+pub(crate) fn script_args(w: &WorkloadConfig) -> String {
+    let mut line = format!(
+        "--clients {} --attempts {} --session-timeout-ms {} --hold-ms {} --drop-every {} \
+         --acquire-timeout-ms {} --duration {}ms --faults none",
+        w.clients,
+        w.attempts_per_client,
+        w.session_timeout_ms,
+        w.hold_ms,
+        w.drop_every,
+        w.acquire_timeout_ms,
+        w.duration_ms
+    );
+    let optional = [
+        ("--readers", u64::from(w.readers)),
+        ("--mix-offset", u64::from(w.mix_offset)),
+        ("--start-stagger-ms", w.start_stagger_ms),
+        ("--idle-after-give-up-ms", w.idle_after_give_up_ms),
+        ("--leak-bound-ms", w.leak_bound_ms),
+        ("--fresh-lock-every", u64::from(w.fresh_lock_every)),
+    ];
+    for (flag, value) in optional {
+        if value > 0 {
+            line.push_str(&format!(" {flag} {value}"));
+        }
+    }
+    if w.long_hold_every > 0 {
+        line.push_str(&format!(
+            " --long-hold-every {} --long-hold-ms {}",
+            w.long_hold_every, w.long_hold_ms
+        ));
+    }
+    line
 }

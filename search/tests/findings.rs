@@ -1,19 +1,28 @@
-//! The committed reproductions under `findings/`: each fails against the Kazoo installed
-//! here (Debian's), and one with a fault passes with it removed. They start their own
-//! ZooKeeper server; without Java, ZooKeeper or Kazoo they are skipped (under CI=true,
-//! where they must run, that panics).
+//! The committed reproductions under `findings/`: each fails against the library installed
+//! here (Debian's Kazoo, Curator, ZooKeeper's recipes), and one with a fault passes with
+//! it removed. They start their own ZooKeeper server; without Java, ZooKeeper, Kazoo or
+//! the jars they are skipped (under CI=true, where they must run, that panics).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use zklock_real::driver::locate;
 use zklock_real::harness;
 
+/// The reproductions' runs, one test at a time: each starts its own server and clients,
+/// and their timing bounds are for a machine not also running the other test's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn findings() -> Vec<PathBuf> {
+    findings_with("repro.py")
+}
+
+/// The committed exports whose file is `file`.
+fn findings_with(file: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../findings");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .expect("findings/ is committed")
         .map(|e| e.unwrap().path())
-        .filter(|p| p.join("repro.py").is_file())
+        .filter(|p| p.join(file).is_file())
         .collect();
     dirs.sort();
     dirs
@@ -77,6 +86,7 @@ fn the_committed_kazoo_reproductions_fail_and_pass_with_their_fault_removed() {
         );
     }
     let Some(python) = kazoo_python() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     for dir in &dirs {
         let (code, assertion) = run(&python, dir, &[]);
         let assertion = assertion.unwrap_or_default();
@@ -127,6 +137,113 @@ fn the_committed_reproductions_are_what_an_export_writes_today() {
         let file = std::fs::read_to_string(dir.join("repro.py")).unwrap();
         assert!(
             body(&file) == body(template),
+            "{}: not what `zklock export` writes now; export it again",
+            dir.display()
+        );
+    }
+}
+
+/// The words of an assertion, without its numbers (node names and times differ per run).
+fn words(s: &str) -> String {
+    let kept = s
+        .split_whitespace()
+        .filter(|w| !w.contains(|c: char| c.is_ascii_digit()));
+    kept.collect::<Vec<_>>().join(" ")
+}
+
+/// Whether Java and Debian's jars of both Java libraries are here, with a server.
+fn java_here() -> bool {
+    if !harness::available_for_tests() {
+        return false;
+    }
+    let libs = Path::new(zklock_search::export::JAVA_LIBS_DEFAULT);
+    let missing: Vec<&str> = ["curator-recipes", "zookeeper-recipes-lock", "zookeeper"]
+        .into_iter()
+        .filter(|j| !libs.join(format!("{j}.jar")).is_file())
+        .collect();
+    let javac = Path::new(zklock_search::export::JAVAC_DEFAULT).is_file();
+    if missing.is_empty() && javac {
+        return true;
+    }
+    let why = format!(
+        "no javac or no {missing:?} in {} ({}; {})",
+        libs.display(),
+        locate::CURATOR_HINT,
+        locate::ZOOKEEPER_HINT
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true, but {why}"
+    );
+    eprintln!("skipping: {why}");
+    false
+}
+
+#[test]
+fn the_committed_java_reproductions_fail_and_pass_with_their_fault_removed() {
+    use zklock_search::export::{ExportOptions, run_reproduction};
+    let dirs = findings_with("Repro.java");
+    let names: Vec<String> = dirs
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    // Curator's two apparently new findings, and WriteLock's four.
+    for prefix in [
+        "curator-mutex-node_outlives_attempt-0-withhold-reply-create-1",
+        "curator-semaphore-mutex-fencing_token_order-0-expire-delete-1",
+        "zookeeper-writelock-liveness_after_heal-0-withhold-reply-create-1",
+        "zookeeper-writelock-node_outlives_attempt-0-drop-request-delete-1",
+        "zookeeper-writelock-node_outlives_attempt-0-give-up-create-1",
+        "zookeeper-writelock-liveness_after_heal-no-fault",
+    ] {
+        assert!(
+            names.iter().any(|n| n == prefix),
+            "{prefix} not in {names:?}"
+        );
+    }
+    if !java_here() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let options = ExportOptions::default();
+    for dir in &dirs {
+        // A file whose README gives a rate below 3 of 3 gets the runs its rate needs to
+        // fail once (3, as the export's verification); the others must fail the first.
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        let runs = match readme.contains("runs only: the outcome turns on timing") {
+            true => 3,
+            false => 1,
+        };
+        let assertion = (0..runs).find_map(|_| run_reproduction(dir, &options, false).unwrap());
+        let Some(assertion) = assertion else {
+            panic!("{} did not fail in {runs} run(s)", dir.display());
+        };
+        let said = readme
+            .lines()
+            .find_map(|l| l.strip_prefix("java.lang.AssertionError: "))
+            .unwrap_or("");
+        assert_eq!(
+            words(said),
+            words(&assertion),
+            "{}: its README",
+            dir.display()
+        );
+        if readme.contains("With `--no-fault`") {
+            let control = run_reproduction(dir, &options, true).unwrap();
+            assert_eq!(control, None, "{} failed without its fault", dir.display());
+        }
+    }
+}
+
+#[test]
+fn the_committed_java_reproductions_are_what_an_export_writes_today() {
+    let dirs = findings_with("Repro.java");
+    assert!(!dirs.is_empty(), "the Java exports are committed");
+    for dir in dirs {
+        let file = std::fs::read_to_string(dir.join("Repro.java")).unwrap();
+        let again = zklock_search::export::java_rendered_again(&file).unwrap();
+        assert!(
+            again == file,
             "{}: not what `zklock export` writes now; export it again",
             dir.display()
         );

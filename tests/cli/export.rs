@@ -21,11 +21,11 @@ fn journal(dir: &std::path::Path, lock: &str) -> std::path::PathBuf {
 #[test]
 fn a_search_of_a_lock_that_cannot_export_is_refused_before_it_starts() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["search", "--lock", "curator-mutex", "--export", "out"];
+    let args = ["search", "--lock", "zkclient-lock", "--export", "out"];
     let (code, out, err) = zklock(&args, dir.path());
     assert_eq!(code, 2, "{out}{err}");
     assert!(
-        err.contains("exporting a finding of curator-mutex is not supported yet"),
+        err.contains("exporting a finding of zkclient-lock is not supported yet"),
         "{err}"
     );
     assert!(
@@ -57,7 +57,7 @@ fn export_lists_a_journals_violations_and_refuses_what_it_cannot_export() {
         err.contains("--point 2:") && err.contains("has 1 violating run(s)"),
         "{err}"
     );
-    let curator = journal(dir.path(), "curator-mutex");
+    let curator = journal(dir.path(), "zkclient-lock");
     let args = [
         "export".as_ref(),
         curator.as_os_str(),
@@ -66,7 +66,7 @@ fn export_lists_a_journals_violations_and_refuses_what_it_cannot_export() {
     ];
     let (code, _, err) = zklock(&args, dir.path());
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("curator-mutex is not supported yet"), "{err}");
+    assert!(err.contains("zkclient-lock is not supported yet"), "{err}");
     assert!(!dir.path().join("findings").exists(), "nothing written");
 }
 
@@ -78,6 +78,15 @@ fn a_run_against_other_releases_needs_an_export_and_refuses_a_bad_request() {
     let (code, _, err) = zklock(&args, dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("nowhere: no exported repro.py there"), "{err}");
+    // A Java export: Debian's releases only, said before anything runs.
+    std::fs::create_dir(dir.path().join("java")).unwrap();
+    std::fs::write(dir.path().join("java/Repro.java"), "// a title\n").unwrap();
+    let (code, _, err) = zklock(&["export", "--against", "java"], dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a Java export runs against Debian's Curator and ZooKeeper only"),
+        "{err}"
+    );
     let (code, _, err) = zklock(&["export", "j.jsonl", "--versions", "2.9.0"], dir.path());
     assert_eq!(code, 2, "{err}");
     assert!(

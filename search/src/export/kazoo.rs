@@ -16,16 +16,6 @@ pub(super) const LOCKS: [(&str, &str); 3] = [
     ("kazoo-semaphore", "semaphore"),
 ];
 
-/// The properties the file states in Kazoo's terms: a finding must violate one of them.
-/// The most telling first: a directory is named after the first a finding violates.
-pub(super) const PROPERTIES: [&str; 5] = [
-    "node_outlives_attempt",
-    "timed_acquire_in_time",
-    "mutual_exclusion",
-    "fencing_token_order",
-    "liveness_after_heal",
-];
-
 /// The actions the file's proxy carries out.
 const ACTIONS: [&str; 4] = ["drop-request", "withhold-reply", "expire", "give-up"];
 
@@ -133,25 +123,33 @@ pub(super) fn run_file(
     let out = command.output().map_err(|e| ExportError::Run {
         reason: format!("running {}: {e}", options.python.display()),
     })?;
+    outcome(&options.python.display().to_string(), file, &out)
+}
+
+/// What a run of an exported file by `program` did: a pass (exit 0), its assertion's
+/// failure (Python's `AssertionError: ...`, Java's `java.lang.AssertionError: ...`), or
+/// neither, an error naming what broke. The versions line comes back too.
+pub(super) fn outcome(
+    program: &str,
+    file: &Path,
+    out: &std::process::Output,
+) -> Result<(RunResult, Option<String>), ExportError> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let versions = versions_of(&stderr);
     if out.status.success() {
         return Ok((RunResult::Passed, versions));
     }
-    if let Some(assertion) = stderr
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("AssertionError: "))
+    if let Some(assertion) =
+        (stderr.lines().rev()).find_map(|l| l.split_once("AssertionError: ").map(|(_, a)| a))
     {
         return Ok((RunResult::Failed(assertion.to_owned()), versions));
     }
-    // Neither a pass nor the lock's failure: Kazoo, Java or the server is missing.
+    // Neither a pass nor the lock's failure: the library, Java or the server is missing.
     let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
     Err(ExportError::Run {
         reason: format!(
-            "{} {} broke ({}): {}",
-            options.python.display(),
+            "{program} {} broke ({}): {}",
             file.display(),
             out.status,
             tail.join(" | ")
@@ -159,7 +157,7 @@ pub(super) fn run_file(
     })
 }
 
-/// Smaller scripts than `line`, the smallest first of each kind: fewer attempts, fewer
+/// Smaller scripts than `line` (any library's), the smallest first of each kind: fewer attempts, fewer
 /// clients (the last ones, no fault aimed at them), fewer faults.
 pub(super) fn smaller(line: &RealLine) -> Vec<RealLine> {
     let w = &line.workload;

@@ -173,40 +173,12 @@ impl RealLine {
 impl fmt::Display for RealLine {
     /// The line as a search writes it (`zklock real ...`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let w = &self.workload;
         write!(
             f,
-            "zklock real --lock {} --clients {} --attempts {} --session-timeout-ms {} \
-             --hold-ms {} --drop-every {} --acquire-timeout-ms {} --duration {}ms --faults none",
+            "zklock real --lock {} {}",
             self.lock,
-            w.clients,
-            w.attempts_per_client,
-            w.session_timeout_ms,
-            w.hold_ms,
-            w.drop_every,
-            w.acquire_timeout_ms,
-            w.duration_ms
+            crate::setup::script_args(&self.workload)
         )?;
-        let optional = [
-            ("--readers", u64::from(w.readers)),
-            ("--mix-offset", u64::from(w.mix_offset)),
-            ("--start-stagger-ms", w.start_stagger_ms),
-            ("--idle-after-give-up-ms", w.idle_after_give_up_ms),
-            ("--leak-bound-ms", w.leak_bound_ms),
-            ("--fresh-lock-every", u64::from(w.fresh_lock_every)),
-        ];
-        for (flag, value) in optional {
-            if value > 0 {
-                write!(f, " {flag} {value}")?;
-            }
-        }
-        if w.long_hold_every > 0 {
-            write!(
-                f,
-                " --long-hold-every {} --long-hold-ms {}",
-                w.long_hold_every, w.long_hold_ms
-            )?;
-        }
         for aim in &self.aims {
             write!(f, " --aim {aim}")?;
         }

@@ -1,17 +1,20 @@
-//! Exported reproductions: a finding of a Kazoo lock as one Python file a maintainer runs
-//! with Python and Kazoo alone (`zklock search --export DIR`, `zklock export`).
+//! Exported reproductions: a finding as a test a maintainer runs with their library
+//! alone (`zklock search --export DIR`, `zklock export`): for a Kazoo lock one Python
+//! file, for Curator's locks and ZooKeeper's own WriteLock one Java file.
 //!
 //! The file starts its own ZooKeeper server (or takes one given), carries a small proxy
-//! that injects exactly the finding's faults, drives the script's attempts with Kazoo's
-//! API and fails with an assertion in Kazoo's terms. Before it is written, the script is
+//! that injects exactly the finding's faults, drives the script's attempts with the
+//! library's API and fails with an assertion in the library's terms. Before it is written, the script is
 //! shrunk (fewer attempts, clients, faults, as long as it still fails) and the smallest
 //! is verified here: run [`ExportOptions::runs`] times, it must fail at least once (its
 //! rate is reported), and, with its faults removed, pass. A file that does not fail is
-//! never written. Other libraries' findings are refused
+//! never written. Other libraries' findings (zookeeper-client's) are refused
 //! ([`ExportError::UnsupportedLock`]).
 
+mod java;
 mod kazoo;
 mod line;
+mod readme;
 pub mod versions;
 
 pub use line::{Aim, RealLine};
@@ -27,12 +30,77 @@ pub const RUNS_DEFAULT: u32 = 3;
 pub const RUNS_MAX: u32 = 20;
 /// The Python an export is verified with by default: Debian's, whose Kazoo it tests.
 pub const PYTHON_DEFAULT: &str = "/usr/bin/python3";
+/// The Java a Java export is verified with by default.
+pub const JAVA_DEFAULT: &str = "/usr/bin/java";
+/// The `javac` a Java export is compiled with by default (else `ZKLOCK_JAVAC`).
+pub const JAVAC_DEFAULT: &str = "/usr/bin/javac";
+/// Where Curator's, ZooKeeper's and their dependencies' jars are by default (Debian's;
+/// else `ZKLOCK_JAVA_LIBS`, as for the drivers).
+pub const JAVA_LIBS_DEFAULT: &str = "/usr/share/java";
+
+/// The properties an export states in the library's terms: a finding must violate one
+/// of them. The most telling first: a directory is named after the first it violates.
+const PROPERTIES: [&str; 5] = [
+    "node_outlives_attempt",
+    "timed_acquire_in_time",
+    "mutual_exclusion",
+    "fencing_token_order",
+    "liveness_after_heal",
+];
+
+/// The language a lock's findings export in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Language {
+    Python,
+    Java(java::Library),
+}
+
+impl Language {
+    fn of(lock: &str) -> Option<Language> {
+        if kazoo::LOCKS.iter().any(|(name, _)| *name == lock) {
+            return Some(Language::Python);
+        }
+        java::Library::of(lock).map(Language::Java)
+    }
+
+    /// The file it writes.
+    fn file_name(self) -> &'static str {
+        match self {
+            Language::Python => "repro.py",
+            Language::Java(_) => java::FILE_NAME,
+        }
+    }
+
+    fn render(
+        self,
+        line: &RealLine,
+        checks: &[String],
+        title: &str,
+    ) -> Result<String, ExportError> {
+        match self {
+            Language::Python => kazoo::render(line, checks, title),
+            Language::Java(_) => java::render(line, checks, title),
+        }
+    }
+
+    fn run(
+        self,
+        options: &ExportOptions,
+        file: &Path,
+        no_fault: bool,
+    ) -> Result<(RunResult, Option<String>), ExportError> {
+        match self {
+            Language::Python => kazoo::run_file(options, file, no_fault),
+            Language::Java(library) => java::run_file(options, library, file, no_fault),
+        }
+    }
+}
 
 /// Why a finding was not exported.
 #[non_exhaustive]
 #[derive(Debug)]
 pub enum ExportError {
-    /// The finding is of a lock this version exports nothing for (only Kazoo's locks).
+    /// The finding is of a lock this version exports nothing for (zookeeper-client's).
     UnsupportedLock { lock: String },
     /// The finding needs what an export does not carry (a fault, a property).
     Unsupported { reason: String },
@@ -42,7 +110,7 @@ pub enum ExportError {
     DoesNotReproduce { runs: u32 },
     /// Without its faults it failed too: it does not reproduce what the faults cause.
     FailsWithoutFault { assertion: String },
-    /// Python, Kazoo, Java or ZooKeeper is missing, or a run broke.
+    /// Python, Kazoo, Java, a jar or ZooKeeper is missing, or a run broke.
     Run { reason: String },
     /// Writing the export's files; an existing directory is never overwritten.
     Io {
@@ -58,8 +126,9 @@ impl fmt::Display for ExportError {
             ExportError::UnsupportedLock { lock } => write!(
                 f,
                 "exporting a finding of {lock} is not supported yet: only Kazoo's locks ({}) \
-                 export, as Python",
-                supported_locks().join(", ")
+                 export, as Python, and Curator's and ZooKeeper's WriteLock ({}), as Java",
+                kazoo::LOCKS.map(|l| l.0).join(", "),
+                java::LOCKS.map(|l| l.0).join(", ")
             ),
             ExportError::Unsupported { reason }
             | ExportError::Invalid { reason }
@@ -88,7 +157,8 @@ impl std::error::Error for ExportError {
 
 /// The locks whose findings export.
 pub fn supported_locks() -> Vec<&'static str> {
-    kazoo::LOCKS.iter().map(|(name, _)| *name).collect()
+    let python = kazoo::LOCKS.iter().map(|(name, _)| *name);
+    python.chain(java::LOCKS.iter().map(|l| l.0)).collect()
 }
 
 /// `Ok` when findings of `lock` export; else why not (before a search runs).
@@ -106,8 +176,15 @@ pub fn check_lock(lock: &str) -> Result<(), ExportError> {
 pub struct ExportOptions {
     /// Runs of the exported file, 1 to [`RUNS_MAX`] (default [`RUNS_DEFAULT`]).
     pub runs: u32,
-    /// The Python that runs it (default [`PYTHON_DEFAULT`]).
+    /// The Python that runs a Python export (default [`PYTHON_DEFAULT`]).
     pub python: PathBuf,
+    /// The Java that runs a Java export (default [`JAVA_DEFAULT`]).
+    pub java: PathBuf,
+    /// The `javac` that compiles it (default `ZKLOCK_JAVAC`, else [`JAVAC_DEFAULT`]).
+    pub javac: PathBuf,
+    /// The directory of the jars it compiles and runs against (default
+    /// `ZKLOCK_JAVA_LIBS`, else [`JAVA_LIBS_DEFAULT`]).
+    pub java_libs: PathBuf,
     /// Whether smaller scripts are tried first (default true).
     pub shrink: bool,
 }
@@ -117,6 +194,11 @@ impl Default for ExportOptions {
         ExportOptions {
             runs: RUNS_DEFAULT,
             python: PathBuf::from(PYTHON_DEFAULT),
+            java: PathBuf::from(JAVA_DEFAULT),
+            javac: std::env::var_os(zklock_real::driver::locate::JAVAC_ENV)
+                .map_or_else(|| PathBuf::from(JAVAC_DEFAULT), PathBuf::from),
+            java_libs: std::env::var_os(zklock_real::driver::locate::JARS_ENV)
+                .map_or_else(|| PathBuf::from(JAVA_LIBS_DEFAULT), PathBuf::from),
             shrink: true,
         }
     }
@@ -148,7 +230,7 @@ impl From<&Finding> for ToExport {
 /// An export written.
 #[derive(Clone, Debug)]
 pub struct Exported {
-    /// Its directory: `repro.py`, `README.md`, the timeline.
+    /// Its directory: `repro.py` or `Repro.java`, `README.md`, the timeline.
     pub dir: PathBuf,
     /// The `zklock real` line of the script exported (after shrinking).
     pub line: String,
@@ -179,17 +261,19 @@ pub fn export(
         });
     }
     let line = RealLine::parse(&finding.repro)?;
-    check_lock(&line.lock)?;
-    let checks: Vec<String> = (kazoo::PROPERTIES.iter())
+    let lang = Language::of(&line.lock).ok_or_else(|| ExportError::UnsupportedLock {
+        lock: line.lock.clone(),
+    })?;
+    let checks: Vec<String> = (PROPERTIES.iter())
         .filter(|p| finding.violated.iter().any(|v| v == *p))
         .map(|p| p.to_string())
         .collect();
     if checks.is_empty() {
         return Err(ExportError::Unsupported {
             reason: format!(
-                "{}: an export states {} only, in Kazoo's terms",
+                "{}: an export states {} only, in the library's terms",
                 finding.violated.join(", "),
-                kazoo::PROPERTIES.join(", ")
+                PROPERTIES.join(", ")
             ),
         });
     }
@@ -205,9 +289,9 @@ pub fn export(
     }
     let work = tempdir()?;
     let title = title_of(&line, &checks);
-    let file = work.join("repro.py");
+    let file = work.join(lang.file_name());
     let write = |l: &RealLine| -> Result<(), ExportError> {
-        let text = kazoo::render(l, &checks, &title)?;
+        let text = lang.render(l, &checks, &title)?;
         std::fs::write(&file, text).map_err(|source| ExportError::Io {
             path: file.clone(),
             source,
@@ -220,7 +304,7 @@ pub fn export(
             for candidate in kazoo::smaller(&best) {
                 write(&candidate)?;
                 progress(&format!("shrinking: {candidate}"));
-                if let (RunResult::Failed(_), _) = kazoo::run_file(options, &file, false)? {
+                if let (RunResult::Failed(_), _) = lang.run(options, &file, false)? {
                     best = candidate;
                     continue 'smaller;
                 }
@@ -231,7 +315,7 @@ pub fn export(
     write(&best)?;
     let (mut failed, mut assertion, mut versions) = (0, String::new(), String::new());
     for i in 0..options.runs {
-        let (result, v) = kazoo::run_file(options, &file, false)?;
+        let (result, v) = lang.run(options, &file, false)?;
         versions = v.unwrap_or(versions);
         progress(&format!(
             "verifying, run {} of {}: {result:?}",
@@ -250,7 +334,7 @@ pub fn export(
     let control_passed = match best.aims.is_empty() {
         true => None,
         false => {
-            let (result, _) = kazoo::run_file(options, &file, true)?;
+            let (result, _) = lang.run(options, &file, true)?;
             progress(&format!("without its faults: {result:?}"));
             if let RunResult::Failed(a) = result {
                 let _ = std::fs::remove_dir_all(&work);
@@ -274,12 +358,12 @@ pub fn export(
         move |source| ExportError::Io { path, source }
     };
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let target = dir.join("repro.py");
+    let target = dir.join(lang.file_name());
     std::fs::rename(&file, &target)
         .or_else(|_| std::fs::copy(&file, &target).map(|_| ()))
         .map_err(io(&target))?;
     let _ = std::fs::remove_dir_all(&work);
-    let readme = readme(finding, &line, &best, &exported, &title, &checks);
+    let readme = readme::readme(finding, lang, &line, &best, &exported, &title, &checks);
     std::fs::write(dir.join("README.md"), readme).map_err(io(&dir))?;
     let extras = [
         ("timeline.txt", &finding.timeline),
@@ -338,164 +422,79 @@ fn title_of(line: &RealLine, checks: &[String]) -> String {
     format!("{}: {} {faults}", line.lock, checks.join(", "))
 }
 
-fn readme(
-    finding: &ToExport,
-    found: &RealLine,
-    best: &RealLine,
-    e: &Exported,
-    title: &str,
-    checks: &[String],
-) -> String {
-    let w = &best.workload;
-    let rate = match (e.failed, e.runs) {
-        (f, r) if f == r => format!("it failed in {f} of {r} runs"),
-        (f, r) => format!("it failed in {f} of {r} runs only: the outcome turns on timing"),
+/// Runs an export's file in `dir` once here (its own server), without its faults when
+/// `no_fault`: `Some(assertion)` when it failed, `None` when the lock behaved. A Java
+/// file is compiled in a temporary directory, so that `dir` is left as it is.
+pub fn run_reproduction(
+    dir: &Path,
+    options: &ExportOptions,
+    no_fault: bool,
+) -> Result<Option<String>, ExportError> {
+    let (lang, file) = reproduction_in(dir)?;
+    let result = match lang {
+        Language::Python => lang.run(options, &file, no_fault),
+        Language::Java(_) => {
+            let work = tempdir()?;
+            let copy = work.join(lang.file_name());
+            let copied = std::fs::copy(&file, &copy).map_err(|source| ExportError::Io {
+                path: copy.clone(),
+                source,
+            });
+            let result = copied.and_then(|_| lang.run(options, &copy, no_fault));
+            let _ = std::fs::remove_dir_all(&work);
+            result
+        }
     };
-    let control = match e.control_passed {
-        Some(_) => "With `--no-fault` (the same script, no fault injected) it passes.".to_owned(),
-        None => "The finding needs no fault: `--no-fault` runs the same script.".to_owned(),
-    };
-    let shrunk = match e.shrunk {
-        true => format!(
-            "This file runs a smaller script than the search's, the smallest that still \
-             fails (fewer attempts, clients or faults), as zklock runs it: `{}`.",
-            e.line
-        ),
-        false => "No smaller script (fewer attempts, clients or faults) still fails.".to_owned(),
-    };
-    let files = [
-        (
-            "timeline.txt",
-            &finding.timeline,
-            "zklock's timeline of the search's run that found it",
-        ),
-        (
-            "explanation.txt",
-            &finding.explanation,
-            "zklock's checker on each property",
-        ),
-        ("timeline.html", &finding.html, "the timeline as a page"),
-    ];
-    let files: String = files
-        .iter()
-        .filter(|(_, text, _)| text.is_some())
-        .map(|(name, _, what)| format!("- [`{name}`]({name}): {what}\n"))
-        .collect();
-    format!(
-        "# {title}\n\n\
-         ## Versions\n\n{versions}\n\n\
-         ## Steps\n\n\
-         ```sh\npython3 repro.py            # starts a ZooKeeper server of its own\n\
-         ZK_HOSTS=127.0.0.1:2181 python3 repro.py   # or uses yours\n```\n\n\
-         The file needs Python 3 and Kazoo alone (and, to start its own server, Java and the \
-         ZooKeeper jars: `ZK_JAVA`, `ZK_JAR`). Each client is a `KazooClient` of its own, \
-         connected through a small proxy in the file that injects the faults below at the \
-         requests they name.\n\n\
-         What it does, on sessions of {session} ms:\n\n{steps}\n\n\
-         ## Expected\n\n{expected}\n\n\
-         ## What happened\n\n```\nAssertionError: {assertion}\n```\n\n\
-         Verified here: {rate}. {control}\n\n{shrunk}\n\n\
-         Found by zklock's fault-point search: `{found}`\n\n{files}",
-        versions = e.versions,
-        session = w.session_timeout_ms,
-        steps = steps(best),
-        expected = expected(checks),
-        assertion = e.assertion,
-    )
+    Ok(match result?.0 {
+        RunResult::Failed(assertion) => Some(assertion),
+        RunResult::Passed => None,
+    })
 }
 
-/// The script in Kazoo's terms: each client's calls, then the faults.
-fn steps(line: &RealLine) -> String {
-    use zklock_recipe::history::AcquireMode;
-    let w = &line.workload;
-    let mut out = Vec::new();
-    for i in 0..w.clients {
-        let class = match line.lock.as_str() {
-            "kazoo-semaphore" => "Semaphore(max_leases=1)",
-            "kazoo-rw" if i < w.readers => "ReadLock",
-            "kazoo-rw" => "WriteLock",
-            _ => "Lock",
-        };
-        let calls: Vec<String> = (0..u64::from(w.attempts_per_client))
-            .map(|k| match zklock_real::workload::mode_of(i as usize, k, w) {
-                AcquireMode::Blocking => "`acquire()`".to_owned(),
-                AcquireMode::Try => "`acquire(blocking=False)`".to_owned(),
-                AcquireMode::Timeout { timeout_ms } => {
-                    format!("`acquire(timeout={})`", timeout_ms as f64 / 1000.0)
-                }
-                AcquireMode::Dropped { after_ms } => {
-                    format!("`acquire()` cancelled (`cancel()`) after {after_ms} ms")
-                }
-            })
-            .collect();
-        let start = match w.start_stagger_ms.saturating_mul(u64::from(i)) {
-            0 => String::new(),
-            ms => format!(", from {ms} ms"),
-        };
-        out.push(format!(
-            "- client {i}, a `{class}` on `{}`{start}: {}; each hold {}, then `release()`",
-            w.lock_path,
-            calls.join(", "),
-            match w.long_hold_every {
-                0 => format!("{} ms", w.hold_ms),
-                1 => format!("{} ms", w.long_hold_ms),
-                n => format!("{} ms ({} ms every {n}th)", w.hold_ms, w.long_hold_ms),
-            }
-        ));
+/// The language and file of the export in `dir`: a Java file's library is its line's.
+fn reproduction_in(dir: &Path) -> Result<(Language, PathBuf), ExportError> {
+    let python = dir.join(Language::Python.file_name());
+    if python.is_file() {
+        return Ok((Language::Python, python));
     }
-    for aim in &line.aims {
-        let what = match aim.action.as_str() {
-            "drop-request" => {
-                "is dropped before the server sees it and the connection cut (ConnectionLoss)"
-            }
-            "withhold-reply" => {
-                "reaches the server, its reply is withheld and the connection cut (ConnectionLoss)"
-            }
-            "expire" => {
-                "is dropped, the connection cut, and the session closed at the server before the client reconnects (SessionExpired)"
-            }
-            _ => "is held 1 s while the caller gives the acquire up (`cancel()`), then goes on",
-        };
-        let which = match aim.repeat {
-            zklock_real::plan::Repeat::Once => format!("request {} of", aim.nth),
-            zklock_real::plan::Repeat::Next(n) => {
-                format!("requests {} to {} of", aim.nth, aim.nth + n - 1)
-            }
-            zklock_real::plan::Repeat::WindowMs(ms) => {
-                format!("for {ms} ms from request {} of", aim.nth)
-            }
-        };
-        out.push(format!(
-            "- the fault: client {}'s {which} its `{}` requests under `{}` {what}",
-            aim.client, aim.op, aim.under
-        ));
-    }
-    if line.aims.is_empty() {
-        out.push("- no fault".to_owned());
-    }
-    out.join("\n")
+    let file = dir.join(java::FILE_NAME);
+    let text = std::fs::read_to_string(&file).map_err(|source| ExportError::Io {
+        path: file.clone(),
+        source,
+    })?;
+    let library = (text.lines())
+        .find_map(|l| l.strip_prefix(java::LINE_PREFIX))
+        .and_then(|l| RealLine::parse(l).ok())
+        .and_then(|l| java::Library::of(&l.lock))
+        .ok_or_else(|| ExportError::Invalid {
+            reason: format!("{}: no line of a Java lock in it", file.display()),
+        })?;
+    Ok((Language::Java(library), file))
 }
 
-fn expected(checks: &[String]) -> String {
-    let lines: Vec<&str> = checks
-        .iter()
-        .map(|p| match p.as_str() {
-            "node_outlives_attempt" => {
-                "- an acquire that fails, times out or is cancelled leaves no node behind: \
-                 its cleanup deletes it, or the session ends"
-            }
-            "timed_acquire_in_time" => {
-                "- `acquire(timeout=T)` returns within T (and a second of grace for its cleanup)"
-            }
-            "mutual_exclusion" => "- no two clients hold the lock at once",
-            "liveness_after_heal" => {
-                "- a blocking `acquire()` is served within twice the session timeout and 1 s of \
-                 its start, the last fault and the last release, unless another client holds"
-            }
-            _ => "- `acquire()` returns True only while the client's own node exists",
+/// A Java export's text as an export writes it today, from the line, the properties and
+/// the title the text states: what a committed file is checked against.
+pub fn java_rendered_again(text: &str) -> Result<String, ExportError> {
+    let bad = |what: &str| ExportError::Invalid {
+        reason: format!("not a Java export: no {what}"),
+    };
+    let title = (text.lines().next())
+        .and_then(|l| l.strip_prefix("// "))
+        .ok_or_else(|| bad("title"))?;
+    let line = (text.lines())
+        .find_map(|l| l.strip_prefix(java::LINE_PREFIX))
+        .ok_or_else(|| bad("line"))?;
+    let checks: Vec<String> = (text.lines())
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("static final Set<String> CHECK = Set.of(")
         })
+        .ok_or_else(|| bad("CHECK"))?
+        .trim_end_matches(");")
+        .split(", ")
+        .map(|c| c.trim_matches('"').to_owned())
         .collect();
-    lines.join("\n")
+    java::render(&RealLine::parse(line)?, &checks, title)
 }
 
 /// The violating runs a search's journal saved, each with its `zklock real` line (a

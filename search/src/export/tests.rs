@@ -58,19 +58,26 @@ fn the_file_carries_the_script_and_exactly_the_points_faults() {
 }
 
 #[test]
-fn a_lock_other_than_kazoos_is_refused_as_not_supported_yet() {
+fn a_lock_of_neither_kazoo_curator_nor_writelock_is_refused_as_not_supported_yet() {
     let dir = tempfile::tempdir().unwrap();
-    let curator = ToExport {
-        repro: LEAK.replace("kazoo-lock", "curator-mutex"),
+    let zkclient = ToExport {
+        repro: LEAK.replace("kazoo-lock", "zkclient-lock"),
         ..leak()
     };
-    let e = export(&curator, dir.path(), &ExportOptions::default(), &mut |_| {}).unwrap_err();
+    let e = export(
+        &zkclient,
+        dir.path(),
+        &ExportOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(matches!(e, ExportError::UnsupportedLock { .. }), "{e}");
     assert!(
-        e.to_string().contains("curator-mutex is not supported yet"),
+        e.to_string().contains("zkclient-lock is not supported yet"),
         "{e}"
     );
     assert!(check_lock("kazoo-semaphore").is_ok() && check_lock("zkclient-lock").is_err());
+    assert!(check_lock("curator-mutex").is_ok() && check_lock("zookeeper-writelock").is_ok());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
@@ -283,4 +290,113 @@ fn every_fault_of_a_chain_counts_every_matching_request() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[1, 5]");
+}
+
+const WITHHELD: &str = "zklock real --lock curator-mutex --clients 2 --attempts 4 --session-timeout-ms 2000 --hold-ms 5 --drop-every 4 --acquire-timeout-ms 1000 --duration 30000ms --faults none --aim 0:withhold-reply:create:/zklock/lock/:1:4";
+
+#[test]
+fn a_java_file_carries_the_script_the_points_faults_and_the_library_calls() {
+    let line = RealLine::parse(WITHHELD).unwrap();
+    let checks = ["node_outlives_attempt".to_owned()];
+    let text = java::render(&line, &checks, "a title").unwrap();
+    assert!(text.starts_with("// a title\n"), "the title first");
+    assert!(text.contains(&format!("{}{WITHHELD}", java::LINE_PREFIX)));
+    // The 1st create under the directory and the 3 after it, each forwarded with its
+    // reply withheld; every create type (1, 15, 19, 21).
+    assert!(
+        text.contains(
+            "new Fault(0, \"withhold-reply\", Set.of(1, 15, 19, 21), \"/zklock/lock/\", 0, 4, 0, 1000),"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("static final int CLIENTS = 2, READERS = 0, ATTEMPTS = 4;"));
+    assert!(text.contains("static final long LEAK_BOUND_MS = 5000;"));
+    assert!(text.contains("new InterProcessMutex(curator, LOCK_PATH)"));
+    assert!(!text.contains("__"), "every placeholder filled");
+    // What the committed files are checked against: the same text from what it states.
+    assert_eq!(java_rendered_again(&text).unwrap(), text);
+    let writelock = RealLine::parse(&WITHHELD.replace("curator-mutex", "zookeeper-writelock"));
+    let text = java::render(&writelock.unwrap(), &checks, "t").unwrap();
+    assert!(
+        text.contains("new WriteLock(handle, LOCK_PATH, null"),
+        "{text}"
+    );
+    assert!(!text.contains("Curator"), "no Curator in WriteLock's file");
+}
+
+/// Stand-ins for `javac` (it makes the class) and `java` (it acts as the file would).
+fn fake_java(dir: &Path, body: &str) -> ExportOptions {
+    let script = |name: &str, body: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    };
+    let libs = dir.join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    for jar in java::Library::Curator.jars() {
+        std::fs::write(libs.join(format!("{jar}.jar")), "").unwrap();
+    }
+    ExportOptions {
+        javac: script("javac", "mkdir -p \"$3\" && touch \"$3/Repro.class\""),
+        java: script("java", body),
+        java_libs: libs,
+        ..ExportOptions::default()
+    }
+}
+
+#[test]
+fn a_java_export_that_passes_here_is_never_written_and_one_that_fails_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let finding = ToExport {
+        repro: WITHHELD.into(),
+        ..leak()
+    };
+    let options = ExportOptions {
+        shrink: false,
+        ..fake_java(dir.path(), "echo 'versions: Curator 9' >&2; exit 0")
+    };
+    let e = export(&finding, dir.path(), &options, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(e, ExportError::DoesNotReproduce { runs: 3 }),
+        "{e}"
+    );
+    let fails = "case \"$*\" in *--no-fault*) exit 0;; esac; \
+                 echo 'versions: Curator 9' >&2; \
+                 echo 'java.lang.AssertionError: node n outlived its failed acquire' >&2; exit 1";
+    let options = ExportOptions {
+        shrink: false,
+        ..fake_java(dir.path(), fails)
+    };
+    let e = export(&finding, dir.path(), &options, &mut |_| {}).unwrap();
+    assert_eq!((e.failed, e.runs, e.control_passed), (3, 3, Some(true)));
+    assert_eq!(e.assertion, "node n outlived its failed acquire");
+    assert!(e.dir.join("Repro.java").is_file());
+    let readme = std::fs::read_to_string(e.dir.join("README.md")).unwrap();
+    assert!(readme.contains("javac -cp \"$CP\" Repro.java"), "{readme}");
+    assert!(
+        readme.contains("java.lang.AssertionError: node n outlived"),
+        "{readme}"
+    );
+    assert!(readme.contains("`acquire(1000, MILLISECONDS)`"), "{readme}");
+}
+
+#[test]
+fn a_missing_jar_is_an_error_naming_it_not_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = ExportOptions {
+        shrink: false,
+        java_libs: dir.path().join("nowhere"),
+        ..ExportOptions::default()
+    };
+    let finding = ToExport {
+        repro: WITHHELD.into(),
+        ..leak()
+    };
+    let e = export(&finding, dir.path(), &options, &mut |_| {}).unwrap_err();
+    assert!(matches!(e, ExportError::Run { .. }), "{e}");
+    assert!(
+        e.to_string().contains("curator-recipes.jar not found"),
+        "{e}"
+    );
 }

@@ -1540,6 +1540,59 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
     assert_eq!(part("1000000"), Status::Inconclusive);
 }
 
+/// A checkpoint of format 1 or 2, as an older zklock wrote it, carries no counts. A check
+/// of a lock that never acquires, resumed from one, is judged on the schedules after it,
+/// which acquired nothing: inconclusive, where it printed "ok" while a missing count was
+/// taken as nothing to judge. Format 1 (one thread's work) is written here; format 2 (a
+/// list of subtrees) differs only in how the work is encoded, and how many subtrees a
+/// stopped two-thread check leaves depends on its threads' timing.
+#[test]
+fn a_check_resumed_from_a_checkpoint_without_counts_is_judged_on_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut recipes = Recipes::shipped();
+    recipes
+        .register("careful-lock", "never acquires", NeverRecipe)
+        .unwrap();
+    let (threads, format, stop_at) = ("1", 1u32, "2");
+    let checkpoint = dir.path().join(format!("check-{threads}.ckpt"));
+    let part = |schedules_max: &'static str| {
+        let args = [
+            &"check" as &dyn AsRef<std::ffi::OsStr>,
+            &"--recipe",
+            &"careful-lock",
+            &"--clients",
+            &"2",
+            &"--faults-max",
+            &"1",
+            &"--threads",
+            &threads,
+            &"--schedules-max",
+            &schedules_max,
+            &"--checkpoint",
+            &checkpoint,
+            &"--out",
+            &out,
+        ];
+        run_in_process(&recipes, &args)
+    };
+    assert_eq!(part(stop_at), Status::Inconclusive, "{threads} threads");
+    // Written again without its counts, it is the older format.
+    let mut c =
+        zklock_checker::Checkpoint::from_bytes(&std::fs::read(&checkpoint).unwrap()).unwrap();
+    assert!(c.exercised.is_some(), "this zklock writes the counts");
+    c.exercised = None;
+    let old = c.to_bytes();
+    let at = zklock_checker::checkpoint::CHECKPOINT_MAGIC.len();
+    assert_eq!(
+        u32::from_le_bytes(old[at..at + 4].try_into().unwrap()),
+        format,
+        "{threads} threads"
+    );
+    std::fs::write(&checkpoint, &old).unwrap();
+    assert_eq!(part("1000000"), Status::Inconclusive, "{threads} threads");
+}
+
 /// `--connect` to a closed port waited out the client's 4 s connect timeout and then
 /// suggested raising it: now it says "connection refused", at once, for a run and for
 /// `--clean` alike.

@@ -340,3 +340,75 @@ fn a_check_resumed_from_its_checkpoint_is_judged_on_the_whole_check() {
         assert!(resumed.exercised_whole().is_none(), "{resumed}");
     }
 }
+
+/// A latch that never leads: every `await_leadership` fails with "no node", as a latch
+/// whose election path's parents were never made.
+struct NeverLatch;
+
+type Boxed<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl zklock_recipe::election::LatchUnderTest for NeverLatch {
+    fn await_leadership(&self) -> Boxed<'_, Result<zklock_recipe::election::Term, String>> {
+        Box::pin(async { Err("no node".to_owned()) })
+    }
+    fn lost(&self) -> Boxed<'_, String> {
+        Box::pin(async { "not leading".to_owned() })
+    }
+    fn close(&self) -> Boxed<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// An election none of whose contenders is ever elected.
+struct NeverElected;
+
+impl Recipe for NeverElected {
+    type Lock = zklock_sim::ShippedLock;
+    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> Self::Lock {
+        ShippedRecipe::default().lock(client, role, path)
+    }
+    fn election(&self) -> Option<zklock_sim::Election> {
+        Some(zklock_sim::Election {
+            contender: std::sync::Arc::new(|_, _, _| {
+                zklock_recipe::election::ElectionUnderTest::Latch(Box::new(NeverLatch))
+            }),
+        })
+    }
+    fn scenario(&self) -> Scenario {
+        zklock_sim::ElectionRecipe::default_scenario()
+    }
+}
+
+/// An election that elected nobody holds every election property vacuously: the sweep
+/// fails and names the error, and the exhaustive check (one thread and two) says it
+/// checked nothing, where the shipped latch's, at the same bounds, checked something.
+#[test]
+fn an_election_that_never_elects_checks_nothing() {
+    let sc = NeverElected.scenario();
+    let err = sweep(&sc, &NeverElected, 0..3);
+    let SweepError::NothingChecked(n) = &*err else {
+        panic!("not NothingChecked: {err}");
+    };
+    assert_eq!(n.only_error().map(|e| e.0), Some("no node"), "{err}");
+    assert_eq!(n.runs, 3);
+    for threads in [1, 2] {
+        let b = zklock_checker::Bounds {
+            clients: 2,
+            faults_max: 0,
+            threads,
+            ..zklock_checker::Bounds::default()
+        };
+        let r = zklock_checker::check_exhaustive(&sc, &NeverElected, &b).unwrap();
+        assert!(r.complete && r.violation.is_none(), "{r}");
+        let n = r.exercised.verdict().expect_err("checked nothing");
+        assert_eq!(
+            n.only_error().map(|e| e.0),
+            Some("no node"),
+            "{threads} threads"
+        );
+        let ok = zklock_checker::check_exhaustive(&sc, &zklock_sim::ElectionRecipe::default(), &b)
+            .unwrap();
+        assert!(ok.violation.is_none(), "{ok}");
+        assert_eq!(ok.exercised.verdict(), Ok(()), "{threads} threads");
+    }
+}

@@ -100,7 +100,11 @@ pub enum Command {
     /// replies), and at --k 2 per pair; each violation with the `real` line that
     /// reproduces it
     #[cfg(feature = "real")]
-    #[command(after_help = EXIT_STATUS)]
+    #[command(
+        after_help = EXIT_STATUS,
+        mut_arg("session_timeout_ms", |a| a.default_value(crate::workload_args::SEARCH_SESSION_TIMEOUT_MS)),
+        mut_arg("acquire_timeout_ms", |a| a.default_value(crate::workload_args::SEARCH_ACQUIRE_TIMEOUT_MS)),
+    )]
     Search(SearchArgs),
     /// Left out of this build: zklock's cargo feature `real` is off
     #[cfg(not(feature = "real"))]
@@ -480,34 +484,9 @@ pub struct RealArgs {
     /// uncommitted transaction when it rejoins)
     #[arg(long)]
     pub restart_killed_leader: bool,
-    /// Session timeout, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().session_timeout_ms, value_parser = whole::<u64, 400, 3600000>)]
-    pub session_timeout_ms: u64,
-    /// Time in the critical section, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().hold_ms, value_parser = whole::<u64, 0, 3600000>)]
-    pub hold_ms: u64,
     /// How long a client waits for its first connection, in ms
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().connect_timeout_ms, value_parser = whole::<u64, 1, 3600000>)]
     pub connect_timeout_ms: u64,
-    /// Drop every N-th acquire (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().drop_every, value_parser = whole::<u32, 0, ANY>)]
-    pub drop_every: u32,
-    /// After an attempt that gave up (a try that found the lock held, a timed acquire that
-    /// timed out, a dropped acquire), stay connected and idle this long, in ms (0: go on)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().idle_after_give_up_ms, value_parser = whole::<u64, 0, 3600000>)]
-    pub idle_after_give_up_ms: u64,
-    /// How long a node may outlive the attempt that made it while its session lives, in
-    /// ms, before `node_outlives_attempt` calls it a leak (0: the liveness bound, twice
-    /// the session timeout plus 1 s)
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().leak_bound_ms, value_parser = whole::<u64, 0, 3600000>)]
-    pub leak_bound_ms: u64,
-    /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().long_hold_every, value_parser = whole::<u32, 0, ANY>)]
-    pub long_hold_every: u32,
-    /// Every N-th attempt of a client uses a new lock object of its session, which its
-    /// later attempts then use (1: every attempt; 0: one object per session)
-    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().fresh_lock_every, value_parser = whole::<u32, 0, ANY>)]
-    pub fresh_lock_every: u32,
     /// Client i starts its first attempt i × this after every session connected, in ms,
     /// so that the contenders queue in the order of their index (0: all at once)
     #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().start_stagger_ms, value_parser = whole::<u64, 0, 3600000>)]
@@ -523,23 +502,10 @@ pub struct RealArgs {
         value_parser = whole::<u32, 0, 10>,
     )]
     pub warm_up_runs: u32,
-    /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
-    /// timeout)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 0,
-        value_parser = whole::<u64, 0, 3600000>,
-    )]
-    pub long_hold_ms: u64,
     /// Start each client's acquires at the N-th of the mix of modes: 2 starts with the
     /// timed one
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().mix_offset, value_parser = whole::<u32, 0, ANY>)]
     pub mix_offset: u32,
-    /// Timeout of the timed acquires, in ms
-    #[arg(long, allow_negative_numbers = true, value_name = "MS", default_value_t = WorkloadConfig::default().acquire_timeout_ms, value_parser = whole::<u64, 0, 3600000>)]
-    pub acquire_timeout_ms: u64,
     /// Where a failing run's timelines go (text and HTML)
     #[arg(long, value_name = "DIR", default_value = "traces/failures")]
     pub out: PathBuf,
@@ -614,6 +580,8 @@ pub struct RealArgs {
         value_parser = whole::<u32, 1, 10000>,
     )]
     pub items: u32,
+    #[command(flatten)]
+    pub workload: crate::workload_args::WorkloadArgs,
 }
 
 #[cfg(feature = "real")]
@@ -681,92 +649,6 @@ pub struct SearchArgs {
         value_parser = whole::<u32, 0, ANY>,
     )]
     pub follow_on_repeats_max: u32,
-    /// Session timeout, in ms; a pause lasts twice as long
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 2_000,
-        value_parser = whole::<u64, 400, 3600000>,
-    )]
-    pub session_timeout_ms: u64,
-    /// Time in the critical section, in ms
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 5,
-        value_parser = whole::<u64, 0, 3600000>,
-    )]
-    pub hold_ms: u64,
-    /// Drop (cancel) every N-th acquire of the script (0: never)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 4,
-        value_parser = whole::<u32, 0, ANY>,
-    )]
-    pub drop_every: u32,
-    /// After an attempt that gave up (try held, timed out, dropped), the client stays
-    /// connected and idle this long, in ms (0: it goes on at once)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 0,
-        value_parser = whole::<u64, 0, 3600000>,
-    )]
-    pub idle_after_give_up_ms: u64,
-    /// How long a node may outlive the attempt that made it while its session lives, in
-    /// ms, before `node_outlives_attempt` calls it a leak (0: twice the session timeout
-    /// plus 1 s, the liveness bound)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 0,
-        value_parser = whole::<u64, 0, 3600000>,
-    )]
-    pub leak_bound_ms: u64,
-    /// Every N-th attempt of a client holds for --long-hold-ms (0: never)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 0,
-        value_parser = whole::<u32, 0, ANY>,
-    )]
-    pub long_hold_every: u32,
-    /// Every N-th attempt of a client uses a new lock object of its session, which its
-    /// later attempts then use (1: every attempt; 0: one object per session, reused)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "N",
-        default_value_t = 0,
-        value_parser = whole::<u32, 0, ANY>,
-    )]
-    pub fresh_lock_every: u32,
-    /// The long holds' time, in ms (0: 1.5 × --session-timeout-ms, past the session
-    /// timeout)
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 0,
-        value_parser = whole::<u64, 0, 3600000>,
-    )]
-    pub long_hold_ms: u64,
-    /// Timeout of the timed acquires, in ms
-    #[arg(
-        long,
-        allow_negative_numbers = true,
-        value_name = "MS",
-        default_value_t = 1_000,
-        value_parser = whole::<u64, 0, 3600000>,
-    )]
-    pub acquire_timeout_ms: u64,
     /// The N of the repeated points: a client's first N matching requests (0: none)
     #[arg(
         long,
@@ -846,6 +728,8 @@ pub struct SearchArgs {
     pub fresh_drivers: bool,
     #[command(flatten)]
     pub export: crate::export_args::ExportFlags,
+    #[command(flatten)]
+    pub workload: crate::workload_args::WorkloadArgs,
 }
 
 #[cfg(feature = "real")]

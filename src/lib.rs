@@ -65,6 +65,8 @@ mod search_cmd;
 mod shape_args;
 mod shrink_cmd;
 mod timeline_cmd;
+#[cfg(feature = "real")]
+mod workload_args;
 
 pub use zklock_checker::registry::{AnyRecipe, Recipes, RegistryError};
 /// The real side of a recipe, for [`CommandLine::real_recipe`]: its lock on a real

@@ -66,14 +66,6 @@ struct RealOptions {
 /// The most warm-up runs `--warm-up-runs` takes.
 const WARM_UP_RUNS_MAX: u32 = 10;
 
-/// `--long-hold-ms`: 0 stands for 1.5 × the session timeout.
-pub(crate) fn long_hold_ms(given_ms: u64, session_timeout_ms: u64) -> u64 {
-    match given_ms {
-        0 => session_timeout_ms.saturating_mul(3) / 2,
-        ms => ms,
-    }
-}
-
 fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOptions> {
     let mut workload = workload_of(&a)?;
     let mut faults = faults_of(&a)?;
@@ -161,27 +153,18 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
 /// The workload's configuration from the flags; validated by the caller once the rest
 /// of the run is known.
 fn workload_of(a: &RealArgs) -> Result<WorkloadConfig> {
-    Ok(WorkloadConfig {
+    Ok(a.workload.apply(WorkloadConfig {
         clients: a.clients,
         readers: a.readers,
         duration_ms: parse_duration_ms("--duration", &a.duration)?,
-        session_timeout_ms: a.session_timeout_ms,
-        hold_ms: a.hold_ms,
-        drop_every: a.drop_every,
-        idle_after_give_up_ms: a.idle_after_give_up_ms,
         start_stagger_ms: a.start_stagger_ms,
-        leak_bound_ms: a.leak_bound_ms,
-        long_hold_every: a.long_hold_every,
-        fresh_lock_every: a.fresh_lock_every,
-        long_hold_ms: long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
         mix_offset: a.mix_offset,
-        acquire_timeout_ms: a.acquire_timeout_ms,
         drain_timeout_ms: a.drain_timeout_ms,
         connect_timeout_ms: a.connect_timeout_ms,
         locks: a.locks,
         attempts_per_client: a.attempts,
         ..WorkloadConfig::default()
-    })
+    }))
 }
 
 /// The faults from the flags; their times are set once the run's duration is known.
@@ -812,7 +795,7 @@ fn clean(a: RealArgs, given: &Given) -> Result<Status> {
     )?;
     let connect = a.connect.clone().context("--clean needs --connect")?;
     let w = WorkloadConfig {
-        session_timeout_ms: a.session_timeout_ms,
+        session_timeout_ms: a.workload.session_timeout_ms,
         connect_timeout_ms: a.connect_timeout_ms,
         ..WorkloadConfig::default()
     };

@@ -201,8 +201,8 @@ impl Printer<'_> {
                 a.clients,
                 self.readers,
                 a.attempts,
-                a.drop_every,
-                a.session_timeout_ms,
+                a.workload.drop_every,
+                a.workload.session_timeout_ms,
                 a.k,
                 match a.actions.is_empty() {
                     true => "all".to_owned(),
@@ -451,27 +451,18 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Sea
              pause, crash, give-up)"
         );
     }
-    let workload = WorkloadConfig {
+    let workload = a.workload.apply(WorkloadConfig {
         clients: a.clients,
         readers: script_readers(a, &lock),
         attempts_per_client: a.attempts,
-        session_timeout_ms: a.session_timeout_ms,
-        hold_ms: a.hold_ms,
-        drop_every: a.drop_every,
-        idle_after_give_up_ms: a.idle_after_give_up_ms,
-        leak_bound_ms: a.leak_bound_ms,
-        long_hold_every: a.long_hold_every,
-        fresh_lock_every: a.fresh_lock_every,
-        long_hold_ms: crate::real_cmd::long_hold_ms(a.long_hold_ms, a.session_timeout_ms),
-        acquire_timeout_ms: a.acquire_timeout_ms,
         // A bound on each run only: a run ends once its script is done.
         duration_ms: a.run_limit_ms,
-        drain_timeout_ms: a.session_timeout_ms.saturating_mul(3),
+        drain_timeout_ms: a.workload.session_timeout_ms.saturating_mul(3),
         ..WorkloadConfig::default()
-    };
+    });
     let actions = Actions {
         // Past the session timeout: the server expires the session in the pause.
-        pause_ms: a.session_timeout_ms.saturating_mul(2),
+        pause_ms: a.workload.session_timeout_ms.saturating_mul(2),
         repeat_next: a.repeat_next,
         repeat_window_ms: a.repeat_window_ms,
         only: actions_named(&a.actions),

@@ -545,9 +545,10 @@ pub struct RealArgs {
     pub attempts: u32,
     /// The recipe to run, by the name the `recipes` subcommand gives it: zklock (the lock),
     /// semaphore (the counting semaphore of 2 leases, judged with semaphore_leases),
-    /// queue or queue-naive (the work queue, judged with the queue's properties), a
-    /// canary (the run says which property it must violate), or one of this program's
-    /// own (an unknown name lists them all)
+    /// queue or queue-naive (the work queue, judged with the queue's properties),
+    /// election-latch (the leader latch, each hold a term, judged with the election's
+    /// properties too), a canary (the run says which property it must violate), or one of
+    /// this program's own (an unknown name lists them all)
     #[arg(long, value_name = "NAME", default_value = SHIPPED_NAME, conflicts_with = "lock")]
     pub recipe: String,
     /// Lock directories, 1 to 64: each acquisition takes the one the run's seed picks, and

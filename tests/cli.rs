@@ -1452,19 +1452,23 @@ impl Recipe for NeverRecipe {
     }
 }
 
-/// `my-cli check --recipe careful-lock --clients 2 --faults-max 1` on a lock that never
-/// acquires printed "ok: every property held on every schedule" and exited 0. Every
-/// entry point now says inconclusive (exit 3), as explore did.
-#[test]
-fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
+/// The shipped recipes and `careful-lock`, a [`NeverRecipe`].
+fn with_careful_lock() -> Recipes {
     let mut recipes = Recipes::shipped();
     recipes
         .register("careful-lock", "never acquires", NeverRecipe)
         .unwrap();
-    let check = [
-        &"check" as &dyn AsRef<std::ffi::OsStr>,
+    recipes
+}
+
+/// `check --recipe careful-lock --clients 2 --faults-max 1 --out OUT`, then `more`.
+fn check_careful_lock(
+    recipes: &Recipes,
+    out: &Path,
+    more: &[&dyn AsRef<std::ffi::OsStr>],
+) -> Status {
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+        &"check",
         &"--recipe",
         &"careful-lock",
         &"--clients",
@@ -1474,7 +1478,22 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
         &"--out",
         &out,
     ];
-    assert_eq!(run_in_process(&recipes, &check), Status::Inconclusive);
+    args.extend_from_slice(more);
+    run_in_process(recipes, &args)
+}
+
+/// `my-cli check --recipe careful-lock --clients 2 --faults-max 1` on a lock that never
+/// acquires printed "ok: every property held on every schedule" and exited 0. Every
+/// entry point now says inconclusive (exit 3), as explore did.
+#[test]
+fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let recipes = with_careful_lock();
+    assert_eq!(
+        check_careful_lock(&recipes, &out, &[]),
+        Status::Inconclusive
+    );
     let explore = [
         &"explore" as &dyn AsRef<std::ffi::OsStr>,
         &"--recipe",
@@ -1491,22 +1510,13 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
         .collect();
     for (k, summary) in (1..=2).zip(&summaries) {
         let shard = format!("{k}/2");
-        let args = [
-            &"check" as &dyn AsRef<std::ffi::OsStr>,
-            &"--recipe",
-            &"careful-lock",
-            &"--clients",
-            &"2",
-            &"--faults-max",
-            &"1",
-            &"--shard",
+        let more = [
+            &"--shard" as &dyn AsRef<std::ffi::OsStr>,
             &shard,
             &"--summary",
             summary,
-            &"--out",
-            &out,
         ];
-        assert_ne!(run_in_process(&recipes, &args), Status::Violated);
+        assert_ne!(check_careful_lock(&recipes, &out, &more), Status::Violated);
     }
     let merge = [
         &"merge" as &dyn AsRef<std::ffi::OsStr>,
@@ -1518,22 +1528,13 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
     // whole of it, as in one go: the checkpoint carries the counts of the part before.
     let checkpoint = dir.path().join("check.ckpt");
     let part = |schedules_max: &'static str| {
-        let args = [
-            &"check" as &dyn AsRef<std::ffi::OsStr>,
-            &"--recipe",
-            &"careful-lock",
-            &"--clients",
-            &"2",
-            &"--faults-max",
-            &"1",
-            &"--schedules-max",
+        let more = [
+            &"--schedules-max" as &dyn AsRef<std::ffi::OsStr>,
             &schedules_max,
             &"--checkpoint",
             &checkpoint,
-            &"--out",
-            &out,
         ];
-        run_in_process(&recipes, &args)
+        check_careful_lock(&recipes, &out, &more)
     };
     assert_eq!(part("2"), Status::Inconclusive);
     assert!(checkpoint.exists(), "the stopped check kept its checkpoint");
@@ -1550,33 +1551,20 @@ fn a_lock_that_never_acquires_is_inconclusive_in_check_and_explore() {
 fn a_check_resumed_from_a_checkpoint_without_counts_is_judged_on_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut recipes = Recipes::shipped();
-    recipes
-        .register("careful-lock", "never acquires", NeverRecipe)
-        .unwrap();
-    let (threads, format, stop_at) = ("1", 1u32, "2");
-    let checkpoint = dir.path().join(format!("check-{threads}.ckpt"));
+    let recipes = with_careful_lock();
+    let checkpoint = dir.path().join("check.ckpt");
     let part = |schedules_max: &'static str| {
-        let args = [
-            &"check" as &dyn AsRef<std::ffi::OsStr>,
-            &"--recipe",
-            &"careful-lock",
-            &"--clients",
-            &"2",
-            &"--faults-max",
+        let more = [
+            &"--threads" as &dyn AsRef<std::ffi::OsStr>,
             &"1",
-            &"--threads",
-            &threads,
             &"--schedules-max",
             &schedules_max,
             &"--checkpoint",
             &checkpoint,
-            &"--out",
-            &out,
         ];
-        run_in_process(&recipes, &args)
+        check_careful_lock(&recipes, &out, &more)
     };
-    assert_eq!(part(stop_at), Status::Inconclusive, "{threads} threads");
+    assert_eq!(part("2"), Status::Inconclusive);
     // Written again without its counts, it is the older format.
     let mut c =
         zklock_checker::Checkpoint::from_bytes(&std::fs::read(&checkpoint).unwrap()).unwrap();
@@ -1584,13 +1572,9 @@ fn a_check_resumed_from_a_checkpoint_without_counts_is_judged_on_the_rest() {
     c.exercised = None;
     let old = c.to_bytes();
     let at = zklock_checker::checkpoint::CHECKPOINT_MAGIC.len();
-    assert_eq!(
-        u32::from_le_bytes(old[at..at + 4].try_into().unwrap()),
-        format,
-        "{threads} threads"
-    );
+    assert_eq!(u32::from_le_bytes(old[at..at + 4].try_into().unwrap()), 1);
     std::fs::write(&checkpoint, &old).unwrap();
-    assert_eq!(part("1000000"), Status::Inconclusive, "{threads} threads");
+    assert_eq!(part("1000000"), Status::Inconclusive);
 }
 
 /// `--connect` to a closed port waited out the client's 4 s connect timeout and then

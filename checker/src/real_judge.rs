@@ -5,6 +5,7 @@
 
 use crate::concurrent::{Judged, judge_parallel, rejudge_mid_steps};
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
+use crate::properties::election::leader_owns_node;
 use crate::properties::queue::{Changes, QueueFacts, check_queue_with};
 use crate::properties::{CheckConfig, node_outlives_attempt};
 use zklock_recipe::history::{History, NodeLives};
@@ -24,11 +25,14 @@ pub struct RunShape {
     /// The ephemeral nodes the run's proxies saw made and deleted, and the leak bound:
     /// `node_outlives_attempt` is judged too. `None` (a run without proxies): it is not.
     pub nodes: Option<NodeLives>,
+    /// A leader election's run, leadership recorded as holds: the election's
+    /// `election_leader_owns_node` is judged too, after the lock's.
+    pub election: bool,
 }
 
 /// Every property on `history`, per lock when `shape` has several, `semaphore_leases`
-/// first when it is a semaphore's run, `node_outlives_attempt` last when the shape has
-/// the run's nodes.
+/// first when it is a semaphore's run, `node_outlives_attempt` after the lock's when the
+/// shape has the run's nodes, and `election_leader_owns_node` last in an election's run.
 pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Judged {
     let mut judged = if shape.locks.len() <= 1 {
         let cfg = match shape.locks.first() {
@@ -58,6 +62,10 @@ pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Jud
     }
     if let Some(nodes) = &shape.nodes {
         let verdict = node_outlives_attempt::check(&judged.history, nodes);
+        judged.report.verdicts.push(verdict);
+    }
+    if shape.election {
+        let verdict = leader_owns_node::check(&judged.history);
         judged.report.verdicts.push(verdict);
     }
     judged
@@ -121,8 +129,7 @@ mod tests {
                         .zip(o.final_children_by_lock.iter().cloned())
                         .collect(),
                     leases,
-                    touched: Vec::new(),
-                    nodes: None,
+                    ..RunShape::default()
                 };
                 let judged = judge_real(&o.history, &cfg, &shape);
                 assert_eq!(judged.reordered, 0);

@@ -100,18 +100,38 @@ fn a_scenario_of_no_acquisitions_checks_nothing() {
     assert!(matches!(&*err, SweepError::NothingChecked(_)), "{err}");
 }
 
+/// The bounds of the exhaustive checks below: 2 clients, no fault, on `threads` threads.
+fn two_clients_no_fault(threads: usize) -> zklock_checker::Bounds {
+    zklock_checker::Bounds {
+        clients: 2,
+        faults_max: 0,
+        threads,
+        ..zklock_checker::Bounds::default()
+    }
+}
+
 /// The exhaustive check counts what its schedules exercised, on one thread and on
 /// several, so that `zklock check` can refuse to call a vacuous check a pass.
 #[test]
 fn an_exhaustive_check_of_a_lock_that_never_acquires_checked_nothing() {
+    checks_nothing_where_the_shipped_checks_something(
+        &Scenario::default(),
+        &NeverRecipe,
+        &ShippedRecipe::default(),
+    );
+}
+
+/// On one thread and on two, the exhaustive check of `never` completes without a
+/// violation but says it checked nothing, every schedule's acquires failing with "no
+/// node"; that of `shipped`, at the same bounds, checked something.
+fn checks_nothing_where_the_shipped_checks_something(
+    sc: &Scenario,
+    never: &impl Recipe,
+    shipped: &impl Recipe,
+) {
     for threads in [1, 2] {
-        let b = zklock_checker::Bounds {
-            clients: 2,
-            faults_max: 0,
-            threads,
-            ..zklock_checker::Bounds::default()
-        };
-        let r = zklock_checker::check_exhaustive(&Scenario::default(), &NeverRecipe, &b).unwrap();
+        let b = two_clients_no_fault(threads);
+        let r = zklock_checker::check_exhaustive(sc, never, &b).unwrap();
         assert!(r.complete && r.violation.is_none(), "{r}");
         let n = r.exercised.verdict().expect_err("checked nothing");
         assert_eq!(
@@ -120,9 +140,8 @@ fn an_exhaustive_check_of_a_lock_that_never_acquires_checked_nothing() {
             "{threads} threads"
         );
         assert_eq!(n.runs, r.schedules, "{threads} threads");
-        let ok =
-            zklock_checker::check_exhaustive(&Scenario::default(), &ShippedRecipe::default(), &b)
-                .unwrap();
+        let ok = zklock_checker::check_exhaustive(sc, shipped, &b).unwrap();
+        assert!(ok.violation.is_none(), "{ok}");
         assert_eq!(ok.exercised.verdict(), Ok(()), "{threads} threads");
     }
 }
@@ -391,24 +410,9 @@ fn an_election_that_never_elects_checks_nothing() {
     };
     assert_eq!(n.only_error().map(|e| e.0), Some("no node"), "{err}");
     assert_eq!(n.runs, 3);
-    for threads in [1, 2] {
-        let b = zklock_checker::Bounds {
-            clients: 2,
-            faults_max: 0,
-            threads,
-            ..zklock_checker::Bounds::default()
-        };
-        let r = zklock_checker::check_exhaustive(&sc, &NeverElected, &b).unwrap();
-        assert!(r.complete && r.violation.is_none(), "{r}");
-        let n = r.exercised.verdict().expect_err("checked nothing");
-        assert_eq!(
-            n.only_error().map(|e| e.0),
-            Some("no node"),
-            "{threads} threads"
-        );
-        let ok = zklock_checker::check_exhaustive(&sc, &zklock_sim::ElectionRecipe::default(), &b)
-            .unwrap();
-        assert!(ok.violation.is_none(), "{ok}");
-        assert_eq!(ok.exercised.verdict(), Ok(()), "{threads} threads");
-    }
+    checks_nothing_where_the_shipped_checks_something(
+        &sc,
+        &NeverElected,
+        &zklock_sim::ElectionRecipe::default(),
+    );
 }

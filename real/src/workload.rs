@@ -19,6 +19,7 @@
 //! true orphan; then the sessions are closed.
 
 mod config;
+mod election;
 mod locks;
 mod nodes;
 mod outcome;
@@ -30,6 +31,7 @@ mod worker;
 
 pub use crate::goal::RunGoal;
 pub use config::*;
+pub use election::{LatchLock, LatchRealRecipe, Leadership};
 pub use locks::{MAX_LOCKS, lock_of, lock_paths};
 pub use nodes::settled_children;
 use nodes::*;
@@ -82,6 +84,10 @@ trait Work: Send + Sync + 'static {
     fn tokens_are_czxids(&self) -> bool {
         false
     }
+    /// See [`RealRecipe::election`].
+    fn election(&self) -> bool {
+        false
+    }
     /// Called once before the clients start.
     fn start<'a>(&'a self, run: &'a RunStart) -> BoxFuture<'a, Result<(), RealError>>;
     /// Ends the run: sets [`Shared::over`] when no client should start anything new.
@@ -125,6 +131,9 @@ impl<R: RealRecipe> Work for LockWork<R> {
     }
     fn tokens_are_czxids(&self) -> bool {
         self.0.tokens_are_czxids()
+    }
+    fn election(&self) -> bool {
+        self.0.election()
     }
     fn start<'a>(&'a self, run: &'a RunStart) -> BoxFuture<'a, Result<(), RealError>> {
         Box::pin(self.0.start(run))
@@ -532,6 +541,7 @@ async fn run_work<W: Work>(
         final_children_touched,
         leases,
         tokens_are_czxids: shared.tokens_are_czxids,
+        election: work.election(),
         queue: work.queue(),
         run_end_us,
         // Aimed faults heal after their last strike (a pause, once it ended).

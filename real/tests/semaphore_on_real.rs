@@ -136,9 +136,7 @@ async fn three_locks_under_faults_are_each_judged_alone_and_each_acquisition_tak
             let paths = zklock_real::workload::lock_paths("/zklock/lock", 3);
             let shape = RunShape {
                 locks: paths.into_iter().map(|p| (p, Vec::new())).collect(),
-                leases: None,
-                touched: Vec::new(),
-                nodes: None,
+                ..RunShape::default()
             };
             let n = judge_real(history, &CheckConfig::from(facts.clone()), &shape)
                 .report

@@ -8,6 +8,7 @@ mod background_release;
 mod common;
 mod differential;
 mod drivers;
+mod election_on_real;
 mod interop;
 mod real_server;
 mod recipe_on_real;

@@ -17,6 +17,7 @@ pub fn judge(run: &RealRun) -> Judged {
         leases: run.leases,
         touched: run.final_children_touched.clone(),
         nodes: run.nodes.clone(),
+        election: run.election,
     };
     match &run.queue {
         Some(paths) => {

@@ -19,8 +19,8 @@ use zklock_real::faults::FaultConfig;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
 use zklock_real::workload::{
-    QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig, run_queue, run_recipe,
-    run_workload,
+    LatchRealRecipe, QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig,
+    run_queue, run_recipe, run_workload,
 };
 use zklock_recipe::history::LockRole;
 
@@ -29,6 +29,8 @@ pub const SEMAPHORE_NAME: &str = "semaphore";
 /// The work queues' names, as `zklock recipes` lists them.
 pub const QUEUE_NAME: &str = "queue";
 pub const QUEUE_NAIVE_NAME: &str = "queue-naive";
+/// The leader latch's name, as `zklock recipes` lists the simulated election's.
+pub const ELECTION_LATCH_NAME: &str = "election-latch";
 
 /// A work queue's run: producers among the clients, and items each adds
 /// (`zklock real --producers --items`, bounded by `QueueWorkload::validate`).
@@ -54,6 +56,9 @@ pub enum RealRecipeKind {
     Queue { naive: bool },
     /// A work-queue canary: the herd-free consumer with one known bug.
     QueueCanary(QueueBug),
+    /// zklock's leader latch, each hold a term of leadership ([`LatchRealRecipe`]),
+    /// judged with the election's properties.
+    ElectionLatch,
 }
 
 impl RealRecipeKind {
@@ -65,6 +70,7 @@ impl RealRecipeKind {
         all.push(RealRecipeKind::Queue { naive: false });
         all.push(RealRecipeKind::Queue { naive: true });
         all.extend(QueueBug::ALL.into_iter().map(RealRecipeKind::QueueCanary));
+        all.push(RealRecipeKind::ElectionLatch);
         all
     }
 
@@ -91,6 +97,7 @@ impl RealRecipeKind {
             RealRecipeKind::Queue { naive: false } => QUEUE_NAME,
             RealRecipeKind::Queue { naive: true } => QUEUE_NAIVE_NAME,
             RealRecipeKind::QueueCanary(bug) => bug.name(),
+            RealRecipeKind::ElectionLatch => ELECTION_LATCH_NAME,
         }
     }
 
@@ -106,9 +113,10 @@ impl RealRecipeKind {
     /// checker catches it.
     pub fn must_violate(self) -> Option<&'static str> {
         match self {
-            RealRecipeKind::Shipped | RealRecipeKind::Semaphore | RealRecipeKind::Queue { .. } => {
-                None
-            }
+            RealRecipeKind::Shipped
+            | RealRecipeKind::Semaphore
+            | RealRecipeKind::Queue { .. }
+            | RealRecipeKind::ElectionLatch => None,
             RealRecipeKind::Canary(bug) => Some(bug.caught_by()),
             RealRecipeKind::LeaseOutsideLock => Some(LEASE_OUTSIDE_LOCK_CAUGHT_BY),
             RealRecipeKind::QueueCanary(bug) => Some(bug.caught_by()),
@@ -140,6 +148,9 @@ impl RealRecipeKind {
             }
             RealRecipeKind::LeaseOutsideLock => {
                 run_recipe(servers, workload, faults, RealLeaseCanary::default()).await
+            }
+            RealRecipeKind::ElectionLatch => {
+                run_recipe(servers, workload, faults, LatchRealRecipe::default()).await
             }
             RealRecipeKind::Queue { .. } | RealRecipeKind::QueueCanary(_) => {
                 let mut spec = match self {
@@ -393,6 +404,8 @@ mod tests {
                 .must_violate(),
             Some("queue_no_process_after_complete")
         );
+        let latch = RealRecipeKind::parse(ELECTION_LATCH_NAME).unwrap();
+        assert!(!latch.is_queue() && !latch.has_readers() && latch.must_violate().is_none());
         let e = RealRecipeKind::parse("queue-of-dreams").unwrap_err();
         assert!(e.contains("semaphore") && e.contains("zklock"), "{e}");
     }

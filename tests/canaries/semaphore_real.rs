@@ -164,8 +164,7 @@ where
     let shape = RunShape {
         locks: Vec::new(),
         leases: Some(LEASES),
-        touched: Vec::new(),
-        nodes: None,
+        ..RunShape::default()
     };
     let judged = judge_real(&recorder.history(), &cfg, &shape);
     eprintln!("{}", judged.report);

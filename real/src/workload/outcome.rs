@@ -23,6 +23,8 @@ pub struct RealRun {
     pub leases: Option<u32>,
     /// The recipe's [`RealRecipe::tokens_are_czxids`].
     pub tokens_are_czxids: bool,
+    /// The recipe's [`RealRecipe::election`].
+    pub election: bool,
     /// A work queue's run ([`run_queue`]): its directories, whose final children are the
     /// two of [`final_children_by_lock`](RealRun::final_children_by_lock) (the items',
     /// then the item locks'). `None` for a lock's run.

@@ -70,6 +70,13 @@ pub trait RealRecipe: Send + Sync + 'static {
         false
     }
 
+    /// Whether its locks are a leader election's contenders, each hold a term of
+    /// leadership ([`LatchRealRecipe`]): the run is judged with the election's own
+    /// property too. Default `false`.
+    fn election(&self) -> bool {
+        false
+    }
+
     /// Called with each of a client's lock objects when the client is done with its
     /// script, before the objects are kept, idle, until the run has been read, and with
     /// the lock of an attempt that gave up before the client idles
@@ -120,6 +127,9 @@ impl<R: RealRecipe> RealRecipe for Arc<R> {
     }
     fn tokens_are_czxids(&self) -> bool {
         R::tokens_are_czxids(self)
+    }
+    fn election(&self) -> bool {
+        R::election(self)
     }
     fn retire(&self, lock: &Self::Lock) -> impl std::future::Future<Output = ()> + Send {
         R::retire(self, lock)

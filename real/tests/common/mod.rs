@@ -126,6 +126,7 @@ pub fn shape_of(run: &RealRun) -> zklock_checker::real_judge::RunShape {
         leases: run.leases,
         touched: run.final_children_touched.clone(),
         nodes: run.nodes.clone(),
+        election: run.election,
     }
 }
 

@@ -5,7 +5,7 @@ use crate::detached::{self, CleanupHome, Raw};
 use crate::error::RealError;
 use crate::watch::WatchForwarder;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use zklock_recipe::path::validate_path;
@@ -98,6 +98,8 @@ pub struct ZkClient {
     /// Set by [`expire_locally`](ZkClient::expire_locally): every failure since is
     /// SessionExpired.
     expired_locally: AtomicBool,
+    /// Lock objects of this session numbered so far ([`Coordination::next_object_number`]).
+    objects: AtomicU64,
     watches: WatchForwarder,
     state_task: tokio::task::JoinHandle<()>,
     /// Where background cleanup runs: it may be handed over from a `Drop` outside a task.
@@ -179,6 +181,7 @@ impl ZkClient {
             addr: addr.to_string(),
             hub,
             expired_locally: AtomicBool::new(false),
+            objects: AtomicU64::new(0),
             watches: WatchForwarder::default(),
             state_task,
             cleanup_home: CleanupHome::here(),
@@ -399,6 +402,10 @@ impl ZkClient {
 impl Coordination for ZkClient {
     fn session_id(&self) -> SessionId {
         self.session_id
+    }
+
+    fn next_object_number(&self) -> u64 {
+        self.objects.fetch_add(1, Ordering::Relaxed)
     }
 
     fn session_state(&self) -> SessionState {

@@ -197,6 +197,10 @@ impl Coordination for RecordingClient {
         self.inner.client.session_id()
     }
 
+    fn next_object_number(&self) -> u64 {
+        self.inner.client.next_object_number()
+    }
+
     fn session_state(&self) -> SessionState {
         self.inner.client.session_state()
     }

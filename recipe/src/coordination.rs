@@ -424,11 +424,27 @@ pub trait Coordination: Send + Sync {
     fn keep_only(&self, kept: &[u8]) {
         let _ = kept;
     }
+
+    /// A number this client (its session) has not handed out before, from 0: each lock
+    /// object takes one for its default guid, so that no two lock objects of one session
+    /// share a guid. Two that did could each take the other's node for its own: an
+    /// acquire whose create reply was lost looks for its node by guid, and would adopt a
+    /// node another object of the session made and is deleting (a leader latch made
+    /// anew for each term did, on a real server). Default: 0 on every call, for a client
+    /// that cannot count: its lock objects' default guids then tell sessions apart but
+    /// not objects, and each object needs a base of its own
+    /// ([`LockOptions::guid`](crate::lock::LockOptions::guid)).
+    fn next_object_number(&self) -> u64 {
+        0
+    }
 }
 
 impl<T: Coordination + ?Sized> Coordination for Arc<T> {
     fn keep_only(&self, kept: &[u8]) {
         (**self).keep_only(kept)
+    }
+    fn next_object_number(&self) -> u64 {
+        (**self).next_object_number()
     }
     fn session_id(&self) -> SessionId {
         (**self).session_id()

@@ -22,6 +22,10 @@ pub struct SimClient {
     shared: Arc<Shared>,
     id: ClientId,
     session: SessionId,
+    /// Lock objects numbered so far ([`Coordination::next_object_number`]), shared by
+    /// the session's clones. Outside the world's state: it only renames what later
+    /// objects create, never how they behave.
+    objects: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for SimClient {
@@ -39,6 +43,7 @@ impl SimClient {
             shared,
             id,
             session,
+            objects: Arc::default(),
         }
     }
 
@@ -93,6 +98,11 @@ fn unexpected(a: Answer) -> ! {
 impl Coordination for SimClient {
     fn session_id(&self) -> SessionId {
         self.session
+    }
+
+    fn next_object_number(&self) -> u64 {
+        self.objects
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     fn session_state(&self) -> SessionState {

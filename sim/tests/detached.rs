@@ -233,3 +233,55 @@ fn a_guard_dropped_outside_the_simulation_does_not_panic() {
     drop(guard);
     drop(lock);
 }
+
+/// The guid of a lock node `_c_<guid>-lock-NNNNNNNNNN`.
+fn guid_of(node: &str) -> &str {
+    let name = node.rsplit('/').next().unwrap();
+    name.strip_prefix("_c_")
+        .and_then(|n| n.rsplit_once("-lock-"))
+        .map(|(guid, _)| guid)
+        .unwrap()
+}
+
+/// Two lock objects of one session shared their default guids (`<session>-1` for each
+/// first attempt): an acquire whose create reply was lost looks for its node by guid,
+/// and a leader latch made anew for each term adopted the node its closed predecessor's
+/// dropped attempt had made and was deleting, on a real server (two leaders at once).
+/// Each lock object of a session now numbers its guid apart, the first as before.
+#[test]
+fn two_lock_objects_of_one_session_never_share_a_guid() {
+    run(cfg(3), |sim| async move {
+        let a = sim.client();
+        a.create("/d", b"", CreateMode::Persistent).await.unwrap();
+        let mut guids = Vec::new();
+        for _ in 0..3 {
+            let lock = Lock::new(a.clone(), "/d", LockOptions::default()).unwrap();
+            for _ in 0..2 {
+                let g = lock.acquire().await.unwrap();
+                guids.push(guid_of(g.path()).to_owned());
+                g.release().await.unwrap();
+            }
+        }
+        let hex = format!("{:x}", a.session_id().0);
+        let first: Vec<String> = ["1", "2"].iter().map(|n| format!("{hex}-{n}")).collect();
+        assert_eq!(
+            guids[..2],
+            first[..],
+            "the first object's guids are as they were"
+        );
+        let mut distinct = guids.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), guids.len(), "{guids:?}");
+        // A given base is the user's: used as it is, by every object it is given to.
+        let given = LockOptions {
+            guid: Some("mine".into()),
+            ..LockOptions::default()
+        };
+        let lock = Lock::new(a.clone(), "/d", given).unwrap();
+        let g = lock.acquire().await.unwrap();
+        assert_eq!(guid_of(g.path()), "mine-1");
+        g.release().await.unwrap();
+    })
+    .unwrap();
+}

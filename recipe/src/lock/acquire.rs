@@ -177,6 +177,10 @@ impl<C: Coordination + Clone> Attempt<'_, C> {
                         stale => stale.insert((session, hex(session as u64))),
                     };
                     prefix.push_str(hex);
+                    if s.object > 0 {
+                        prefix.push('-');
+                        push_hex(&mut prefix, s.object);
+                    }
                 }
             }
             s.attempts

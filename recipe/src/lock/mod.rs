@@ -56,10 +56,14 @@ pub struct LockOptions {
     /// The base of each contender's guid. The node is `_c_<guid>-<marker>NNNNNNNNNN` with
     /// `guid = <base>-<n>`, `n` counting this lock object's attempts (hex).
     ///
-    /// The recipe has no RNG, so the default base is the session id in hex. It tells
-    /// sessions apart, but not two lock objects of one session on one directory and kind:
-    /// if you create several such objects, give each a distinct base, or a lost create
-    /// reply could make one adopt the other's node. Must not contain `/`.
+    /// The recipe has no RNG, so the default base is the session id in hex, followed, for
+    /// every lock object of the session but its first, by `-<k>`, the object's
+    /// [`Coordination::next_object_number`](crate::Coordination::next_object_number)
+    /// (hex): no two lock objects of one session share a guid, or a lost create reply
+    /// could make one adopt the other's node. A client whose `next_object_number` is the
+    /// trait's default tells sessions apart only: give each of its objects a distinct
+    /// base. A base given here is used as it is, for every object it is given to. Must
+    /// not contain `/`.
     pub guid: Option<String>,
     /// When a guard reports the lock lost.
     pub lost_policy: LostPolicy,

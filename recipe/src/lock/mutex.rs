@@ -49,12 +49,17 @@ impl<C: Coordination + Clone> Lock<C> {
         if let Some(guid) = &options.guid {
             check_guid(path, guid, kind)?;
         }
+        // Numbered only when the default guid needs it: a given base is used as it is.
+        let object = match &options.guid {
+            Some(_) => 0,
+            None => client.next_object_number(),
+        };
         Ok(Lock {
             client,
             dir: path.to_owned(),
             kind,
             options,
-            shared: SharedState::default(),
+            shared: SharedState::of_object(object),
         })
     }
 

@@ -33,6 +33,9 @@ pub(crate) struct Shared {
     pub(crate) active: bool,
     /// Acquire attempts so far; numbers each attempt's guid.
     pub(crate) attempts: u64,
+    /// The lock object's number among its session's
+    /// ([`Coordination::next_object_number`]): past 0, part of its default guid.
+    pub(crate) object: u64,
     /// The default guid base (the session id in hex) and the session it was written for,
     /// kept so that each attempt copies it instead of formatting it again.
     pub(crate) session_hex: Option<(i64, String)>,
@@ -42,6 +45,14 @@ pub(crate) struct Shared {
 pub(crate) struct SharedState(Arc<Mutex<Shared>>);
 
 impl SharedState {
+    /// The state of lock object number `object` of its session.
+    pub(crate) fn of_object(object: u64) -> SharedState {
+        SharedState(Arc::new(Mutex::new(Shared {
+            object,
+            ..Shared::default()
+        })))
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, Shared> {
         // A panic elsewhere cannot leave `Shared` half-updated in a harmful way.
         self.0.lock().unwrap_or_else(|p| p.into_inner())

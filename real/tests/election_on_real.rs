@@ -5,14 +5,13 @@
 //! Needs Java and ZooKeeper (`apt-get install -y zookeeper`); without them the test prints
 //! "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-use crate::common::{assert_ok, check_run_shaped, zookeeper_available};
+use crate::common::{
+    assert_ok, check_run_shaped, faults_until_each_struck, until_counters, zookeeper_available,
+};
 use tokio::task::block_in_place;
-use zklock_checker::CheckConfig;
-use zklock_checker::concurrent::judge_parallel;
-use zklock_real::faults::FaultConfig;
 use zklock_real::harness::ServerOptions;
 use zklock_real::servers::Servers;
-use zklock_real::workload::{LatchRealRecipe, RunGoal, WorkloadConfig, run_recipe};
+use zklock_real::workload::{LatchRealRecipe, WorkloadConfig, run_recipe};
 
 /// Session timeout of the test's clients: short, so expiries take about a second.
 const SESSION_MS: u64 = 2_000;
@@ -30,29 +29,10 @@ async fn the_latch_under_faults_elects_one_leader_at_a_time_on_its_own_node() {
         duration_ms: 4_000,
         session_timeout_ms: SESSION_MS,
         acquire_timeout_ms: 1_000,
-        until: Some(RunGoal::new(|history, facts| {
-            let n = judge_parallel(history, &CheckConfig::from(facts.clone()))
-                .report
-                .counters;
-            n.acquisitions >= 30 && n.contended_acquisitions >= 10
-        })),
+        until: until_counters(|n| n.acquisitions >= 30 && n.contended_acquisitions >= 10),
         ..WorkloadConfig::default()
     };
-    let plan = FaultConfig {
-        faults: "cut,lost-create,expire,black-hole,crash"
-            .parse()
-            .expect("a valid fault list"),
-        seed: 7,
-        start_ms: 300,
-        heal_ms: 2_500,
-        gap_ms_min: 150,
-        gap_ms_max: 400,
-        black_hole_ms_min: 300,
-        // Past the session timeout: some black holes end in an expiry.
-        black_hole_ms_max: 2 * SESSION_MS + 500,
-        strikes_min_per_kind: 1,
-        ..FaultConfig::default()
-    };
+    let plan = faults_until_each_struck("cut,lost-create,expire,black-hole,crash", 7, SESSION_MS);
     let run = run_recipe(servers, &config, &plan, LatchRealRecipe::default())
         .await
         .expect("the run completes");

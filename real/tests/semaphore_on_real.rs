@@ -5,7 +5,7 @@
 //! Needs Java and ZooKeeper (`apt-get install -y zookeeper`); without them each test prints
 //! "skipping: ..." and passes, except under `CI=true`, where it fails.
 
-use crate::common::{assert_ok, check_run_shaped, zookeeper_available};
+use crate::common::{assert_ok, check_run_shaped, faults_until_each_struck, zookeeper_available};
 use std::collections::BTreeSet;
 use tokio::task::block_in_place;
 use zklock_checker::CheckConfig;
@@ -36,21 +36,11 @@ fn workload(clients: u32, duration_ms: u64) -> WorkloadConfig {
     }
 }
 
-/// Faults until every kind struck once, then the heal.
+/// Faults until every kind struck once, then the heal; every crash at once.
 fn faults(set: &str) -> FaultConfig {
     FaultConfig {
-        faults: set.parse().expect("a valid fault list"),
-        seed: 11,
-        start_ms: 300,
-        heal_ms: 2_500,
-        gap_ms_min: 150,
-        gap_ms_max: 400,
-        black_hole_ms_min: 300,
-        // Past the 2 s session timeout: some black holes end in an expiry.
-        black_hole_ms_max: 2 * SESSION_MS + 500,
         crash_in_hold_percent: 0,
-        strikes_min_per_kind: 1,
-        ..FaultConfig::default()
+        ..faults_until_each_struck(set, 11, SESSION_MS)
     }
 }
 

@@ -5,6 +5,7 @@ use std::process::Command;
 use zklock_checker::CheckConfig;
 use zklock_checker::concurrent::{Judged, judge_parallel};
 use zklock_real::driver::locate::{self, PYTHON_ENV};
+use zklock_real::faults::FaultConfig;
 use zklock_real::harness;
 use zklock_real::workload::RealRun;
 use zklock_recipe::history::History;
@@ -86,6 +87,24 @@ pub fn until_counters(
             reached(&judged.report.counters)
         },
     ))
+}
+
+/// Faults of `set` from 300 ms, 150 to 400 ms apart, until every kind struck once and
+/// the heal at 2.5 s, for clients of a `session_ms` session: black holes of 300 ms to
+/// past the session timeout, so that some end in an expiry.
+pub fn faults_until_each_struck(set: &str, seed: u64, session_ms: u64) -> FaultConfig {
+    FaultConfig {
+        faults: set.parse().expect("a valid fault list"),
+        seed,
+        start_ms: 300,
+        heal_ms: 2_500,
+        gap_ms_min: 150,
+        gap_ms_max: 400,
+        black_hole_ms_min: 300,
+        black_hole_ms_max: 2 * session_ms + 500,
+        strikes_min_per_kind: 1,
+        ..FaultConfig::default()
+    }
 }
 
 /// Checks a workload run with its own heal time, bound and final children.

@@ -3,7 +3,9 @@
 //
 // usage: java -cp <curator jars>:<dir> ZklockCuratorDriver KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
 // KIND: mutex | read | write | semaphore-mutex (InterProcessMutex, the read or write side
-// of InterProcessReadWriteLock, InterProcessSemaphoreMutex)
+// of InterProcessReadWriteLock, InterProcessSemaphoreMutex), or leader-latch |
+// leader-selector (LeaderLatch, LeaderSelector: each hold a term of leadership, see
+// LatchTerms and SelectorTerms)
 //    or: java -XX:ArchiveClassesAtExit=FILE -cp ... ZklockCuratorDriver train
 // runs the classes a driver loads without a server and exits, so that the JVM archives
 // them: every later driver maps the archive instead of loading them again, which halves
@@ -22,11 +24,17 @@ import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -85,8 +93,14 @@ public final class ZklockCuratorDriver {
         this.kind = kind;
         this.path = path;
         this.client = client;
-        this.lock = lock;
+        this.lock = bound(lock);
         client.getConnectionStateListenable().addListener((c, state) -> onState(state));
+    }
+
+    /** `lock`, a term's end reported as the hold's loss when it is an election's. */
+    InterProcessLock bound(InterProcessLock lock) {
+        if (lock instanceof Terms) ((Terms) lock).onLost = this::lostHold;
+        return lock;
     }
 
     static InterProcessLock lockOf(String kind, CuratorFramework client, String path) {
@@ -95,6 +109,8 @@ public final class ZklockCuratorDriver {
             case "read": return new InterProcessReadWriteLock(client, path).readLock();
             case "write": return new InterProcessReadWriteLock(client, path).writeLock();
             case "semaphore-mutex": return new InterProcessSemaphoreMutex(client, path);
+            case "leader-latch": return new LatchTerms(client, path);
+            case "leader-selector": return new SelectorTerms(client, path);
             default: throw new IllegalArgumentException("unknown kind " + kind);
         }
     }
@@ -119,26 +135,35 @@ public final class ZklockCuratorDriver {
         emit(obj("event", "session", "state", name, "session_id", sessionId()));
         if (name.equals("connected")) return;
         // Curator's advice: a holder must stop trusting its lock on SUSPENDED and LOST.
+        lostHold("curator state " + state);
+    }
+
+    /** Reports the current hold lost, once. */
+    void lostHold(String reason) {
+        if (closed) return;
         Long hold;
         synchronized (this) {
             hold = lostSent ? null : holding;
             if (hold != null) lostSent = true;
         }
-        if (hold != null) emit(obj("event", "lost", "id", hold, "reason", "curator state " + state));
+        if (hold != null) emit(obj("event", "lost", "id", hold, "reason", reason));
     }
 
     /** The node of the hold just taken: Curator keeps it private, so it is read by reflection. */
     String heldNode() throws Exception {
-        if (lock instanceof InterProcessMutex) {
-            Method m = InterProcessMutex.class.getDeclaredMethod("getLockPath");
-            m.setAccessible(true);
-            return (String) m.invoke(lock);
-        }
+        if (lock instanceof Terms) return ((Terms) lock).node();
+        if (lock instanceof InterProcessMutex) return mutexNode((InterProcessMutex) lock);
         Field f = InterProcessSemaphoreMutex.class.getDeclaredField("lease");
         f.setAccessible(true);
         Lease lease = (Lease) f.get(lock);
         // InterProcessSemaphoreV2 keeps its leases under <path>/leases.
         return lease == null ? null : path + "/leases/" + lease.getNodeName();
+    }
+
+    static String mutexNode(InterProcessMutex mutex) throws Exception {
+        Method m = InterProcessMutex.class.getDeclaredMethod("getLockPath");
+        m.setAccessible(true);
+        return (String) m.invoke(mutex);
     }
 
     /** On the reading thread, before the acquire is handed to the owner thread. */
@@ -156,7 +181,7 @@ public final class ZklockCuratorDriver {
         if (fresh) {
             // A new object for this acquire and the next ones; the old one is dropped with
             // whatever it left behind (zklock settles an acquire before it sends the next).
-            lock = lockOf(kind, client, path);
+            lock = bound(lockOf(kind, client, path));
         }
         synchronized (this) {
             Thread.interrupted(); // a cancel that came too late for an earlier acquire
@@ -208,6 +233,10 @@ public final class ZklockCuratorDriver {
             }
             emit(obj("event", "acquired", "id", id, "token", stat == null ? -1L : stat.getCzxid(),
                     "node", node == null ? "" : node.substring(node.lastIndexOf('/') + 1)));
+            // A term that ended before it was reported (its loss found no hold to end).
+            if (lock instanceof Terms && !lock.isAcquiredInThisProcess()) {
+                lostHold("the term ended before it was reported");
+            }
         } catch (InterruptedException e) {
             emit(obj("event", "not_acquired", "id", id, "reason", "cancelled"));
         } catch (Exception e) {
@@ -342,7 +371,8 @@ public final class ZklockCuratorDriver {
         String version = curatorVersion();
         emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", "curator",
                 "version", version == null ? "unknown" : version,
-                "lock", d.lock.getClass().getSimpleName(), "session_id", d.sessionId()));
+                "lock", d.lock instanceof Terms ? ((Terms) d.lock).library()
+                        : d.lock.getClass().getSimpleName(), "session_id", d.sessionId()));
         return d;
     }
 
@@ -353,6 +383,7 @@ public final class ZklockCuratorDriver {
      */
     boolean reset() throws InterruptedException {
         closed = true;
+        if (lock instanceof Terms) ((Terms) lock).abandon();
         client.close();
         owner.shutdownNow();
         return owner.awaitTermination(RESET_JOIN_MS, TimeUnit.MILLISECONDS);
@@ -371,7 +402,8 @@ public final class ZklockCuratorDriver {
                 .retryPolicy(new ExponentialBackoffRetry(1, 0, 1))
                 .build();
         client.start();
-        for (String kind : new String[] {"mutex", "read", "write", "semaphore-mutex"}) {
+        for (String kind : new String[] {"mutex", "read", "write", "semaphore-mutex", "leader-latch",
+                "leader-selector"}) {
             ZklockCuratorDriver d = new ZklockCuratorDriver(kind, "/zklock/train", client);
             d.sent(1);
             d.acquire(1, "timed", 100, false);
@@ -407,6 +439,209 @@ public final class ZklockCuratorDriver {
             return name;
         } catch (Exception e) {
             return "unknown";
+        }
+    }
+
+    /**
+     * A leader election driven as a lock: an acquire joins the election and waits to
+     * lead, a hold is a term of leadership, and the release leaves the election (the next
+     * acquire joins anew). A term's end the library tells of (a listener, an interrupt)
+     * is the hold's loss.
+     */
+    abstract static class Terms implements InterProcessLock {
+        final CuratorFramework client;
+        final String path;
+        volatile Consumer<String> onLost = reason -> { };
+
+        Terms(CuratorFramework client, String path) {
+            this.client = client;
+            this.path = path;
+        }
+
+        /** The recipe's name, for the hello. */
+        abstract String library();
+
+        /** The term's node (its full path), or null. */
+        abstract String node() throws Exception;
+
+        /** Ends a term without a word (a reset: the session closes next). */
+        void abandon() { }
+
+        @Override
+        public void acquire() throws Exception {
+            if (!acquire(-1, null)) throw new IllegalStateException("left the election without leading");
+        }
+    }
+
+    /**
+     * LeaderLatch: an acquire starts a new latch and awaits leadership (timed: await with
+     * a timeout; a try: await of no time), closing the latch when it does not lead; the
+     * release closes it. Its listener's notLeader ends the term.
+     */
+    static final class LatchTerms extends Terms {
+        volatile LeaderLatch latch;
+
+        LatchTerms(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String library() {
+            return "LeaderLatch";
+        }
+
+        @Override
+        public boolean acquire(long time, TimeUnit unit) throws Exception {
+            LeaderLatch l = new LeaderLatch(client, path, "zklock-driver");
+            l.addListener(new LeaderLatchListener() {
+                public void isLeader() { }
+                public void notLeader() {
+                    onLost.accept("curator LeaderLatch: notLeader");
+                }
+            });
+            latch = l;
+            boolean led = false;
+            try {
+                l.start();
+                if (unit == null) {
+                    l.await();
+                    led = true;
+                } else {
+                    led = l.await(time, unit);
+                }
+                return led;
+            } finally {
+                if (!led) {
+                    latch = null;
+                    closeQuietly(l);
+                }
+            }
+        }
+
+        @Override
+        public void release() throws Exception {
+            LeaderLatch l = latch;
+            latch = null;
+            if (l == null) throw new IllegalStateException("not in the election");
+            l.close();
+        }
+
+        @Override
+        public boolean isAcquiredInThisProcess() {
+            LeaderLatch l = latch;
+            return l != null && l.hasLeadership();
+        }
+
+        String node() {
+            LeaderLatch l = latch;
+            return l == null ? null : l.getOurPath();
+        }
+
+        static void closeQuietly(LeaderLatch l) {
+            try {
+                l.close();
+            } catch (Exception e) {
+                // not started, or closed already
+            }
+        }
+    }
+
+    /**
+     * LeaderSelector: an acquire starts a new selector, auto-requeued as Curator advises,
+     * and waits until its takeLeadership is called (timed: at most its timeout, then the
+     * selector is closed); the term lasts until the release, which returns from
+     * takeLeadership and then closes the selector (so its requeue races its close). Curator's LeaderSelectorListenerAdapter cancels the term on SUSPENDED and
+     * LOST by interrupting takeLeadership, which ends the term.
+     */
+    static final class SelectorTerms extends Terms {
+        volatile LeaderSelector selector;
+        volatile CountDownLatch go;
+        // The term's node: InterProcessMutex keeps it per thread, so it is read on the
+        // selector's own thread, in takeLeadership.
+        volatile String node;
+
+        SelectorTerms(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String library() {
+            return "LeaderSelector";
+        }
+
+        @Override
+        public boolean acquire(long time, TimeUnit unit) throws Exception {
+            CountDownLatch led = new CountDownLatch(1), giveUp = new CountDownLatch(1);
+            LeaderSelector[] holder = new LeaderSelector[1];
+            node = null;
+            LeaderSelector s = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                public void takeLeadership(CuratorFramework c) throws Exception {
+                    node = termNode(holder[0]);
+                    led.countDown();
+                    try {
+                        giveUp.await();
+                    } catch (InterruptedException e) {
+                        if (giveUp.getCount() > 0) onLost.accept("curator LeaderSelector: takeLeadership interrupted");
+                        throw e;
+                    }
+                }
+            });
+            // Curator's advice: without it, a connection loss while queued ends the
+            // selector's contention without a word (its task ends on the exception).
+            s.autoRequeue();
+            holder[0] = s;
+            boolean got = false;
+            try {
+                s.start();
+                if (unit == null) {
+                    led.await();
+                    got = true;
+                } else {
+                    got = led.await(time, unit);
+                }
+            } finally {
+                if (!got) s.close();
+            }
+            if (got) {
+                selector = s;
+                go = giveUp;
+            }
+            return got;
+        }
+
+        @Override
+        public void release() throws Exception {
+            LeaderSelector s = selector;
+            CountDownLatch g = go;
+            selector = null;
+            if (s == null) throw new IllegalStateException("not in the election");
+            g.countDown();
+            s.close();
+        }
+
+        @Override
+        void abandon() {
+            CountDownLatch g = go;
+            if (g != null) g.countDown();
+        }
+
+        @Override
+        public boolean isAcquiredInThisProcess() {
+            LeaderSelector s = selector;
+            return s != null && s.hasLeadership();
+        }
+
+        String node() {
+            return selector == null ? null : node;
+        }
+
+        /** On the selector's thread: the node of the mutex it leads by, or null. */
+        static String termNode(LeaderSelector s) {
+            try {
+                Field f = LeaderSelector.class.getDeclaredField("mutex");
+                f.setAccessible(true);
+                return mutexNode((InterProcessMutex) f.get(s));
+            } catch (Exception e) {
+                return null;
+            }
         }
     }
 

@@ -4,7 +4,8 @@ docs/drivers.md) on stdin/stdout, one JSON object a line.
 usage: zklock_driver.py KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
 KIND: lock | read | write | semaphore (Lock, ReadLock, WriteLock, Semaphore of one lease),
 or lock-interop: Lock counting the Curator-style `-lock-` nodes of other libraries as
-contenders too (Kazoo's extra_lock_patterns), for zklock's mixed runs
+contenders too (Kazoo's extra_lock_patterns), for zklock's mixed runs,
+or election: Election, each hold a term of leadership (see ElectionAsLock)
 
 zklock starts it, sends acquire / release / cancel / close, and reads what it reports.
 Each request runs on a thread of its own, so that a cancel reaches a blocking acquire.
@@ -21,6 +22,7 @@ import time
 import kazoo
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import CancelledError, LockTimeout
+from kazoo.recipe.election import Election
 from kazoo.recipe.lock import Lock, ReadLock, Semaphore, WriteLock
 
 PROTOCOL = 3
@@ -68,6 +70,8 @@ class Driver:
             return WriteLock(self.client, path, identifier="zklock-driver")
         if kind == "semaphore":
             return Semaphore(self.client, path, identifier="zklock-driver", max_leases=1)
+        if kind == "election":
+            return ElectionAsLock(Election(self.client, path, "zklock-driver"))
         raise ValueError("unknown kind %r" % kind)
 
     def session_id(self):
@@ -162,6 +166,85 @@ class Driver:
             pending = self.acquiring == rid
         if pending:
             self.lock.cancel()
+
+
+class ElectionAsLock:
+    """Kazoo's Election, driven as a lock: an acquire contends (Election.run on a thread
+    of its own) until its leadership function is called, and the term lasts until the
+    release, which returns from that function. Election has neither a try nor a
+    timeout: a timed acquire cancels its contention at its deadline (Election.cancel,
+    which does not end a term already begun), and a try is a timed acquire of no time.
+    Kazoo's own Lock does the work (Election.run is `with self.lock: func()`), so the
+    attributes the driver reads of a lock are its lock's."""
+
+    def __init__(self, election):
+        self.election = election
+        self.term = None
+
+    @property
+    def is_acquired(self):
+        return self.election.lock.is_acquired
+
+    @property
+    def node(self):
+        return self.election.lock.node
+
+    @property
+    def cancelled(self):
+        return self.election.lock.cancelled
+
+    @cancelled.setter
+    def cancelled(self, value):
+        self.election.lock.cancelled = value
+
+    def cancel(self):
+        self.election.cancel()
+
+    def acquire(self, blocking=True, timeout=None):
+        term = {"led": threading.Event(), "go": threading.Event(),
+                "done": threading.Event(), "error": None}
+
+        def lead():
+            term["led"].set()
+            term["go"].wait()
+
+        def contend():
+            try:
+                self.election.run(lead)
+            except Exception as e:  # the library's failure, for the acquire or release
+                term["error"] = e
+            finally:
+                term["done"].set()
+                term["led"].set()
+
+        start(contend)
+        wait_s = None if blocking and timeout is None else (timeout or 0.0)
+        if not term["led"].wait(wait_s):
+            self.election.cancel()
+            term["led"].wait()
+        if term["done"].is_set() and term["error"] is not None:
+            raise term["error"]
+        if term["done"].is_set():
+            # Election.run swallows a cancel: it ended without leading.
+            if blocking and timeout is None:
+                raise CancelledError()
+            return False
+        self.term = term
+        return True
+
+    def release(self):
+        term, self.term = self.term, None
+        if term is None:
+            return
+        term["go"].set()
+        term["done"].wait()
+        if term["error"] is not None:
+            raise term["error"]
+
+    def abandon(self):
+        """Ends a term without waiting (a reset: its session is closed)."""
+        if self.term is not None:
+            self.term["go"].set()
 
 
 def start(target, *args):
@@ -287,6 +370,9 @@ def reset(driver):
     """Closes the session and waits for its requests to end, so that nothing of it is
     reported after the reset's answer; False when one is stuck (the process must go)."""
     driver.closed = True
+    abandon = getattr(driver.lock, "abandon", None)
+    if abandon is not None:
+        abandon()
     close(driver)
     deadline = time.monotonic() + RESET_JOIN_S
     for t in driver.threads:

@@ -10,6 +10,8 @@
 
 #[path = "drivers/curator_cases.rs"]
 mod curator_cases;
+#[path = "drivers/elections.rs"]
+mod elections;
 #[path = "drivers/expiry.rs"]
 mod expiry;
 #[path = "drivers/kazoo_cases.rs"]
@@ -80,16 +82,22 @@ fn contended(n: u64) -> Option<RunGoal> {
 }
 
 async fn passes_a_contended_fault_free_run(kind: DriverKind) {
+    passes_contended_fault_free(kind, 20).await;
+}
+
+/// A fault-free run of `kind` driven until `n` contended acquisitions, holding every
+/// property.
+async fn passes_contended_fault_free(kind: DriverKind, n: u64) {
     let Some(recipe) = driver(kind) else {
         return;
     };
     let status = recipe.status();
-    let run = run(recipe, &workload(contended(20)), &FaultConfig::default())
+    let run = run(recipe, &workload(contended(n)), &FaultConfig::default())
         .await
         .unwrap();
     assert_eq!(status.failure(), None, "the driver failed");
     let judged = check_run(&run);
-    assert!(judged.report.counters.contended_acquisitions >= 20);
+    assert!(judged.report.counters.contended_acquisitions >= n);
     assert_ok(&judged);
 }
 

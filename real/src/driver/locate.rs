@@ -107,7 +107,10 @@ impl Launcher {
             reason,
         };
         match kind {
-            DriverKind::KazooLock | DriverKind::KazooRw | DriverKind::KazooSemaphore => {
+            DriverKind::KazooLock
+            | DriverKind::KazooRw
+            | DriverKind::KazooSemaphore
+            | DriverKind::KazooElection => {
                 let python = python();
                 let probe = std::process::Command::new(&python)
                     .args(["-c", "import kazoo.recipe.lock"])
@@ -133,7 +136,9 @@ impl Launcher {
             }
             DriverKind::CuratorMutex
             | DriverKind::CuratorRw
-            | DriverKind::CuratorSemaphoreMutex => {
+            | DriverKind::CuratorSemaphoreMutex
+            | DriverKind::CuratorLeaderLatch
+            | DriverKind::CuratorLeaderSelector => {
                 let classpath = curator_program(CURATOR_CLASS, CURATOR_SOURCE).map_err(err)?;
                 java_launcher(classpath, CURATOR_CLASS)
             }

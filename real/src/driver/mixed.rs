@@ -156,8 +156,8 @@ pub fn check_mix(locks: &[LockName], allow_foreign: bool) -> Result<(), String> 
             return Err(format!(
                 "{kind} cannot be mixed: a mix takes the exclusive locks zklock, \
                  curator-mutex, zkclient-lock, kazoo-lock and zookeeper-writelock \
-                 (read/write locks and semaphores name and place their nodes each their own \
-                 way)"
+                 (read/write locks, semaphores and elections name and place their nodes \
+                 each their own way)"
             ));
         }
     }
@@ -407,6 +407,17 @@ mod tests {
         assert!(e.contains("kazoo-rw cannot be mixed"), "{e}");
         assert!(check_mix(&names("zklock,curator-semaphore-mutex"), false).is_err());
         assert!(check_mix(&[LockName::Zklock; MAX_MIXED_LOCKS + 1], false).is_err());
+    }
+
+    /// An election is a lock's run only alone, forced or not.
+    #[test]
+    fn elections_are_never_mixed() {
+        for kind in DriverKind::ALL.into_iter().filter(|k| k.is_election()) {
+            for mix in [format!("zklock,{kind}"), format!("{kind},{kind}")] {
+                let e = check_mix(&names(&mix), true).unwrap_err();
+                assert!(e.contains(&format!("{kind} cannot be mixed")), "{e}");
+            }
+        }
     }
 
     /// ZooKeeper's WriteLock mixes with none of the others, each refused with its own

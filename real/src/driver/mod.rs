@@ -63,10 +63,16 @@ pub enum DriverKind {
     /// ZooKeeper's own contrib lock, `org.apache.zookeeper.recipes.lock.WriteLock`
     /// (zookeeper-recipes-lock).
     ZookeeperWriteLock,
+    /// Kazoo's `Election`, each hold a term of leadership.
+    KazooElection,
+    /// Curator's `LeaderLatch`, each hold a term of leadership.
+    CuratorLeaderLatch,
+    /// Curator's `LeaderSelector`, each hold a term of leadership (one `takeLeadership`).
+    CuratorLeaderSelector,
 }
 
 impl DriverKind {
-    pub const ALL: [DriverKind; 8] = [
+    pub const ALL: [DriverKind; 11] = [
         DriverKind::CuratorMutex,
         DriverKind::CuratorRw,
         DriverKind::CuratorSemaphoreMutex,
@@ -75,6 +81,9 @@ impl DriverKind {
         DriverKind::KazooSemaphore,
         DriverKind::ZkclientLock,
         DriverKind::ZookeeperWriteLock,
+        DriverKind::KazooElection,
+        DriverKind::CuratorLeaderLatch,
+        DriverKind::CuratorLeaderSelector,
     ];
 
     /// The name `zklock real --lock` takes.
@@ -88,6 +97,9 @@ impl DriverKind {
             DriverKind::CuratorSemaphoreMutex => "curator-semaphore-mutex",
             DriverKind::ZkclientLock => "zkclient-lock",
             DriverKind::ZookeeperWriteLock => "zookeeper-writelock",
+            DriverKind::KazooElection => "kazoo-election",
+            DriverKind::CuratorLeaderLatch => "curator-leader-latch",
+            DriverKind::CuratorLeaderSelector => "curator-leader-selector",
         }
     }
 
@@ -111,6 +123,17 @@ impl DriverKind {
             })
     }
 
+    /// Whether it is a leader election, driven as a lock: an acquire joins the election
+    /// and waits to lead, a hold is a term, a release leaves the election.
+    pub fn is_election(self) -> bool {
+        matches!(
+            self,
+            DriverKind::KazooElection
+                | DriverKind::CuratorLeaderLatch
+                | DriverKind::CuratorLeaderSelector
+        )
+    }
+
     /// Whether it has a read side.
     pub fn has_readers(self) -> bool {
         matches!(self, DriverKind::KazooRw | DriverKind::CuratorRw)
@@ -129,6 +152,9 @@ impl DriverKind {
             (DriverKind::KazooRw | DriverKind::CuratorRw, _) => "write",
             (DriverKind::ZkclientLock, _) => "lock",
             (DriverKind::ZookeeperWriteLock, _) => "writelock",
+            (DriverKind::KazooElection, _) => "election",
+            (DriverKind::CuratorLeaderLatch, _) => "leader-latch",
+            (DriverKind::CuratorLeaderSelector, _) => "leader-selector",
         }
     }
 }

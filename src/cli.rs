@@ -513,7 +513,8 @@ pub struct RealArgs {
     /// through its driver (docs/drivers.md): curator-mutex, curator-rw,
     /// curator-semaphore-mutex, kazoo-lock, kazoo-rw, kazoo-semaphore, zkclient-lock,
     /// zookeeper-writelock; or an election, each hold a term of leadership:
-    /// kazoo-election, curator-leader-latch, curator-leader-selector. A comma-separated list mixes locks on one directory, assigned to the clients
+    /// kazoo-election, curator-leader-latch, curator-leader-selector, zookeeper-election. A
+    /// comma-separated list mixes locks on one directory, assigned to the clients
     /// round-robin (client i takes the (i mod n)-th): only locks whose node names
     /// interoperate (zklock, curator-mutex, zkclient-lock; kazoo-lock with zklock)
     #[arg(long, value_name = "NAME[,NAME...]", default_value = "zklock")]
@@ -593,7 +594,7 @@ pub struct SearchArgs {
     /// runs (a work queue's aside), or a released library's lock through its driver:
     /// curator-mutex, curator-rw, curator-semaphore-mutex, kazoo-lock, kazoo-rw,
     /// kazoo-semaphore, zkclient-lock, zookeeper-writelock, kazoo-election,
-    /// curator-leader-latch, curator-leader-selector
+    /// curator-leader-latch, curator-leader-selector, zookeeper-election
     #[arg(long, value_name = "NAME", default_value = "zklock")]
     pub lock: String,
     /// Contending clients, 1 to 8

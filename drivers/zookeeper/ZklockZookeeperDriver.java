@@ -1,8 +1,10 @@
-// zklock's driver for ZooKeeper's own contrib lock, org.apache.zookeeper.recipes.lock.WriteLock
-// (zookeeper-recipes-lock, Debian's libzookeeper-java): speaks zklock's lock-under-test
-// protocol (version 3, docs/drivers.md) on stdin/stdout, one JSON object a line.
+// zklock's driver for ZooKeeper's own contrib recipes (Debian's libzookeeper-java): the lock,
+// org.apache.zookeeper.recipes.lock.WriteLock (zookeeper-recipes-lock, KIND writelock), and
+// the election, org.apache.zookeeper.recipes.leader.LeaderElectionSupport
+// (zookeeper-recipes-election, KIND election). It speaks zklock's lock-under-test protocol
+// (version 3, docs/drivers.md) on stdin/stdout, one JSON object a line.
 //
-// usage: java -cp <zookeeper jars>:<dir> ZklockZookeeperDriver writelock CONNECT LOCK_PATH SESSION_TIMEOUT_MS
+// usage: java -cp <zookeeper jars>:<dir> ZklockZookeeperDriver KIND CONNECT LOCK_PATH SESSION_TIMEOUT_MS
 //    or: java -XX:ArchiveClassesAtExit=FILE -cp ... ZklockZookeeperDriver train
 // (the second runs the classes a driver loads without a server and exits, so that the JVM
 // archives them for every later driver's start).
@@ -17,6 +19,13 @@
 // of it must, from the ZooKeeper handle's own watcher (Disconnected, Expired). After an
 // expiry the handle is dead for good, so the driver opens a new one and a new WriteLock on it,
 // as its user must.
+//
+// The election is driven as a lock, as the Curator and Kazoo drivers drive theirs: an acquire
+// joins it with a new LeaderElectionSupport (start()) and waits for its ELECTED_COMPLETE
+// event, a hold is a term of leadership, the release leaves the election (stop()). A FAILED
+// event ends the acquire as failed. LeaderElectionSupport, like WriteLock, never says that a
+// term is over: the loss is learnt from the handle's watcher, as for the lock. It assumes its
+// root node exists: the driver makes it, as its user must.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -33,6 +42,9 @@ import org.apache.zookeeper.WatchedEvent;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 import org.apache.zookeeper.data.Stat;
+import org.apache.zookeeper.recipes.leader.LeaderElectionAware;
+import org.apache.zookeeper.recipes.leader.LeaderElectionSupport;
+import org.apache.zookeeper.recipes.leader.LeaderOffer;
 import org.apache.zookeeper.recipes.lock.LockListener;
 import org.apache.zookeeper.recipes.lock.WriteLock;
 
@@ -43,13 +55,15 @@ public final class ZklockZookeeperDriver {
     static final int LINE_BYTES_MAX = 65536;
     static final PrintStream OUT = new PrintStream(System.out, false, StandardCharsets.UTF_8);
 
+    final String kind;
     final String connect;
     final String path;
     final int sessionTimeoutMs;
     // The current handle and its lock object: replaced after an expiry (the handle is dead
-    // then) and, the lock object alone, by an acquire that asks for a fresh one.
+    // then) and, the lock object alone, by an acquire that asks for a fresh one (the
+    // election's by every acquire: each joins with a new LeaderElectionSupport).
     volatile ZooKeeper zk;
-    volatile WriteLock lock;
+    volatile Contender lock;
     // How many handles were made (the current one's number), and the current one's watcher.
     volatile long handles = 0;
     volatile SessionWatcher watcher;
@@ -70,7 +84,7 @@ public final class ZklockZookeeperDriver {
     boolean cancelEarly = false;
     Waiter waiter = null;
     Long holding = null;
-    WriteLock heldBy = null;
+    Contender heldBy = null;
     boolean lostSent = false;
     // Set by a reset: the old session's watcher reports nothing more.
     volatile boolean closed = false;
@@ -79,31 +93,148 @@ public final class ZklockZookeeperDriver {
 
     /** An acquire waiting for lockAcquired() of its lock object, or for its session's end. */
     static final class Waiter {
-        final WriteLock lock;
+        final Contender lock;
         boolean acquired = false;
         boolean expired = false;
+        // The election's FAILED event came: the acquire ends as failed.
+        String failed = null;
         // A cancel came: WriteLock swallows some interrupts (ensurePathExists, its retries'
-        // sleeps), so the wait looks at this too.
+        // sleeps), and LeaderElectionSupport turns one into FAILED, so the wait looks at
+        // this too.
         boolean cancelled = false;
 
-        Waiter(WriteLock lock) {
+        Waiter(Contender lock) {
             this.lock = lock;
         }
     }
 
-    /** The listener of one lock object: lockAcquired() wakes the acquire that waits on it. */
-    final class Listener implements LockListener {
-        WriteLock of;
+    /** What an acquire drives: a WriteLock, or one entry into the election. */
+    interface Contender {
+        /** Starts the acquire: whether it is held now (the election: elected in start()). */
+        boolean offer() throws KeeperException, InterruptedException;
+
+        /** The node of its offer (its full path), or null. */
+        String nodePath();
+
+        /** Withdraws the offer, or gives the hold up; a RuntimeException when that failed. */
+        void withdraw();
+
+        /** Drops the object, its session gone. */
+        void close();
+
+        ZooKeeper zk();
+    }
+
+    /** Marks the acquire waiting on `of` acquired, or failed (`failed` not null). */
+    void wake(Contender of, String failed) {
+        synchronized (this) {
+            Waiter w = waiter;
+            if (w != null && w.lock == of) {
+                if (failed == null) w.acquired = true;
+                else w.failed = failed;
+            }
+            notifyAll();
+        }
+    }
+
+    /** WriteLock, whose listener's lockAcquired() wakes the acquire that waits on it. */
+    final class Lock implements Contender, LockListener {
+        final WriteLock w;
+
+        Lock(ZooKeeper z) {
+            w = new WriteLock(z, path, null, this);
+        }
 
         public void lockAcquired() {
-            synchronized (ZklockZookeeperDriver.this) {
-                Waiter w = waiter;
-                if (w != null && w.lock == of) w.acquired = true;
-                ZklockZookeeperDriver.this.notifyAll();
-            }
+            wake(this, null);
         }
 
         public void lockReleased() {}
+
+        public boolean offer() throws KeeperException, InterruptedException {
+            return w.lock() || w.isOwner();
+        }
+
+        /**
+         * WriteLock keeps its full path when it made the node, and its bare name when it
+         * found the node again after a lost create reply (findPrefixInChildren).
+         */
+        public String nodePath() {
+            String id = w.getId();
+            if (id == null) return null;
+            return id.startsWith("/") ? id : path + "/" + id;
+        }
+
+        /** unlock() throws a RuntimeException when its delete fails (other than NoNode). */
+        public void withdraw() {
+            w.unlock();
+        }
+
+        public void close() {
+            w.close();
+        }
+
+        public ZooKeeper zk() {
+            return w.getZookeeper();
+        }
+    }
+
+    /** One entry into the election: a LeaderElectionSupport started by offer(). */
+    final class Election implements Contender, LeaderElectionAware {
+        final LeaderElectionSupport e = new LeaderElectionSupport();
+        // Its last FAILED event, set on the thread that dispatched it.
+        volatile boolean failedSince = false;
+
+        Election(ZooKeeper z) {
+            e.setZooKeeper(z);
+            e.setRootNodeName(path);
+            e.setHostName("zklock-driver-" + ProcessHandle.current().pid());
+            e.addListener(this);
+        }
+
+        public void onElectionEvent(LeaderElectionSupport.EventType event) {
+            if (event == LeaderElectionSupport.EventType.ELECTED_COMPLETE) wake(this, null);
+            if (event == LeaderElectionSupport.EventType.FAILED) {
+                failedSince = true;
+                wake(this, "LeaderElectionSupport FAILED");
+            }
+        }
+
+        /** start() reports its failures (a lost create reply too) as FAILED, not thrown. */
+        public boolean offer() {
+            failedSince = false;
+            e.start();
+            if (failedSince) throw new IllegalStateException("LeaderElectionSupport start() FAILED");
+            synchronized (ZklockZookeeperDriver.this) {
+                Waiter w = waiter;
+                return w != null && w.lock == this && w.acquired;
+            }
+        }
+
+        /** Its offer's path, kept in a private field (the recipe has no getter for it). */
+        public String nodePath() {
+            try {
+                java.lang.reflect.Field f = LeaderElectionSupport.class.getDeclaredField("leaderOffer");
+                f.setAccessible(true);
+                LeaderOffer offer = (LeaderOffer) f.get(e);
+                return offer == null ? null : offer.getNodePath();
+            } catch (ReflectiveOperationException x) {
+                throw new IllegalStateException("LeaderElectionSupport.leaderOffer unreadable: " + x);
+            }
+        }
+
+        /** stop() deletes the offer, and reports a failed delete as FAILED. */
+        public void withdraw() {
+            failedSince = false;
+            e.stop();
+            if (failedSince) throw new IllegalStateException("LeaderElectionSupport stop() FAILED to delete its offer");
+        }
+
+        public void close() {}
+
+        public ZooKeeper zk() {
+            return e.getZooKeeper();
+        }
     }
 
     /** The watcher of one handle: session changes, reported while the handle is current. */
@@ -138,7 +269,8 @@ public final class ZklockZookeeperDriver {
         }
     }
 
-    ZklockZookeeperDriver(String connect, String path, int sessionTimeoutMs) throws Exception {
+    ZklockZookeeperDriver(String kind, String connect, String path, int sessionTimeoutMs) throws Exception {
+        this.kind = kind;
         this.connect = connect;
         this.path = path;
         this.sessionTimeoutMs = sessionTimeoutMs;
@@ -154,11 +286,8 @@ public final class ZklockZookeeperDriver {
         return new ZooKeeper(connect, sessionTimeoutMs, w);
     }
 
-    WriteLock lockOn(ZooKeeper z) {
-        Listener l = new Listener();
-        WriteLock w = new WriteLock(z, path, null, l);
-        l.of = w;
-        return w;
+    Contender lockOn(ZooKeeper z) {
+        return kind.equals("election") ? new Election(z) : new Lock(z);
     }
 
     long sessionId() {
@@ -182,7 +311,7 @@ public final class ZklockZookeeperDriver {
      * on it, as WriteLock's user must make; an acquire waiting on the old one ends.
      */
     void renew() {
-        WriteLock old = lock;
+        Contender old = lock;
         ZooKeeper dead = zk;
         try {
             zk = handle();
@@ -217,14 +346,14 @@ public final class ZklockZookeeperDriver {
     }
 
     void acquire(long id, String mode, long timeoutMs, boolean fresh) {
-        if (fresh) {
+        if (fresh || kind.equals("election")) {
             // A new object for this acquire and the next ones, on the same handle: the old
             // one is dropped with whatever it left behind.
             lock = lockOn(zk);
         }
-        WriteLock l = lock;
+        Contender l = lock;
         Waiter w = new Waiter(l);
-        makeParents(l.getZookeeper());
+        makeParents(l.zk());
         synchronized (this) {
             Thread.interrupted(); // a cancel that came too late for an earlier acquire
             ownerThread = Thread.currentThread();
@@ -237,7 +366,8 @@ public final class ZklockZookeeperDriver {
             waiter = w;
         }
         try {
-            boolean got = l.lock() || l.isOwner();
+            boolean got = l.offer();
+            if (w.cancelled) throw new InterruptedException("cancelled");
             if (!got && mode.equals("try")) {
                 settled(id);
                 withdraw(l, id, "not_acquired", "held");
@@ -246,8 +376,9 @@ public final class ZklockZookeeperDriver {
             if (!got) {
                 long deadline = mode.equals("timed") ? System.nanoTime() + timeoutMs * 1_000_000L : Long.MAX_VALUE;
                 boolean expired;
+                String failed;
                 synchronized (this) {
-                    while (!w.acquired && !w.expired) {
+                    while (!w.acquired && !w.expired && w.failed == null) {
                         if (w.cancelled) throw new InterruptedException("cancelled");
                         long left = deadline - System.nanoTime();
                         if (left <= 0) break;
@@ -256,10 +387,13 @@ public final class ZklockZookeeperDriver {
                     }
                     got = w.acquired;
                     expired = w.expired;
+                    failed = w.failed;
                 }
                 if (!got) {
                     settled(id);
-                    if (expired) {
+                    if (failed != null) {
+                        withdraw(l, id, "error", failed);
+                    } else if (expired) {
                         emit(obj("event", "error", "id", id, "message", "the session expired while the acquire waited"));
                     } else {
                         withdraw(l, id, "not_acquired", "timeout");
@@ -270,11 +404,11 @@ public final class ZklockZookeeperDriver {
             // Held: a cancel from now on comes too late, and must not interrupt the reading
             // of the token (that would report a held lock as not acquired).
             settled(id);
-            String node = nodePath(l);
+            String node = l.nodePath();
             Stat stat;
             try {
                 // No node, no stat: the token is -1, a grant the checker judges.
-                stat = node == null ? null : l.getZookeeper().exists(node, false);
+                stat = node == null ? null : l.zk().exists(node, false);
             } catch (Exception e) {
                 // Held, but the token cannot be read: the hold is given back and the acquire
                 // reported as failed, rather than reported without a token.
@@ -301,15 +435,16 @@ public final class ZklockZookeeperDriver {
 
     /**
      * WriteLock makes its directory but not the directory's parents (ensurePathExists
-     * creates the one node): its user makes them, as here, once a session. A failure is
-     * left to lock(), which then reports NoNode.
+     * creates the one node), and LeaderElectionSupport makes neither: its user makes them,
+     * as here, once a session. A failure is left to the recipe, which then reports NoNode.
      */
     void makeParents(ZooKeeper z) {
         if (parentsMade) return;
+        String dirs = kind.equals("election") ? path + "/" : path;
         try {
-            for (int at = path.indexOf('/', 1); at > 0; at = path.indexOf('/', at + 1)) {
+            for (int at = dirs.indexOf('/', 1); at > 0; at = dirs.indexOf('/', at + 1)) {
                 try {
-                    z.create(path.substring(0, at), new byte[0],
+                    z.create(dirs.substring(0, at), new byte[0],
                             org.apache.zookeeper.ZooDefs.Ids.OPEN_ACL_UNSAFE,
                             org.apache.zookeeper.CreateMode.PERSISTENT);
                 } catch (KeeperException.NodeExistsException e) {
@@ -322,23 +457,13 @@ public final class ZklockZookeeperDriver {
         }
     }
 
-    /**
-     * The lock node's path: WriteLock keeps its full path when it made the node, and its bare
-     * name when it found the node again after a lost create reply (findPrefixInChildren).
-     */
-    String nodePath(WriteLock l) {
-        String id = l.getId();
-        if (id == null) return null;
-        return id.startsWith("/") ? id : path + "/" + id;
-    }
-
-    /** unlock() withdraws the acquire's node; then the report. */
-    void withdraw(WriteLock l, long id, String event, String why) {
+    /** The acquire's node withdrawn (unlock(), stop()); then the report. */
+    void withdraw(Contender l, long id, String event, String why) {
         String failed = "";
         try {
-            l.unlock();
+            l.withdraw();
         } catch (RuntimeException e) {
-            failed = "; its unlock() failed: " + e;
+            failed = "; its withdrawal failed: " + e;
         }
         Thread.interrupted(); // unlock() sets it again when interrupted
         if (event.equals("not_acquired")) {
@@ -353,23 +478,26 @@ public final class ZklockZookeeperDriver {
         if (started) {
             if (waiter != null) waiter.cancelled = true;
             notifyAll();
-            ownerThread.interrupt();
+            // LeaderElectionSupport turns an interrupt in start() into FAILED, after its
+            // create may have reached the server: the node it then never learnt of stays
+            // with the session. Its user gives up with stop(), which waits for start()
+            // (both synchronized): the acquire sees the flag when start() returns.
+            if (!kind.equals("election")) ownerThread.interrupt();
         } else {
             cancelEarly = true;
         }
     }
 
     void release(long id) {
-        WriteLock l;
+        Contender l;
         synchronized (this) {
             holding = null;
             l = heldBy == null ? lock : heldBy;
             heldBy = null;
         }
         try {
-            // unlock() throws a RuntimeException when its delete fails (other than NoNode);
-            // it forgets its node either way.
-            l.unlock();
+            // A failed delete throws; the recipe forgets its node either way.
+            l.withdraw();
             emit(obj("event", "released", "id", id));
         } catch (RuntimeException e) {
             emit(obj("event", "error", "id", id, "message", e.toString()));
@@ -382,7 +510,7 @@ public final class ZklockZookeeperDriver {
             System.exit(0);
         }
         if (args.length != 4) {
-            System.err.println("usage: ZklockZookeeperDriver writelock CONNECT LOCK_PATH SESSION_TIMEOUT_MS");
+            System.err.println("usage: ZklockZookeeperDriver writelock|election CONNECT LOCK_PATH SESSION_TIMEOUT_MS");
             System.exit(2);
         }
         ZklockZookeeperDriver d = open(args[0], args[1], args[2], Integer.parseInt(args[3]));
@@ -477,14 +605,16 @@ public final class ZklockZookeeperDriver {
     /** A driver with its session connected and its hello sent. */
     static ZklockZookeeperDriver open(String kind, String connect, String path, int sessionTimeoutMs)
             throws Exception {
-        if (!kind.equals("writelock")) throw new IllegalArgumentException("unknown kind " + kind);
-        ZklockZookeeperDriver d = new ZklockZookeeperDriver(connect, path, sessionTimeoutMs);
+        boolean election = kind.equals("election");
+        if (!election && !kind.equals("writelock")) throw new IllegalArgumentException("unknown kind " + kind);
+        ZklockZookeeperDriver d = new ZklockZookeeperDriver(kind, connect, path, sessionTimeoutMs);
         // The hello waits until the handle is connected, as Curator's driver waits for its client.
         d.watcher.connected.await(Math.max(10_000, sessionTimeoutMs), TimeUnit.MILLISECONDS);
-        String version = version();
-        emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", "zookeeper-recipes-lock",
+        String library = election ? "zookeeper-recipes-election" : "zookeeper-recipes-lock";
+        String version = version(election ? LeaderElectionSupport.class : WriteLock.class, library);
+        emit(obj("event", "hello", "protocol", (long) PROTOCOL, "library", library,
                 "version", version == null ? "unknown" : version,
-                "lock", "WriteLock", "session_id", d.sessionId()));
+                "lock", election ? "LeaderElectionSupport" : "WriteLock", "session_id", d.sessionId()));
         return d;
     }
 
@@ -507,32 +637,36 @@ public final class ZklockZookeeperDriver {
      * parsing and reports (into nothing).
      */
     static void train() throws Exception {
-        ZklockZookeeperDriver d = new ZklockZookeeperDriver("127.0.0.1:1", "/zklock/train", 1000);
-        d.lock.setRetryDelay(1);
-        d.sent(1);
-        d.owner.execute(() -> d.acquire(1, "timed", 100, false));
-        Thread.sleep(1_000);
-        d.cancel(1);
-        d.lose("disconnected", "training");
+        for (String kind : new String[] {"writelock", "election"}) {
+            ZklockZookeeperDriver d = new ZklockZookeeperDriver(kind, "127.0.0.1:1", "/zklock/train", 1000);
+            if (d.lock instanceof Lock) ((Lock) d.lock).w.setRetryDelay(1);
+            d.sent(1);
+            d.owner.execute(() -> d.acquire(1, "timed", 100, false));
+            Thread.sleep(1_000);
+            d.cancel(1);
+            d.lose("disconnected", "training");
+            d.lock.nodePath();
+            d.reset();
+        }
         Json.parse("{\"op\":\"acquire\",\"id\":1,\"mode\":\"timed\",\"timeout_ms\":3000,\"object\":\"same\"}");
-        version();
-        d.reset();
+        version(WriteLock.class, "zookeeper-recipes-lock");
+        version(LeaderElectionSupport.class, "zookeeper-recipes-election");
     }
 
-    /** zookeeper-recipes-lock's version: its manifest's, else its jar's name (Debian's links name it). */
-    static String version() {
-        String v = WriteLock.class.getPackage().getImplementationVersion();
+    /** A recipe jar's version: its manifest's, else its jar's name (Debian's links name it). */
+    static String version(Class<?> recipe, String jarName) {
+        String v = recipe.getPackage().getImplementationVersion();
         if (v != null) return v;
         try {
             java.nio.file.Path jar = java.nio.file.Paths.get(
-                    WriteLock.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+                    recipe.getProtectionDomain().getCodeSource().getLocation().toURI());
             java.util.regex.Pattern versioned = java.util.regex.Pattern.compile("-([0-9][^/]*)\\.jar$");
             java.util.regex.Matcher m = versioned.matcher(jar.toRealPath().getFileName().toString());
             if (m.find()) return m.group(1);
             // The unversioned link is a file of its own on some systems: the versioned jar
             // beside it names the version.
             try (java.nio.file.DirectoryStream<java.nio.file.Path> dir =
-                    java.nio.file.Files.newDirectoryStream(jar.getParent(), "zookeeper-recipes-lock-*.jar")) {
+                    java.nio.file.Files.newDirectoryStream(jar.getParent(), jarName + "-*.jar")) {
                 for (java.nio.file.Path p : dir) {
                     java.util.regex.Matcher mv = versioned.matcher(p.getFileName().toString());
                     if (mv.find()) return mv.group(1);

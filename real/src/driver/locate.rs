@@ -1,5 +1,5 @@
 //! Finding and building the drivers: Kazoo's is a Python script, Curator's and ZooKeeper's
-//! WriteLock's are Java classes compiled with `javac` against Debian's jars on first use;
+//! contrib recipes' are Java classes compiled with `javac` against Debian's jars on first use;
 //! all are embedded in zklock
 //! and written to a cache directory ([`cache_dir`]), keyed by a hash of their source, so
 //! a changed driver is rebuilt and an unchanged one is not.
@@ -28,8 +28,9 @@ pub const CACHE_ENV: &str = "ZKLOCK_DRIVER_CACHE";
 /// What each library's driver needs installed, for the "not installed" errors.
 pub const KAZOO_HINT: &str = "apt-get install -y python3-kazoo";
 pub const CURATOR_HINT: &str = "apt-get install -y libcurator-recipes-java openjdk-17-jdk-headless";
-/// ZooKeeper's WriteLock is in `zookeeper-recipes-lock.jar`, which Debian's `zookeeper`
-/// package installs (through `libzookeeper-java`).
+/// ZooKeeper's WriteLock and LeaderElectionSupport are in `zookeeper-recipes-lock.jar` and
+/// `zookeeper-recipes-election.jar`, which Debian's `zookeeper` package installs (through
+/// `libzookeeper-java`).
 pub const ZOOKEEPER_HINT: &str = "apt-get install -y libzookeeper-java openjdk-17-jdk-headless";
 
 const KAZOO_SOURCE: &str = include_str!("../../../drivers/kazoo/zklock_driver.py");
@@ -38,10 +39,11 @@ const CURATOR_CLASS: &str = "ZklockCuratorDriver";
 const ZOOKEEPER_SOURCE: &str =
     include_str!("../../../drivers/zookeeper/ZklockZookeeperDriver.java");
 const ZOOKEEPER_CLASS: &str = "ZklockZookeeperDriver";
-/// The jars ZooKeeper's WriteLock driver compiles and runs against: the recipe, ZooKeeper's
+/// The jars ZooKeeper's recipes' driver compiles and runs against: the recipes, ZooKeeper's
 /// client, and what it loads.
-const ZOOKEEPER_JARS: [&str; 5] = [
+const ZOOKEEPER_JARS: [&str; 6] = [
     "zookeeper-recipes-lock",
+    "zookeeper-recipes-election",
     "zookeeper",
     "zookeeper-jute",
     "slf4j-api",
@@ -142,7 +144,7 @@ impl Launcher {
                 let classpath = curator_program(CURATOR_CLASS, CURATOR_SOURCE).map_err(err)?;
                 java_launcher(classpath, CURATOR_CLASS)
             }
-            DriverKind::ZookeeperWriteLock => {
+            DriverKind::ZookeeperWriteLock | DriverKind::ZookeeperElection => {
                 let classpath = java_program(
                     ZOOKEEPER_CLASS,
                     ZOOKEEPER_SOURCE,
@@ -269,7 +271,7 @@ fn java_launcher(classpath: String, class: &str) -> Result<Launcher, RealError> 
 /// The main class of a Java driver of `kind`.
 fn java_class(kind: DriverKind) -> &'static str {
     match kind {
-        DriverKind::ZookeeperWriteLock => ZOOKEEPER_CLASS,
+        DriverKind::ZookeeperWriteLock | DriverKind::ZookeeperElection => ZOOKEEPER_CLASS,
         _ => CURATOR_CLASS,
     }
 }

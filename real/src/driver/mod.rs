@@ -69,10 +69,14 @@ pub enum DriverKind {
     CuratorLeaderLatch,
     /// Curator's `LeaderSelector`, each hold a term of leadership (one `takeLeadership`).
     CuratorLeaderSelector,
+    /// ZooKeeper's own contrib election,
+    /// `org.apache.zookeeper.recipes.leader.LeaderElectionSupport`
+    /// (zookeeper-recipes-election), each hold a term of leadership.
+    ZookeeperElection,
 }
 
 impl DriverKind {
-    pub const ALL: [DriverKind; 11] = [
+    pub const ALL: [DriverKind; 12] = [
         DriverKind::CuratorMutex,
         DriverKind::CuratorRw,
         DriverKind::CuratorSemaphoreMutex,
@@ -84,6 +88,7 @@ impl DriverKind {
         DriverKind::KazooElection,
         DriverKind::CuratorLeaderLatch,
         DriverKind::CuratorLeaderSelector,
+        DriverKind::ZookeeperElection,
     ];
 
     /// The name `zklock real --lock` takes.
@@ -100,6 +105,7 @@ impl DriverKind {
             DriverKind::KazooElection => "kazoo-election",
             DriverKind::CuratorLeaderLatch => "curator-leader-latch",
             DriverKind::CuratorLeaderSelector => "curator-leader-selector",
+            DriverKind::ZookeeperElection => "zookeeper-election",
         }
     }
 
@@ -131,6 +137,7 @@ impl DriverKind {
             DriverKind::KazooElection
                 | DriverKind::CuratorLeaderLatch
                 | DriverKind::CuratorLeaderSelector
+                | DriverKind::ZookeeperElection
         )
     }
 
@@ -155,6 +162,7 @@ impl DriverKind {
             (DriverKind::KazooElection, _) => "election",
             (DriverKind::CuratorLeaderLatch, _) => "leader-latch",
             (DriverKind::CuratorLeaderSelector, _) => "leader-selector",
+            (DriverKind::ZookeeperElection, _) => "election",
         }
     }
 }

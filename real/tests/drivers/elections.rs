@@ -26,3 +26,8 @@ async fn curators_leader_latch_passes_a_contended_fault_free_run() {
 async fn curators_leader_selector_passes_a_contended_fault_free_run() {
     passes_contended_fault_free(DriverKind::CuratorLeaderSelector, TERMS).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeepers_leader_election_support_passes_a_contended_fault_free_run() {
+    passes_contended_fault_free(DriverKind::ZookeeperElection, TERMS).await;
+}

@@ -112,8 +112,9 @@ pub enum Command {
     Search(Absent),
     /// Export a finding of a finished search from its journal as a reproduction a
     /// maintainer runs without zklock: for Kazoo's locks, one Python file (Python and
-    /// Kazoo alone), for Curator's and ZooKeeper's WriteLock one Java file (the jars
-    /// alone), shrunk, and verified here before it is written
+    /// Kazoo alone), for Curator's locks and LeaderLatch and ZooKeeper's WriteLock and
+    /// LeaderElectionSupport one Java file (the jars alone), shrunk, and verified here
+    /// before it is written
     #[cfg(feature = "real")]
     #[command(after_help = EXIT_STATUS)]
     Export(ExportArgs),

@@ -11,9 +11,9 @@ use zklock_search::export::{self, ExportOptions};
 pub struct ExportFlags {
     /// Export each violation found (one per cause) as a reproduction under DIR, each in
     /// a new directory of its own, shrunk and verified first: for Kazoo's locks, a Python
-    /// file that runs with Python and Kazoo alone; for Curator's locks and ZooKeeper's
-    /// WriteLock, a Java file that compiles and runs with the library's jars alone (other
-    /// locks are refused before the search starts)
+    /// file that runs with Python and Kazoo alone; for Curator's locks and LeaderLatch and
+    /// ZooKeeper's WriteLock and LeaderElectionSupport, a Java file that compiles and runs
+    /// with the library's jars alone (other locks are refused before the search starts)
     #[arg(long, value_name = "DIR")]
     pub export: Option<PathBuf>,
     #[command(flatten)]

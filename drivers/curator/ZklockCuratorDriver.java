@@ -213,8 +213,11 @@ public final class ZklockCuratorDriver {
             String node = heldNode();
             Stat stat = null;
             try {
-                // No node, no stat: the token is -1, a grant the checker judges.
-                stat = node == null ? null : client.checkExists().forPath(node);
+                // No node, no stat: the token is -1, a grant the checker judges. Read on the
+                // session's own handle, without Curator's retries: a retry after an expiry
+                // reads on a new session, which finds the old session's node gone and would
+                // judge a loss that came after the grant as a grant on a gone node.
+                stat = node == null ? null : client.getZookeeperClient().getZooKeeper().exists(node, false);
             } catch (Exception e) {
                 // Held, but the token cannot be read: the hold is given back and the acquire
                 // reported as failed, rather than reported without a token.

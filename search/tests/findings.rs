@@ -151,13 +151,19 @@ fn words(s: &str) -> String {
     kept.collect::<Vec<_>>().join(" ")
 }
 
-/// Whether Java and Debian's jars of both Java libraries are here, with a server.
+/// Whether Java and Debian's jars of the Java libraries are here, with a server.
 fn java_here() -> bool {
     if !harness::available_for_tests() {
         return false;
     }
     let libs = Path::new(zklock_search::export::JAVA_LIBS_DEFAULT);
-    let missing: Vec<&str> = ["curator-recipes", "zookeeper-recipes-lock", "zookeeper"]
+    let jars = [
+        "curator-recipes",
+        "zookeeper-recipes-lock",
+        "zookeeper-recipes-election",
+        "zookeeper",
+    ];
+    let missing: Vec<&str> = jars
         .into_iter()
         .filter(|j| !libs.join(format!("{j}.jar")).is_file())
         .collect();
@@ -187,7 +193,7 @@ fn the_committed_java_reproductions_fail_and_pass_with_their_fault_removed() {
         .iter()
         .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    // Curator's two apparently new findings, and WriteLock's four.
+    // Curator's two apparently new findings, WriteLock's four and LeaderElectionSupport's two.
     for prefix in [
         "curator-mutex-node_outlives_attempt-0-withhold-reply-create-1",
         "curator-semaphore-mutex-fencing_token_order-0-expire-delete-1",
@@ -195,6 +201,8 @@ fn the_committed_java_reproductions_fail_and_pass_with_their_fault_removed() {
         "zookeeper-writelock-node_outlives_attempt-0-drop-request-delete-1",
         "zookeeper-writelock-node_outlives_attempt-0-give-up-create-1",
         "zookeeper-writelock-liveness_after_heal-no-fault",
+        "zookeeper-election-node_outlives_attempt-0-drop-request-delete-1",
+        "zookeeper-election-node_outlives_attempt-0-withhold-reply-create-1",
     ] {
         assert!(
             names.iter().any(|n| n == prefix),
@@ -248,4 +256,38 @@ fn the_committed_java_reproductions_are_what_an_export_writes_today() {
             dir.display()
         );
     }
+}
+
+/// An election's export: Curator's LeaderLatch driven as the drivers drive it (an acquire
+/// joins and awaits leadership, a hold is a term, the release closes the latch). No
+/// LeaderLatch finding reproduces in the file yet (docs/libraries.md), so no export is
+/// committed; this runs the file's latch calls on a contended fault-free script of every
+/// acquire mode, in which every check must hold, as an export's `--no-fault` control must.
+#[test]
+fn a_leader_latch_export_compiles_and_its_fault_free_script_holds_every_check() {
+    use zklock_search::export::{ExportOptions, java_rendered_again, run_reproduction};
+    let line = "zklock real --lock curator-leader-latch --clients 2 --attempts 4 \
+                --session-timeout-ms 2000 --hold-ms 5 --drop-every 4 --acquire-timeout-ms 1000 \
+                --duration 30000ms --faults none";
+    let stated = format!(
+        "// curator-leader-latch, fault-free\n// As zklock runs it: {line}\n    static final \
+         Set<String> CHECK = Set.of(\"fencing_token_order\", \"mutual_exclusion\", \
+         \"liveness_after_heal\", \"node_outlives_attempt\");\n"
+    );
+    let text = java_rendered_again(&stated).unwrap();
+    assert!(
+        text.contains("new LeaderLatch(curator, LOCK_PATH"),
+        "{text}"
+    );
+    if !java_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Repro.java"), &text).unwrap();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = run_reproduction(dir.path(), &ExportOptions::default(), false).unwrap();
+    assert_eq!(
+        outcome, None,
+        "the fault-free latch script violated a check"
+    );
 }

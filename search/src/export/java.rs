@@ -12,6 +12,7 @@ use zklock_real::plan::{GIVE_UP_HOLD_MS, Repeat, op};
 const TEMPLATE: &str = include_str!("java_repro.java");
 const CURATOR_CODE: &str = include_str!("java_curator.java");
 const WRITELOCK_CODE: &str = include_str!("java_writelock.java");
+const ELECTION_CODE: &str = include_str!("java_election.java");
 
 /// How the file states the line it runs, in a comment.
 pub(crate) const LINE_PREFIX: &str = "// As zklock runs it: ";
@@ -25,10 +26,14 @@ pub(super) const FILE_NAME: &str = "Repro.java";
 pub(super) enum Library {
     Curator,
     WriteLock,
+    /// ZooKeeper's contrib election, `LeaderElectionSupport`.
+    Election,
 }
 
-/// The locks exported as Java, their library and their kind in the file.
-pub(super) const LOCKS: [(&str, Library, &str); 4] = [
+/// The locks exported as Java, their library and their kind in the file. An election
+/// is driven as the drivers drive it: an acquire joins and awaits leadership, a hold is
+/// a term, the release leaves (docs/drivers.md).
+pub(super) const LOCKS: [(&str, Library, &str); 6] = [
     ("curator-mutex", Library::Curator, "mutex"),
     ("curator-rw", Library::Curator, "rw"),
     (
@@ -36,7 +41,9 @@ pub(super) const LOCKS: [(&str, Library, &str); 4] = [
         Library::Curator,
         "semaphore-mutex",
     ),
+    ("curator-leader-latch", Library::Curator, "leader-latch"),
     ("zookeeper-writelock", Library::WriteLock, "writelock"),
+    ("zookeeper-election", Library::Election, "election"),
 ];
 
 /// The actions the file's proxy carries out.
@@ -51,7 +58,7 @@ impl Library {
     pub(super) fn name(self) -> &'static str {
         match self {
             Library::Curator => "Curator",
-            Library::WriteLock => "ZooKeeper's recipes",
+            Library::WriteLock | Library::Election => "ZooKeeper's recipes",
         }
     }
 
@@ -77,6 +84,13 @@ impl Library {
                 "slf4j-api",
                 "slf4j-nop",
             ],
+            Library::Election => &[
+                "zookeeper-recipes-election",
+                "zookeeper",
+                "zookeeper-jute",
+                "slf4j-api",
+                "slf4j-nop",
+            ],
         }
     }
 
@@ -87,6 +101,7 @@ impl Library {
                  import java.lang.reflect.Method;\n\
                  import org.apache.curator.framework.CuratorFramework;\n\
                  import org.apache.curator.framework.CuratorFrameworkFactory;\n\
+                 import org.apache.curator.framework.recipes.leader.LeaderLatch;\n\
                  import org.apache.curator.framework.recipes.locks.InterProcessLock;\n\
                  import org.apache.curator.framework.recipes.locks.InterProcessMutex;\n\
                  import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;\n\
@@ -97,6 +112,11 @@ impl Library {
             Library::WriteLock => {
                 "import org.apache.zookeeper.recipes.lock.LockListener;\n\
                  import org.apache.zookeeper.recipes.lock.WriteLock;"
+            }
+            Library::Election => {
+                "import java.lang.reflect.Field;\n\
+                 import org.apache.zookeeper.recipes.leader.LeaderElectionSupport;\n\
+                 import org.apache.zookeeper.recipes.leader.LeaderOffer;"
             }
         }
     }
@@ -213,6 +233,7 @@ pub(super) fn render(
     let code = match library {
         Library::Curator => CURATOR_CODE,
         Library::WriteLock => WRITELOCK_CODE,
+        Library::Election => ELECTION_CODE,
     };
     let cp = classpath(library, Path::new(super::JAVA_LIBS_DEFAULT));
     Ok(TEMPLATE
@@ -249,7 +270,9 @@ pub(super) fn run_file(
                 options.java_libs.display(),
                 match library {
                     Library::Curator => zklock_real::driver::locate::CURATOR_HINT,
-                    Library::WriteLock => zklock_real::driver::locate::ZOOKEEPER_HINT,
+                    Library::WriteLock | Library::Election => {
+                        zklock_real::driver::locate::ZOOKEEPER_HINT
+                    }
                 }
             )));
         }

@@ -32,6 +32,7 @@
         }
 
         ScriptLock makeLock() {
+            if (KIND.equals("leader-latch")) return makeLatch(curator);
             boolean reader = READERS > index;
             InterProcessLock l = switch (KIND) {
                 case "semaphore-mutex" -> new InterProcessSemaphoreMutex(curator, LOCK_PATH);
@@ -81,6 +82,55 @@
                 }
             };
         }
+    }
+
+    /**
+     * A LeaderLatch driven as a lock: an acquire starts a new latch (one starts only once)
+     * and awaits leadership, a hold is a term of leadership, the release closes the latch.
+     * A latch that does not lead is closed.
+     */
+    ScriptLock makeLatch(CuratorFramework curator) {
+        return new ScriptLock() {
+            volatile LeaderLatch latch;
+
+            public boolean acquire(long timeoutMs) throws Exception {
+                LeaderLatch l = new LeaderLatch(curator, LOCK_PATH, "repro");
+                latch = l;
+                boolean led = false;
+                try {
+                    l.start();
+                    if (timeoutMs < 0) {
+                        l.await();
+                        led = true;
+                    } else {
+                        led = l.await(timeoutMs, TimeUnit.MILLISECONDS);
+                    }
+                    return led;
+                } finally {
+                    if (!led) {
+                        try {
+                            l.close();
+                        } catch (Exception e) {
+                            // closed already
+                        }
+                    }
+                }
+            }
+
+            public void release() throws Exception {
+                latch.close();
+            }
+
+            /** The latch's node (its getOurPath()), kept after it was closed. */
+            public String node() {
+                LeaderLatch l = latch;
+                return l == null ? null : l.getOurPath();
+            }
+
+            public String name() {
+                return "LeaderLatch.await()";
+            }
+        };
     }
 
     static String versions() {

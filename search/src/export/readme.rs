@@ -65,7 +65,7 @@ pub(super) fn readme(
             let cp = java::classpath(library, std::path::Path::new(super::JAVA_LIBS_DEFAULT));
             let client = match library {
                 Library::Curator => "a `CuratorFramework` of its own",
-                Library::WriteLock => "a `ZooKeeper` handle of its own",
+                Library::WriteLock | Library::Election => "a `ZooKeeper` handle of its own",
             };
             (
                 format!(
@@ -95,7 +95,7 @@ pub(super) fn readme(
         versions = e.versions,
         session = w.session_timeout_ms,
         steps = steps(lang, best),
-        expected = expected(lang, checks),
+        expected = expected(lang, &best.lock, checks),
         assertion = e.assertion,
     )
 }
@@ -111,14 +111,33 @@ fn class_of(line: &RealLine, i: u32) -> &'static str {
         ("curator-semaphore-mutex", _) => "InterProcessSemaphoreMutex",
         ("curator-rw", true) => "InterProcessReadWriteLock.readLock()",
         ("curator-rw", false) => "InterProcessReadWriteLock.writeLock()",
+        ("curator-leader-latch", _) => "LeaderLatch",
         ("zookeeper-writelock", _) => "WriteLock",
+        ("zookeeper-election", _) => "LeaderElectionSupport",
         _ => "Lock",
     }
 }
 
+/// Whether `lock` is an election, each hold a term of leadership.
+fn line_is_election(lock: &str) -> bool {
+    matches!(lock, "curator-leader-latch" | "zookeeper-election")
+}
+
 /// One attempt's call, in the library's terms.
-fn call(lang: Language, mode: AcquireMode) -> String {
+fn call(lang: Language, lock: &str, mode: AcquireMode) -> String {
     let secs = |ms: u64| ms as f64 / 1000.0;
+    if lock == "curator-leader-latch" {
+        return match mode {
+            AcquireMode::Blocking => "a new latch's `start()` and `await()`".to_owned(),
+            AcquireMode::Try => "`start()` and `await(0, MILLISECONDS)`".to_owned(),
+            AcquireMode::Timeout { timeout_ms } => {
+                format!("`start()` and `await({timeout_ms}, MILLISECONDS)`")
+            }
+            AcquireMode::Dropped { after_ms } => format!(
+                "`start()` and `await()`, given up (its thread interrupted) after {after_ms} ms"
+            ),
+        };
+    }
     match (lang, mode) {
         (Language::Python, AcquireMode::Blocking) => "`acquire()`".to_owned(),
         (Language::Python, AcquireMode::Try) => "`acquire(blocking=False)`".to_owned(),
@@ -150,6 +169,18 @@ fn call(lang: Language, mode: AcquireMode) -> String {
         (Language::Java(Library::WriteLock), AcquireMode::Dropped { after_ms }) => {
             format!("`lock()` given up (its thread interrupted) after {after_ms} ms")
         }
+        (Language::Java(Library::Election), AcquireMode::Blocking) => {
+            "a new `start()` and a wait for `ELECTED_COMPLETE`".to_owned()
+        }
+        (Language::Java(Library::Election), AcquireMode::Try) => {
+            "`start()`, leading or not at its return (a try)".to_owned()
+        }
+        (Language::Java(Library::Election), AcquireMode::Timeout { timeout_ms }) => {
+            format!("`start()` and a wait of {timeout_ms} ms for `ELECTED_COMPLETE`")
+        }
+        (Language::Java(Library::Election), AcquireMode::Dropped { after_ms }) => {
+            format!("`start()` and a wait for `ELECTED_COMPLETE`, given up after {after_ms} ms")
+        }
     }
 }
 
@@ -169,11 +200,22 @@ fn steps(lang: Language, line: &RealLine) -> String {
             "`unlock()`",
             "the caller gives the acquire up (its thread interrupted)",
         ),
+        Language::Java(Library::Election) => ("`stop()`", "the caller gives the acquire up"),
+    };
+    let release = match line.lock.as_str() {
+        "curator-leader-latch" => "`close()`",
+        _ => release,
     };
     let mut out = Vec::new();
     for i in 0..w.clients {
         let calls: Vec<String> = (0..u64::from(w.attempts_per_client))
-            .map(|k| call(lang, zklock_real::workload::mode_of(i as usize, k, w)))
+            .map(|k| {
+                call(
+                    lang,
+                    &line.lock,
+                    zklock_real::workload::mode_of(i as usize, k, w),
+                )
+            })
             .collect();
         let start = match w.start_stagger_ms.saturating_mul(u64::from(i)) {
             0 => String::new(),
@@ -190,6 +232,14 @@ fn steps(lang: Language, line: &RealLine) -> String {
                 n => format!("{} ms ({} ms every {n}th)", w.hold_ms, w.long_hold_ms),
             }
         ));
+    }
+    if lang == Language::Java(Library::Election) {
+        out.push(
+            "- every acquire that does not lead (`FAILED`, a timeout, a give-up) calls `stop()` \
+             to withdraw its offer; a give-up sets a flag the wait looks at and interrupts \
+             nothing, since an interrupt inside `start()` may leave an offer it never learnt of"
+                .to_owned(),
+        );
     }
     if lang == Language::Java(Library::WriteLock) {
         out.push(
@@ -234,8 +284,13 @@ fn steps(lang: Language, line: &RealLine) -> String {
     out.join("\n")
 }
 
-fn expected(lang: Language, checks: &[String]) -> String {
+fn expected(lang: Language, lock: &str, checks: &[String]) -> String {
     let (timed, blocking, granted) = match lang {
+        _ if lock == "curator-leader-latch" => (
+            "`await(T, MILLISECONDS)` returns",
+            "a blocking `await()` is served",
+            "`await()` returns (true)",
+        ),
         Language::Python => (
             "`acquire(timeout=T)` returns",
             "a blocking `acquire()` is served",
@@ -251,6 +306,11 @@ fn expected(lang: Language, checks: &[String]) -> String {
             "`lockAcquired()` comes to a waiting `lock()`",
             "`lock()` returns true (or `lockAcquired()` comes)",
         ),
+        Language::Java(Library::Election) => (
+            "a timed wait for `ELECTED_COMPLETE` ends",
+            "`ELECTED_COMPLETE` comes to a waiting contender",
+            "`ELECTED_COMPLETE` comes",
+        ),
     };
     let lines: Vec<String> = checks
         .iter()
@@ -265,6 +325,9 @@ fn expected(lang: Language, checks: &[String]) -> String {
             ),
             "timed_acquire_in_time" => {
                 format!("- {timed} within T (and a second of grace for its cleanup)")
+            }
+            "mutual_exclusion" if line_is_election(lock) => {
+                "- no two clients lead at once".to_owned()
             }
             "mutual_exclusion" => "- no two clients hold the lock at once".to_owned(),
             "liveness_after_heal" => format!(

@@ -530,7 +530,9 @@ pub struct RealArgs {
     /// (dropped, and the session that sent it expired at the server), crash (dropped, the
     /// process crashed there), give-up (held a second while the client's caller gives up
     /// its acquire, then sent), pause or pause-DURATION (held, the process paused for twice
-    /// the session timeout or DURATION); OP create, delete, exists, get-data, set-data or
+    /// the session timeout or DURATION), outage or outage-DURATION (dropped, and every
+    /// server killed there and restarted on its data as long after, the sessions restored
+    /// with fresh timeouts; servers the run started only); OP create, delete, exists, get-data, set-data or
     /// get-children; NTH strikes the client's NTH matching request (default 1); REPEAT the
     /// next N matching requests, or every one for a window such as 3000ms
     #[arg(long, value_name = "C:ACTION:OP:PATH[:NTH[:REPEAT]]")]
@@ -673,9 +675,11 @@ pub struct SearchArgs {
         value_parser = whole::<u64, 0, ANY>,
     )]
     pub repeat_window_ms: u64,
-    /// The actions tried at each request, comma-separated (default: every one):
-    /// drop-request, withhold-reply, expire, pause, crash, give-up; the repeated points
-    /// come with drop-request and withhold-reply
+    /// The actions tried at each request, comma-separated (default: every one but
+    /// outage): drop-request, withhold-reply, expire, pause, crash, give-up, and outage
+    /// (every server killed at the request and restarted on its data after the pause's
+    /// length, tried only when named); the repeated points come with drop-request and
+    /// withhold-reply
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub actions: Vec<String>,
     /// The workload shapes run once each, without a fault, before the points,

@@ -385,18 +385,26 @@ pub(crate) fn parse_aim(
         "pause" => AimedAction::Pause {
             pause_ms: default_pause_ms,
         },
-        other => match other
-            .strip_prefix("pause-")
-            .map(|d| parse_duration_ms("--aim's pause", d))
-        {
-            Some(Ok(pause_ms)) if (1..=MAX_DURATION_MS).contains(&pause_ms) => {
-                AimedAction::Pause { pause_ms }
-            }
-            _ => bail!(
-                "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, expire, \
-                 crash, give-up, pause, or pause-DURATION such as pause-9000ms, at most an hour)"
-            ),
+        "outage" => AimedAction::Outage {
+            down_ms: default_pause_ms,
         },
+        other => {
+            let timed = |prefix: &str| {
+                (other.strip_prefix(prefix))
+                    .map(|d| parse_duration_ms("--aim's duration", d))
+                    .and_then(Result::ok)
+                    .filter(|ms| (1..=MAX_DURATION_MS).contains(ms))
+            };
+            match (timed("pause-"), timed("outage-")) {
+                (Some(pause_ms), _) => AimedAction::Pause { pause_ms },
+                (_, Some(down_ms)) => AimedAction::Outage { down_ms },
+                _ => bail!(
+                    "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, \
+                     expire, crash, give-up, pause, pause-DURATION such as pause-9000ms, outage \
+                     or outage-DURATION, each at most an hour)"
+                ),
+            }
+        }
     };
     let ops = op_by_name(op).with_context(|| {
         format!(

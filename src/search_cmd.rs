@@ -429,7 +429,7 @@ fn script_readers(a: &SearchArgs, lock: &Lock) -> u32 {
 fn actions_named(names: &[String]) -> Vec<&'static str> {
     let mut only = Vec::new();
     for name in names {
-        if let Some(&known) = Actions::NAMES.iter().find(|&&n| n == name)
+        if let Some(&known) = (Actions::NAMES.iter().chain(&Actions::OPT_IN)).find(|&&n| n == name)
             && !only.contains(&known)
         {
             only.push(known);
@@ -441,14 +441,10 @@ fn actions_named(names: &[String]) -> Vec<&'static str> {
 /// The search the flags ask for; the library checks the settings' bounds.
 fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Search> {
     let lock = Lock::named(&a.lock, recipes)?;
-    if let Some(name) = a
-        .actions
-        .iter()
-        .find(|n| !Actions::NAMES.contains(&n.as_str()))
-    {
+    if let Some(name) = a.actions.iter().find(|n| !Actions::knows(n)) {
         bail!(
             "--actions: unknown action {name:?} (drop-request, withhold-reply, expire, \
-             pause, crash, give-up)"
+             pause, crash, give-up; outage only when named)"
         );
     }
     let workload = a.workload.apply(WorkloadConfig {

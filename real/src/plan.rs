@@ -87,6 +87,13 @@ pub enum AimedAction {
     /// applies what a caller already gave up. A request sent outside an acquire (a
     /// release's) is only held.
     GiveUp,
+    /// The request is dropped and every server of the run killed there (SIGKILL), then
+    /// restarted on its data after `down_ms`: an outage of the whole service. The
+    /// restarted servers restore the sessions with fresh timeouts, so a library that
+    /// declared its session lost during the outage (Curator once SUSPENDED outlasts the
+    /// session timeout) may find the server still holding it, and its nodes. Needs
+    /// servers the harness started.
+    Outage { down_ms: u64 },
 }
 
 /// How long an [`AimedAction::GiveUp`] holds the request it caught: time for the give-up
@@ -104,16 +111,32 @@ impl AimedAction {
             AimedAction::Pause { .. } => "pause",
             AimedAction::Crash => "crash",
             AimedAction::GiveUp => "give-up",
+            AimedAction::Outage { .. } => "outage",
         }
     }
 
     /// Whether the action ends the struck client's session (the server expires it):
-    /// an expiry, a pause (longer than the session timeout, as a search's are), a crash.
+    /// an expiry, a pause (longer than the session timeout, as a search's are), a crash;
+    /// or may make its library end it (an outage longer than the session timeout).
     pub fn ends_sessions(self) -> bool {
         matches!(
             self,
-            AimedAction::Expire | AimedAction::Pause { .. } | AimedAction::Crash
+            AimedAction::Expire
+                | AimedAction::Pause { .. }
+                | AimedAction::Crash
+                | AimedAction::Outage { .. }
         )
+    }
+
+    /// How long the action lasts past its strike: a pause's, a give-up's hold, an
+    /// outage's time down (its restart comes on top).
+    pub fn lasts_ms(self) -> u64 {
+        match self {
+            AimedAction::Pause { pause_ms } => pause_ms,
+            AimedAction::GiveUp => GIVE_UP_HOLD_MS,
+            AimedAction::Outage { down_ms } => down_ms,
+            _ => 0,
+        }
     }
 }
 
@@ -227,6 +250,7 @@ impl fmt::Display for AimedFault {
             .unwrap_or("?");
         let action = match self.action {
             AimedAction::Pause { pause_ms } => format!("pause-{pause_ms}ms"),
+            AimedAction::Outage { down_ms } => format!("outage-{down_ms}ms"),
             other => other.name().to_owned(),
         };
         write!(f, "{action}:{op}:{}", self.under)?;

@@ -683,7 +683,11 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                     let session = ends.session.load(Ordering::Acquire);
                     note_change_request(shared, id, body, session);
                     match aim_at_request(shared, id, body, session) {
-                        Some(AimedAction::DropRequest | AimedAction::Crash) => return,
+                        Some(
+                            AimedAction::DropRequest
+                            | AimedAction::Crash
+                            | AimedAction::Outage { .. },
+                        ) => return,
                         Some(AimedAction::Expire) => {
                             refuse(shared, session, EXPIRE_REFUSAL);
                             return;

@@ -83,6 +83,33 @@ impl Servers {
         Ok(leader)
     }
 
+    /// Whether the run can take the whole service down ([`Servers::kill_all`]): servers
+    /// the harness started.
+    pub fn can_kill_all(&self) -> bool {
+        !matches!(self, Servers::External { .. })
+    }
+
+    /// SIGKILLs every server (their data kept for [`Servers::restart_all`]): an outage of
+    /// the whole service. Servers someone else runs are refused.
+    pub fn kill_all(&mut self) -> Result<(), RealError> {
+        match self {
+            Servers::Single(server) => server.kill(),
+            Servers::Ensemble(cluster) => (0..cluster.len()).for_each(|i| cluster.kill(i)),
+            Servers::External { .. } => return Err(outage_refused()),
+        }
+        Ok(())
+    }
+
+    /// Starts every server again on its data and waits until they serve: the sessions
+    /// they held come back, with fresh timeouts. Blocks.
+    pub fn restart_all(&mut self) -> Result<(), RealError> {
+        match self {
+            Servers::Single(server) => server.restart(),
+            Servers::Ensemble(cluster) => cluster.restart_all(),
+            Servers::External { .. } => Err(outage_refused()),
+        }
+    }
+
     /// Restarts ensemble member `i` and waits until it serves. Blocks.
     pub fn restart(&mut self, i: usize) -> Result<(), RealError> {
         match self {
@@ -90,5 +117,13 @@ impl Servers {
             Servers::Single(server) => server.restart(),
             Servers::External { .. } => Ok(()),
         }
+    }
+}
+
+fn outage_refused() -> RealError {
+    RealError::Config {
+        reason: "an outage kills every server and restarts it on its data: it needs servers \
+                 the harness started, not --connect's"
+            .into(),
     }
 }

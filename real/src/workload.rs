@@ -352,6 +352,15 @@ async fn run_work<W: Work>(
             reason: "kill-leader needs a harness-started ensemble of at least 3 servers".into(),
         });
     }
+    let outage =
+        |(_, a): &(u32, crate::plan::AimedFault)| matches!(a.action, AimedAction::Outage { .. });
+    if faults.aimed.iter().any(outage) && !servers.can_kill_all() {
+        return Err(RealError::Config {
+            reason: "an aimed outage kills every server and restarts it on its data: it needs \
+                     servers the harness started, not --connect's"
+                .into(),
+        });
+    }
     let server_connect = servers.connect_string();
     // A direct session first: an unreachable server fails here, naming its address.
     let observer = ZkClient::connect(
@@ -453,6 +462,7 @@ async fn run_work<W: Work>(
             targets.links.clone(),
             Arc::clone(&shared),
             targets.server_connect_string.clone(),
+            Arc::clone(&targets.servers),
         ));
     }
     let started_ms = u64::try_from(recorder.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -644,8 +654,14 @@ fn a_live_node_stands(shared: &Shared) -> bool {
 /// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of
 /// its client when the proxy reports it caught, and for
 /// [`crate::proxy::AimedAction::Expire`] expires the session and records a forced expiry
-/// once the server confirmed it; ends with the run.
-async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, server: String) {
+/// once the server confirmed it, and for [`crate::proxy::AimedAction::Outage`] takes every
+/// server down and back up; ends with the run.
+async fn record_aimed_strikes(
+    links: Vec<Arc<ClientLink>>,
+    shared: Arc<Shared>,
+    server: String,
+    servers: Arc<Mutex<Servers>>,
+) {
     // Per client, per proxy: the caught requests already recorded.
     let mut seen: Vec<Vec<usize>> = links.iter().map(|l| vec![0; l.proxies().len()]).collect();
     while !shared.acquisitions_over() {
@@ -655,14 +671,21 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
             for (p, proxy) in link.proxies().iter().enumerate() {
                 for caught in proxy.caught_requests().into_iter().skip(seen[index][p]) {
                     seen[index][p] += 1;
-                    let lasts_ms = match caught.action {
-                        AimedAction::Pause { pause_ms } => pause_ms,
-                        AimedAction::GiveUp => crate::plan::GIVE_UP_HOLD_MS,
-                        _ => 0,
-                    };
+                    let lasts_ms = caught.action.lasts_ms();
                     let over = shared.recorder.elapsed().as_millis() as u64 + lasts_ms;
                     shared.aims_over_at_ms.fetch_max(over, Ordering::AcqRel);
                     match caught.action {
+                        AimedAction::Outage { down_ms } => {
+                            // Every session is cut; the run waits for the service.
+                            for client in 0..links.len() {
+                                record_fault(&shared, client, FaultKind::ConnectionLoss);
+                            }
+                            let before = (shared.aims_over_at_ms)
+                                .fetch_max(OUTAGE_UNDER_WAY_MS, Ordering::AcqRel);
+                            let (shared, servers) = (Arc::clone(&shared), Arc::clone(&servers));
+                            tokio::spawn(outage(shared, servers, down_ms, before));
+                            continue;
+                        }
                         AimedAction::Pause { pause_ms } => {
                             record_fault(
                                 &shared,
@@ -723,7 +746,41 @@ async fn record_aimed_strikes(links: Vec<Arc<ClientLink>>, shared: Arc<Shared>, 
     }
 }
 
-/// Records `fault` on client `index`'s current session.
+/// While an outage is under way, the aimed faults' end: the run waits for the service.
+const OUTAGE_UNDER_WAY_MS: u64 = u64::MAX / 4;
+
+/// An aimed outage: every server killed, down for `down_ms`, restarted on its data. Its
+/// end is the aimed faults' end (`before` is theirs without it), and every client meets
+/// a fault there, when the service is back: liveness is judged from then.
+async fn outage(shared: Arc<Shared>, servers: Arc<Mutex<Servers>>, down_ms: u64, before: u64) {
+    let on_servers = |what: fn(&mut Servers) -> Result<(), RealError>| {
+        let servers = Arc::clone(&servers);
+        // A poisoned lock is a panicked fault task's: the servers are still there.
+        tokio::task::spawn_blocking(move || {
+            what(&mut servers.lock().unwrap_or_else(PoisonError::into_inner))
+        })
+    };
+    match on_servers(Servers::kill_all).await {
+        Ok(Ok(())) => {
+            tokio::time::sleep(Duration::from_millis(down_ms)).await;
+            match on_servers(Servers::restart_all).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!("zklock: the aimed outage's restart failed: {e}"),
+                Err(e) => eprintln!("zklock: the aimed outage's restart task failed: {e}"),
+            }
+        }
+        Ok(Err(e)) => eprintln!("zklock: the aimed outage could not kill the servers: {e}"),
+        Err(e) => eprintln!("zklock: the aimed outage's kill task failed: {e}"),
+    }
+    for client in 0..shared.sessions.len() {
+        record_fault(&shared, client, FaultKind::ConnectionLoss);
+    }
+    let back_ms = shared.recorder.elapsed().as_millis() as u64;
+    shared
+        .aims_over_at_ms
+        .store(before.max(back_ms), Ordering::Release);
+}
+
 /// Records `fault` on client `index`'s current session, or, for a client done with its
 /// script, on its last one.
 fn record_fault(shared: &Shared, index: usize, fault: FaultKind) {

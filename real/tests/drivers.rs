@@ -18,6 +18,8 @@ mod expiry;
 mod kazoo_cases;
 #[path = "drivers/mixed.rs"]
 mod mixed;
+#[path = "drivers/outage.rs"]
+mod outage;
 #[path = "drivers/sessions.rs"]
 mod sessions;
 #[path = "drivers/zookeeper_cases.rs"]

@@ -70,7 +70,7 @@ pub struct Actions {
     /// The window of "every matching request for a while", in ms (0: no such points).
     pub repeat_window_ms: u64,
     /// The actions tried, by [`AimedAction::name`] (the repeated drops and withheld
-    /// replies with theirs); empty: every one.
+    /// replies with theirs); empty: every one but the [`Actions::OPT_IN`] ones.
     pub only: Vec<&'static str>,
 }
 
@@ -88,9 +88,21 @@ impl Actions {
         "give-up",
     ];
 
+    /// The actions tried only when `only` names them: an outage takes every server of
+    /// the run down at each request, where the default menu touches one client.
+    pub const OPT_IN: [&'static str; 1] = ["outage"];
+
     /// Whether the search tries `action`.
     pub fn tries(&self, action: AimedAction) -> bool {
+        if Self::OPT_IN.contains(&action.name()) {
+            return self.only.contains(&action.name());
+        }
         self.only.is_empty() || self.only.contains(&action.name())
+    }
+
+    /// Whether `name` names an action the search can try.
+    pub fn knows(name: &str) -> bool {
+        Self::NAMES.contains(&name) || Self::OPT_IN.contains(&name)
     }
 
     /// The single-strike actions, in the order the search tries them (all of them,
@@ -122,6 +134,17 @@ impl Actions {
                 repeat: Repeat::Once,
             })
             .collect();
+        // An outage as long as a pause: longer than the session timeout.
+        let outage = AimedAction::Outage {
+            down_ms: self.pause_ms,
+        };
+        if self.tries(outage) {
+            points.push(Point {
+                at: at.clone(),
+                action: outage,
+                repeat: Repeat::Once,
+            });
+        }
         if at.nth == 1 {
             let mut repeats = Vec::new();
             if self.repeat_next > 1 {
@@ -478,6 +501,30 @@ mod tests {
         all.add_run(&first, &stuck, &actions, 100_000);
         assert_eq!(all.queued(), 5 * single + (95 + 2 + 4) * single);
         assert_eq!(all.left_out_by_repeats, 0);
+    }
+
+    #[test]
+    fn an_outage_is_tried_only_when_named() {
+        let mut actions = Actions {
+            pause_ms: 5_000,
+            repeat_next: 0,
+            repeat_window_ms: 0,
+            only: Vec::new(),
+        };
+        let key = &request_keys(&[vec![req(code::DELETE, "/l/n-0000000001")]])[0];
+        let outage = |points: Vec<Point>| {
+            (points.into_iter())
+                .filter(|p| matches!(p.action, AimedAction::Outage { .. }))
+                .count()
+        };
+        assert_eq!(outage(actions.points_at(key)), 0, "not by default");
+        actions.only = vec!["outage"];
+        let points = actions.points_at(key);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].action, AimedAction::Outage { down_ms: 5_000 });
+        actions.only = vec!["outage", "expire"];
+        assert_eq!(actions.points_at(key).len(), 2);
+        assert!(Actions::knows("outage") && Actions::knows("crash") && !Actions::knows("nap"));
     }
 
     #[test]

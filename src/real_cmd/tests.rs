@@ -208,10 +208,24 @@ fn a_lock_and_aimed_faults_are_checked_before_anything_runs() {
     .unwrap();
     let pause = AimedAction::Pause { pause_ms: 6_000 };
     assert_eq!(o.faults.aimed[0].1.action, pause);
+    // An outage lasts as a pause does, or as long as it says.
+    let o = parse(args(&["--aim", "0:outage:delete:/x"])).unwrap();
+    assert!(matches!(
+        o.faults.aimed[0].1.action,
+        AimedAction::Outage { .. }
+    ));
+    let o = parse(args(&["--aim", "1:outage-2500ms:create:/zklock/lock/"])).unwrap();
+    let (client, fault) = &o.faults.aimed[0];
+    assert_eq!(fault.action, AimedAction::Outage { down_ms: 2_500 });
+    assert_eq!(
+        format!("{client}:{fault}"),
+        "1:outage-2500ms:create:/zklock/lock/"
+    );
     for (bad, says) in [
         ("0:drop-request:delete:/x:0", "NTH must be 1 to"),
         ("0:drop-request:delete:/x:1:0", "REPEAT must be 1 to"),
         ("0:pause-forever:delete:/x", "unknown action"),
+        ("0:outage-0ms:delete:/x", "unknown action"),
         ("9:drop-request:delete:/x", "client must be 0 to 4"),
         ("0:explode:delete:/x", "unknown action"),
         ("0:drop-request:sync:/x", "unknown operation"),

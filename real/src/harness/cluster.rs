@@ -186,6 +186,23 @@ impl TestCluster {
         ready
     }
 
+    /// Starts every server again (killing those that run), then waits until each serves:
+    /// one at a time, a restarted member would wait for a quorum that is not up yet.
+    pub fn restart_all(&mut self) -> Result<(), RealError> {
+        for node in &mut self.nodes {
+            node.kill();
+            node.spawn(&self.install)?;
+        }
+        let deadline = Instant::now() + self.options.start_timeout;
+        for i in 0..self.nodes.len() {
+            if let Err(e) = self.nodes[i].wait_serving(deadline) {
+                self.nodes.iter_mut().for_each(|n| n.kill());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Forces `client`'s session to expire and waits until the client reports Expired. See
     /// [`super::kill_session`].
     pub async fn expire_session(&self, client: &ZkClient) -> Result<(), RealError> {

@@ -99,10 +99,16 @@ fn readme_pass(commands: &[Command], ci: &str, dir: &Path, pass: u32) {
             // The main job, the tests and the user's crate: .ci/run runs each.
             let covered = match c.line.as_str() {
                 "cargo run --release" => ci.lines().any(|l| l.trim() == "cargo run --release"),
-                // Run as written, or with its status kept until the background jobs end.
+                // Run as written, or with its status kept until the background jobs end,
+                // or with the committed reproductions' runs skipped there and run beside.
                 "cargo test --workspace" => ci.lines().any(|l| {
                     let l = l.trim();
-                    l == "cargo test --workspace" || l.starts_with("cargo test --workspace || ")
+                    l == "cargo test --workspace"
+                        || l.starts_with("cargo test --workspace || ")
+                        || (l.starts_with("cargo test --workspace -- --exact \"${skips[@]}\" ")
+                            && ci.contains(
+                                "cargo test --workspace --test findings -- --exact \"${slow_findings[@]}\"",
+                            ))
                 }),
                 "cargo test --manifest-path examples/user-crate/Cargo.toml" => ci.contains(
                     "cargo test --manifest-path \"$repo/examples/user-crate/Cargo.toml\"",

@@ -473,6 +473,18 @@ pub struct RealArgs {
     /// /zklock/real-<ms> there, and removes it at its end
     #[arg(long, value_name = "HOST:PORT[,...]")]
     pub connect: Option<String>,
+    /// How often the servers the run starts delete their empty container nodes, in ms, 1
+    /// to 2147483647 (ZooKeeper's znode.container.checkIntervalMs; default: ZooKeeper's
+    /// 60 s): short, a recipe's container directories (Curator's) vanish whenever empty
+    #[arg(
+        long,
+        conflicts_with = "connect",
+        allow_negative_numbers = true,
+        value_name = "MS",
+        value_parser = within::<u32, 1, 2_147_483_647>,
+    )]
+    pub container_check_interval_ms: Option<u32>,
+
     /// With --connect: remove what runs killed before their end left on those servers
     /// (every /zklock/real-* tree), and run nothing; not while another zklock real runs
     /// on them
@@ -532,7 +544,10 @@ pub struct RealArgs {
     /// its acquire, then sent), pause or pause-DURATION (held, the process paused for twice
     /// the session timeout or DURATION), outage or outage-DURATION (dropped, and every
     /// server killed there and restarted on its data as long after, the sessions restored
-    /// with fresh timeouts; servers the run started only); OP create, delete, exists, get-data, set-data or
+    /// with fresh timeouts; servers the run started only), isolate or isolate-DURATION
+    /// (dropped, and the session cut off for twice the session timeout or DURATION while
+    /// the server is kept holding it: a library that declares its session lost on its own
+    /// meanwhile leaves its nodes standing); OP create, delete, exists, get-data, set-data or
     /// get-children; NTH strikes the client's NTH matching request (default 1); REPEAT the
     /// next N matching requests, or every one for a window such as 3000ms
     #[arg(long, value_name = "C:ACTION:OP:PATH[:NTH[:REPEAT]]")]
@@ -676,10 +691,11 @@ pub struct SearchArgs {
     )]
     pub repeat_window_ms: u64,
     /// The actions tried at each request, comma-separated (default: every one but
-    /// outage): drop-request, withhold-reply, expire, pause, crash, give-up, and outage
-    /// (every server killed at the request and restarted on its data after the pause's
-    /// length, tried only when named); the repeated points come with drop-request and
-    /// withhold-reply
+    /// outage): drop-request, withhold-reply, expire, pause, crash, give-up, isolate (the
+    /// session cut off for the pause's length while the server is kept holding it), and
+    /// outage (every server killed at the request and restarted on its data after the
+    /// pause's length, tried only when named); the repeated points come with drop-request
+    /// and withhold-reply
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub actions: Vec<String>,
     /// The workload shapes run once each, without a fault, before the points,
@@ -735,6 +751,17 @@ pub struct SearchArgs {
     /// long-running application, and the violations' lines carry `--warm-up-runs 3`
     #[arg(long)]
     pub fresh_drivers: bool,
+    /// How often the search's servers delete their empty container nodes, in ms, 1
+    /// to 2147483647 (ZooKeeper's znode.container.checkIntervalMs; default: ZooKeeper's
+    /// 60 s): short, a recipe's container directories (Curator's) vanish whenever empty
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_name = "MS",
+        value_parser = within::<u32, 1, 2_147_483_647>,
+    )]
+    pub container_check_interval_ms: Option<u32>,
+
     #[command(flatten)]
     pub export: crate::export_args::ExportFlags,
     #[command(flatten)]

@@ -22,7 +22,9 @@ use zklock_real::driver::pool::DriverPool;
 use zklock_real::driver::{DriverKind, DriverRecipe};
 use zklock_real::faults::{FaultConfig, FaultSet, RealFault};
 use zklock_real::harness::{self, MAX_ENSEMBLE_SIZE, ServerOptions};
-use zklock_real::plan::{AimedAction, AimedFault, Repeat, op::by_name as op_by_name};
+use zklock_real::plan::{
+    AimedAction, AimedFault, BURST_CUTS_DEFAULT, BURST_CUTS_MAX, Repeat, op::by_name as op_by_name,
+};
 use zklock_real::servers::Servers;
 use zklock_real::workload::queue::queue_paths;
 use zklock_real::workload::{MAX_DURATION_MS, QueueWorkload, RealRun, WorkloadConfig, run_recipe};
@@ -44,6 +46,8 @@ struct RealOptions {
     faults: FaultConfig,
     /// Servers the harness starts (1: standalone); ignored with `connect`.
     ensemble_size: usize,
+    /// The harness's servers' container check interval (`None`: ZooKeeper's).
+    container_check_interval_ms: Option<u32>,
     /// Someone else's servers, instead of the harness's.
     connect: Option<String>,
     /// On `connect`'s servers, the tree this run works under, removed at its end.
@@ -138,6 +142,7 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
         workload,
         faults,
         ensemble_size,
+        container_check_interval_ms: a.container_check_interval_ms,
         connect,
         run_root,
         out_dir,
@@ -388,6 +393,12 @@ pub(crate) fn parse_aim(
         "outage" => AimedAction::Outage {
             down_ms: default_pause_ms,
         },
+        "isolate" => AimedAction::Isolate {
+            isolated_ms: default_pause_ms,
+        },
+        "burst" => AimedAction::Burst {
+            cuts: BURST_CUTS_DEFAULT,
+        },
         other => {
             let timed = |prefix: &str| {
                 (other.strip_prefix(prefix))
@@ -395,13 +406,19 @@ pub(crate) fn parse_aim(
                     .and_then(Result::ok)
                     .filter(|ms| (1..=MAX_DURATION_MS).contains(ms))
             };
-            match (timed("pause-"), timed("outage-")) {
-                (Some(pause_ms), _) => AimedAction::Pause { pause_ms },
-                (_, Some(down_ms)) => AimedAction::Outage { down_ms },
+            let cuts = (other.strip_prefix("burst-"))
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|n| (1..=BURST_CUTS_MAX).contains(n));
+            match (timed("pause-"), timed("outage-"), timed("isolate-"), cuts) {
+                (Some(pause_ms), ..) => AimedAction::Pause { pause_ms },
+                (_, Some(down_ms), ..) => AimedAction::Outage { down_ms },
+                (_, _, Some(isolated_ms), _) => AimedAction::Isolate { isolated_ms },
+                (.., Some(cuts)) => AimedAction::Burst { cuts },
                 _ => bail!(
                     "--aim {spec:?}: unknown action {other:?} (withhold-reply, drop-request, \
-                     expire, crash, give-up, pause, pause-DURATION such as pause-9000ms, outage \
-                     or outage-DURATION, each at most an hour)"
+                     expire, crash, give-up, pause, pause-DURATION such as pause-9000ms, \
+                     outage, outage-DURATION, isolate or isolate-DURATION, each at most an \
+                     hour, burst or burst-N, N 1 to {BURST_CUTS_MAX})"
                 ),
             }
         }
@@ -630,7 +647,11 @@ fn start_servers(opts: &RealOptions) -> Result<Servers> {
                 format!("a ZooKeeper ensemble of {}", opts.ensemble_size)
             };
             eprintln!("starting {what}...");
-            Servers::start(opts.ensemble_size, ServerOptions::default())
+            let options = match opts.container_check_interval_ms {
+                Some(ms) => ServerOptions::default().with_container_check_interval_ms(ms),
+                None => ServerOptions::default(),
+            };
+            Servers::start(opts.ensemble_size, options)
                 .with_context(|| format!("starting {what}"))?
         }
     })

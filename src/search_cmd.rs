@@ -444,7 +444,7 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Sea
     if let Some(name) = a.actions.iter().find(|n| !Actions::knows(n)) {
         bail!(
             "--actions: unknown action {name:?} (drop-request, withhold-reply, expire, \
-             pause, crash, give-up; outage only when named)"
+             pause, crash, give-up, isolate; outage and burst only when named)"
         );
     }
     let workload = a.workload.apply(WorkloadConfig {
@@ -474,6 +474,7 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Sea
         .control_every(a.control_every)
         .follow_on_repeats_max(a.follow_on_repeats_max)
         .fresh_drivers(a.fresh_drivers)
+        .container_check_interval_ms(a.container_check_interval_ms)
         .program(program.line("").trim_end());
     if let Some(path) = &a.journal {
         search = search.journal(path, a.resume);

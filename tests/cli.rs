@@ -13,6 +13,8 @@ use zklock_sim::{LockUnderTest, Recipe, Scenario, ShippedRecipe, SimClient};
 
 #[path = "cli/coverage.rs"]
 mod coverage;
+#[path = "cli/elections_real.rs"]
+mod elections_real;
 #[path = "cli/export.rs"]
 mod export;
 #[path = "cli/faults.rs"]
@@ -798,6 +800,24 @@ fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
         (
             &["real", "--items", "5"],
             "--items does not apply to the zklock recipe",
+        ),
+        (
+            &["real", "--container-check-interval-ms", "0"],
+            "0 is not a whole number from 1 to 2147483647",
+        ),
+        (
+            &["search", "--container-check-interval-ms", "2147483648"],
+            "2147483648 is not a whole number from 1 to 2147483647",
+        ),
+        (
+            &[
+                "real",
+                "--connect",
+                "127.0.0.1:1",
+                "--container-check-interval-ms",
+                "50",
+            ],
+            "cannot be used with",
         ),
         (
             &["real", "--recipe", "queue", "--drop-every", "2"],

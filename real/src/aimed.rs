@@ -1,9 +1,18 @@
-//! The expiry an aimed fault scripts ([`AimedAction::Expire`]): the proxy caught a
+//! The session faults an aimed fault scripts.
+//!
+//! The expiry ([`AimedAction::Expire`]): the proxy caught a
 //! client's request, dropped it, cut the connection and refuses the session's
 //! reconnects; here the session is closed at the server (a CloseSession through a
 //! connection of its own, as Curator's KillSession) and the refusal lifted, so the client
 //! learns Expired when it reconnects. The expiry thus comes exactly at the request aimed
 //! at, on every run.
+//!
+//! The isolation ([`AimedAction::Isolate`]): the proxy caught the request, dropped it,
+//! cut the connection and refuses the session's reconnects; here a connection of the
+//! harness's own keeps the session alive at the server (`keep_session`) for the
+//! isolation's length, then lets it go and lifts the refusal. The client meanwhile is cut
+//! off as from a partition, but its server keeps its session and nodes: the window a
+//! library's own declaration of expiry opens.
 
 use crate::ZkClient;
 use crate::error::RealError;
@@ -66,6 +75,43 @@ pub(crate) async fn expire_caught(
     }
     link.lift_refusal(session);
     killed
+}
+
+/// Keeps `session`, which `link`'s proxy caught with [`AimedAction::Isolate`], alive at
+/// the server for `isolated_ms` from now while its reconnects are refused, then lets it
+/// go: the server expires it a session timeout later unless its client resumes it.
+pub(crate) async fn isolate_caught(
+    link: Arc<ClientLink>,
+    session: i64,
+    server_connect: String,
+    isolated_ms: u64,
+    session_timeout_ms: u64,
+) -> Result<(), RealError> {
+    if session == 0 {
+        return Err(RealError::KeepSession {
+            session: SessionId(session).to_string(),
+            reason: "the caught request's connection never had a session".into(),
+        });
+    }
+    let over = tokio::time::Instant::now() + Duration::from_millis(isolated_ms);
+    link.refuse_session(
+        session,
+        Duration::from_millis(isolated_ms) + AIMED_EXPIRY_TIMEOUT,
+    );
+    let kept = crate::harness::keep_session(
+        &server_connect,
+        SessionId(session),
+        session_timeout_ms,
+        AIMED_EXPIRY_TIMEOUT,
+    )
+    .await;
+    tokio::time::sleep_until(over).await;
+    let released = match kept {
+        Ok(keeper) => keeper.release().await,
+        Err(e) => Err(e),
+    };
+    link.lift_refusal(session);
+    released
 }
 
 /// Whether a caught request's action expires its session.

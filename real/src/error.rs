@@ -50,6 +50,8 @@ pub enum RealError {
     NoLeader { timeout: Duration },
     /// Forcing a session to expire did not succeed in time.
     ExpireSession { session: String, reason: String },
+    /// Keeping an isolated client's session alive at the server failed.
+    KeepSession { session: String, reason: String },
     /// A fault-injecting proxy could not do what was asked.
     Proxy { reason: String },
     /// A run's configuration is out of bounds or inconsistent.
@@ -138,6 +140,12 @@ impl fmt::Display for RealError {
             ),
             RealError::ExpireSession { session, reason } => {
                 write!(f, "could not force session {session} to expire: {reason}")
+            }
+            RealError::KeepSession { session, reason } => {
+                write!(
+                    f,
+                    "could not keep session {session} alive at the server: {reason}"
+                )
             }
             RealError::Proxy { reason } => write!(f, "fault-injecting proxy: {reason}"),
             RealError::Config { reason } => write!(f, "invalid run configuration: {reason}"),

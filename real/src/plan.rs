@@ -94,7 +94,27 @@ pub enum AimedAction {
     /// session timeout) may find the server still holding it, and its nodes. Needs
     /// servers the harness started.
     Outage { down_ms: u64 },
+    /// The request is dropped, the connection cut, and the session that sent it refused
+    /// for `isolated_ms`, while the server is told the session lives: a connection of the
+    /// harness's own attaches to it and pings it meanwhile. A library that declares its
+    /// session lost on its own (Curator once SUSPENDED outlasts the session timeout)
+    /// does so while the server still holds the session and its ephemeral nodes; they
+    /// stay up to a session timeout after the isolation ends, unless the client resumes
+    /// the session. The client-declared expiry of the simulation's `local_expiry`, on a
+    /// real server.
+    Isolate { isolated_ms: u64 },
+    /// The request is dropped and the connection cut, and the client's next `cuts`
+    /// connections through that proxy are each cut as soon as the server's handshake
+    /// reply reached it: a burst of reconnects, each a Connected the client hears and
+    /// loses at once, its session live throughout. A library's reconnect handling runs
+    /// again before the last run of it finished.
+    Burst { cuts: u32 },
 }
+
+/// The cuts of a [`AimedAction::Burst`] by default.
+pub const BURST_CUTS_DEFAULT: u32 = 4;
+/// The most cuts a burst takes.
+pub const BURST_CUTS_MAX: u32 = 100;
 
 /// How long an [`AimedAction::GiveUp`] holds the request it caught: time for the give-up
 /// to reach the library (a message to a driver, a thread's interrupt) while the request
@@ -112,12 +132,15 @@ impl AimedAction {
             AimedAction::Crash => "crash",
             AimedAction::GiveUp => "give-up",
             AimedAction::Outage { .. } => "outage",
+            AimedAction::Isolate { .. } => "isolate",
+            AimedAction::Burst { .. } => "burst",
         }
     }
 
     /// Whether the action ends the struck client's session (the server expires it):
     /// an expiry, a pause (longer than the session timeout, as a search's are), a crash;
-    /// or may make its library end it (an outage longer than the session timeout).
+    /// or may make its library end it (an outage or an isolation longer than the session
+    /// timeout).
     pub fn ends_sessions(self) -> bool {
         matches!(
             self,
@@ -125,16 +148,18 @@ impl AimedAction {
                 | AimedAction::Pause { .. }
                 | AimedAction::Crash
                 | AimedAction::Outage { .. }
+                | AimedAction::Isolate { .. }
         )
     }
 
     /// How long the action lasts past its strike: a pause's, a give-up's hold, an
-    /// outage's time down (its restart comes on top).
+    /// outage's time down (its restart comes on top), an isolation's.
     pub fn lasts_ms(self) -> u64 {
         match self {
             AimedAction::Pause { pause_ms } => pause_ms,
             AimedAction::GiveUp => GIVE_UP_HOLD_MS,
             AimedAction::Outage { down_ms } => down_ms,
+            AimedAction::Isolate { isolated_ms } => isolated_ms,
             _ => 0,
         }
     }
@@ -251,6 +276,8 @@ impl fmt::Display for AimedFault {
         let action = match self.action {
             AimedAction::Pause { pause_ms } => format!("pause-{pause_ms}ms"),
             AimedAction::Outage { down_ms } => format!("outage-{down_ms}ms"),
+            AimedAction::Isolate { isolated_ms } => format!("isolate-{isolated_ms}ms"),
+            AimedAction::Burst { cuts } => format!("burst-{cuts}"),
             other => other.name().to_owned(),
         };
         write!(f, "{action}:{op}:{}", self.under)?;

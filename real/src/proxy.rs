@@ -195,6 +195,9 @@ struct State {
     /// Per session, the last time (the process's monotonic clock) the server sent it
     /// anything: a reply, a ping's, a notification. The session lived then.
     answered: Vec<(i64, Duration)>,
+    /// Connections an aimed burst still cuts after their handshake, and how many it cut.
+    burst_left: u32,
+    burst_cuts: u64,
 }
 
 /// A create of an ephemeral node or a delete, awaiting its reply.
@@ -288,6 +291,8 @@ impl Proxy {
                 aims: Vec::new(),
                 withholding: Vec::new(),
                 caught: VecDeque::new(),
+                burst_left: 0,
+                burst_cuts: 0,
                 seen: Vec::new(),
                 seen_beyond: 0,
                 pending: VecDeque::new(),
@@ -427,6 +432,12 @@ impl Proxy {
     /// The requests aimed faults caught so far, oldest first.
     pub fn caught_requests(&self) -> Vec<CaughtRequest> {
         self.shared.state().caught.iter().cloned().collect()
+    }
+
+    /// How many connections aimed bursts ([`AimedAction::Burst`]) cut after their
+    /// handshake so far.
+    pub fn burst_cuts(&self) -> u64 {
+        self.shared.state().burst_cuts
     }
 
     /// The replies withheld so far, oldest first (at most [`MAX_RECORDED_LOST_REPLIES`]).
@@ -688,7 +699,13 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                             | AimedAction::Crash
                             | AimedAction::Outage { .. },
                         ) => return,
-                        Some(AimedAction::Expire) => {
+                        Some(AimedAction::Burst { cuts }) => {
+                            shared.state().burst_left = cuts;
+                            return;
+                        }
+                        Some(AimedAction::Expire | AimedAction::Isolate { .. }) => {
+                            // Whoever aimed it expires the session, or keeps it at the
+                            // server, and lifts the refusal.
                             refuse(shared, session, EXPIRE_REFUSAL);
                             return;
                         }
@@ -722,14 +739,29 @@ async fn pump(way: Way, mut from: OwnedReadHalf, mut to: OwnedWriteHalf, ends: E
                 }
             }
         }
+        let handshake = first && way == Way::ToClient;
         first = false;
         if to.write_all(&frame).await.is_err() {
+            return;
+        }
+        if handshake && burst_cut(shared) {
             return;
         }
         if way == Way::ToServer {
             note_sent(shared, id, body);
         }
     }
+}
+
+/// Whether an aimed burst cuts this connection, its handshake just passed on.
+fn burst_cut(shared: &Shared) -> bool {
+    let mut state = shared.state();
+    if state.burst_left == 0 {
+        return false;
+    }
+    state.burst_left -= 1;
+    state.burst_cuts += 1;
+    true
 }
 
 fn be_i32(bytes: &[u8]) -> i32 {

@@ -31,7 +31,7 @@ mod worker;
 
 pub use crate::goal::RunGoal;
 pub use config::*;
-pub use election::{LatchLock, LatchRealRecipe, Leadership};
+pub use election::{LatchLock, LatchRealRecipe, Leadership, MakeLatch};
 pub use locks::{MAX_LOCKS, lock_of, lock_paths};
 pub use nodes::settled_children;
 use nodes::*;
@@ -176,6 +176,9 @@ struct Shared {
     /// both, and judges liveness from the first.
     aims_over_at_ms: AtomicU64,
     aims_window_open: AtomicBool,
+    /// Run time in ms until which a hold under way lasts at least (see
+    /// [`hold_through_kept_sessions`]): 0 until an isolation or an outage strikes.
+    holds_through_ms: AtomicU64,
     /// Clients done with their script ([`WorkloadConfig::attempts_per_client`]).
     scripts_done: AtomicU64,
     /// Run time in ms when the workers started, every session connected: the origin of
@@ -407,6 +410,7 @@ async fn run_work<W: Work>(
         tokens_are_czxids: work.tokens_are_czxids(),
         aims_over_at_ms: AtomicU64::new(0),
         aims_window_open: AtomicBool::new(false),
+        holds_through_ms: AtomicU64::new(0),
         crash_restart_ms: faults.crash_restart_ms,
         healed_at_ms: Arc::new(AtomicU64::new(if faults.faults.is_empty() {
             0
@@ -654,8 +658,10 @@ fn a_live_node_stands(shared: &Shared) -> bool {
 /// Records each aimed fault's strike (see [`FaultConfig::aimed`]) as a connection loss of
 /// its client when the proxy reports it caught, and for
 /// [`crate::proxy::AimedAction::Expire`] expires the session and records a forced expiry
-/// once the server confirmed it, and for [`crate::proxy::AimedAction::Outage`] takes every
-/// server down and back up; ends with the run.
+/// once the server confirmed it, for [`crate::proxy::AimedAction::Isolate`] keeps the
+/// session at the server while its client is cut off, and for
+/// [`crate::proxy::AimedAction::Outage`] takes every server down and back up; ends with
+/// the run.
 async fn record_aimed_strikes(
     links: Vec<Arc<ClientLink>>,
     shared: Arc<Shared>,
@@ -664,11 +670,22 @@ async fn record_aimed_strikes(
 ) {
     // Per client, per proxy: the caught requests already recorded.
     let mut seen: Vec<Vec<usize>> = links.iter().map(|l| vec![0; l.proxies().len()]).collect();
+    // Per client, per proxy: the cuts of bursts already recorded.
+    let mut cuts_seen: Vec<Vec<u64>> = links.iter().map(|l| vec![0; l.proxies().len()]).collect();
     while !shared.acquisitions_over() {
         let open = links.iter().any(|l| l.window_open());
         shared.aims_window_open.store(open, Ordering::Release);
         for (index, link) in links.iter().enumerate() {
             for (p, proxy) in link.proxies().iter().enumerate() {
+                // Each cut of a burst is a connection loss of its own, and the burst is
+                // over only after its last.
+                let cuts = proxy.burst_cuts();
+                for _ in cuts_seen[index][p]..cuts {
+                    record_fault(&shared, index, FaultKind::ConnectionLoss);
+                    let now_ms = shared.recorder.elapsed().as_millis() as u64;
+                    shared.aims_over_at_ms.fetch_max(now_ms, Ordering::AcqRel);
+                }
+                cuts_seen[index][p] = cuts;
                 for caught in proxy.caught_requests().into_iter().skip(seen[index][p]) {
                     seen[index][p] += 1;
                     let lasts_ms = caught.action.lasts_ms();
@@ -681,6 +698,8 @@ async fn record_aimed_strikes(
                                 record_fault(&shared, client, FaultKind::ConnectionLoss);
                             }
                             let before = (shared.aims_over_at_ms)
+                                .fetch_max(OUTAGE_UNDER_WAY_MS, Ordering::AcqRel);
+                            (shared.holds_through_ms)
                                 .fetch_max(OUTAGE_UNDER_WAY_MS, Ordering::AcqRel);
                             let (shared, servers) = (Arc::clone(&shared), Arc::clone(&servers));
                             tokio::spawn(outage(shared, servers, down_ms, before));
@@ -710,6 +729,33 @@ async fn record_aimed_strikes(
                             if !crashed {
                                 record_fault(&shared, index, FaultKind::ConnectionLoss);
                             }
+                            continue;
+                        }
+                        AimedAction::Isolate { isolated_ms } => {
+                            hold_through_kept_sessions(&shared, over);
+                            // Cut off as by a partition, while the server keeps the
+                            // session: the history cannot tell the two apart, nor need to.
+                            record_fault(
+                                &shared,
+                                index,
+                                FaultKind::Partition {
+                                    duration_ms: isolated_ms,
+                                },
+                            );
+                            let isolated = crate::aimed::isolate_caught(
+                                Arc::clone(link),
+                                caught.session,
+                                server.clone(),
+                                isolated_ms,
+                                shared.config.session_timeout_ms,
+                            );
+                            tokio::spawn(async move {
+                                if let Err(e) = isolated.await {
+                                    eprintln!(
+                                        "zklock: client {index}'s aimed isolation failed: {e}"
+                                    );
+                                }
+                            });
                             continue;
                         }
                         AimedAction::GiveUp => {
@@ -779,7 +825,41 @@ async fn outage(shared: Arc<Shared>, servers: Arc<Mutex<Servers>>, down_ms: u64,
     shared
         .aims_over_at_ms
         .store(before.max(back_ms), Ordering::Release);
+    // Down from "under way" to the restored sessions' end.
+    shared.holds_through_ms.store(0, Ordering::Release);
+    hold_through_kept_sessions(&shared, back_ms);
 }
+
+/// Holds under way, or begun before then, last until two session timeouts after
+/// `kept_until_ms`, when a session the server kept for a client that gave it up (an
+/// isolation's, one an outage restored) has expired and its nodes are gone, with a
+/// timeout to spare: a term then spans the moment its node may vanish under it, where a
+/// library that took leadership again on its old session's node meets a second leader
+/// (CURATOR-696). The aimed faults are over only then: liveness is judged from there.
+fn hold_through_kept_sessions(shared: &Shared, kept_until_ms: u64) {
+    let timeout_ms = shared.config.session_timeout_ms;
+    let through = kept_until_ms.saturating_add(timeout_ms.saturating_mul(2));
+    shared.holds_through_ms.fetch_max(through, Ordering::AcqRel);
+    shared.aims_over_at_ms.fetch_max(through, Ordering::AcqRel);
+}
+
+/// A hold of `hold`, lasting on while [`Shared::holds_through_ms`] says (a pause freezes
+/// it as it freezes any sleep of the client's).
+async fn hold_for<C: Coordination>(client: &C, shared: &Shared, hold: Duration) {
+    client.sleep(hold).await;
+    loop {
+        let now_ms = shared.recorder.elapsed().as_millis() as u64;
+        let through_ms = shared.holds_through_ms.load(Ordering::Acquire);
+        if now_ms >= through_ms || shared.acquisitions_over() {
+            return;
+        }
+        let left_ms = (through_ms - now_ms).min(HOLD_THROUGH_POLL_MS);
+        client.sleep(Duration::from_millis(left_ms)).await;
+    }
+}
+
+/// How often a hold lasting on looks again (an outage's end lowers its deadline).
+const HOLD_THROUGH_POLL_MS: u64 = 50;
 
 /// Records `fault` on client `index`'s current session, or, for a client done with its
 /// script, on its last one.

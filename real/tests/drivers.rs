@@ -14,6 +14,8 @@ mod curator_cases;
 mod elections;
 #[path = "drivers/expiry.rs"]
 mod expiry;
+#[path = "drivers/isolation.rs"]
+mod isolation;
 #[path = "drivers/kazoo_cases.rs"]
 mod kazoo_cases;
 #[path = "drivers/mixed.rs"]
@@ -76,6 +78,37 @@ async fn run<R: zklock_real::workload::RealRecipe>(
 ) -> Result<RealRun, RealError> {
     let servers = Servers::start(1, ServerOptions::default())?;
     run_recipe(servers, config, faults, recipe).await
+}
+
+/// Client 0 met a fault `struck` accepts, the session it was on then went Expired (at
+/// the server's word or its library's own), and `n` acquisitions followed.
+fn struck_expired_then_acquired(
+    history: &History,
+    struck: impl Fn(&FaultKind) -> bool,
+    n: usize,
+) -> bool {
+    let events = &history.events;
+    let Some(at) = events.iter().position(|e| {
+        e.client == 0 && matches!(&e.kind, EventKind::Fault { fault } if struck(fault))
+    }) else {
+        return false;
+    };
+    let victim = events[at].session;
+    let Some(expired) = events[at..].iter().position(|e| {
+        e.session == victim
+            && matches!(
+                e.kind,
+                EventKind::Session {
+                    state: zklock_recipe::SessionState::Expired
+                }
+            )
+    }) else {
+        return false;
+    };
+    (events[at + expired..].iter())
+        .filter(|e| matches!(e.kind, EventKind::Acquired { .. }))
+        .count()
+        >= n
 }
 
 /// Contended acquisitions: at least `n`.

@@ -367,6 +367,89 @@ async fn forced_expiry_is_seen_as_expired() {
         .unwrap();
 }
 
+/// The window of a client-declared expiry (`AimedAction::Isolate`'s): the client is cut
+/// off and declares its session expired on its own (zookeeper-client does, 1.4 session
+/// timeouts after it last heard the server), while a keeper makes the server hold the
+/// session and its ephemeral past the point a cut-off session would have expired; once
+/// the keeper lets go, the server expires it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_session_outlives_its_clients_own_declaration_of_expiry() {
+    require_zookeeper!();
+    const TIMEOUT_MS: u64 = 2_000;
+    let server = start_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let client = connect_with(&proxy.connect_string(), TIMEOUT_MS).await;
+    let observer = connect(&server.connect_string()).await;
+    client
+        .create("/kept", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let session = client.session_id();
+    let mut events = client.session_events();
+
+    let cut_at = Instant::now();
+    proxy.refuse_session_for(session.0, SOON);
+    assert_eq!(proxy.cut_all(), 1);
+    let keeper = harness::keep_session(&server.connect_string(), session, TIMEOUT_MS, SOON)
+        .await
+        .expect("the keeper attaches");
+    expect_state(&mut events, SessionState::Expired, SOON).await;
+    // Three timeouts after the cut: without the keeper the server would have expired it.
+    let past = Duration::from_millis(3 * TIMEOUT_MS).saturating_sub(cut_at.elapsed());
+    tokio::time::sleep(past).await;
+    let stat = observer.exists("/kept").await.unwrap();
+    assert_eq!(
+        stat.map(|s| s.ephemeral_owner),
+        Some(session.0),
+        "the server still holds the session its client declared expired"
+    );
+
+    let (_, deleted) = observer.exists_watch("/kept").await.unwrap();
+    keeper.release().await.expect("every ping was answered");
+    proxy.lift_refusal(session.0);
+    let fired = timeout(SOON, deleted).await.expect("the server expires it");
+    assert_eq!(fired, Ok(event(EventType::NodeDeleted, "/kept")));
+    // A session the server no longer holds cannot be kept.
+    let gone = harness::keep_session(&server.connect_string(), session, TIMEOUT_MS, SOON).await;
+    assert!(
+        matches!(&gone, Err(RealError::KeepSession { reason, .. }) if reason.contains("no longer holds")),
+        "{gone:?}"
+    );
+}
+
+/// An aimed burst (`AimedAction::Burst`): the request is dropped, the connection cut, and
+/// the client's next three connections each cut once its handshake came back; its
+/// session lives throughout, and the fourth reconnect stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aimed_burst_cuts_each_reconnect_once_its_handshake_passed() {
+    require_zookeeper!();
+    let server = start_server();
+    let proxy = Proxy::start(server.addr()).await.unwrap();
+    let client = connect(&proxy.connect_string()).await;
+    client
+        .create("/burst", b"", CreateMode::Ephemeral)
+        .await
+        .unwrap();
+    let session = client.session_id();
+    let mut events = client.session_events();
+    let burst = zklock_real::proxy::AimedFault::new(
+        zklock_real::proxy::op::by_name("exists").unwrap(),
+        "/burst",
+        zklock_real::proxy::AimedAction::Burst { cuts: 3 },
+    );
+    assert!(proxy.aim(burst));
+    assert_eq!(client.exists("/burst").await, Err(ZkError::ConnectionLoss));
+    for _ in 0..3 {
+        expect_state(&mut events, SessionState::Connected, SOON).await;
+        expect_state(&mut events, SessionState::Disconnected, SOON).await;
+    }
+    expect_state(&mut events, SessionState::Connected, SOON).await;
+    assert_eq!(proxy.burst_cuts(), 3);
+    let stat = retry("exists after the burst", || client.exists("/burst")).await;
+    assert_eq!(stat.map(|s| s.ephemeral_owner), Some(session.0));
+    assert_eq!(client.session_id(), session);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_create_response_leaves_the_node_on_the_server() {
     require_zookeeper!();

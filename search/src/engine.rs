@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use zklock_checker::exercised::Exercised;
 use zklock_real::driver::DriverRecipe;
-use zklock_real::harness::{self, ServerOptions};
+use zklock_real::harness;
 use zklock_real::plan::SeenRequest;
 use zklock_real::servers::Servers;
 use zklock_real::shapes::Shape;
@@ -103,6 +103,7 @@ pub struct Search {
     control_every: u64,
     follow_on_repeats_max: u32,
     fresh_drivers: bool,
+    container_check_interval_ms: Option<u32>,
     program: String,
     stop: Arc<AtomicBool>,
 }
@@ -123,6 +124,7 @@ impl Search {
             control_every: CONTROL_EVERY_DEFAULT,
             follow_on_repeats_max: FOLLOW_ON_REPEATS_MAX_DEFAULT,
             fresh_drivers: false,
+            container_check_interval_ms: None,
             program: "zklock".to_owned(),
             stop: Arc::default(),
         }
@@ -204,6 +206,16 @@ impl Search {
         self
     }
 
+    /// How often the search's servers delete their empty container nodes, in ms (1 to
+    /// 2^31 - 1; ZooKeeper's `znode.container.checkIntervalMs`). Default `None`:
+    /// ZooKeeper's 60 s, which no run of the default script outlasts. Short, a recipe's
+    /// container directories (Curator's) vanish whenever they are empty, and are made
+    /// again: the reproduction lines carry it.
+    pub fn container_check_interval_ms(mut self, ms: Option<u32>) -> Search {
+        self.container_check_interval_ms = ms;
+        self
+    }
+
     /// The command the reproduction lines start with (default `zklock`): your own
     /// binary's, for your own lock.
     pub fn program(mut self, command: impl Into<String>) -> Search {
@@ -252,7 +264,7 @@ impl Search {
         let mut servers = Vec::with_capacity(jobs);
         for _ in 0..jobs {
             servers.push(
-                Servers::start(1, ServerOptions::default())
+                Servers::start(1, setup.server_options())
                     .map_err(|e| SearchError::real("starting a ZooKeeper server", e))?,
             );
         }
@@ -348,6 +360,7 @@ impl Search {
             program: self.program.clone(),
             shapes,
             drivers: (!self.fresh_drivers).then(Arc::default),
+            container_check_interval_ms: self.container_check_interval_ms,
         })
     }
 }
@@ -888,6 +901,20 @@ mod tests {
             a.journal_line()
                 .starts_with("zklock real --lock kazoo-lock")
         );
+        // A container interval is the servers': the line carries it, and a journal of
+        // another interval is another search.
+        let c = Search::new(Lock::driver("kazoo-lock").unwrap())
+            .container_check_interval_ms(Some(100))
+            .setup()
+            .unwrap();
+        assert!(
+            c.repro(&[])
+                .ends_with("--warm-up-runs 3 --container-check-interval-ms 100"),
+            "{}",
+            c.repro(&[])
+        );
+        assert_ne!(c.journal_line(), b.journal_line());
+        assert_eq!(c.server_options().container_check_interval_ms, Some(100));
     }
 
     use zklock_real::plan::AimedAction::{self, DropRequest, Expire};

@@ -14,7 +14,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use zklock_real::plan::{AimedAction, AimedFault, Repeat, SeenRequest, op, path_class};
+use zklock_real::plan::{
+    AimedAction, AimedFault, BURST_CUTS_DEFAULT, Repeat, SeenRequest, op, path_class,
+};
 
 /// One request, named so that the same request of another run has the same name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,7 +78,7 @@ pub struct Actions {
 
 impl Actions {
     /// How many single-strike actions meet each request.
-    pub const SINGLE: usize = 6;
+    pub const SINGLE: usize = 7;
 
     /// The names of the single-strike actions, as `only` takes them.
     pub const NAMES: [&'static str; Self::SINGLE] = [
@@ -86,11 +88,13 @@ impl Actions {
         "pause",
         "crash",
         "give-up",
+        "isolate",
     ];
 
     /// The actions tried only when `only` names them: an outage takes every server of
-    /// the run down at each request, where the default menu touches one client.
-    pub const OPT_IN: [&'static str; 1] = ["outage"];
+    /// the run down at each request, where the default menu touches one client; a burst
+    /// of reconnects cuts a client's next connections as they come.
+    pub const OPT_IN: [&'static str; 2] = ["outage", "burst"];
 
     /// Whether the search tries `action`.
     pub fn tries(&self, action: AimedAction) -> bool {
@@ -117,6 +121,10 @@ impl Actions {
             },
             AimedAction::Crash,
             AimedAction::GiveUp,
+            // As long as a pause: the client's library may declare its session lost.
+            AimedAction::Isolate {
+                isolated_ms: self.pause_ms,
+            },
         ]
     }
 
@@ -135,13 +143,18 @@ impl Actions {
             })
             .collect();
         // An outage as long as a pause: longer than the session timeout.
-        let outage = AimedAction::Outage {
-            down_ms: self.pause_ms,
-        };
-        if self.tries(outage) {
+        let opt_in = [
+            AimedAction::Outage {
+                down_ms: self.pause_ms,
+            },
+            AimedAction::Burst {
+                cuts: BURST_CUTS_DEFAULT,
+            },
+        ];
+        for action in opt_in.into_iter().filter(|&a| self.tries(a)) {
             points.push(Point {
                 at: at.clone(),
-                action: outage,
+                action,
                 repeat: Repeat::Once,
             });
         }
@@ -504,7 +517,7 @@ mod tests {
     }
 
     #[test]
-    fn an_outage_is_tried_only_when_named() {
+    fn an_outage_and_a_burst_are_tried_only_when_named_and_an_isolation_by_default() {
         let mut actions = Actions {
             pause_ms: 5_000,
             repeat_next: 0,
@@ -518,12 +531,25 @@ mod tests {
                 .count()
         };
         assert_eq!(outage(actions.points_at(key)), 0, "not by default");
+        // An isolation is, as long as a pause.
+        let isolations: Vec<_> = (actions.points_at(key).into_iter())
+            .filter(|p| matches!(p.action, AimedAction::Isolate { .. }))
+            .collect();
+        assert_eq!(isolations.len(), 1);
+        assert_eq!(
+            isolations[0].action,
+            AimedAction::Isolate { isolated_ms: 5_000 }
+        );
         actions.only = vec!["outage"];
         let points = actions.points_at(key);
         assert_eq!(points.len(), 1);
         assert_eq!(points[0].action, AimedAction::Outage { down_ms: 5_000 });
         actions.only = vec!["outage", "expire"];
         assert_eq!(actions.points_at(key).len(), 2);
+        actions.only = vec!["burst"];
+        let points = actions.points_at(key);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].action, AimedAction::Burst { cuts: 4 });
         assert!(Actions::knows("outage") && Actions::knows("crash") && !Actions::knows("nap"));
     }
 

@@ -10,8 +10,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use zklock_canaries::{
-    Bug, Canary, CanaryLock, LEASE_OUTSIDE_LOCK, LEASE_OUTSIDE_LOCK_CAUGHT_BY, LeaseCanaryLock,
-    QueueBug,
+    Bug, Canary, CanaryLock, ElectionBug, LEASE_OUTSIDE_LOCK, LEASE_OUTSIDE_LOCK_CAUGHT_BY,
+    LeaseCanaryLock, QueueBug,
 };
 use zklock_checker::registry::{RegistryError, SHIPPED_NAME, check_name};
 use zklock_real::RealError;
@@ -19,10 +19,16 @@ use zklock_real::faults::FaultConfig;
 use zklock_real::recording::RecordingClient;
 use zklock_real::servers::Servers;
 use zklock_real::workload::{
-    LatchRealRecipe, QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe, WorkloadConfig,
-    run_queue, run_recipe, run_workload,
+    LatchRealRecipe, MakeLatch, QueueWorkload, RealRecipe, RealRun, SemaphoreRealRecipe,
+    WorkloadConfig, run_queue, run_recipe, run_workload,
 };
+use zklock_recipe::election::ElectionUnderTest;
 use zklock_recipe::history::LockRole;
+
+/// Whether an election canary is of the latch's shape (the real runs drive latches only).
+fn is_latch(bug: ElectionBug) -> bool {
+    bug != ElectionBug::RequeueAfterCancel
+}
 
 /// The semaphore's name, as `zklock recipes` lists it.
 pub const SEMAPHORE_NAME: &str = "semaphore";
@@ -59,6 +65,9 @@ pub enum RealRecipeKind {
     /// zklock's leader latch, each hold a term of leadership ([`LatchRealRecipe`]),
     /// judged with the election's properties.
     ElectionLatch,
+    /// An election canary of the latch's shape (every one but the selector's
+    /// `RequeueAfterCancel`), run as the leader latch is.
+    ElectionCanary(ElectionBug),
 }
 
 impl RealRecipeKind {
@@ -71,6 +80,11 @@ impl RealRecipeKind {
         all.push(RealRecipeKind::Queue { naive: true });
         all.extend(QueueBug::ALL.into_iter().map(RealRecipeKind::QueueCanary));
         all.push(RealRecipeKind::ElectionLatch);
+        all.extend(
+            (ElectionBug::ALL.into_iter())
+                .filter(|&bug| is_latch(bug))
+                .map(RealRecipeKind::ElectionCanary),
+        );
         all
     }
 
@@ -98,6 +112,7 @@ impl RealRecipeKind {
             RealRecipeKind::Queue { naive: true } => QUEUE_NAIVE_NAME,
             RealRecipeKind::QueueCanary(bug) => bug.name(),
             RealRecipeKind::ElectionLatch => ELECTION_LATCH_NAME,
+            RealRecipeKind::ElectionCanary(bug) => bug.name(),
         }
     }
 
@@ -120,6 +135,7 @@ impl RealRecipeKind {
             RealRecipeKind::Canary(bug) => Some(bug.caught_by()),
             RealRecipeKind::LeaseOutsideLock => Some(LEASE_OUTSIDE_LOCK_CAUGHT_BY),
             RealRecipeKind::QueueCanary(bug) => Some(bug.caught_by()),
+            RealRecipeKind::ElectionCanary(bug) => Some(bug.caught_by()),
         }
     }
 
@@ -151,6 +167,15 @@ impl RealRecipeKind {
             }
             RealRecipeKind::ElectionLatch => {
                 run_recipe(servers, workload, faults, LatchRealRecipe::default()).await
+            }
+            RealRecipeKind::ElectionCanary(bug) => {
+                let make: MakeLatch = Arc::new(move |client, index, path: &str| {
+                    match bug.contender(client, index, path) {
+                        ElectionUnderTest::Latch(latch) => Ok(Arc::from(latch)),
+                        other => Err(format!("{bug:?} is no latch: {other:?}")),
+                    }
+                });
+                run_recipe(servers, workload, faults, LatchRealRecipe::of(make)).await
             }
             RealRecipeKind::Queue { .. } | RealRecipeKind::QueueCanary(_) => {
                 let mut spec = match self {

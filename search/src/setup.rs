@@ -121,6 +121,8 @@ pub(crate) struct Setup {
     /// Driver processes kept from one run for the next (a driver's lock only); None: a
     /// process for every session.
     pub drivers: Option<Arc<DriverPool>>,
+    /// See [`crate::Search::container_check_interval_ms`].
+    pub container_check_interval_ms: Option<u32>,
 }
 
 /// The warm-up runs the reproduction lines of a search that kept its drivers ask for.
@@ -131,6 +133,14 @@ const ZKLOCK_ROOT: &str = "/zklock";
 const CLEAR_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Setup {
+    /// The options of the servers the search starts.
+    pub fn server_options(&self) -> ServerOptions {
+        match self.container_check_interval_ms {
+            Some(ms) => ServerOptions::default().with_container_check_interval_ms(ms),
+            None => ServerOptions::default(),
+        }
+    }
+
     /// The flag that names the lock to `real`.
     fn lock_flag(&self) -> String {
         match &self.lock {
@@ -181,6 +191,9 @@ impl Setup {
         {
             // The search's drivers were warm: so are the line's, as far as a few runs go.
             line.push_str(&format!(" --warm-up-runs {REPRO_WARM_UP_RUNS}"));
+        }
+        if let Some(ms) = self.container_check_interval_ms {
+            line.push_str(&format!(" --container-check-interval-ms {ms}"));
         }
         for p in points {
             line.push_str(&format!(" --aim {}", p.aim_arg()));
@@ -247,7 +260,7 @@ impl Setup {
                     acquired: None,
                     acquire_failures: BTreeMap::new(),
                 };
-                let servers = Servers::start(1, ServerOptions::default()).map_err(|e| {
+                let servers = Servers::start(1, self.server_options()).map_err(|e| {
                     SearchError::real("starting a ZooKeeper server after a driver failed", e)
                 })?;
                 return Ok((outcome, servers));

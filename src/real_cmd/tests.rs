@@ -221,11 +221,43 @@ fn a_lock_and_aimed_faults_are_checked_before_anything_runs() {
         format!("{client}:{fault}"),
         "1:outage-2500ms:create:/zklock/lock/"
     );
+    // An isolation too: twice the session timeout (3 s here), or as long as it says.
+    let o = parse(args(&[
+        "--aim",
+        "0:isolate:exists:/x",
+        "--session-timeout-ms",
+        "3000",
+    ]))
+    .unwrap();
+    assert_eq!(
+        o.faults.aimed[0].1.action,
+        AimedAction::Isolate { isolated_ms: 6_000 }
+    );
+    let o = parse(args(&["--aim", "2:isolate-9s:get-children:/zklock/"])).unwrap();
+    let (client, fault) = &o.faults.aimed[0];
+    assert_eq!(fault.action, AimedAction::Isolate { isolated_ms: 9_000 });
+    assert_eq!(
+        format!("{client}:{fault}"),
+        "2:isolate-9000ms:get-children:/zklock/"
+    );
+    // A burst: 4 cuts, or as many as it says.
+    let o = parse(args(&["--aim", "0:burst:get-children:/x"])).unwrap();
+    assert_eq!(o.faults.aimed[0].1.action, AimedAction::Burst { cuts: 4 });
+    let o = parse(args(&["--aim", "1:burst-7:exists:/zklock/lock/"])).unwrap();
+    let (client, fault) = &o.faults.aimed[0];
+    assert_eq!(fault.action, AimedAction::Burst { cuts: 7 });
+    assert_eq!(
+        format!("{client}:{fault}"),
+        "1:burst-7:exists:/zklock/lock/"
+    );
     for (bad, says) in [
         ("0:drop-request:delete:/x:0", "NTH must be 1 to"),
         ("0:drop-request:delete:/x:1:0", "REPEAT must be 1 to"),
         ("0:pause-forever:delete:/x", "unknown action"),
         ("0:outage-0ms:delete:/x", "unknown action"),
+        ("0:isolate-61m:delete:/x", "unknown action"),
+        ("0:burst-0:delete:/x", "unknown action"),
+        ("0:burst-101:delete:/x", "unknown action"),
         ("9:drop-request:delete:/x", "client must be 0 to 4"),
         ("0:explode:delete:/x", "unknown action"),
         ("0:drop-request:sync:/x", "unknown operation"),

@@ -22,7 +22,7 @@ mod tree;
 pub use cluster::{MAX_ENSEMBLE_SIZE, TestCluster};
 pub use process::four_letter_word;
 pub use server::TestServer;
-pub use session::{expire_session, kill_session};
+pub use session::{SessionKeeper, expire_session, keep_session, kill_session};
 pub use tree::delete_tree;
 
 use crate::error::RealError;

@@ -82,15 +82,7 @@ fn session_password(id: i64) -> [u8; PASSWORD_LEN] {
 
 /// A ConnectRequest attaching to `id`, then a CloseSession request, each length-prefixed.
 fn attach_and_close(id: i64, timeout_ms: i32) -> Vec<u8> {
-    let mut connect = Vec::with_capacity(64);
-    connect.extend_from_slice(&0i32.to_be_bytes()); // protocolVersion
-    // lastZxidSeen 0: the server refuses clients that saw a newer zxid than it has.
-    connect.extend_from_slice(&0i64.to_be_bytes());
-    connect.extend_from_slice(&timeout_ms.to_be_bytes());
-    connect.extend_from_slice(&id.to_be_bytes());
-    connect.extend_from_slice(&(PASSWORD_LEN as i32).to_be_bytes());
-    connect.extend_from_slice(&session_password(id));
-    connect.push(0); // readOnly = false
+    let connect = attach(id, timeout_ms);
     let mut close = Vec::with_capacity(8);
     close.extend_from_slice(&CLOSE_XID.to_be_bytes());
     close.extend_from_slice(&OP_CLOSE_SESSION.to_be_bytes());
@@ -100,6 +92,20 @@ fn attach_and_close(id: i64, timeout_ms: i32) -> Vec<u8> {
         out.extend_from_slice(&frame);
     }
     out
+}
+
+/// The body of a ConnectRequest attaching to session `id`.
+fn attach(id: i64, timeout_ms: i32) -> Vec<u8> {
+    let mut connect = Vec::with_capacity(64);
+    connect.extend_from_slice(&0i32.to_be_bytes()); // protocolVersion
+    // lastZxidSeen 0: the server refuses clients that saw a newer zxid than it has.
+    connect.extend_from_slice(&0i64.to_be_bytes());
+    connect.extend_from_slice(&timeout_ms.to_be_bytes());
+    connect.extend_from_slice(&id.to_be_bytes());
+    connect.extend_from_slice(&(PASSWORD_LEN as i32).to_be_bytes());
+    connect.extend_from_slice(&session_password(id));
+    connect.push(0); // readOnly = false
+    connect
 }
 
 async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
@@ -277,6 +283,148 @@ pub async fn expire_session(
                 ),
             },
         }),
+    }
+}
+
+/// ZooKeeper's op code for a ping, and the xid its pings carry.
+const OP_PING: i32 = 11;
+const PING_XID: i32 = -2;
+
+/// A connection of the harness's own attached to a client's session, pinging it, so that
+/// the server keeps the session and its ephemeral nodes while the client is cut off (see
+/// [`keep_session`]). Dropping it drops the connection without closing the session: the
+/// server then expires it a session timeout later, unless its client resumes it.
+#[derive(Debug)]
+pub struct SessionKeeper {
+    session: SessionId,
+    pinger: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl SessionKeeper {
+    /// Lets the session go (as dropping does) and says whether every ping was answered
+    /// until then.
+    pub async fn release(mut self) -> Result<(), RealError> {
+        if !self.pinger.is_finished() {
+            return Ok(()); // the drop aborts it
+        }
+        match (&mut self.pinger).await {
+            Ok(Err(reason)) => Err(RealError::KeepSession {
+                session: self.session.to_string(),
+                reason,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for SessionKeeper {
+    fn drop(&mut self) {
+        self.pinger.abort();
+    }
+}
+
+/// Attaches a connection of its own to `session` (as [`kill_session`] does, the password
+/// recomputed) and pings it every third of the timeout the server grants, so that the
+/// server holds the session while its client cannot reach it: a client library that
+/// declares the session lost on its own meanwhile does so while the server still holds
+/// it. The client must be kept from reconnecting (its proxies refuse the session), or it
+/// takes the session back. Fails if the server no longer holds the session, or no server
+/// of `connect_string` answers within `timeout`.
+pub async fn keep_session(
+    connect_string: &str,
+    session: SessionId,
+    session_timeout_ms: u64,
+    timeout: Duration,
+) -> Result<SessionKeeper, RealError> {
+    let failed = |reason: String| RealError::KeepSession {
+        session: session.to_string(),
+        reason,
+    };
+    let addrs: Vec<String> = (connect_string.split(','))
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if addrs.is_empty() {
+        return Err(failed(format!(
+            "the connect string {connect_string:?} names no server"
+        )));
+    }
+    let timeout_ms = i32::try_from(session_timeout_ms).unwrap_or(i32::MAX);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last = String::from("no attempt finished");
+    for addr in addrs.iter().cycle() {
+        let attached = tokio::time::timeout_at(deadline, attach_to(addr, session.0, timeout_ms));
+        match attached.await {
+            Ok(Ok(Some((stream, granted_ms)))) => {
+                let pinger = tokio::spawn(ping_until_dropped(stream, granted_ms));
+                return Ok(SessionKeeper { session, pinger });
+            }
+            Ok(Ok(None)) => {
+                return Err(failed("the server no longer holds the session".into()));
+            }
+            Ok(Err(why)) => last = why,
+            Err(_) => break,
+        }
+        if tokio::time::Instant::now() + RETRY_PAUSE >= deadline {
+            break;
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+    }
+    Err(failed(format!(
+        "no server attached the session within {} ms; last attempt: {last}",
+        timeout.as_millis()
+    )))
+}
+
+/// One attach: the stream and the timeout granted, `None` if the server holds no such
+/// session, `Err` to try again.
+async fn attach_to(
+    addr: &str,
+    id: i64,
+    timeout_ms: i32,
+) -> Result<Option<(TcpStream, i32)>, String> {
+    let mut stream =
+        (TcpStream::connect(addr).await).map_err(|e| format!("connecting to {addr}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let connect = attach(id, timeout_ms);
+    let mut frame = Vec::with_capacity(connect.len() + 4);
+    frame.extend_from_slice(&(connect.len() as i32).to_be_bytes());
+    frame.extend_from_slice(&connect);
+    (stream.write_all(&frame).await).map_err(|e| format!("writing to {addr}: {e}"))?;
+    let response = (read_frame(&mut stream).await)
+        .map_err(|e| format!("no connect response from {addr}: {e}"))?;
+    let granted = response
+        .get(4..8)
+        .map(|b| i32::from_be_bytes(b.try_into().unwrap_or_default()));
+    Ok(granted.filter(|&t| t > 0).map(|t| (stream, t)))
+}
+
+/// Pings every third of `granted_ms` and reads each answer; ends with the first failure.
+async fn ping_until_dropped(mut stream: TcpStream, granted_ms: i32) -> Result<(), String> {
+    let period = Duration::from_millis((granted_ms / 3).max(1) as u64);
+    let answer_within = Duration::from_millis(granted_ms as u64);
+    let mut ping = Vec::with_capacity(12);
+    ping.extend_from_slice(&8i32.to_be_bytes());
+    ping.extend_from_slice(&PING_XID.to_be_bytes());
+    ping.extend_from_slice(&OP_PING.to_be_bytes());
+    loop {
+        tokio::time::sleep(period).await;
+        (stream.write_all(&ping).await).map_err(|e| format!("sending a ping: {e}"))?;
+        let answered = tokio::time::timeout(answer_within, async {
+            loop {
+                let reply = read_frame(&mut stream).await?;
+                // ReplyHeader: xid i32, zxid i64, err i32; a watch event's xid is -1.
+                if reply.get(0..4) == Some(&PING_XID.to_be_bytes()[..]) {
+                    return Ok::<_, std::io::Error>(());
+                }
+            }
+        });
+        match answered.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("the connection broke: {e}")),
+            Err(_) => return Err(format!("a ping went unanswered for {granted_ms} ms")),
+        }
     }
 }
 

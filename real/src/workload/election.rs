@@ -6,23 +6,51 @@
 //! properties judge it as they judge the election in the simulation
 //! (`zklock_checker::properties::election`), with `election_leader_owns_node` beside them.
 //! `election_no_leadership_after_close` is not judged here: a run records a term's end as
-//! a release, never a close while waiting.
+//! a release, never a close while waiting. Any latch runs so ([`LatchRealRecipe::of`]):
+//! the election's canaries do.
 
 use super::RealRecipe;
 use crate::recording::RecordingClient;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zklock_recipe::election::{LeaderLatch, Term};
+use zklock_recipe::election::{LatchUnderTest, LeaderLatch, Term};
 use zklock_recipe::history::LockRole;
 use zklock_recipe::lock::LockOptions;
 use zklock_recipe::under_test::LockUnderTest;
 
-/// zklock's [`LeaderLatch`], each client a contender on the run's lock path (every role
-/// the same: an election has no readers). `real --recipe election-latch` runs it.
-#[derive(Clone, Debug, Default)]
+/// Makes client `index`'s latch on `path` (a new one for each time it joins).
+pub type MakeLatch = Arc<
+    dyn Fn(RecordingClient, u32, &str) -> Result<Arc<dyn LatchUnderTest>, String> + Send + Sync,
+>;
+
+/// zklock's [`LeaderLatch`], or another latch ([`LatchRealRecipe::of`]), each client a
+/// contender on the run's lock path (every role the same: an election has no readers).
+/// `real --recipe election-latch` runs zklock's.
+#[derive(Clone, Default)]
 pub struct LatchRealRecipe {
     /// The latches' lock options. Default: [`LockOptions::default`].
     pub options: LockOptions,
+    /// The latch, when it is not zklock's.
+    make: Option<MakeLatch>,
+}
+
+impl std::fmt::Debug for LatchRealRecipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LatchRealRecipe")
+            .field("options", &self.options)
+            .field("own_latch", &self.make.is_none())
+            .finish()
+    }
+}
+
+impl LatchRealRecipe {
+    /// The latches `make` makes, in place of zklock's.
+    pub fn of(make: MakeLatch) -> LatchRealRecipe {
+        LatchRealRecipe {
+            options: LockOptions::default(),
+            make: Some(make),
+        }
+    }
 }
 
 impl RealRecipe for LatchRealRecipe {
@@ -32,6 +60,7 @@ impl RealRecipe for LatchRealRecipe {
             client,
             path: path.to_owned(),
             options: self.options.clone(),
+            make: self.make.clone(),
             latch: Mutex::new(None),
         }
     }
@@ -49,7 +78,8 @@ pub struct LatchLock {
     client: RecordingClient,
     path: String,
     options: LockOptions,
-    latch: Mutex<Option<Arc<LeaderLatch<RecordingClient>>>>,
+    make: Option<MakeLatch>,
+    latch: Mutex<Option<Arc<dyn LatchUnderTest>>>,
 }
 
 impl std::fmt::Debug for LatchLock {
@@ -61,35 +91,46 @@ impl std::fmt::Debug for LatchLock {
 }
 
 /// A term of leadership: the latch that leads, and its term.
-#[derive(Debug)]
 pub struct Leadership {
-    latch: Arc<LeaderLatch<RecordingClient>>,
+    latch: Arc<dyn LatchUnderTest>,
     term: Term,
+}
+
+impl std::fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leadership")
+            .field("term", &self.term)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LatchLock {
     /// The latch this contender is in the election with; a new one when it left.
-    fn latch(&self) -> Result<Arc<LeaderLatch<RecordingClient>>, String> {
+    fn latch(&self) -> Result<Arc<dyn LatchUnderTest>, String> {
         let mut held = self.latch.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(latch) = &*held {
             return Ok(Arc::clone(latch));
         }
-        let latch =
-            LeaderLatch::with_options(self.client.clone(), &self.path, self.options.clone())
-                .map_err(|e| e.to_string())?;
-        Ok(Arc::clone(held.insert(Arc::new(latch))))
+        let latch: Arc<dyn LatchUnderTest> = match &self.make {
+            Some(make) => make(self.client.clone(), self.client.index(), &self.path)?,
+            None => Arc::new(
+                LeaderLatch::with_options(self.client.clone(), &self.path, self.options.clone())
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        Ok(Arc::clone(held.insert(latch)))
     }
 
     /// Leaves the election: `latch` is closed (its node deleted) and forgotten, so that
     /// the next attempt joins with a new one.
-    async fn leave(&self, latch: &Arc<LeaderLatch<RecordingClient>>) -> Result<(), String> {
+    async fn leave(&self, latch: &Arc<dyn LatchUnderTest>) -> Result<(), String> {
         {
             let mut held = self.latch.lock().unwrap_or_else(PoisonError::into_inner);
             if held.as_ref().is_some_and(|l| Arc::ptr_eq(l, latch)) {
                 *held = None;
             }
         }
-        latch.close().await.map_err(|e| e.to_string())
+        latch.close().await
     }
 }
 
@@ -98,7 +139,7 @@ impl LockUnderTest for LatchLock {
 
     async fn acquire(&self) -> Result<Leadership, String> {
         let latch = self.latch()?;
-        let term = latch.await_leadership().await.map_err(|e| e.to_string())?;
+        let term = latch.await_leadership().await?;
         Ok(Leadership { latch, term })
     }
 
@@ -108,10 +149,7 @@ impl LockUnderTest for LatchLock {
     async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<Leadership>, String> {
         let latch = self.latch()?;
         match tokio::time::timeout(timeout, latch.await_leadership()).await {
-            Ok(term) => Ok(Some(Leadership {
-                term: term.map_err(|e| e.to_string())?,
-                latch,
-            })),
+            Ok(term) => Ok(Some(Leadership { term: term?, latch })),
             Err(_) => {
                 self.leave(&latch).await?;
                 Ok(None)
@@ -128,11 +166,7 @@ impl LockUnderTest for LatchLock {
     }
 
     async fn lost<'a>(&'a self, guard: &'a Leadership) -> String {
-        match guard.latch.lost().await {
-            Some(reason) => reason.to_string(),
-            // No term held: its end was already seen.
-            None => "not leading".into(),
-        }
+        guard.latch.lost().await
     }
 
     async fn release(&self, guard: Leadership) -> Result<(), String> {

@@ -232,7 +232,7 @@ pub(super) async fn worker<R: RealRecipe>(
             // The work first, as the simulation's runner: a process resuming from a pause
             // finishes the step it was on before it reads its mail.
             biased;
-            () = client.sleep(hold_of(k, config)) => None,
+            () = hold_for(&client, &shared, hold_of(k, config)) => None,
             reason = lock.lost(&guard) => Some(reason),
         };
         match lost {

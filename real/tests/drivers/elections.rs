@@ -84,3 +84,61 @@ async fn curators_driver_reads_no_gone_node_when_its_token_read_meets_an_expiry(
         assert!(!violated.contains(&p), "{p}:\n{}", judged.report);
     }
 }
+
+/// CURATOR-724, in Debian's Curator 5.4.0: the latch's path is a container, which the
+/// server deletes once it is empty. One contender, its session expired at its leadership
+/// check (the latch's first full listing of the election, after its create): its node
+/// goes with the session, the empty path is reaped (the server checks its containers
+/// every 100 ms), and on RECONNECTED, with a new session, 5.4.0's latch lists the path,
+/// gets NoNode, and drops it: nothing makes the path again, and it never leads. The run
+/// goes on until the waiter has waited twice the liveness bound; the same script on a
+/// server that keeps its containers (ZooKeeper's 60 s) leads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curators_leader_latch_never_leads_again_once_its_reaped_path_is_gone_curator_724() {
+    use super::{a_waiter_is_stuck, workload};
+    use crate::common::{assert_ok, check_run};
+    use zklock_real::driver::DriverRecipe;
+    use zklock_real::faults::FaultConfig;
+    use zklock_real::harness::ServerOptions;
+    use zklock_real::proxy::{AimedAction, AimedFault, op};
+    use zklock_real::servers::Servers;
+    use zklock_real::workload::{RunGoal, WorkloadConfig, run_recipe};
+
+    let Some(recipe) = super::driver(DriverKind::CuratorLeaderLatch) else {
+        return;
+    };
+    let config = WorkloadConfig {
+        clients: 1,
+        attempts_per_client: 1,
+        session_timeout_ms: 2_000,
+        ..workload(Some(RunGoal::new(|h, facts| {
+            a_waiter_is_stuck(h, 2 * facts.liveness_bound_ms, facts.run_end_us)
+        })))
+    };
+    let faults = FaultConfig {
+        aimed: vec![(
+            0,
+            AimedFault::new(&[op::GET_CHILDREN2], super::LOCK_PATH, AimedAction::Expire),
+        )],
+        ..FaultConfig::default()
+    };
+    let reaping = ServerOptions::default().with_container_check_interval_ms(100);
+    let servers = Servers::start(1, reaping).unwrap();
+    let stuck = run_recipe(servers, &config, &faults, recipe).await.unwrap();
+    assert_eq!(stuck.aimed_strikes, 1);
+    let judged = check_run(&stuck);
+    assert!(
+        judged.report.violated().contains(&"liveness_after_heal"),
+        "the latch led again after its path was reaped:\n{}",
+        judged.report
+    );
+    // The containers kept: the latch makes its node again and leads.
+    let config = WorkloadConfig {
+        until: None,
+        ..config
+    };
+    let recipe = DriverRecipe::prepare(DriverKind::CuratorLeaderLatch).unwrap();
+    let kept = super::run(recipe, &config, &faults).await.unwrap();
+    assert_eq!(kept.aimed_strikes, 1);
+    assert_ok(&check_run(&kept));
+}

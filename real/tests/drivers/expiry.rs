@@ -7,7 +7,6 @@ use crate::common::{assert_ok, check_run};
 use zklock_real::faults::FaultConfig;
 use zklock_real::proxy::{AimedAction, AimedFault, op};
 use zklock_real::workload::{RunGoal, ShippedRealRecipe};
-use zklock_recipe::SessionState;
 use zklock_recipe::history::{EventKind, FaultKind, History};
 
 /// Client 0's first listing of the lock directory (right after its node's create, before
@@ -29,35 +28,8 @@ pub fn expired_while_acquiring() -> FaultConfig {
 /// Client 0's aimed expiry struck, its session (the recording session, which is the
 /// shipped lock's) learned Expired, and `n` acquisitions followed.
 fn expired_then_acquired(history: &History, n: usize) -> bool {
-    let events = &history.events;
-    let Some(struck) = events.iter().position(|e| {
-        e.client == 0
-            && matches!(
-                e.kind,
-                EventKind::Fault {
-                    fault: FaultKind::ForcedExpiry
-                }
-            )
-    }) else {
-        return false;
-    };
-    let victim = events[struck].session;
-    let Some(expired) = events[struck..].iter().position(|e| {
-        e.session == victim
-            && matches!(
-                e.kind,
-                EventKind::Session {
-                    state: SessionState::Expired
-                }
-            )
-    }) else {
-        return false;
-    };
-    events[struck + expired..]
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Acquired { .. }))
-        .count()
-        >= n
+    let forced = |f: &FaultKind| *f == FaultKind::ForcedExpiry;
+    super::struck_expired_then_acquired(history, forced, n)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

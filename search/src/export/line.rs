@@ -153,6 +153,14 @@ impl RealLine {
                 }
                 // The warm-up of zklock's drivers: nothing of the script.
                 "--warm-up-runs" => {}
+                "--container-check-interval-ms" => {
+                    return Err(ExportError::Unsupported {
+                        reason: format!(
+                            "{flag} {value}: an export's server reaps containers at \
+                             ZooKeeper's default"
+                        ),
+                    });
+                }
                 "--aim" => aims.push(Aim::parse(value)?),
                 _ => {
                     return Err(invalid(format!(

@@ -118,9 +118,9 @@ fn class_of(line: &RealLine, i: u32) -> &'static str {
     }
 }
 
-/// Whether `lock` is an election, each hold a term of leadership.
+/// Whether `lock` is an election, each hold a term of leadership (the driver's own word).
 fn line_is_election(lock: &str) -> bool {
-    matches!(lock, "curator-leader-latch" | "zookeeper-election")
+    zklock_real::driver::DriverKind::parse(lock).is_ok_and(|k| k.is_election())
 }
 
 /// One attempt's call, in the library's terms.

@@ -520,6 +520,7 @@ pub fn refuse_inapplicable(
         given.refuse(
             &[
                 "readers",
+                "revokers",
                 "drop_every",
                 "mix_offset",
                 "locks",
@@ -533,7 +534,7 @@ pub fn refuse_inapplicable(
     }
     if lock.is_election() {
         given.refuse(
-            &["readers", "mix_offset", "locks", "modes"],
+            &["readers", "revokers", "mix_offset", "locks", "modes"],
             &format!("the election {name}"),
             "its clients contend for leadership of one path, each attempt blocking until \
              it leads or closes (every --drop-every-th closes early)",
@@ -541,9 +542,9 @@ pub fn refuse_inapplicable(
     }
     if lock.leases().is_some() {
         given.refuse(
-            &["readers"],
+            &["readers", "revokers"],
             &format!("the semaphore {name}"),
-            "every client takes a lease, and none is a reader or a writer",
+            "every client takes a lease, and none is a reader or a writer, nor revoked",
         )?;
     }
     Ok(())
@@ -671,6 +672,12 @@ pub fn non_default_knobs(sc: &Scenario) -> String {
     if sc.hold_ms != Scenario::default().hold_ms {
         knobs.push_str(&format!(", holds of {} ms", sc.hold_ms));
     }
+    if sc.revokers > 0 {
+        knobs.push_str(&format!(
+            ", {} revokers (a holder gives up within {} ms)",
+            sc.revokers, sc.revoke_bound_ms
+        ));
+    }
     knobs
 }
 
@@ -691,6 +698,7 @@ pub fn scenario_differences(sc: &Scenario) -> String {
         d.acquisitions_per_client.to_string(),
     );
     flag("readers", sc.readers.to_string(), d.readers.to_string());
+    flag("revokers", sc.revokers.to_string(), d.revokers.to_string());
     flag(
         "drop-every",
         sc.drop_every.to_string(),
@@ -719,6 +727,7 @@ pub fn scenario_differences(sc: &Scenario) -> String {
         clients: d.clients,
         acquisitions_per_client: d.acquisitions_per_client,
         readers: d.readers,
+        revokers: d.revokers,
         drop_every: d.drop_every,
         mix_offset: d.mix_offset,
         sequence_start: d.sequence_start,

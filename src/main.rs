@@ -49,6 +49,13 @@ fn recipes() -> Recipes {
             zklock_sim::ElectionRecipe::selector(),
         )
         .expect("the selector's name is valid and unique");
+    recipes
+        .register(
+            "revocable",
+            "zklock's read/write lock with revocation: a revoker asks readers and writers to give up",
+            zklock_sim::RevocableRecipe::default(),
+        )
+        .expect("the revocable lock's name is valid and unique");
     zklock_canaries::register_all(&mut recipes).expect("the canaries' names are valid and unique");
     recipes
 }

@@ -17,6 +17,14 @@ pub struct ScenarioArgs {
     /// --clients [default: the recipe's; 0 for most]
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, 64>)]
     pub readers: Option<u32>,
+    /// Clients that ask holders to give up instead of holding (the last N; each asks the
+    /// holder of one node of the lock's directory, half a hold apart, once for every
+    /// attempt of every holder), 0 to 63, fewer than --clients, and with --readers leaving
+    /// a writer (check gives readers up for it at small --clients): the run
+    /// is judged by revocation_honored and revocation_only_given_up too [default: the
+    /// recipe's; 1 for revocable, 0 for most]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, 63>)]
+    pub revokers: Option<u32>,
     /// Start each client's acquires at the N-th of the mix of modes (blocking, try,
     /// timed, and the drops): 2 starts with a timed acquire; 0 or more [default: the
     /// recipe's; 0 for most]
@@ -60,6 +68,7 @@ impl ScenarioArgs {
     pub fn apply(&self, own: Scenario, clients: u32) -> Result<Scenario> {
         let sc = Scenario {
             readers: self.readers.unwrap_or(own.readers),
+            revokers: self.revokers.unwrap_or(own.revokers),
             mix_offset: self.mix_offset.unwrap_or(own.mix_offset),
             sequence_start: self.sequence_start.unwrap_or(own.sequence_start),
             hold_ms: self.hold_ms.unwrap_or(own.hold_ms),
@@ -81,6 +90,14 @@ impl ScenarioArgs {
             bail!(
                 "--readers ({}) cannot exceed --clients ({clients})",
                 sc.readers
+            );
+        }
+        // Readers and revokers together leave no writer: the scenario's own check says so
+        // (check gives readers up to keep one at its small bounds).
+        if sc.revokers >= clients {
+            bail!(
+                "--revokers ({}) must be fewer than --clients ({clients}): someone must hold",
+                sc.revokers
             );
         }
         Ok(sc)

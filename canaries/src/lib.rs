@@ -21,9 +21,11 @@
 
 mod election;
 mod queue;
+mod revocation;
 mod semaphore;
 
 pub use election::{ElectionBug, ElectionCanary};
+pub use revocation::{RevocationBug, RevocationCanary, RevocationCanaryLock};
 
 pub use queue::{QueueBug, QueueCanary};
 pub use semaphore::{
@@ -86,6 +88,10 @@ pub fn register_all(recipes: &mut Recipes) -> Result<(), RegistryError> {
     for bug in ElectionBug::ALL {
         let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
         recipes.register(bug.name(), &description, ElectionCanary(bug))?;
+    }
+    for bug in RevocationBug::ALL {
+        let description = format!("{} (must violate {})", bug.description(), bug.caught_by());
+        recipes.register(bug.name(), &description, RevocationCanary(bug))?;
     }
     Ok(())
 }

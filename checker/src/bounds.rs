@@ -111,7 +111,11 @@ impl Bounds {
         Scenario {
             clients: self.clients,
             acquisitions_per_client: self.acquisitions_per_client,
-            readers: base.readers.min(self.clients),
+            // Revokers leave a writer: readers give way to it at small bounds.
+            readers: base.readers.min(
+                self.clients
+                    .saturating_sub(base.revokers + u32::from(base.revokers > 0)),
+            ),
             fault_mode: FaultMode::Bounded {
                 faults_max: self.faults_max,
             },

@@ -39,8 +39,11 @@
 //! acquisitions, items completed, a work-queue flag (one byte), then the failed acquires'
 //! reasons (at most [`FAILURE_REASONS_MAX`] and the bucket of the others, each its text
 //! and its count), so that a resumed check is judged on the whole check, as one run in
-//! one go is (a check that, in total, acquired nothing is inconclusive). This zklock
-//! writes format 3; formats 1 and 2 are read, as a checkpoint without counts
+//! one go is (a check that, in total, acquired nothing is inconclusive). Format 4 is
+//! format 3 with the revoke requests and the holds given up when asked after the reasons
+//! (two counts), so that a resumed check of revocation is judged on the whole check too.
+//! This zklock writes format 4; format 3 is read with no revocation counted, formats 1
+//! and 2 as a checkpoint without counts
 //! ([`Checkpoint::exercised`] is `None`), and a check resumed from one is not judged for
 //! "nothing checked". A checkpoint holds at most
 //! [`CHECKPOINT_STATES_MAX`] digests (16 bytes each), at most [`CHECKPOINT_SUBTREES_MAX`]
@@ -56,8 +59,10 @@ use zklock_sim::Scenario;
 
 /// The first bytes of every checkpoint file.
 pub const CHECKPOINT_MAGIC: &[u8; 18] = b"zklock checkpoint\n";
-/// The newest format this zklock writes and reads (it reads formats 1 and 2 too).
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 3;
+/// The newest format this zklock writes and reads (it reads formats 1 to 3 too).
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 4;
+/// The format of a checkpoint with counts but no revocation counts.
+const FORMAT_COUNTS: u32 = 3;
 /// The format of a checkpoint whose work is a single prefix, without counts.
 const FORMAT_ONE_PREFIX: u32 = 1;
 /// The format of a checkpoint whose work is a list of subtrees, without counts.
@@ -346,6 +351,9 @@ impl Checkpoint {
                 b.extend_from_slice(reason.as_bytes());
                 b.extend_from_slice(&n.to_le_bytes());
             }
+            for n in [e.revoke_requests, e.revocations] {
+                b.extend_from_slice(&n.to_le_bytes());
+            }
         }
         let prefix = |b: &mut Vec<u8>, p: &[u32]| {
             b.extend_from_slice(&(p.len() as u32).to_le_bytes());
@@ -427,7 +435,8 @@ impl Checkpoint {
         };
         let (schedules, pruned, max_depth) = (r.u64()?, r.u64()?, r.u64()?);
         let exercised = match format {
-            CHECKPOINT_FORMAT_VERSION => Some(r.exercised()?),
+            CHECKPOINT_FORMAT_VERSION => Some(r.exercised(true)?),
+            FORMAT_COUNTS => Some(r.exercised(false)?),
             _ => None,
         };
         let work = if format == FORMAT_ONE_PREFIX {
@@ -588,8 +597,9 @@ impl<'a> Reader<'a> {
         Ok(work)
     }
 
-    /// Format 3's counts of what the schedules run exercised.
-    fn exercised(&mut self) -> Result<Exercised, CheckpointError> {
+    /// The counts of what the schedules run exercised: format 3's, and with `revocation`
+    /// format 4's two counts of revocation after them.
+    fn exercised(&mut self, revocation: bool) -> Result<Exercised, CheckpointError> {
         let (runs, acquisitions, items_completed) = (self.u64()?, self.u64()?, self.u64()?);
         let queue = match self.take(1)?[0] {
             0 => false,
@@ -620,12 +630,18 @@ impl<'a> Reader<'a> {
                 });
             }
         }
+        let (revoke_requests, revocations) = match revocation {
+            true => (self.u64()?, self.u64()?),
+            false => (0, 0),
+        };
         Ok(Exercised {
             runs,
             acquisitions,
             items_completed,
             queue,
             failures,
+            revoke_requests,
+            revocations,
         })
     }
 
@@ -732,7 +748,7 @@ mod tests {
         }
     }
 
-    /// A checkpoint with counts, as this zklock writes it: format 3, its counts back.
+    /// A checkpoint with counts, as this zklock writes it: format 4, its counts back.
     fn sample_with_counts() -> Checkpoint {
         let mut failures = std::collections::BTreeMap::new();
         failures.insert("no node".to_string(), 12);
@@ -744,13 +760,15 @@ mod tests {
                 items_completed: 0,
                 queue: false,
                 failures,
+                revoke_requests: 5,
+                revocations: 3,
             }),
             ..sample()
         }
     }
 
     #[test]
-    fn a_checkpoint_with_counts_reads_back_as_written_in_format_3() {
+    fn a_checkpoint_with_counts_reads_back_as_written_in_format_4() {
         for c in [
             sample_with_counts(),
             Checkpoint {
@@ -760,7 +778,7 @@ mod tests {
             Checkpoint::start("zklock", &Scenario::default(), true),
         ] {
             let bytes = c.to_bytes();
-            assert_eq!(bytes[CHECKPOINT_MAGIC.len()..][..4], 3u32.to_le_bytes());
+            assert_eq!(bytes[CHECKPOINT_MAGIC.len()..][..4], 4u32.to_le_bytes());
             assert_eq!(Checkpoint::from_bytes(&bytes), Ok(c));
         }
     }
@@ -772,7 +790,7 @@ mod tests {
         bytes.push(0);
         bytes.extend_from_slice(&(FAILURE_REASONS_MAX as u32 + 2).to_le_bytes());
         assert!(matches!(
-            Reader(&bytes).exercised(),
+            Reader(&bytes).exercised(false),
             Err(CheckpointError::TooLarge {
                 what: "the failed acquires' reasons",
                 ..
@@ -781,9 +799,33 @@ mod tests {
         let mut bytes = vec![0u8; 24];
         bytes.push(2);
         assert!(matches!(
-            Reader(&bytes).exercised(),
+            Reader(&bytes).exercised(false),
             Err(CheckpointError::Corrupt { .. })
         ));
+    }
+
+    /// Format 3, as zklock wrote it before revocation was counted: format 4 without the
+    /// two counts after the reasons. It reads with no revocation counted.
+    #[test]
+    fn a_checkpoint_of_format_3_still_loads_with_no_revocation_counted() {
+        let mut c = sample_with_counts();
+        let e = c.exercised.as_mut().expect("counts");
+        (e.revoke_requests, e.revocations) = (0, 0);
+        let mut b = c.to_bytes();
+        let identity: usize = [&c.version, &c.commit, &c.recipe, &c.scenario_json]
+            .iter()
+            .map(|s| 4 + s.len())
+            .sum();
+        let failures = &c.exercised.as_ref().expect("counts").failures;
+        let reasons: usize = failures.keys().map(|r| 4 + r.len() + 8).sum();
+        let at = CHECKPOINT_MAGIC.len() + 4 + identity + 1 + 24 + 24 + 1 + 4 + reasons;
+        assert_eq!(b[at..at + 16], [0u8; 16]);
+        b.drain(at..at + 16);
+        b[CHECKPOINT_MAGIC.len()..][..4].copy_from_slice(&3u32.to_le_bytes());
+        b.truncate(b.len() - 8);
+        let sum = checksum(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        assert_eq!(Checkpoint::from_bytes(&b), Ok(c));
     }
 
     #[test]

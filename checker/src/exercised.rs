@@ -45,6 +45,10 @@ pub struct Exercised {
     pub queue: bool,
     /// `AcquireFailed` events, by reason (at most [`FAILURE_REASONS_MAX`] reasons).
     pub failures: BTreeMap<String, u64>,
+    /// `RevokeRequested` events: revokers asked holders to give up.
+    pub revoke_requests: u64,
+    /// `RevokeObserved` events: holds given up when asked.
+    pub revocations: u64,
 }
 
 impl Exercised {
@@ -63,6 +67,8 @@ impl Exercised {
                 }
                 EventKind::ItemProduced { .. } | EventKind::ProcessStart { .. } => e.queue = true,
                 EventKind::AcquireFailed { reason } => add_failure(&mut e.failures, reason, 1),
+                EventKind::RevokeRequested { .. } => e.revoke_requests += 1,
+                EventKind::RevokeObserved => e.revocations += 1,
                 _ => {}
             }
         }
@@ -90,6 +96,8 @@ impl Exercised {
             items_completed: counters.queue.map_or(0, |q| q.items_completed),
             queue: counters.queue.is_some(),
             failures,
+            revoke_requests: counters.revoke_requests,
+            revocations: counters.revocations,
         }
     }
 
@@ -99,6 +107,8 @@ impl Exercised {
         self.acquisitions += other.acquisitions;
         self.items_completed += other.items_completed;
         self.queue |= other.queue;
+        self.revoke_requests += other.revoke_requests;
+        self.revocations += other.revocations;
         for (reason, n) in &other.failures {
             add_failure(&mut self.failures, reason, *n);
         }
@@ -133,11 +143,20 @@ impl Exercised {
         self.failures.values().sum()
     }
 
-    /// `Ok` if something was put to the test; else what was not.
+    /// `Ok` if something was put to the test; else what was not. Revokers that asked and
+    /// never saw a holder give up put revocation to no test: nothing checked too.
     pub fn verdict(&self) -> Result<(), NothingChecked> {
         let (checked, what) = self.checked();
-        if checked > 0 {
+        if checked > 0 && (self.revoke_requests == 0 || self.revocations > 0) {
             return Ok(());
+        }
+        if checked > 0 {
+            return Err(NothingChecked {
+                runs: self.runs,
+                what: "holds given up when asked",
+                failures: Vec::new(),
+                revoke_requests: self.revoke_requests,
+            });
         }
         let mut failures: Vec<(String, u64)> =
             self.failures.iter().map(|(r, n)| (r.clone(), *n)).collect();
@@ -147,6 +166,7 @@ impl Exercised {
             runs: self.runs,
             what,
             failures,
+            revoke_requests: 0,
         })
     }
 }
@@ -162,6 +182,9 @@ pub struct NothingChecked {
     pub what: &'static str,
     /// The failed acquires by error, the commonest first.
     pub failures: Vec<(String, u64)>,
+    /// Revoke requests made, when it is revocation that was not put to the test (holds
+    /// were, but none was given up when asked); else 0.
+    pub revoke_requests: u64,
 }
 
 impl NothingChecked {
@@ -179,6 +202,18 @@ impl fmt::Display for NothingChecked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.runs == 0 {
             return write!(f, "nothing was checked: no run was made");
+        }
+        if self.revoke_requests > 0 {
+            return write!(
+                f,
+                "revocation was not checked: {} run{} made {} revoke requests and no holder \
+                 gave up when asked, so revocation_honored and revocation_only_given_up \
+                 held vacuously (does the recipe's revoke call, LockUnderTest::revoke, ask \
+                 anything, and its revocation signal hear it?)",
+                self.runs,
+                if self.runs == 1 { "" } else { "s" },
+                self.revoke_requests
+            );
         }
         write!(
             f,
@@ -226,6 +261,39 @@ mod tests {
         event(EventKind::AcquireFailed {
             reason: reason.into(),
         })
+    }
+
+    /// Revokers that asked while no holder ever gave up (a lock whose revoke asks nothing,
+    /// or whose holders never hear it) put revocation to no test; one revocation in the
+    /// sweep is enough, as for acquisitions.
+    #[test]
+    fn revoke_requests_that_no_holder_gave_up_for_check_nothing() {
+        let acquired = event(EventKind::Acquired {
+            token: 1,
+            node: "/l/n".into(),
+        });
+        let asked = event(EventKind::RevokeRequested {
+            node: "/l/n".into(),
+        });
+        let mut h = History::default();
+        h.events.extend([acquired, asked.clone(), asked]);
+        let e = Exercised::of(&h);
+        let n = e.verdict().unwrap_err();
+        assert_eq!(n.revoke_requests, 2);
+        assert!(
+            n.to_string()
+                .starts_with("revocation was not checked: 1 run made 2 revoke requests"),
+            "{n}"
+        );
+        let mut given_up = History::default();
+        given_up.events.push(event(EventKind::RevokeObserved));
+        let mut sweep = e.clone();
+        sweep.merge(&Exercised::of(&given_up));
+        assert_eq!(sweep.verdict(), Ok(()));
+        // Through the counters, as a sweep's summary carries them.
+        let counters = crate::properties::count(&h);
+        assert_eq!((counters.revoke_requests, counters.revocations), (2, 0));
+        assert!(Exercised::of_counters(&counters, 1).verdict().is_err());
     }
 
     #[test]

@@ -4,6 +4,7 @@ use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
 use crate::properties::Violation;
 use crate::properties::election::check_election;
 use crate::properties::queue::{QueueFacts, check_queue};
+use crate::properties::revocation::check_revocation;
 use crate::properties::{CheckConfig, Report, check_all};
 use crate::trace::{SavedReport, Trace};
 use zklock_sim::{
@@ -136,6 +137,11 @@ pub fn judge(scenario: &Scenario, outcome: RunOutcome) -> CheckedRun {
     } else {
         check_all(&outcome.history, &cfg)
     };
+    if scenario.revokers > 0 {
+        let end_us = outcome.end_time_us;
+        let verdicts = check_revocation(&outcome.history, scenario.revoke_bound_ms, end_us);
+        report.verdicts.extend(verdicts);
+    }
     if let Some(leases) = outcome.leases {
         let verdict = semaphore_leases_per_lock(
             &outcome.history,

@@ -210,6 +210,8 @@ impl<'a> Describer<'a> {
             }
             EventKind::ProcessEnd { item } => format!("completed item {item}"),
             EventKind::Closed => "closed its election (leads no more)".into(),
+            EventKind::RevokeRequested { node } => format!("asks the holder of {node} to give up"),
+            EventKind::RevokeObserved => "saw a revocation request: gives up its hold".into(),
             // The vocabulary may grow; an unknown kind still gets a line.
             other => format!("{other:?}"),
         }

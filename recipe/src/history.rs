@@ -8,8 +8,8 @@ use std::sync::Arc;
 /// Version of the history format. Bump it when a change would make older readers
 /// misread a history. Version 3 records a work-queue producer's calls
 /// (`ProduceInvoked`, `ProduceFailed`); version 4 an election contender's close
-/// (`Closed`).
-pub const HISTORY_FORMAT_VERSION: u32 = 4;
+/// (`Closed`); version 5 revocation (`RevokeRequested`, `RevokeObserved`).
+pub const HISTORY_FORMAT_VERSION: u32 = 5;
 
 /// Every event of one run, in the order they happened.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -264,6 +264,15 @@ pub enum EventKind {
     /// lead again until it contends anew (its next `AcquireInvoked`). Histories recorded
     /// before elections were recorded have none.
     Closed,
+    /// A revoker asks the holder of `node` (a lock node's full path, as a listing of
+    /// the lock directory showed it) to give up its hold, through the recipe's revoke
+    /// call; the requests that call sends follow. Histories recorded before revocation
+    /// was recorded have none.
+    RevokeRequested {
+        node: String,
+    },
+    /// The holder saw a request to give up its hold and gives up: its release follows.
+    RevokeObserved,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -297,6 +306,8 @@ impl EventKind {
             EventKind::ProcessStart { .. } => "proc>",
             EventKind::ProcessEnd { .. } => "PROC",
             EventKind::Closed => "close",
+            EventKind::RevokeRequested { .. } => "rvk>",
+            EventKind::RevokeObserved => "RVK",
         }
     }
 }

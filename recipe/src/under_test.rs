@@ -121,7 +121,31 @@ pub trait LockUnderTest: Send + Sync + 'static {
     fn lost<'a>(&'a self, guard: &'a Self::Guard) -> impl Future<Output = String> + Send + 'a;
     /// Releases the hold.
     fn release(&self, guard: Self::Guard) -> impl Future<Output = Result<(), String>> + Send;
+    /// Resolves `Ok` when another client asks the holder to give up (see
+    /// [`revoke`](LockUnderTest::revoke)), or `Err` with why, as
+    /// [`lost`](LockUnderTest::lost), if the hold is lost first. A run with revokers
+    /// (`Scenario::revokers` in zklock-sim) races the hold against it instead of `lost`.
+    /// Default: never asked, so the lost signal's reason.
+    fn revocation<'a>(
+        &'a self,
+        guard: &'a Self::Guard,
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a {
+        async move { Err(self.lost(guard).await) }
+    }
+    /// Asks the holder of `node` (a full path, as a listing of the lock directory shows
+    /// it) to give up its hold: `Ok(false)` when the node is gone. Default: an error, for
+    /// a lock that cannot be revoked ([`NOT_REVOCABLE`]).
+    fn revoke<'a>(
+        &'a self,
+        node: &'a str,
+    ) -> impl Future<Output = Result<bool, String>> + Send + 'a {
+        let _ = node;
+        async { Err(NOT_REVOCABLE.to_owned()) }
+    }
 }
+
+/// What [`LockUnderTest::revoke`] answers by default: the lock has no revocation.
+pub const NOT_REVOCABLE: &str = "this lock cannot be revoked";
 
 /// zklock's exclusive lock (role Exclusive) or one side of its read/write lock (roles
 /// Read, Write), as a [`LockUnderTest`].
@@ -149,6 +173,10 @@ impl<C: Coordination + Clone> ShippedLock<C> {
 
 impl<C: Coordination + Clone + Send + Sync + 'static> GuardedLock for ShippedLock<C> {
     type Client = C;
+
+    async fn revoke_node<'a>(&'a self, node: &'a str) -> Result<bool, String> {
+        self.lock.revoke(node).await.map_err(|e| e.to_string())
+    }
 
     async fn contend(&self, wait: Wait) -> Result<Option<LockGuard<C>>, LockError> {
         match wait {
@@ -200,6 +228,25 @@ pub trait GuardedLock: Send + Sync + 'static {
     ) -> impl Future<Output = String> + Send + 'a {
         async move { format!("{:?}", guard.lost().await) }
     }
+    /// Resolves `Ok` when the holder is asked to give up, `Err` when the hold is lost
+    /// first ([`LockUnderTest::revocation`]): the guard's
+    /// [`revocation`](LockGuard::revocation).
+    fn hold_revocation<'a>(
+        &'a self,
+        guard: &'a LockGuard<Self::Client>,
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a {
+        async move { guard.revocation().await.map_err(|r| format!("{r:?}")) }
+    }
+    /// Asks the holder of `node` to give up ([`LockUnderTest::revoke`]). Default: an
+    /// error, [`NOT_REVOCABLE`]; zklock's lock sets the revoke request on the node
+    /// ([`Lock::revoke`]).
+    fn revoke_node<'a>(
+        &'a self,
+        node: &'a str,
+    ) -> impl Future<Output = Result<bool, String>> + Send + 'a {
+        let _ = node;
+        async { Err(NOT_REVOCABLE.to_owned()) }
+    }
     /// Releases the hold ([`LockUnderTest::release`]).
     fn hold_release(
         &self,
@@ -244,5 +291,13 @@ impl<L: GuardedLock> LockUnderTest for L {
 
     async fn release(&self, guard: Self::Guard) -> Result<(), String> {
         self.hold_release(guard).await
+    }
+
+    async fn revocation<'a>(&'a self, guard: &'a Self::Guard) -> Result<(), String> {
+        self.hold_revocation(guard).await
+    }
+
+    async fn revoke<'a>(&'a self, node: &'a str) -> Result<bool, String> {
+        self.revoke_node(node).await
     }
 }

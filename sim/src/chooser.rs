@@ -40,6 +40,9 @@ pub enum ChoiceKind {
     /// scenario orders requests by priorities
     /// ([`Scenario::priorities`](crate::Scenario::priorities)).
     Priority,
+    /// Which node of its listing a revoker asks to give up
+    /// ([`Scenario::revokers`](crate::Scenario::revokers)).
+    RevokeTarget,
 }
 
 /// A source of decisions. `choose(kind, n)` returns an index in `0..n`; it is only called

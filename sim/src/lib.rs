@@ -88,9 +88,9 @@ pub use client::SimClient;
 pub use config::{ClientConfig, SimConfig};
 pub use scenario::{
     Election, ElectionRecipe, FaultMode, Faults, LockUnderTest, ModeKind, Priorities, QueueRecipe,
-    Rate, Recipe, RunOutcome, Scenario, ScenarioError, SemaphoreLock, SemaphoreRecipe, Shape,
-    ShippedLock, ShippedRecipe, WorkQueue, fault_durations_ms, hold_lengths_ms, run_scenario,
-    run_scenario_with,
+    REVOKE_BOUND_MS_DEFAULT, Rate, Recipe, RevocableRecipe, RunOutcome, Scenario, ScenarioError,
+    SemaphoreLock, SemaphoreRecipe, Shape, ShippedLock, ShippedRecipe, WorkQueue,
+    fault_durations_ms, hold_lengths_ms, revocation_scenario, run_scenario, run_scenario_with,
 };
 pub use sim::{Sim, SimError, SimTask, run};
 pub use world::folds::{Folds, SavedFolds};

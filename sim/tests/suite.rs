@@ -8,6 +8,7 @@ mod election;
 mod madsim_seed;
 mod priorities;
 mod renewal;
+mod revocation;
 mod scenario;
 mod semantics;
 mod shape;

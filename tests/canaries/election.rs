@@ -127,7 +127,7 @@ fn the_shipped_election_holds_on_every_schedule_of_small_bounds() {
 }
 
 /// Runs the binary in `dir`: its exit code and everything it printed.
-fn zklock(args: &[&str], dir: &std::path::Path) -> (Option<i32>, String) {
+pub(super) fn zklock(args: &[&str], dir: &std::path::Path) -> (Option<i32>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_zklock"))
         .args(args)
         .current_dir(dir)

@@ -11,6 +11,7 @@ mod own_scenario;
 mod queue;
 mod queue_real;
 mod real;
+mod revocation;
 mod semaphore;
 mod semaphore_check;
 mod semaphore_real;

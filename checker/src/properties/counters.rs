@@ -47,6 +47,13 @@ pub struct Counters {
     pub unfenced_lost_updates: u64,
     /// Faults injected, by kind (`connection_loss`, `pause`, ...).
     pub faults: BTreeMap<String, u64>,
+    /// `RevokeRequested` events: a revoker asked a holder to give up (a run with
+    /// revokers).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub revoke_requests: u64,
+    /// `RevokeObserved` events: holds given up when asked.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub revocations: u64,
     /// A work queue's run: its own figures, shown in place of the lock's. `None` for a
     /// lock's run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,6 +126,8 @@ impl Counters {
         self.lost += other.lost;
         self.fenced_rejections += other.fenced_rejections;
         self.unfenced_lost_updates += other.unfenced_lost_updates;
+        self.revoke_requests += other.revoke_requests;
+        self.revocations += other.revocations;
         for (k, n) in &other.faults {
             *self.faults.entry(k.clone()).or_default() += n;
         }
@@ -263,6 +272,16 @@ impl<'h> Judge<'h> for Counting {
     }
 
     #[inline]
+    fn revoke_requested(&mut self, _: Step<'h>) {
+        self.n.revoke_requests += 1;
+    }
+
+    #[inline]
+    fn revoke_observed(&mut self, _: Step<'h>) {
+        self.n.revocations += 1;
+    }
+
+    #[inline]
     fn fault(&mut self, step: Step<'h>, fault: FaultKind) {
         self.faults[fault_slot(fault)] += 1;
         let st = &mut self.clients[step.slot];
@@ -350,6 +369,13 @@ impl fmt::Display for Counters {
             "resource: fenced rejections {}, unfenced lost updates {}",
             self.fenced_rejections, self.unfenced_lost_updates
         )?;
+        if self.revoke_requests > 0 {
+            writeln!(
+                f,
+                "revocation: {} requests, {} holds given up when asked",
+                self.revoke_requests, self.revocations
+            )?;
+        }
         self.fmt_faults(f)
     }
 }
@@ -373,6 +399,10 @@ impl Counters {
             }
         )
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Distinct failure reasons kept, each with its count; the rest are counted under

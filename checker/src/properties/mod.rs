@@ -15,7 +15,7 @@
 //! | `node_outlives_attempt` | always   | no ephemeral node outlives its attempt by more than the leak bound while its session lives (a real run with proxies only) |
 //!
 //! A work queue's run is judged by [`queue`]'s properties instead; a leader election's
-//! by these and [`election`]'s own.
+//! by these and [`election`]'s own; a run with revokers by these and [`revocation`]'s.
 
 mod beliefs;
 mod config;
@@ -32,6 +32,7 @@ mod overlap;
 pub mod queue;
 pub mod read_write_compat;
 mod report;
+pub mod revocation;
 pub mod rightful_write_accepted;
 pub mod semaphore_leases;
 mod slots;

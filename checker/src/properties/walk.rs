@@ -47,6 +47,10 @@ pub(crate) trait Judge<'h> {
     /// A fault; the event's client is its target.
     fn fault(&mut self, step: Step<'h>, fault: FaultKind) {}
     fn done(&mut self, step: Step<'h>) {}
+    /// A revoker's `RevokeRequested`.
+    fn revoke_requested(&mut self, step: Step<'h>) {}
+    /// A holder's `RevokeObserved`.
+    fn revoke_observed(&mut self, step: Step<'h>) {}
 
     /// The outcome, once every event was read.
     fn finish(self) -> Self::Output;
@@ -129,6 +133,16 @@ impl<'h, A: Judge<'h>, B: Judge<'h>> Judge<'h> for (A, B) {
     fn done(&mut self, step: Step<'h>) {
         self.0.done(step);
         self.1.done(step);
+    }
+    #[inline(always)]
+    fn revoke_requested(&mut self, step: Step<'h>) {
+        self.0.revoke_requested(step);
+        self.1.revoke_requested(step);
+    }
+    #[inline(always)]
+    fn revoke_observed(&mut self, step: Step<'h>) {
+        self.0.revoke_observed(step);
+        self.1.revoke_observed(step);
     }
 
     fn finish(self) -> Self::Output {
@@ -215,6 +229,8 @@ fn walk_by<'h, J: Judge<'h>>(
                 }
             }
             EventKind::Done => judge.done(step),
+            EventKind::RevokeRequested { .. } => judge.revoke_requested(step),
+            EventKind::RevokeObserved => judge.revoke_observed(step),
             // No property reads the others.
             _ => {}
         }

@@ -220,6 +220,15 @@ impl<C: Coordination + Clone> Lock<C> {
             .await?)
     }
 
+    /// Asks the holder of `node_path` (a contender's node, as [`participants`](Lock::participants)
+    /// lists it) to give up, with this lock's retry policy: see [`request_revoke`]. Returns
+    /// false if the node no longer exists.
+    ///
+    /// [`request_revoke`]: super::request_revoke
+    pub async fn revoke(&self, node_path: &str) -> Result<bool, LockError> {
+        super::request_revoke(&self.client, &self.options.retry, node_path).await
+    }
+
     /// Nodes recorded for deletion by the next call (see [`cleanup`](Lock::cleanup)).
     pub fn pending_cleanup(&self) -> Vec<DetachedCleanup> {
         self.shared.orphans()

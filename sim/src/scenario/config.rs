@@ -237,6 +237,35 @@ pub struct Scenario {
     /// The run stops (and is reported) past this much virtual time, in milliseconds.
     /// Default 600000.
     pub time_limit_ms: u64,
+    /// How many of the clients are revokers rather than holders: the last `revokers`
+    /// clients each, once for every acquire attempt of every holder, wait `hold_ms / 2`,
+    /// list the first lock's directory and ask the holder of one node of it (the
+    /// chooser's pick) to give up, through the recipe's
+    /// [`revoke`](zklock_recipe::LockUnderTest::revoke). The
+    /// holders then race each hold against
+    /// [`revocation`](zklock_recipe::LockUnderTest::revocation) and give up when asked,
+    /// and the run is judged by the revocation properties too (`zklock_checker`'s
+    /// `properties::revocation`). Default 0 (written only when set): no revocation. At
+    /// most `clients - 1`; a lock run only (not a semaphore, queue or election).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub revokers: u32,
+    /// How long a holder asked to give up may take to begin its release, in milliseconds,
+    /// from the later of the request's acknowledgement and its grant (unless a fault
+    /// strikes the holder meanwhile). Default 250 (written only when it differs): a
+    /// simulated holder hears a request within a few requests' time.
+    #[serde(skip_serializing_if = "is_default_revoke_bound")]
+    pub revoke_bound_ms: u64,
+}
+
+/// [`Scenario::revoke_bound_ms`] by default.
+pub const REVOKE_BOUND_MS_DEFAULT: u64 = 250;
+
+fn is_default_revoke_bound(ms: &u64) -> bool {
+    *ms == REVOKE_BOUND_MS_DEFAULT
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Default for Scenario {
@@ -262,6 +291,8 @@ impl Default for Scenario {
             heal_ms: 30_000,
             liveness_bound_ms: 13_000,
             time_limit_ms: 600_000,
+            revokers: 0,
+            revoke_bound_ms: REVOKE_BOUND_MS_DEFAULT,
         }
     }
 }

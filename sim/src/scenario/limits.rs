@@ -79,6 +79,20 @@ pub enum ScenarioError {
     },
     /// More readers than clients.
     Readers { readers: u32, clients: u32 },
+    /// Revokers leave no writer (or exclusive holder) among the clients: readers and
+    /// revokers together must be fewer than the clients.
+    Revokers {
+        revokers: u32,
+        readers: u32,
+        clients: u32,
+    },
+    /// A value the recipe's workload cannot run with (revokers for a semaphore, a queue
+    /// or an election), and why.
+    Unsupported {
+        field: &'static str,
+        value: u64,
+        why: String,
+    },
     /// The lock directory is not a valid ZooKeeper path.
     LockPath { path: String, reason: String },
     /// A mode listed twice in the shape's modes (which hold each mode at most once).
@@ -107,6 +121,21 @@ impl fmt::Display for ScenarioError {
                 f,
                 "scenario: {readers} readers, more than its {clients} clients"
             ),
+            ScenarioError::Revokers {
+                revokers,
+                readers,
+                clients,
+            } => write!(
+                f,
+                "scenario: {revokers} revokers and {readers} readers leave no writer among \
+                 its {clients} clients (revokers + readers must be fewer than clients)"
+            ),
+            ScenarioError::Unsupported { field, value, why } => {
+                write!(
+                    f,
+                    "scenario: {field} is {value}, which this recipe cannot run: {why}"
+                )
+            }
             ScenarioError::LockPath { path, reason } => {
                 write!(f, "scenario: lock_path {path:?} is not valid: {reason}")
             }
@@ -149,6 +178,13 @@ impl Scenario {
                 clients: self.clients,
             });
         }
+        if self.revokers > 0 && self.revokers.saturating_add(self.readers) >= self.clients {
+            return Err(ScenarioError::Revokers {
+                revokers: self.revokers,
+                readers: self.readers,
+                clients: self.clients,
+            });
+        }
         at_most(
             "lock_path (bytes)",
             self.lock_path.len() as u64,
@@ -169,6 +205,7 @@ impl Scenario {
             ("acquire_timeout_ms", self.acquire_timeout_ms),
             ("heal_ms", self.heal_ms),
             ("liveness_bound_ms", self.liveness_bound_ms),
+            ("revoke_bound_ms", self.revoke_bound_ms),
             ("faults.delay_ms_max", f.delay_ms_max),
             ("faults.partition_ms_max", f.partition_ms_max),
             ("faults.pause_ms_max", f.pause_ms_max),
@@ -275,6 +312,20 @@ mod tests {
             ..Scenario::default()
         };
         assert!(matches!(sc.validate(), Err(ScenarioError::Readers { .. })));
+        // Revokers must leave a writer: 1 reader + 4 revokers of 5 clients leave none.
+        let sc = Scenario {
+            readers: 1,
+            revokers: 4,
+            ..Scenario::default()
+        };
+        let err = sc.validate().unwrap_err();
+        assert!(err.to_string().contains("leave no writer"), "{err}");
+        let sc = Scenario {
+            readers: 1,
+            revokers: 3,
+            ..Scenario::default()
+        };
+        assert_eq!(sc.validate(), Ok(()));
         // At the bounds themselves, valid.
         let sc = Scenario {
             clients: 1,

@@ -15,12 +15,15 @@ mod shipped;
 pub mod work_queue;
 mod world_run;
 
-pub use config::{FaultMode, Faults, Priorities, Rate, Scenario};
+pub use config::{FaultMode, Faults, Priorities, REVOKE_BOUND_MS_DEFAULT, Rate, Scenario};
 pub use election::{Election, ElectionRecipe};
 pub use limits::ScenarioError;
 pub use runner::{run_scenario, run_scenario_with};
 pub use shape::{ModeKind, Shape, fault_durations_ms, hold_lengths_ms};
-pub use shipped::{SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe};
+pub use shipped::{
+    RevocableRecipe, SemaphoreLock, SemaphoreRecipe, ShippedLock, ShippedRecipe,
+    revocation_scenario,
+};
 pub use work_queue::{QueueRecipe, WorkQueue};
 pub use world_run::RunOutcome;
 

@@ -2,7 +2,7 @@
 
 use super::limits::SCENARIO_STEPS_MAX;
 use super::world_run::{RunOutcome, hold_length, outcome, prepare_world, settle};
-use super::{LockUnderTest, Recipe, Scenario};
+use super::{LockUnderTest, Recipe, Scenario, ScenarioError};
 use crate::chooser::{ChoiceKind, Chooser, RandomChooser};
 use crate::world::ResourceOp;
 use crate::{Sim, SimClient, SimConfig, SimError};
@@ -31,19 +31,7 @@ pub fn run_scenario_with<R: Recipe>(
     // Out of bounds, a scenario could overflow, panic in a recipe's constructor, or run
     // for hours: nothing runs, and the outcome says why.
     if let Err(e) = scenario.validate() {
-        return RunOutcome {
-            history: History::default(),
-            choices: Vec::new(),
-            final_lock_children: Vec::new(),
-            final_children_by_lock: Vec::new(),
-            error: Some(SimError::InvalidScenario(e)),
-            leases: recipe.leases(),
-            work_queue: recipe.work_queue().map(|q| q.paths),
-            election: recipe.election().is_some(),
-            faults_injected: 0,
-            steps: 0,
-            end_time_us: 0,
-        };
+        return not_run(recipe, SimError::InvalidScenario(e));
     }
     let cfg = SimConfig {
         seed,
@@ -54,15 +42,33 @@ pub fn run_scenario_with<R: Recipe>(
         ..SimConfig::default()
     };
     let sim = Sim::with_chooser(cfg, chooser);
+    let family = match (recipe.work_queue().is_some(), recipe.election().is_some()) {
+        (true, _) => Some("a work queue"),
+        (_, true) => Some("an election"),
+        _ => None,
+    };
+    if let (Some(family), true) = (family, scenario.revokers > 0) {
+        let why = format!("revokers ask a lock's holders to give up; {family} has none");
+        return refused(scenario, recipe, &why);
+    }
     if let Some(queue) = recipe.work_queue() {
         return super::work_queue::run(sim, scenario, queue);
     }
     if let Some(election) = recipe.election() {
         return super::election::run(sim, scenario, election);
     }
+    if scenario.revokers > 0 && recipe.leases().is_some() {
+        let why = "revokers ask a lock's holders to give up; a semaphore's leases cannot be";
+        return refused(scenario, recipe, why);
+    }
     let lock_paths = scenario.lock_paths();
+    let holders = scenario.clients - scenario.revokers;
+    // Readers, writers (or exclusive holders) and revokers: interchangeable within a role.
     let roles: Vec<u32> = (0..scenario.clients)
-        .map(|i| u32::from(recipe.leases().is_none() && i < scenario.readers))
+        .map(|i| match i {
+            _ if i >= holders => 2,
+            _ => u32::from(recipe.leases().is_none() && i < scenario.readers),
+        })
         .collect();
     prepare_world(&sim, scenario, &lock_paths, &roles);
     let clients: Vec<SimClient> = (0..scenario.clients).map(|_| sim.client()).collect();
@@ -91,13 +97,18 @@ pub fn run_scenario_with<R: Recipe>(
         let lock_paths = lock_paths.clone();
         async move {
             let mut tasks = Vec::new();
-            for (c, role, locks) in workers {
+            for (i, (c, role, locks)) in workers.into_iter().enumerate() {
                 let renew = renew_tx.clone();
-                let w = worker(sim.clone(), c.clone(), role, locks, scenario.clone(), renew);
+                let (sim2, c2, sc) = (sim.clone(), c.clone(), scenario.clone());
+                let revokes = i as u32 >= holders;
                 let (finisher, client) = (sim.clone(), c.clone());
                 // Once the worker returns, nothing reads what this client is given.
                 let t = sim.spawn(async move {
-                    w.await;
+                    if revokes {
+                        revoker(sim2, c2, role, locks, sc, renew).await;
+                    } else {
+                        worker(sim2, c2, role, locks, sc, renew).await;
+                    }
                     finisher.finish(&client);
                 });
                 tasks.push((t, c));
@@ -129,6 +140,33 @@ pub fn run_scenario_with<R: Recipe>(
     };
     let error = crate::sim::complete(sim.run(main)).err();
     outcome(&sim, &lock_paths, error, recipe.leases(), None)
+}
+
+/// The outcome of a run that never started, and why.
+fn not_run<R: Recipe>(recipe: &R, error: SimError) -> RunOutcome {
+    RunOutcome {
+        history: History::default(),
+        choices: Vec::new(),
+        final_lock_children: Vec::new(),
+        final_children_by_lock: Vec::new(),
+        error: Some(error),
+        leases: recipe.leases(),
+        work_queue: recipe.work_queue().map(|q| q.paths),
+        election: recipe.election().is_some(),
+        faults_injected: 0,
+        steps: 0,
+        end_time_us: 0,
+    }
+}
+
+/// A scenario this recipe's workload cannot run: nothing runs.
+fn refused<R: Recipe>(scenario: &Scenario, recipe: &R, why: &str) -> RunOutcome {
+    let error = ScenarioError::Unsupported {
+        field: "revokers",
+        value: u64::from(scenario.revokers),
+        why: why.to_owned(),
+    };
+    not_run(recipe, SimError::InvalidScenario(error))
 }
 
 /// Client `c`'s lock object of each lock directory, in lock order.
@@ -281,18 +319,28 @@ async fn worker<L: LockUnderTest>(
             )
             .await;
         let hold = hold_length(&sim, &c, &sc).await;
-        let lost = {
+        let ended = {
             let work = pin!(c.sleep(hold));
-            let lost = pin!(lock.lost(&guard));
-            match select(work, lost).await {
-                Either::Left(_) => None,
-                Either::Right((reason, _)) => Some(reason),
+            if sc.revokers > 0 {
+                // A revocable hold: given up when asked, unless lost first.
+                let asked = pin!(lock.revocation(&guard));
+                match select(work, asked).await {
+                    Either::Left(_) => HoldEnd::Worked,
+                    Either::Right((Ok(()), _)) => HoldEnd::Revoked,
+                    Either::Right((Err(reason), _)) => HoldEnd::Lost(reason),
+                }
+            } else {
+                let lost = pin!(lock.lost(&guard));
+                match select(work, lost).await {
+                    Either::Left(_) => HoldEnd::Worked,
+                    Either::Right((reason, _)) => HoldEnd::Lost(reason),
+                }
             }
         };
-        match lost {
+        match ended {
             // Readers only read: their holds are shared.
-            None if role == LockRole::Read => {}
-            None => {
+            HoldEnd::Worked if role == LockRole::Read => {}
+            HoldEnd::Worked => {
                 let op = ResourceOp::Write {
                     token,
                     read_fenced: read.fenced,
@@ -301,13 +349,69 @@ async fn worker<L: LockUnderTest>(
                 };
                 sim.resource(&c, op).await;
             }
-            Some(reason) => sim.record(&c, EventKind::Lost { reason }),
+            // Asked to give up, it gives up before its write.
+            HoldEnd::Revoked => sim.record(&c, EventKind::RevokeObserved),
+            HoldEnd::Lost(reason) => sim.record(&c, EventKind::Lost { reason }),
         }
         sim.record(&c, EventKind::ReleaseInvoked);
         match lock.release(guard).await {
             Ok(()) => sim.record(&c, EventKind::Released),
             Err(reason) => sim.record(&c, EventKind::ReleaseFailed { reason }),
         }
+    }
+    sim.record(&c, EventKind::Done);
+}
+
+/// How a hold's critical section ended.
+enum HoldEnd {
+    /// Its work was done.
+    Worked,
+    /// The holder was asked to give up (a run with revokers).
+    Revoked,
+    /// The holder lost its trust in the hold, with why.
+    Lost(String),
+}
+
+/// One revoker's loop (`Scenario::revokers`): once for each acquire attempt of each
+/// holder, wait half a hold, list the first lock's directory and ask the holder of one of
+/// its nodes, the chooser's pick, to give up. A listing that fails or finds no node asks
+/// nobody.
+async fn revoker<L: LockUnderTest>(
+    sim: Sim,
+    mut c: SimClient,
+    role: LockRole,
+    mut locks: Vec<L>,
+    sc: Scenario,
+    renew: mpsc::UnboundedSender<NewLock<L>>,
+) {
+    let dir = sc.lock_paths().swap_remove(0);
+    let pause = Duration::from_millis((sc.hold_ms / 2).max(1));
+    let holders = sc.clients - sc.revokers;
+    for _ in 0..sc.acquisitions_per_client * holders {
+        if c.session_state().is_terminal() {
+            let Some((fresh, fresh_locks)) = new_session(&sim, &c, role, &renew).await else {
+                break;
+            };
+            (c, locks) = (fresh, fresh_locks);
+        }
+        c.sleep(pause).await;
+        let Ok(mut children) = c.get_children(&dir).await else {
+            continue;
+        };
+        // In name order, whatever order the server lists them in.
+        children.sort();
+        let i = match children.len() {
+            0 => continue,
+            1 => 0,
+            n => sim.choose(&c, ChoiceKind::RevokeTarget, n).await,
+        };
+        let Some(name) = children.get(i) else {
+            continue;
+        };
+        let node = zklock_recipe::path::join(&dir, name);
+        sim.record(&c, EventKind::RevokeRequested { node: node.clone() });
+        // What it sent and what came back are in the history's requests.
+        let _ = locks[0].revoke(&node).await;
     }
     sim.record(&c, EventKind::Done);
 }

@@ -1,6 +1,6 @@
 //! The shipped recipes, adapted to [`LockUnderTest`](super::LockUnderTest).
 
-use super::Recipe;
+use super::{Recipe, Scenario};
 use crate::SimClient;
 use zklock_recipe::history::LockRole;
 use zklock_recipe::lock::LockOptions;
@@ -64,5 +64,44 @@ impl Recipe for SemaphoreRecipe {
     /// As the shipped lock's: leases are counted and ordered by czxid, guids compared.
     fn symmetric(&self) -> bool {
         true
+    }
+}
+
+/// zklock's read/write lock with revocation ([`Lock::revoke`](zklock_recipe::lock::Lock::revoke)):
+/// in its own scenario ([`RevocableRecipe::scenario`]) a revoker asks readers and writers
+/// to give up, and they do.
+#[derive(Clone, Debug, Default)]
+pub struct RevocableRecipe {
+    pub shipped: ShippedRecipe,
+}
+
+impl Recipe for RevocableRecipe {
+    type Lock = ShippedLock;
+    fn name(&self) -> String {
+        "revocable".into()
+    }
+    fn lock(&self, client: SimClient, role: LockRole, path: &str) -> ShippedLock {
+        self.shipped.lock(client, role, path)
+    }
+    fn symmetric(&self) -> bool {
+        self.shipped.symmetric()
+    }
+    /// One reader, two writers and a revoker, holds of 1000 ms (the revoker asks every
+    /// 500 ms), every fault on.
+    fn scenario(&self) -> Scenario {
+        revocation_scenario()
+    }
+}
+
+/// The revocation workload: 4 clients, one of them a reader and one a revoker, holds of
+/// 1000 ms (four times the bound a holder has to give up in), the default faults and
+/// rates. The revocation canaries run in it too.
+pub fn revocation_scenario() -> Scenario {
+    Scenario {
+        clients: 4,
+        readers: 1,
+        revokers: 1,
+        hold_ms: 1000,
+        ..Scenario::default()
     }
 }

@@ -93,6 +93,29 @@ fn the_shipped_revocable_lock_holds_on_every_schedule_of_small_bounds() {
     assert_eq!(counts, [272, 372, 1]);
 }
 
+/// Each canary's minimized trace (explore's shrunk trace, saved with `zklock replay ...
+/// --save`) replays exactly to the property it must violate.
+#[test]
+fn the_revocation_canaries_traces_replay_to_their_violations() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/revocation");
+    for bug in RevocationBug::ALL {
+        let trace = zklock_checker::Trace::read(&dir.join(format!("{}.json", bug.name()))).unwrap();
+        assert_eq!(trace.recipe, bug.name());
+        let run = zklock_checker::replay(&trace, &RevocationCanary(bug)).unwrap();
+        assert!(
+            trace.same_history(&run.outcome.history),
+            "{}: the replay parted from the trace",
+            bug.name()
+        );
+        assert!(
+            run.violates(bug.caught_by()),
+            "{}: {}",
+            bug.name(),
+            run.report
+        );
+    }
+}
+
 /// `zklock explore --recipe NAME` with no other flag catches each revocation canary
 /// (exit 1, a violation), and holds on the shipped revocable lock over its first seeds;
 /// revokers are refused where no lock is held.

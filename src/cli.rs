@@ -452,6 +452,13 @@ pub struct RealArgs {
     /// Clients taking the read lock, the rest write
     #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().readers, value_parser = whole::<u32, 0, ANY>)]
     pub readers: u32,
+    /// Clients that ask holders to give up instead of holding (the last N; each lists
+    /// the lock's directory every half hold and asks the holder of one node), 0 to 63,
+    /// fewer than --clients with --readers leaving a writer; zklock's lock only (--recipe
+    /// zklock, --lock zklock): the run is judged by revocation_honored and
+    /// revocation_only_given_up too (a holder gives up within 1000 ms)
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = WorkloadConfig::default().revokers, value_parser = whole::<u32, 0, 63>)]
+    pub revokers: u32,
     /// How long the workload runs: 30s, 1500ms, 2m, or a number of seconds; at most 1 h
     #[arg(long, value_name = "D", default_value = "30s")]
     pub duration: String,

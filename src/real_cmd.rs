@@ -87,6 +87,13 @@ fn parse(a: RealArgs, given: &Given, recipes: &RealRecipes) -> Result<RealOption
     if workload.readers > 0 && !recipe.has_readers() {
         bail!("--readers: the {recipe} recipe has no read side");
     }
+    if workload.revokers > 0 && (a.lock != "zklock" || !recipe.is_revocable()) {
+        bail!(
+            "--revokers: only zklock's lock can be asked to give up (--recipe zklock, --lock \
+             zklock); this run's is --recipe {recipe}, --lock {}",
+            a.lock
+        );
+    }
     let mix = parse_mix(&a.lock, a.allow_foreign_naming)?;
     refuse_inapplicable(&a, given, &recipe, mix.is_some(), &faults.faults)?;
     let driver = driver_of(&a, &workload, mix.as_deref())?;
@@ -161,6 +168,7 @@ fn workload_of(a: &RealArgs) -> Result<WorkloadConfig> {
     Ok(a.workload.apply(WorkloadConfig {
         clients: a.clients,
         readers: a.readers,
+        revokers: a.revokers,
         duration_ms: parse_duration_ms("--duration", &a.duration)?,
         start_stagger_ms: a.start_stagger_ms,
         mix_offset: a.mix_offset,

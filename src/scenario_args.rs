@@ -94,7 +94,7 @@ impl ScenarioArgs {
         }
         // Readers and revokers together leave no writer: the scenario's own check says so
         // (check gives readers up to keep one at its small bounds).
-        if sc.revokers >= clients {
+        if sc.revokers > 0 && sc.revokers >= clients {
             bail!(
                 "--revokers ({}) must be fewer than --clients ({clients}): someone must hold",
                 sc.revokers

@@ -7,6 +7,7 @@ use crate::concurrent::{Judged, judge_parallel, rejudge_mid_steps};
 use crate::per_lock::{check_per_lock, semaphore_leases_per_lock};
 use crate::properties::election::leader_owns_node;
 use crate::properties::queue::{Changes, QueueFacts, check_queue_with};
+use crate::properties::revocation::check_revocation;
 use crate::properties::{CheckConfig, node_outlives_attempt};
 use zklock_recipe::history::{History, NodeLives};
 
@@ -28,6 +29,9 @@ pub struct RunShape {
     /// A leader election's run, leadership recorded as holds: the election's
     /// `election_leader_owns_node` is judged too, after the lock's.
     pub election: bool,
+    /// A run with revokers: the bound a holder asked to give up has, in ms; the run is
+    /// judged by the revocation properties too.
+    pub revoke_bound_ms: Option<u64>,
 }
 
 /// Every property on `history`, per lock when `shape` has several, `semaphore_leases`
@@ -67,6 +71,14 @@ pub fn judge_real(history: &History, cfg: &CheckConfig, shape: &RunShape) -> Jud
     if shape.election {
         let verdict = leader_owns_node::check(&judged.history);
         judged.report.verdicts.push(verdict);
+    }
+    if let Some(bound_ms) = shape.revoke_bound_ms {
+        let end_us = cfg
+            .run_end_us
+            .or(judged.history.events.last().map(|e| e.time_us))
+            .unwrap_or(0);
+        let verdicts = check_revocation(&judged.history, bound_ms, end_us);
+        judged.report.verdicts.extend(verdicts);
     }
     judged
 }

@@ -556,6 +556,7 @@ async fn run_work<W: Work>(
         leases,
         tokens_are_czxids: shared.tokens_are_czxids,
         election: work.election(),
+        revoke_bound_ms: (config.revokers > 0).then_some(config.revoke_bound_ms),
         queue: work.queue(),
         run_end_us,
         // Aimed faults heal after their last strike (a pause, once it ended).

@@ -12,5 +12,6 @@ mod election_on_real;
 mod interop;
 mod real_server;
 mod recipe_on_real;
+mod revocation_on_real;
 mod semaphore_on_real;
 mod stuck;

@@ -18,6 +18,7 @@ pub fn judge(run: &RealRun) -> Judged {
         touched: run.final_children_touched.clone(),
         nodes: run.nodes.clone(),
         election: run.election,
+        revoke_bound_ms: run.revoke_bound_ms,
     };
     match &run.queue {
         Some(paths) => {

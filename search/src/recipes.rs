@@ -145,6 +145,11 @@ impl RealRecipeKind {
         matches!(self, RealRecipeKind::Shipped | RealRecipeKind::Canary(_))
     }
 
+    /// Whether its holders can be asked to give up (`--revokers`): zklock's lock only.
+    pub fn is_revocable(self) -> bool {
+        matches!(self, RealRecipeKind::Shipped)
+    }
+
     /// Runs the workload with this recipe on `servers`; a queue's with `queue`'s roles and
     /// item count.
     pub async fn run(
@@ -339,6 +344,15 @@ impl RealPick {
     pub fn has_readers(&self) -> bool {
         match self {
             RealPick::Shipped(kind) => kind.has_readers(),
+            RealPick::User(_, run) => run.leases().is_none(),
+        }
+    }
+
+    /// See [`RealRecipeKind::is_revocable`]: a user's lock may be revocable (a run whose
+    /// revokers saw no holder give up says revocation was not checked).
+    pub fn is_revocable(&self) -> bool {
+        match self {
+            RealPick::Shipped(kind) => kind.is_revocable(),
             RealPick::User(_, run) => run.leases().is_none(),
         }
     }

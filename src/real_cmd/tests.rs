@@ -60,6 +60,18 @@ fn flags_that_do_not_apply_to_the_recipe_are_refused_not_ignored() {
             "--allow-foreign-naming does not apply",
         ),
         (
+            &["--lock", "curator-mutex", "--revokers", "1"],
+            "--revokers: only zklock's lock can be asked to give up",
+        ),
+        (
+            &["--recipe", "semaphore", "--revokers", "1"],
+            "--revokers: only zklock's lock can be asked to give up",
+        ),
+        (
+            &["--clients", "2", "--readers", "1", "--revokers", "1"],
+            "leave no writer",
+        ),
+        (
             &["--connect", "127.0.0.1:2181", "--ensemble", "3"],
             "--ensemble does not apply",
         ),

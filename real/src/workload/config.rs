@@ -96,6 +96,17 @@ pub struct WorkloadConfig {
     /// `node_outlives_attempt` calls it a leak. 0 (the default): the liveness bound,
     /// twice the session timeout plus 1 s ([`WorkloadConfig::liveness_bound_ms`]).
     pub leak_bound_ms: u64,
+    /// How many of the clients are revokers rather than holders (the last `revokers`):
+    /// each, while the run lasts, waits half a hold, lists the first lock's directory and
+    /// asks the holder of one of its nodes to give up, through the lock's
+    /// `LockUnderTest::revoke`; the holders give up when asked, and the run is judged by
+    /// the revocation properties too. Default 0; fewer than the clients, with the readers
+    /// leaving a writer. A lock that cannot be revoked makes the run "nothing checked".
+    pub revokers: u32,
+    /// How long a holder asked to give up may take to begin its release, in ms (the
+    /// checker's `revocation_honored`). Default 1000: a few round trips to a real server,
+    /// with room for a loaded machine.
+    pub revoke_bound_ms: u64,
 }
 
 impl Default for WorkloadConfig {
@@ -129,6 +140,8 @@ impl Default for WorkloadConfig {
             attempts_per_client: 0,
             interrupt: None,
             leak_bound_ms: 0,
+            revokers: 0,
+            revoke_bound_ms: 1_000,
         }
     }
 }
@@ -167,6 +180,12 @@ impl WorkloadConfig {
                 self.readers, self.clients
             ));
         }
+        if self.revokers > 0 && self.revokers.saturating_add(self.readers) >= self.clients {
+            return bad(format!(
+                "revokers ({}) and readers ({}) leave no writer among the {} clients",
+                self.revokers, self.readers, self.clients
+            ));
+        }
         if self.session_timeout_ms < MIN_SESSION_TIMEOUT_MS {
             return bad(format!(
                 "session_timeout_ms must be at least {MIN_SESSION_TIMEOUT_MS}, got {}",
@@ -188,6 +207,7 @@ impl WorkloadConfig {
             ("start_stagger_ms", self.start_stagger_ms),
             ("long_hold_ms", self.long_hold_ms),
             ("leak_bound_ms", self.leak_bound_ms),
+            ("revoke_bound_ms", self.revoke_bound_ms),
         ] {
             if ms > MAX_DURATION_MS {
                 return bad(format!(

@@ -25,6 +25,9 @@ pub struct RealRun {
     pub tokens_are_czxids: bool,
     /// The recipe's [`RealRecipe::election`].
     pub election: bool,
+    /// A run with revokers ([`WorkloadConfig::revokers`](super::WorkloadConfig::revokers)):
+    /// the bound a holder asked to give up has, in ms, for the revocation properties.
+    pub revoke_bound_ms: Option<u64>,
     /// A work queue's run ([`run_queue`]): its directories, whose final children are the
     /// two of [`final_children_by_lock`](RealRun::final_children_by_lock) (the items',
     /// then the item locks'). `None` for a lock's run.

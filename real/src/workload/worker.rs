@@ -106,6 +106,9 @@ pub(super) async fn worker<R: RealRecipe>(
             .map(|p| recipe.lock(client.clone(), role, p))
             .collect()
     };
+    if index as u32 >= config.clients - config.revokers {
+        return revoker(&shared, index, first, locks_of).await;
+    }
     let mut client = first;
     let mut locks = locks_of(&client);
     // From the workers' start: a process restarted after a crash does not wait again.
@@ -228,14 +231,17 @@ pub(super) async fn worker<R: RealRecipe>(
             // Crashed: the process is dropped here, at its next await.
             std::future::pending::<()>().await;
         }
-        let lost = tokio::select! {
+        // A revocable hold (a run with revokers) is given up when asked, unless lost first.
+        let revocable = config.revokers > 0;
+        let ended = tokio::select! {
             // The work first, as the simulation's runner: a process resuming from a pause
             // finishes the step it was on before it reads its mail.
             biased;
             () = hold_for(&client, &shared, hold_of(k, config)) => None,
-            reason = lock.lost(&guard) => Some(reason),
+            reason = lock.lost(&guard), if !revocable => Some(Err(reason)),
+            asked = lock.revocation(&guard), if revocable => Some(asked),
         };
-        match lost {
+        match ended {
             // Readers only read: their holds are shared.
             None if role == LockRole::Read => {}
             None => {
@@ -243,7 +249,9 @@ pub(super) async fn worker<R: RealRecipe>(
                     .recorder
                     .write_resource_of(which, index as u32, session, token, read);
             }
-            Some(reason) => client.record(EventKind::Lost { reason }),
+            // Asked to give up, it gives up before its write.
+            Some(Ok(())) => client.record(EventKind::RevokeObserved),
+            Some(Err(reason)) => client.record(EventKind::Lost { reason }),
         }
         client.record(EventKind::ReleaseInvoked);
         let invoked_us = shared.recorder.now_us();
@@ -265,5 +273,49 @@ pub(super) async fn worker<R: RealRecipe>(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push(Box::new(locks));
+    Some(client)
+}
+
+/// A revoker's loop ([`WorkloadConfig::revokers`]): until the run's acquisitions are over
+/// (or, with a script, once for each attempt of each holder), wait half a hold, list the
+/// first lock's directory and ask the holder of one of its nodes, each listing's next in
+/// name order, to give up. A listing that fails or finds no node asks nobody.
+async fn revoker<L: LockUnderTest>(
+    shared: &Shared,
+    index: usize,
+    mut client: RecordingClient,
+    locks_of: impl Fn(&RecordingClient) -> Vec<L>,
+) -> Option<RecordingClient> {
+    let config = &shared.config;
+    let dir = config.lock_paths().swap_remove(0);
+    let pause = Duration::from_millis((config.hold_ms / 2).max(1));
+    let holders = u64::from(config.clients - config.revokers);
+    let script = u64::from(config.attempts_per_client) * holders;
+    let mut locks = locks_of(&client);
+    let mut k = 0u64;
+    while !shared.acquisitions_over() && (script == 0 || k < script) {
+        if client.session_state().is_terminal() {
+            if let Some(fresh) = shared.renew(index).await {
+                client = fresh;
+                locks = locks_of(&client);
+            }
+            continue;
+        }
+        k += 1;
+        tokio::time::sleep(pause).await;
+        let Ok(mut children) = client.get_children(&dir).await else {
+            continue;
+        };
+        children.sort();
+        let Some(name) = children.get((k as usize) % children.len().max(1)) else {
+            continue;
+        };
+        let node = zklock_recipe::path::join(&dir, name);
+        client.record(EventKind::RevokeRequested { node: node.clone() });
+        // What it sent and what came back are in the history's requests.
+        let _ = locks[0].revoke(&node).await;
+    }
+    client.record(EventKind::Done);
+    shared.sessions.set(index, None);
     Some(client)
 }

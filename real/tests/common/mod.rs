@@ -146,6 +146,7 @@ pub fn shape_of(run: &RealRun) -> zklock_checker::real_judge::RunShape {
         touched: run.final_children_touched.clone(),
         nodes: run.nodes.clone(),
         election: run.election,
+        revoke_bound_ms: run.revoke_bound_ms,
     }
 }
 

@@ -647,6 +647,13 @@ pub struct SearchArgs {
     /// curator-rw), so that its script has both sides; 0 for the others
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = whole::<u32, 0, ANY>)]
     pub readers: Option<u32>,
+    /// Of the clients, how many ask holders to give up instead of holding (the last N;
+    /// each lists the lock's directory every half hold and asks the holder of one node,
+    /// once for each attempt of each holder), 0 to 63: their requests are points too,
+    /// and every run is judged by revocation_honored and revocation_only_given_up;
+    /// zklock's lock only (--lock zklock). Default 0
+    #[arg(long, allow_negative_numbers = true, value_name = "N", default_value_t = 0, value_parser = whole::<u32, 0, 63>)]
+    pub revokers: u32,
     /// Points per run: 1 (single faults) or 2 (pairs, after dynamic reduction); 0: no
     /// point, the reference run and the workload shapes only
     #[arg(

@@ -701,14 +701,21 @@ fn print_plan(opts: &RealOptions, driver: Option<&DriverRecipe>, mixed: bool, se
         );
     } else {
         outln!(
-            "zklock real: {} {} clients ({} readers) for {} ms on {} (lock {}), faults {} from \
-             {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
+            "zklock real: {} {} clients ({} readers{}) for {} ms on {} (lock {}), faults {} \
+             from {} until {} ms, seed {}, --drop-every {} --mix-offset {} --acquire-timeout-ms {}",
             match (mixed, driver) {
                 (true, _) => "mixed".to_owned(),
                 (false, d) => d.map_or(opts.recipe.name(), |d| d.kind().name()).to_owned(),
             },
             w.clients,
             w.readers,
+            match w.revokers {
+                0 => String::new(),
+                n => format!(
+                    ", {n} revokers: a holder gives up within {} ms",
+                    w.revoke_bound_ms
+                ),
+            },
             w.duration_ms,
             describe(servers),
             match w.lock_paths().as_slice() {

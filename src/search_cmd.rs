@@ -195,11 +195,15 @@ impl Printer<'_> {
         match event {
             Event::ServersStarting { jobs } => eprintln!("starting {jobs} ZooKeeper server(s)..."),
             Event::Started { jobs } => outln!(
-                "zklock search: {} with {} clients ({} readers), {} attempts each (drop every \
+                "zklock search: {} with {} clients ({} readers{}), {} attempts each (drop every \
                  {}, session {} ms), k = {}, {jobs} at once, actions: {}",
                 self.lock,
                 a.clients,
                 self.readers,
+                match a.revokers {
+                    0 => String::new(),
+                    n => format!(", {n} revokers"),
+                },
                 a.attempts,
                 a.workload.drop_every,
                 a.workload.session_timeout_ms,
@@ -450,6 +454,7 @@ fn parse(a: &SearchArgs, recipes: &RealRecipes, program: &Program) -> Result<Sea
     let workload = a.workload.apply(WorkloadConfig {
         clients: a.clients,
         readers: script_readers(a, &lock),
+        revokers: a.revokers,
         attempts_per_client: a.attempts,
         // A bound on each run only: a run ends once its script is done.
         duration_ms: a.run_limit_ms,

@@ -343,6 +343,12 @@ impl Search {
                 self.lock.name()
             )));
         }
+        if w.revokers > 0 && !self.lock.is_revocable() {
+            return Err(SearchError::invalid(format!(
+                "--revokers: the lock {} cannot be asked to give up (zklock's lock can)",
+                self.lock.name()
+            )));
+        }
         if w.readers > w.clients {
             return Err(SearchError::invalid(format!(
                 "--readers must be at most --clients ({}), got {}",

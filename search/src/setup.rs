@@ -99,6 +99,15 @@ impl Lock {
         }
     }
 
+    /// Whether its holders can be asked to give up (`--revokers`): zklock's lock, or a
+    /// user's lock (a run whose revokers saw no holder give up says so).
+    pub fn is_revocable(&self) -> bool {
+        match self {
+            Lock::Recipe(pick) => pick.is_revocable(),
+            Lock::Driver(_) => false,
+        }
+    }
+
     /// Whether its clients may take a read side.
     pub fn has_readers(&self) -> bool {
         match self {
@@ -348,6 +357,7 @@ pub(crate) fn script_args(w: &WorkloadConfig) -> String {
     );
     let optional = [
         ("--readers", u64::from(w.readers)),
+        ("--revokers", u64::from(w.revokers)),
         ("--mix-offset", u64::from(w.mix_offset)),
         ("--start-stagger-ms", w.start_stagger_ms),
         ("--idle-after-give-up-ms", w.idle_after_give_up_ms),

@@ -222,6 +222,22 @@ fn bad_search_arguments_are_refused_with_a_reason() {
             "--readers must be at most --clients",
         ),
         (
+            vec!["search", "--lock", "curator-mutex", "--revokers", "1"],
+            "--revokers: the lock curator-mutex cannot be asked to give up",
+        ),
+        (
+            vec![
+                "search",
+                "--clients",
+                "2",
+                "--readers",
+                "1",
+                "--revokers",
+                "1",
+            ],
+            "leave no writer",
+        ),
+        (
             vec!["search", "--actions", "give-up,fly"],
             "--actions: unknown action \"fly\"",
         ),

